@@ -1,0 +1,43 @@
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "util/build_info.h"
+#include "util/error.h"
+
+namespace hftrain::app {
+
+int run_app(int argc, char** argv) {
+  CLI::App app{"hftrain: train transformer models from a YAML recipe.\n"
+               "Run `hftrain VERB --help` for the options of each verb.",
+               "hftrain"};
+  app.set_version_flag("--version", [] { return util::version_report(); });
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  Runner runner;
+  add_config_command(app, runner);
+  add_recipes_command(app, runner);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and a pointer to --help
+    return util::kExitBadInput;
+  }
+  try {
+    return runner ? runner() : util::kExitOk;
+  } catch (const util::Error& e) {
+    std::cerr << e.describe() << std::endl;
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return util::kExitFailure;
+  }
+}
+
+}  // namespace hftrain::app

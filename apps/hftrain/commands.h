@@ -1,0 +1,21 @@
+// Each verb adds its subcommand to the CLI and, when chosen, sets the runner that main calls.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace hftrain::app {
+
+// Returns the process exit code; may throw util::Error (mapped to its exit code by run_app).
+using Runner = std::function<int()>;
+
+void add_config_command(CLI::App& app, Runner& runner);
+void add_recipes_command(CLI::App& app, Runner& runner);
+
+// Parses argv, runs the chosen verb, maps errors to exit codes (0 ok, 2 bad input, 1 failure).
+int run_app(int argc, char** argv);
+
+}  // namespace hftrain::app

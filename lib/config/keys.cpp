@@ -1,0 +1,122 @@
+// hftrain's config keys: the one place each is declared. A key enters this file together with
+// the code that reads it, so that no key is ever accepted and then ignored.
+#include "config/schema.h"
+
+namespace hftrain::config {
+namespace {
+
+#define HFTRAIN_FIELD(member) [](auto& c) -> auto& { return c.member; }
+
+Schema build() {
+  Schema s;
+
+  s.section("run", "Identity and output location of a run.");
+  s.add("run.name", Type::kString, HFTRAIN_FIELD(run.name))
+      .def("run").doc("Name of the run; used in the default output directory and in logs.");
+  s.add("run.output_dir", Type::kString, HFTRAIN_FIELD(run.output_dir))
+      .def("runs/${run.name}").doc("Directory for checkpoints, logs, metrics and config.yaml.");
+  s.add("run.seed", Type::kInt, HFTRAIN_FIELD(run.seed))
+      .def("1234").min(0).doc("Seed for initialisation, data order, dropout and sampling.");
+  s.add("run.tags", Type::kStringMap, HFTRAIN_FIELD(run.tags))
+      .def("{}").doc("Free-form labels stored with the run; add with +run.tags.NAME=VALUE.");
+
+  s.section("model", "The model: architecture family and shape, or a model directory to load.");
+  s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
+      .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
+  s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
+      .nullable().doc("Directory of a model to start from instead of random initialisation.");
+  s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
+      .def("12").min(1).max(1024).doc("Number of transformer blocks.");
+  s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
+      .def("12").min(1).max(1024).doc("Attention heads per block.");
+  s.add("model.d_model", Type::kInt, HFTRAIN_FIELD(model.d_model))
+      .def("768").min(1).max(1 << 20).doc("Hidden size; divisible by model.n_head.");
+  s.add("model.max_seq_len", Type::kInt, HFTRAIN_FIELD(model.max_seq_len))
+      .def("1024").min(1).max(1 << 24).unit("tokens").doc("Longest sequence the model accepts.");
+  s.add("model.vocab_size", Type::kInt, HFTRAIN_FIELD(model.vocab_size))
+      .def("50257").min(1).max(1 << 24).unit("tokens").doc("Vocabulary size (embedding rows).");
+
+  s.section("tokenizer", "How text becomes token ids.");
+  s.add("tokenizer.type", Type::kChoice, HFTRAIN_FIELD(tokenizer.type))
+      .choices({"byte", "bpe", "hf"}).def("byte")
+      .doc("byte: 256 byte tokens plus specials; bpe: hftrain's own byte-level BPE; hf: a tokenizer.json.");
+  s.add("tokenizer.path", Type::kString, HFTRAIN_FIELD(tokenizer.path))
+      .nullable().doc("tokenizer.json to load (bpe, hf).");
+
+  s.section("data", "Training and validation data.");
+  s.add("data.train", Type::kStringList, HFTRAIN_FIELD(data.train))
+      .def("[]").doc("Training sources: files or globs.");
+  s.add("data.validation", Type::kStringList, HFTRAIN_FIELD(data.validation))
+      .def("[]").doc("Validation sources: files or globs.");
+  s.add("data.seq_len", Type::kInt, HFTRAIN_FIELD(data.seq_len))
+      .def("${model.max_seq_len}").min(1).unit("tokens")
+      .doc("Tokens per training sequence; at most model.max_seq_len.");
+
+  s.section("optimizer", "The optimizer.");
+  s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
+      .choices({"adamw", "sgd", "adafactor", "lion"}).def("adamw").doc("Optimizer.");
+  s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
+      .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
+  s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
+      .def("0.0").min(0).max(10).doc("Decoupled weight decay.");
+
+  s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).");
+  s.add("scheduler.name", Type::kChoice, HFTRAIN_FIELD(scheduler.name))
+      .choices({"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_restarts",
+                "cosine_with_min_lr", "polynomial", "inverse_sqrt", "warmup_stable_decay",
+                "reduce_lr_on_plateau"})
+      .def("linear").doc("Schedule shape.");
+  s.add("scheduler.warmup_steps", Type::kInt, HFTRAIN_FIELD(scheduler.warmup_steps))
+      .def("0").min(0).unit("steps").doc("Linear warmup from 0 to optimizer.lr.");
+
+  s.section("trainer", "The training loop.");
+  s.add("trainer.max_steps", Type::kInt, HFTRAIN_FIELD(trainer.max_steps))
+      .nullable().min(1).unit("steps").doc("Stop after this many optimizer steps.");
+  s.add("trainer.max_epochs", Type::kInt, HFTRAIN_FIELD(trainer.max_epochs))
+      .nullable().min(1).unit("epochs").doc("Stop after this many passes over the training data.");
+  s.add("trainer.micro_batch_size", Type::kInt, HFTRAIN_FIELD(trainer.micro_batch_size))
+      .def("8").min(1).unit("sequences").doc("Sequences per forward/backward pass, per process.");
+  s.add("trainer.grad_accum_steps", Type::kInt, HFTRAIN_FIELD(trainer.grad_accum_steps))
+      .def("1").min(1).unit("micro-batches").doc("Micro-batches accumulated per optimizer step.");
+  s.add("trainer.max_grad_norm", Type::kFloat, HFTRAIN_FIELD(trainer.max_grad_norm))
+      .def("1.0").min(0).allow_inf()
+      .doc("Clip the global gradient norm to this; .inf only measures and logs it.");
+  s.add("trainer.precision", Type::kChoice, HFTRAIN_FIELD(trainer.precision))
+      .choices({"fp32", "bf16", "fp16"}).def("fp32").doc("Compute precision.");
+  s.add("trainer.log_every", Type::kInt, HFTRAIN_FIELD(trainer.log_every))
+      .def("10").min(1).unit("steps").doc("Log metrics every N steps.");
+  s.add("trainer.eval_every", Type::kInt, HFTRAIN_FIELD(trainer.eval_every))
+      .def("0").min(0).unit("steps").doc("Evaluate every N steps; 0 never.");
+
+  s.section("checkpoint", "When checkpoints are written and which are kept.");
+  s.add("checkpoint.every_steps", Type::kInt, HFTRAIN_FIELD(checkpoint.every_steps))
+      .def("0").min(0).unit("steps").doc("Save every N steps; 0 saves only at the end.");
+  s.add("checkpoint.keep_last", Type::kInt, HFTRAIN_FIELD(checkpoint.keep_last))
+      .def("3").min(0).unit("checkpoints").doc("Keep the newest N checkpoints; 0 keeps all.");
+  s.add("checkpoint.keep_best", Type::kBool, HFTRAIN_FIELD(checkpoint.keep_best))
+      .def("false").doc("Also keep the checkpoint with the best eval loss (needs trainer.eval_every).");
+
+  s.section("distributed", "Multi-process training.");
+  s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))
+      .choices({"ddp", "zero1", "zero2", "zero3", "hybrid"}).alias("fsdp", "zero3").def("ddp")
+      .doc("Sharding strategy; fsdp is an alias of zero3.");
+  s.add("distributed.backend", Type::kChoice, HFTRAIN_FIELD(distributed.backend))
+      .choices({"auto", "nccl", "mpi"}).def("auto")
+      .doc("Communication backend; auto picks NCCL for CUDA, MPI for CPU.");
+
+  s.section("logging", "What hftrain prints and records.");
+  s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))
+      .choices({"debug", "info", "warn", "error"}).def("info").doc("Console and log-file verbosity.");
+  return s;
+}
+
+#undef HFTRAIN_FIELD
+
+}  // namespace
+
+const Schema& product_schema() {
+  static const Schema schema = build();
+  return schema;
+}
+
+}  // namespace hftrain::config

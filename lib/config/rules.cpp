@@ -1,0 +1,64 @@
+// Cross-field rules: each names every key involved and where its value came from.
+#include <string>
+
+#include "config/validate.h"
+#include "util/strings.h"
+
+namespace hftrain::config {
+namespace {
+
+std::string from(const Node& tree, const std::string& dotted) {
+  const Node* n = tree.find_path(util::split(dotted, '.'));
+  return n ? n->origin().describe() : "default";
+}
+
+}  // namespace
+
+void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
+  if (!c.trainer.max_steps && !c.trainer.max_epochs) {
+    diags.add("", "neither `trainer.max_steps` nor `trainer.max_epochs` is set, so training would never stop",
+              "set one, e.g. trainer.max_steps=1000");
+  }
+  if (c.trainer.max_steps && c.scheduler.warmup_steps >= *c.trainer.max_steps) {
+    diags.add(from(tree, "scheduler.warmup_steps"),
+              "`scheduler.warmup_steps` (" + std::to_string(c.scheduler.warmup_steps) +
+                  ") must be shorter than training, `trainer.max_steps` (" +
+                  std::to_string(*c.trainer.max_steps) + ", from " + from(tree, "trainer.max_steps") + ")",
+              "lower the warmup or raise trainer.max_steps");
+  }
+  if (c.checkpoint.keep_best && c.trainer.eval_every == 0) {
+    diags.add(from(tree, "checkpoint.keep_best"),
+              "`checkpoint.keep_best` needs evaluation, but `trainer.eval_every` is 0 (from " +
+                  from(tree, "trainer.eval_every") + ")",
+              "set trainer.eval_every, or drop checkpoint.keep_best");
+  }
+  if (c.checkpoint.keep_best && c.data.validation.empty()) {
+    diags.add(from(tree, "checkpoint.keep_best"),
+              "`checkpoint.keep_best` needs evaluation, but `data.validation` is empty",
+              "name validation data in data.validation");
+  }
+  if (c.trainer.eval_every > 0 && c.data.validation.empty()) {
+    diags.add(from(tree, "trainer.eval_every"),
+              "`trainer.eval_every` is set but `data.validation` is empty, so there is nothing to evaluate on",
+              "name validation data in data.validation, or set trainer.eval_every=0");
+  }
+  if (c.model.n_head > 0 && c.model.d_model % c.model.n_head != 0) {
+    diags.add(from(tree, "model.d_model"),
+              "`model.d_model` (" + std::to_string(c.model.d_model) + ") is not divisible by `model.n_head` (" +
+                  std::to_string(c.model.n_head) + ", from " + from(tree, "model.n_head") + ")",
+              "pick a head count that divides the hidden size");
+  }
+  if (c.data.seq_len > c.model.max_seq_len) {
+    diags.add(from(tree, "data.seq_len"),
+              "`data.seq_len` (" + std::to_string(c.data.seq_len) + ") exceeds `model.max_seq_len` (" +
+                  std::to_string(c.model.max_seq_len) + ", from " + from(tree, "model.max_seq_len") + ")",
+              "shorten data.seq_len or raise model.max_seq_len");
+  }
+  if ((c.tokenizer.type == TokenizerType::kBpe || c.tokenizer.type == TokenizerType::kHf) &&
+      !c.tokenizer.path) {
+    diags.add(from(tree, "tokenizer.type"), "`tokenizer.type` needs `tokenizer.path` (a tokenizer.json)",
+              "set tokenizer.path, or use tokenizer.type=byte");
+  }
+}
+
+}  // namespace hftrain::config

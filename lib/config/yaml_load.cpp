@@ -1,0 +1,218 @@
+#include "config/yaml_load.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace hftrain::config {
+namespace {
+
+using util::ConfigError;
+
+std::string at(const std::string& source, int line, int column) {
+  return source + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+// yaml-cpp accepts tabs in some indentation positions; YAML forbids them, and they are the most
+// common cause of recipes that look right and parse wrong, so they get their own message.
+void reject_tab_indentation(std::string_view text, const std::string& source) {
+  int line = 1;
+  bool at_line_start = true;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      at_line_start = true;
+    } else if (at_line_start && c == '\t') {
+      throw ConfigError(source + ":" + std::to_string(line) + ": tab character in indentation",
+                        "YAML indents with spaces only; replace the tabs with spaces");
+    } else if (c != ' ') {
+      at_line_start = false;
+    }
+  }
+}
+
+// A `---` marker after content starts a second document, which YAML::Load would silently drop.
+void reject_second_document(std::string_view text, const std::string& source) {
+  bool content = false;
+  int line = 0;
+  for (const std::string& raw : util::split(text, '\n')) {
+    ++line;
+    const bool marker = raw.rfind("---", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r');
+    if (marker && content) {
+      throw ConfigError(source + ":" + std::to_string(line) + ": a second YAML document starts here",
+                        "a recipe is one document; remove the extra `---` separator");
+    }
+    std::string t = util::trim(raw);
+    if (!t.empty() && t[0] != '#' && t[0] != '%' && !marker) content = true;
+  }
+}
+
+class Converter {
+ public:
+  Converter(const std::string& source, Origin::Kind kind) : source_(source), kind_(kind) {}
+
+  Node convert(const YAML::Node& yaml, const Origin& parent, int depth) {
+    Origin origin = origin_of(yaml, parent);
+    if (depth > kMaxNestingDepth) {
+      throw ConfigError(at(source_, origin.line, origin.column) + ": nesting deeper than " +
+                            std::to_string(kMaxNestingDepth) + " levels",
+                        "recipes are a few levels deep; check for runaway brackets or indentation");
+    }
+    switch (yaml.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return Node::null(origin);
+      case YAML::NodeType::Scalar: {
+        const std::string& tag = yaml.Tag();
+        bool quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
+        return Node::scalar(yaml.Scalar(), quoted, origin);
+      }
+      case YAML::NodeType::Sequence: {
+        Node seq = Node::sequence(origin);
+        for (const auto& item : yaml) seq.items().push_back(convert(item, origin, depth + 1));
+        return seq;
+      }
+      case YAML::NodeType::Map: {
+        Node map = Node::map(origin);
+        for (const auto& kv : yaml) {
+          Origin key_origin = origin_of(kv.first, origin);
+          if (!kv.first.IsScalar()) {
+            throw ConfigError(at(source_, key_origin.line, key_origin.column) +
+                                  ": a key must be a plain name, not a " +
+                                  (kv.first.IsMap() ? "mapping" : "list or null"),
+                              "write `name: value`");
+          }
+          const std::string& key = kv.first.Scalar();
+          if (const Node* first = map.find(key)) {
+            throw ConfigError(at(source_, key_origin.line, key_origin.column) + ": duplicate key '" +
+                                  key + "' (first set at line " +
+                                  std::to_string(first->origin().line) + ")",
+                              "keep one of the two");
+          }
+          Node value = convert(kv.second, key_origin, depth + 1);
+          // Point the value's origin at its key when the value has no position of its own.
+          if (value.is_null() || value.is_map()) value.origin() = key_origin;
+          value.set_key_origin(key_origin);
+          map.entries().emplace_back(key, std::move(value));
+        }
+        return map;
+      }
+    }
+    return Node::null(origin);
+  }
+
+ private:
+  Origin origin_of(const YAML::Node& yaml, const Origin& parent) const {
+    const YAML::Mark mark = yaml.Mark();
+    if (mark.is_null() || mark.line < 0) return parent;
+    return Origin::file(source_, mark.line + 1, mark.column + 1, kind_);
+  }
+
+  const std::string& source_;
+  Origin::Kind kind_;
+};
+
+[[noreturn]] void rethrow_yaml(const YAML::Exception& e, const std::string& source) {
+  std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;
+  if (!e.mark.is_null()) {
+    throw ConfigError(at(source, e.mark.line + 1, e.mark.column + 1) + ": YAML syntax error: " + msg,
+                      "fix the YAML at that position");
+  }
+  throw ConfigError(source + ": YAML syntax error: " + msg, "fix the YAML");
+}
+
+}  // namespace
+
+Node parse_yaml(std::string_view text, const std::string& source, Origin::Kind kind) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  if (std::string problem = util::check_utf8_text(text); !problem.empty()) {
+    throw ConfigError(source + ": not a text file: " + problem, "a recipe is UTF-8 YAML text");
+  }
+  reject_tab_indentation(text, source);
+  reject_second_document(text, source);
+  // YAML::Load, not LoadAll: yaml-cpp 0.7's LoadAll loops forever, allocating, on some malformed
+  // input (a document that starts with ','; fixed upstream after 0.8). Load reads one document.
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    rethrow_yaml(e, source);
+  }
+  Origin top = Origin::file(source, 1, 1, kind);
+  if (doc.IsNull()) {
+    // yaml-cpp 0.7 reads some malformed text (a leading ',') as an empty document; text with
+    // content that yields nothing is a syntax error, not an empty recipe.
+    int line = 0;
+    for (const std::string& raw : util::split(text, '\n')) {
+      ++line;
+      std::string t = util::trim(raw);
+      if (t.empty() || t[0] == '#' || t[0] == '%' || t == "---" || t == "..." || t == "~" || t == "null") continue;
+      throw ConfigError(source + ":" + std::to_string(line) + ": YAML syntax error: no document could be read from this line on",
+                        "fix the YAML at that position");
+    }
+  }
+  try {
+    return Converter(source, kind).convert(doc, top, 0);
+  } catch (const YAML::Exception& e) {
+    rethrow_yaml(e, source);
+  }
+}
+
+Node load_yaml_file(const std::filesystem::path& path, Origin::Kind kind) {
+  const std::string what = kind == Origin::Kind::kCheckpoint ? "checkpoint config" : "recipe";
+  std::string text = util::read_file<ConfigError>(path, what, size_t{16} << 20);
+  return parse_yaml(text, path.string(), kind);
+}
+
+Node parse_yaml_value(std::string_view text, const Origin& origin) {
+  YAML::Node yaml;
+  try {
+    yaml = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin.describe() + ": cannot parse the value `" + std::string(text) +
+                          "`: " + e.msg,
+                      "values are YAML: 3, 1e-4, true, [1, 2], 'a string'");
+  }
+  // Every node of an override carries the override's own origin, not a position in its text.
+  struct Stamp {
+    const Origin& origin;
+    Node operator()(const YAML::Node& y, int depth) const {
+      if (depth > kMaxNestingDepth) {
+        throw ConfigError(origin.describe() + ": value nested deeper than " +
+                          std::to_string(kMaxNestingDepth) + " levels");
+      }
+      switch (y.Type()) {
+        case YAML::NodeType::Scalar: {
+          bool quoted = y.Tag() == "!" || y.Tag() == "tag:yaml.org,2002:str";
+          return Node::scalar(y.Scalar(), quoted, origin);
+        }
+        case YAML::NodeType::Sequence: {
+          Node seq = Node::sequence(origin);
+          for (const auto& item : y) seq.items().push_back((*this)(item, depth + 1));
+          return seq;
+        }
+        case YAML::NodeType::Map: {
+          Node map = Node::map(origin);
+          for (const auto& kv : y) {
+            if (!kv.first.IsScalar()) {
+              throw ConfigError(origin.describe() + ": a key must be a plain name");
+            }
+            map.set(kv.first.Scalar(), (*this)(kv.second, depth + 1));
+          }
+          return map;
+        }
+        default:
+          return Node::null(origin);
+      }
+    }
+  };
+  try {
+    return Stamp{origin}(yaml, 0);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin.describe() + ": cannot parse the value: " + e.msg);
+  }
+}
+
+}  // namespace hftrain::config

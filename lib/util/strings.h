@@ -1,0 +1,26 @@
+// Small string helpers shared by the stages.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hftrain::util {
+
+std::vector<std::string> split(std::string_view text, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+
+// Damerau-free Levenshtein distance; used for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+// The candidates closest to `word`, best first, within a distance that scales with its length.
+std::vector<std::string> closest_matches(std::string_view word,
+                                         const std::vector<std::string>& candidates,
+                                         size_t max_results = 3);
+
+// Returns an empty string when `bytes` is valid UTF-8 with no NUL, else a description of the
+// first problem with its 1-based line number.
+std::string check_utf8_text(std::string_view bytes);
+
+}  // namespace hftrain::util

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# End-to-end tests of the hftrain binary's CLI: exit codes, messages, and that bad input never
+# crashes or loses files. Usage: cli_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: cli_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+WORK=$(mktemp -d)
+trap 'chmod -R u+rwx "$WORK"; rm -rf "$WORK"' EXIT
+cd "$WORK"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes"
+unset $(env | grep -o '^HFTRAIN__[^=]*') 2>/dev/null
+
+passed=0
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+ok() { passed=$((passed + 1)); }
+
+# run EXPECTED_CODE ARGS...: runs hftrain, keeps stdout in $out and stderr in $err.
+run() {
+  local want=$1
+  shift
+  out=$("$HFTRAIN" "$@" 2>"$WORK/stderr")
+  code=$?
+  err=$(cat "$WORK/stderr")
+  if [ "$code" != "$want" ]; then
+    fail "hftrain $* exited $code, expected $want; stderr: ${err:0:400}"
+    return 1
+  fi
+  # Bad input must never surface as a crash or a library's internals.
+  if grep -qE 'terminate called|Aborted|Segmentation|what\(\)|YAML::|std::|c10::' "$WORK/stderr"; then
+    fail "hftrain $* leaked internals: ${err:0:400}"
+    return 1
+  fi
+  ok
+}
+has() {  # has TEXT WHERE(out|err) DESCRIPTION
+  local text=$1 where=$2
+  local hay
+  if [ "$where" = out ]; then hay=$out; else hay=$err; fi
+  if [[ "$hay" == *"$text"* ]]; then ok; else fail "expected '$text' in $where of: ${hay:0:600}"; fi
+}
+
+# --- version and help
+run 0 --version && has "hftrain 0.1.0" out && has "LibTorch 2.11" out && has "CUDA: " out && has "devices: cpu" out
+run 0 --help && has "config" out && has "recipes" out
+for verb in config recipes "recipes ls" "recipes cat" "recipes cp"; do
+  # shellcheck disable=SC2086
+  run 0 $verb --help
+done
+run 2 && has "subcommand" err
+run 2 frobnicate
+run 2 config --bogus-flag
+
+# --- config: resolution, shipped names, overrides, provenance, JSON, schema
+run 0 config "$SRC/recipes/quickstart.yaml" && has "name: quickstart" out
+run 0 config quickstart optimizer.lr=2e-3 '+run.tags.team=nlp' --provenance
+has "lr: 0.002  # command line \`optimizer.lr=2e-3\`" out
+has "team: nlp  # command line" out
+has "quickstart.yaml:" out
+run 0 config quickstart --json --provenance
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["run"]["name"]["value"]=="quickstart"' && ok || fail "--json is not the expected JSON"
+HFTRAIN__OPTIMIZER__LR=0.25 run 0 config quickstart --provenance && has "lr: 0.25  # environment HFTRAIN__OPTIMIZER__LR" out
+run 0 config --schema && has "optimizer.lr" out && has "distributed.strategy" out
+run 0 config --schema --json
+run 0 config --schema --markdown && has "| \`trainer.max_steps\` |" out
+
+# --- bad input: every case exits 2 with one clear message naming the place
+printf 'trainer:\n  max_stepz: 10\n' > typo.yaml
+run 2 config typo.yaml && has "typo.yaml:2:3: unknown key \`trainer.max_stepz\`" err && has "did you mean \`trainer.max_steps\`?" err
+run 2 config quickstart optimizer.lrr=1 && has "did you mean \`optimizer.lr\`?" err
+run 2 config quickstart =3 && has "no key" err
+run 2 config quickstart a..b=1 && has "malformed key" err
+run 2 config quickstart '~' && has "no key" err
+run 2 config quickstart trainer.max_steps=abc && has "expects an integer" err
+run 2 config && has "needs a RECIPE" err
+run 2 config nonexistent.yaml && has "not found" err
+mkdir adir
+run 2 config adir && has "is a directory" err
+: > empty.yaml
+run 2 config empty.yaml && has "is empty" err
+head -c 4096 /dev/urandom > garbage.yaml
+run 2 config garbage.yaml && has "garbage.yaml" err
+printf 'trainer: [1, 2\n' > syntax.yaml
+run 2 config syntax.yaml && has "syntax.yaml:" err && has "YAML syntax error" err
+printf 'trainer:\n\tmax_steps: 3\n' > tabs.yaml
+run 2 config tabs.yaml && has "tabs.yaml:2: tab character in indentation" err
+printf 'trainer:\n  max_steps: 3\n  max_steps: 4\n' > dup.yaml
+run 2 config dup.yaml && has "duplicate key 'max_steps'" err
+python3 -c 'print("a: " + "[" * 10000)' > deep.yaml
+run 2 config deep.yaml && has "deep.yaml" err
+python3 -c 'print("a:\n" + "".join("  " * i + "k:\n" for i in range(1, 3000)))' > deepblock.yaml
+run 2 config deepblock.yaml && has "deepblock.yaml" err
+printf 'trainer:\n  max_steps: 123456789012345678901234567890\n' > huge.yaml
+run 2 config huge.yaml && has "does not fit in a 64-bit integer" err
+printf 'trainer:\n  max_steps: 3\noptimizer:\n  lr: .nan\n' > nan.yaml
+run 2 config nan.yaml && has "nan.yaml:4:7" err && has "NaN" err
+printf 'defaults: [b]\n' > a.yaml; printf 'defaults: [a]\n' > b.yaml
+run 2 config a.yaml && has "cycle" err
+if [ "$(id -u)" != 0 ]; then
+  printf 'trainer: {max_steps: 1}\n' > locked.yaml; chmod 000 locked.yaml
+  run 2 config locked.yaml && has "cannot read" err
+fi
+
+# --- recipes ls / cat / cp, and cp never overwrites by accident
+run 0 recipes ls && has "quickstart" out
+run 0 recipes cat quickstart && has "trainer:" out
+run 2 recipes cat nosuch && has "no shipped recipe named" err
+run 0 recipes cp quickstart mine.yaml
+cmp -s mine.yaml "$SRC/recipes/quickstart.yaml" && ok || fail "recipes cp did not copy"
+echo "# my edits" > mine.yaml
+run 2 recipes cp quickstart mine.yaml && has "already exists" err
+grep -q "my edits" mine.yaml && ok || fail "refused cp still changed the file"
+run 0 recipes cp quickstart mine.yaml --force
+run 2 recipes cp quickstart nodir/x.yaml && has "does not exist" err
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

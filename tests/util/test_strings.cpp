@@ -1,0 +1,28 @@
+#include <catch2/catch.hpp>
+
+#include "util/strings.h"
+
+using namespace hftrain::util;
+
+TEST_CASE("split, join, trim", "[util]") {
+  CHECK(split("a.b..c", '.') == std::vector<std::string>{"a", "b", "", "c"});
+  CHECK(split("", '.') == std::vector<std::string>{""});
+  CHECK(join({"a", "b"}, ", ") == "a, b");
+  CHECK(trim("  x y \n") == "x y");
+  CHECK(trim("   ").empty());
+}
+
+TEST_CASE("edit distance and suggestions", "[util]") {
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(closest_matches("optimizer.lrr", {"optimizer.lr", "optimizer.name", "run.seed"}) ==
+        std::vector<std::string>{"optimizer.lr"});
+  CHECK(closest_matches("zzzzzz", {"optimizer.lr"}).empty());
+}
+
+TEST_CASE("UTF-8 text check", "[util]") {
+  CHECK(check_utf8_text("plain ascii\nand é and 日本 and 🙂").empty());
+  CHECK(check_utf8_text(std::string("a\nb\0c", 5)) == "NUL byte on line 2 (binary data?)");
+  CHECK(check_utf8_text("ok\n\xff") == "invalid UTF-8 on line 2");
+  CHECK(check_utf8_text("\xe6\x97") == "invalid UTF-8 on line 1");  // truncated sequence
+}
