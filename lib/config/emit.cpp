@@ -176,7 +176,7 @@ std::string to_yaml(const ResolvedConfig& config, const Schema& schema, bool pro
 }
 
 std::string to_json(const ResolvedConfig& config, const Schema& schema, bool provenance) {
-  return emit_json(outline_of(schema), config, provenance).dump(2) + "\n";
+  return emit_json(outline_of(schema), config, provenance).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string schema_text(const Schema& schema) {
@@ -226,7 +226,7 @@ std::string schema_json(const Schema& schema) {
     if (!spec.unit.empty()) k["unit"] = spec.unit;
     keys.push_back(std::move(k));
   }
-  return keys.dump(2) + "\n";
+  return keys.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 void write_resolved_config(const ResolvedConfig& config, const Schema& schema, const fs::path& dir) {

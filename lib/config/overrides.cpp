@@ -41,6 +41,11 @@ RecipeArgs split_recipe_args(const std::vector<std::string>& args) {
 std::optional<Override> parse_override(const std::string& arg, Diagnostics& diags) {
   Override o;
   o.origin.kind = Origin::Kind::kCommandLine;
+  if (!util::check_utf8_text(arg).empty()) {
+    o.origin.source = "argument with invalid bytes";
+    diags.add(o.origin.describe(), "an override is not valid UTF-8 text", "check the shell quoting");
+    return std::nullopt;
+  }
   o.origin.source = arg;
   const std::string where = o.origin.describe();
   std::string key;
@@ -117,6 +122,10 @@ std::vector<Override> environment_overrides(const util::Environment& env, Diagno
     }
     if (util::trim(value).empty()) {
       diags.add(o.origin.describe(), "is set but empty", "unset it, or give it a value");
+      continue;
+    }
+    if (!util::check_utf8_text(value).empty()) {
+      diags.add(o.origin.describe(), "is not valid UTF-8 text", "check how the variable is set");
       continue;
     }
     out.push_back(std::move(o));

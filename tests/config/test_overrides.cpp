@@ -48,6 +48,10 @@ TEST_CASE("malformed overrides are reported together", "[config][overrides]") {
   CHECK_THAT(err, Contains("takes no value"));
   CHECK_THAT(err, Contains("`defaults` can only be set inside a recipe file"));
   CHECK_THAT(err, Contains("cannot parse the value"));
+  // Found by the fuzzer: invalid UTF-8 reached the JSON writer, which threw.
+  CHECK_THAT(resolve_error(kMinimal, {"run.name=\xba\xba"}), Contains("not valid UTF-8"));
+  util::MapEnvironment env({{"HFTRAIN__RUN__NAME", "\xff"}});
+  CHECK_THAT(resolve_error(kMinimal, {}, env), Contains("HFTRAIN__RUN__NAME: is not valid UTF-8"));
 }
 
 TEST_CASE("unknown keys get did-you-mean suggestions", "[config][overrides]") {

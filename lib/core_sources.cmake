@@ -1,0 +1,21 @@
+# The torch-free sources of lib/ (relative to lib/). Included by lib/CMakeLists.txt and by the
+# clang/libFuzzer build in tests/fuzz/libfuzzer, which compiles the same files with sanitizers.
+set(HFTRAIN_CORE_SOURCES
+  util/env.cpp
+  util/error.cpp
+  util/fs.cpp
+  util/log.cpp
+  util/strings.cpp
+  config/diagnostics.cpp
+  config/emit.cpp
+  config/interpolate.cpp
+  config/keys.cpp
+  config/node.cpp
+  config/overrides.cpp
+  config/recipe.cpp
+  config/resolve.cpp
+  config/rules.cpp
+  config/schema.cpp
+  config/units.cpp
+  config/validate.cpp
+  config/yaml_load.cpp)

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Sets up everything hftrain needs and builds it (Release, into build/). Idempotent: a second run
+# installs nothing and only rebuilds what changed.
+#
+#   scripts/setup.sh                     apt packages that are missing, LibTorch, configure, build
+#   scripts/setup.sh --bundle DIR        download every package the build needs into DIR
+#   scripts/setup.sh --from-bundle DIR   build from DIR with no network and no apt
+#   scripts/setup.sh --no-build          install and configure only
+#
+# LibTorch: reused from Torch_DIR (…/share/cmake/Torch) or HFTRAIN_TORCH_DIR (a torch package
+# folder) when set; otherwise the PyPI torch wheel in the project-local virtual environment .venv.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
+torch_spec=${HFTRAIN_TORCH_SPEC:-torch>=2.11,<2.12}
+mode=install
+bundle=""
+do_build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) mode=bundle; bundle=${2:?--bundle needs a folder}; shift 2 ;;
+    --from-bundle) mode=from-bundle; bundle=${2:?--from-bundle needs a folder}; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 2; }
+
+# Debian packages the build needs. Tools first, then the libraries (with their -dev halves).
+tool_pkgs=(cmake ninja-build g++ ccache python3 python3-venv)
+lib_pkgs=(libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libopenmpi-dev openmpi-bin)
+# The quickstart's corpus.
+data_pkgs=(fortunes fortunes-min)
+
+sudo_cmd() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+install_apt() {
+  local missing=()
+  for p in "${tool_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}"; do
+    if [ "$p" = python3 ] || [ "$p" = python3-venv ]; then
+      # Any working python3 with venv will do (pyenv, conda, Debian's).
+      command -v python3 >/dev/null && python3 -m venv --help >/dev/null 2>&1 && continue
+    fi
+    pkg_missing "$p" && missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "Debian packages: all present"
+    return
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  sudo_cmd apt-get update -qq
+  sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+}
+
+venv_torch_dir() { ls -d "$root"/.venv/lib/python3*/site-packages/torch/share/cmake/Torch 2>/dev/null | tail -n 1; }
+
+# Prints the Torch_DIR to use, installing the wheel into .venv when needed.
+# $1: extra pip arguments (the offline bundle passes --no-index --find-links).
+ensure_torch() {
+  if [ -n "${Torch_DIR:-}" ]; then
+    [ -f "$Torch_DIR/TorchConfig.cmake" ] || die "Torch_DIR=$Torch_DIR has no TorchConfig.cmake"
+    say "LibTorch: reusing Torch_DIR=$Torch_DIR" >&2; echo "$Torch_DIR"; return
+  fi
+  if [ -n "${HFTRAIN_TORCH_DIR:-}" ]; then
+    [ -f "$HFTRAIN_TORCH_DIR/share/cmake/Torch/TorchConfig.cmake" ] || die "HFTRAIN_TORCH_DIR=$HFTRAIN_TORCH_DIR is not a torch package folder"
+    say "LibTorch: reusing HFTRAIN_TORCH_DIR=$HFTRAIN_TORCH_DIR" >&2; echo "$HFTRAIN_TORCH_DIR/share/cmake/Torch"; return
+  fi
+  local dir
+  dir=$(venv_torch_dir)
+  if [ -n "$dir" ] && grep -q 'PACKAGE_VERSION "2\.11\.' "$dir/TorchConfigVersion.cmake"; then
+    say "LibTorch: present in .venv" >&2; echo "$dir"; return
+  fi
+  if [ ! -x "$root/.venv/bin/python" ]; then
+    say "creating the virtual environment .venv" >&2
+    python3 -m venv "$root/.venv" >&2
+  fi
+  say "installing the PyPI torch wheel ($torch_spec) into .venv" >&2
+  # shellcheck disable=SC2086
+  "$root/.venv/bin/pip" install -q ${1:-} "$torch_spec" >&2
+  venv_torch_dir
+}
+
+configure_and_build() {
+  local torch_dir=$1
+  shift
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    say "configuring Release into ${build_dir#$root/}"
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$torch_dir" "$@"
+  else
+    say "build folder exists: ${build_dir#$root/} (cmake re-runs itself when needed)"
+  fi
+  if [ "$do_build" = 1 ]; then
+    say "building"
+    cmake --build "$build_dir"
+    say "done: $build_dir/apps/hftrain/hftrain"
+  fi
+}
+
+case "$mode" in
+  install)
+    install_apt
+    # shellcheck disable=SC2086
+    configure_and_build "$(ensure_torch)" ${HFTRAIN_CMAKE_ARGS:-}
+    ;;
+
+  bundle)
+    command -v apt-get >/dev/null || die "--bundle needs apt-get (run it on a Debian machine with a registry)"
+    mkdir -p "$bundle/debs"
+    bundle=$(cd "$bundle" && pwd)
+    say "resolving the Debian packages the build needs (libraries and their dependencies)"
+    sudo_cmd apt-get update -qq
+    # The libraries and everything they depend on, minus what every Debian system has (essential
+    # and required packages), which the target machine already runs on.
+    mapfile -t deps < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+        --no-breaks --no-replaces --no-enhances "${lib_pkgs[@]}" "${data_pkgs[@]}" \
+        | grep -E '^[a-z0-9]' | sort -u)
+    base=$(dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' 2>/dev/null | awk '$2=="yes"||$3=="required"{print $1}')
+    want=()
+    for d in "${deps[@]}"; do
+      case "$d" in *:*) continue ;; esac
+      grep -qx "$d" <<<"$base" && continue
+      apt-cache show "$d" >/dev/null 2>&1 || continue  # virtual packages
+      want+=("$d")
+    done
+    say "downloading ${#want[@]} Debian packages into $bundle/debs"
+    (cd "$bundle/debs" && apt-get download -qq "${want[@]}")
+    if [ -n "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] || [ "${HFTRAIN_BUNDLE_REUSE_TORCH:-0}" = 1 ]; then
+      say "not bundling wheels: the target reuses an installed PyTorch (HFTRAIN_TORCH_DIR)"
+    else
+      say "downloading the torch wheel and its dependencies into $bundle/wheels (several GB)"
+      python3 -m pip download -q -d "$bundle/wheels" "$torch_spec"
+    fi
+    du -sh "$bundle" | awk '{print "[setup] bundle size: " $1}'
+    ;;
+
+  from-bundle)
+    [ -d "$bundle/debs" ] || die "$bundle is not a bundle made by --bundle (no debs/ folder)"
+    bundle=$(cd "$bundle" && pwd)
+    prefix="$bundle/prefix"
+    if [ ! -f "$prefix/.unpacked" ]; then
+      say "unpacking $(ls "$bundle"/debs/*.deb | wc -l) Debian packages into $prefix (no apt, no network)"
+      rm -rf "$prefix"
+      mkdir -p "$prefix"
+      for deb in "$bundle"/debs/*.deb; do dpkg-deb -x "$deb" "$prefix"; done
+      touch "$prefix/.unpacked"
+    else
+      say "bundle already unpacked in $prefix"
+    fi
+    if [ -z "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] && [ -d "$bundle/wheels" ]; then
+      torch_dir=$(ensure_torch "--no-index --find-links $bundle/wheels")
+    elif [ -z "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] && python3 -c 'import torch' 2>/dev/null; then
+      HFTRAIN_TORCH_DIR=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+      export HFTRAIN_TORCH_DIR
+      torch_dir=$(ensure_torch)
+    else
+      torch_dir=$(ensure_torch "--no-index --find-links /nonexistent")
+    fi
+    multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+    export PATH="$prefix/usr/bin:$PATH"
+    export OPAL_PREFIX="$prefix/usr"
+    configure_and_build "$torch_dir" \
+      -DCMAKE_PREFIX_PATH="$prefix/usr" \
+      -DCMAKE_INCLUDE_PATH="$prefix/usr/include" \
+      -DMPI_HOME="$prefix/usr/lib/$multiarch/openmpi"
+    ;;
+esac

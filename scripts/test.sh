@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up and builds hftrain (scripts/setup.sh), then runs the whole test suite with ctest.
+# Extra arguments go to ctest, e.g. scripts/test.sh -L unit  or  scripts/test.sh -R config.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
+
+"$root/scripts/setup.sh" --no-build
+# The test build treats warnings as errors, as CI does.
+cmake -S "$root" -B "$build_dir" -DHFTRAIN_WERROR=ON -DHFTRAIN_BUILD_TESTS=ON >/dev/null
+cmake --build "$build_dir"
+cd "$build_dir"
+exec ctest --output-on-failure -j "$(nproc)" "$@"
