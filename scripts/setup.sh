@@ -57,6 +57,39 @@ install_apt() {
   sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 }
 
+# The closure of library dependencies of the given packages, as a plain system would install it:
+# the first alternative of each `a | b` dependency, no recommends, and neither what every Debian
+# system already has (essential/required) nor toolchains (compilers, perl, python), which the
+# target has or does not need to link hftrain.
+resolve_debs() {
+  local base toolchain='^(gcc|g\+\+|cpp|gfortran|flang|clang|llvm|binutils|perl|python3|libperl|libpython|libllvm|libclang|libflang|libmlir|libgcc-[0-9]+-dev|libstdc\+\+-[0-9]+-dev|libgfortran-[0-9]+-dev|libz3|lib.*-dev-bin$|dpkg-dev|make$|patch$)'
+  base=$(dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' 2>/dev/null | awk '$2=="yes"||$3=="required"{print $1}')
+  local -A seen=()
+  local queue=("$@") p line alt=0
+  while [ ${#queue[@]} -gt 0 ]; do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    [ -n "${seen[$p]:-}" ] && continue
+    seen[$p]=1
+    grep -qx -- "$p" <<<"$base" && continue
+    [[ "$p" =~ $toolchain ]] && continue
+    apt-cache show "$p" >/dev/null 2>&1 || continue  # virtual package
+    echo "$p"
+    alt=0
+    while IFS= read -r line; do
+      # "  Depends: x" starts a dependency; " |Depends: x" says the next line is an alternative.
+      if [ "$alt" = 1 ]; then
+        [[ "$line" == *" |"* ]] || alt=0
+        continue
+      fi
+      [[ "$line" =~ ^\ [\ \|](Pre)?Depends:\ ([^<][^ ]*)$ ]] || continue
+      queue+=("${BASH_REMATCH[2]%:any}")
+      [[ "$line" == " |"* ]] && alt=1
+    done < <(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+               --no-replaces --no-enhances "$p" 2>/dev/null | tail -n +2)
+  done
+}
+
 venv_torch_dir() { ls -d "$root"/.venv/lib/python3*/site-packages/torch/share/cmake/Torch 2>/dev/null | tail -n 1; }
 
 # Prints the Torch_DIR to use, installing the wheel into .venv when needed.
@@ -114,19 +147,7 @@ case "$mode" in
     bundle=$(cd "$bundle" && pwd)
     say "resolving the Debian packages the build needs (libraries and their dependencies)"
     sudo_cmd apt-get update -qq
-    # The libraries and everything they depend on, minus what every Debian system has (essential
-    # and required packages), which the target machine already runs on.
-    mapfile -t deps < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-        --no-breaks --no-replaces --no-enhances "${lib_pkgs[@]}" "${data_pkgs[@]}" \
-        | grep -E '^[a-z0-9]' | sort -u)
-    base=$(dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' 2>/dev/null | awk '$2=="yes"||$3=="required"{print $1}')
-    want=()
-    for d in "${deps[@]}"; do
-      case "$d" in *:*) continue ;; esac
-      grep -qx "$d" <<<"$base" && continue
-      apt-cache show "$d" >/dev/null 2>&1 || continue  # virtual packages
-      want+=("$d")
-    done
+    mapfile -t want < <(resolve_debs "${lib_pkgs[@]}" "${data_pkgs[@]}")
     say "downloading ${#want[@]} Debian packages into $bundle/debs"
     (cd "$bundle/debs" && apt-get download -qq "${want[@]}")
     if [ -n "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] || [ "${HFTRAIN_BUNDLE_REUSE_TORCH:-0}" = 1 ]; then
@@ -161,7 +182,8 @@ case "$mode" in
       torch_dir=$(ensure_torch "--no-index --find-links /nonexistent")
     fi
     multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
-    export PATH="$prefix/usr/bin:$PATH"
+    # Appended, not prepended: the bundle holds no toolchain, and its tools must not shadow the system's.
+    export PATH="$PATH:$prefix/usr/bin"
     export OPAL_PREFIX="$prefix/usr"
     configure_and_build "$torch_dir" \
       -DCMAKE_PREFIX_PATH="$prefix/usr" \
