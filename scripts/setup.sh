@@ -181,13 +181,13 @@ case "$mode" in
     else
       torch_dir=$(ensure_torch "--no-index --find-links /nonexistent")
     fi
-    multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
     # Appended, not prepended: the bundle holds no toolchain, and its tools must not shadow the system's.
     export PATH="$PATH:$prefix/usr/bin"
+    # Open MPI's wrappers and mpirun find their files through OPAL_PREFIX when relocated.
     export OPAL_PREFIX="$prefix/usr"
     configure_and_build "$torch_dir" \
       -DCMAKE_PREFIX_PATH="$prefix/usr" \
       -DCMAKE_INCLUDE_PATH="$prefix/usr/include" \
-      -DMPI_HOME="$prefix/usr/lib/$multiarch/openmpi"
+      -DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi"
     ;;
 esac

@@ -5,6 +5,9 @@
 
 #include <torch/cuda.h>
 #include <torch/version.h>
+#ifdef HFTRAIN_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 namespace hftrain::util {
 
@@ -18,7 +21,14 @@ std::string version_report() {
       << "\n";
   const size_t gpus = f.cuda && torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   out << "devices: cpu (" << std::thread::hardware_concurrency() << " threads)";
+#ifdef HFTRAIN_HAVE_CUDA
+  for (size_t i = 0; i < gpus; ++i) {
+    const auto* props = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
+    out << ", cuda:" << i << " " << props->name << " (" << (props->totalGlobalMem >> 20) << " MiB)";
+  }
+#else
   if (gpus > 0) out << ", " << gpus << " CUDA device" << (gpus == 1 ? "" : "s");
+#endif
   out << "\n";
   return out.str();
 }
