@@ -183,8 +183,8 @@ void apply_override(Node& tree, const Override& o, const Schema& schema, const N
   try {
     value = parse_yaml_value(o.value, o.origin);
   } catch (const util::Error& e) {
-    diags.add(where, std::string("cannot parse the value: ") + e.what(),
-              "values are YAML: 3, 1e-4, true, [1, 2], 'a string'");
+    // The message already names the override.
+    diags.add("", e.what(), e.hint().empty() ? "values are YAML: 3, 1e-4, true, [1, 2], 'a string'" : e.hint());
     return;
   }
 

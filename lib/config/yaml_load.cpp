@@ -51,12 +51,14 @@ void reject_second_document(std::string_view text, const std::string& source) {
 
 class Converter {
  public:
-  Converter(const std::string& source, Origin::Kind kind) : source_(source), kind_(kind) {}
+  // With `fixed`, every node gets that origin instead of its position in the text.
+  Converter(std::string source, Origin::Kind kind, const Origin* fixed = nullptr)
+      : source_(std::move(source)), kind_(kind), fixed_(fixed) {}
 
   Node convert(const YAML::Node& yaml, const Origin& parent, int depth) {
     Origin origin = origin_of(yaml, parent);
     if (depth > kMaxNestingDepth) {
-      throw ConfigError(at(source_, origin.line, origin.column) + ": nesting deeper than " +
+      throw ConfigError(origin.describe() + ": nesting deeper than " +
                             std::to_string(kMaxNestingDepth) + " levels",
                         "recipes are a few levels deep; check for runaway brackets or indentation");
     }
@@ -79,16 +81,16 @@ class Converter {
         for (const auto& kv : yaml) {
           Origin key_origin = origin_of(kv.first, origin);
           if (!kv.first.IsScalar()) {
-            throw ConfigError(at(source_, key_origin.line, key_origin.column) +
+            throw ConfigError(key_origin.describe() +
                                   ": a key must be a plain name, not a " +
                                   (kv.first.IsMap() ? "mapping" : "list or null"),
                               "write `name: value`");
           }
           const std::string& key = kv.first.Scalar();
           if (const Node* first = map.find(key)) {
-            throw ConfigError(at(source_, key_origin.line, key_origin.column) + ": duplicate key '" +
-                                  key + "' (first set at line " +
-                                  std::to_string(first->origin().line) + ")",
+            const int first_line = first->key_origin().line;
+            throw ConfigError(key_origin.describe() + ": duplicate key '" + key + "'" +
+                                  (first_line > 0 ? " (first set at line " + std::to_string(first_line) + ")" : ""),
                               "keep one of the two");
           }
           Node value = convert(kv.second, key_origin, depth + 1);
@@ -105,13 +107,15 @@ class Converter {
 
  private:
   Origin origin_of(const YAML::Node& yaml, const Origin& parent) const {
+    if (fixed_) return *fixed_;
     const YAML::Mark mark = yaml.Mark();
     if (mark.is_null() || mark.line < 0) return parent;
     return Origin::file(source_, mark.line + 1, mark.column + 1, kind_);
   }
 
-  const std::string& source_;
+  std::string source_;
   Origin::Kind kind_;
+  const Origin* fixed_;
 };
 
 [[noreturn]] void rethrow_yaml(const YAML::Exception& e, const std::string& source) {
@@ -176,40 +180,8 @@ Node parse_yaml_value(std::string_view text, const Origin& origin) {
                       "values are YAML: 3, 1e-4, true, [1, 2], 'a string'");
   }
   // Every node of an override carries the override's own origin, not a position in its text.
-  struct Stamp {
-    const Origin& origin;
-    Node operator()(const YAML::Node& y, int depth) const {
-      if (depth > kMaxNestingDepth) {
-        throw ConfigError(origin.describe() + ": value nested deeper than " +
-                          std::to_string(kMaxNestingDepth) + " levels");
-      }
-      switch (y.Type()) {
-        case YAML::NodeType::Scalar: {
-          bool quoted = y.Tag() == "!" || y.Tag() == "tag:yaml.org,2002:str";
-          return Node::scalar(y.Scalar(), quoted, origin);
-        }
-        case YAML::NodeType::Sequence: {
-          Node seq = Node::sequence(origin);
-          for (const auto& item : y) seq.items().push_back((*this)(item, depth + 1));
-          return seq;
-        }
-        case YAML::NodeType::Map: {
-          Node map = Node::map(origin);
-          for (const auto& kv : y) {
-            if (!kv.first.IsScalar()) {
-              throw ConfigError(origin.describe() + ": a key must be a plain name");
-            }
-            map.set(kv.first.Scalar(), (*this)(kv.second, depth + 1));
-          }
-          return map;
-        }
-        default:
-          return Node::null(origin);
-      }
-    }
-  };
   try {
-    return Stamp{origin}(yaml, 0);
+    return Converter(origin.describe(), origin.kind, &origin).convert(yaml, origin, 0);
   } catch (const YAML::Exception& e) {
     throw ConfigError(origin.describe() + ": cannot parse the value: " + e.msg);
   }
