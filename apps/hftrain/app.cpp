@@ -15,7 +15,6 @@ int run_app(int argc, char** argv) {
                "hftrain"};
   app.set_version_flag("--version", [] { return util::version_report(); });
   app.require_subcommand(1);
-  app.fallthrough(false);
 
   Runner runner;
   add_config_command(app, runner);
