@@ -18,4 +18,5 @@ set(HFTRAIN_CORE_SOURCES
   config/schema.cpp
   config/units.cpp
   config/validate.cpp
-  config/yaml_load.cpp)
+  config/yaml_load.cpp
+  optim/lr_schedule.cpp)

@@ -19,6 +19,9 @@ enum class SchedulerName {
   kConstant, kConstantWithWarmup, kLinear, kCosine, kCosineWithRestarts, kCosineWithMinLr,
   kPolynomial, kInverseSqrt, kWarmupStableDecay, kReduceLrOnPlateau
 };
+enum class RampShape { kLinear, kCosine, kOneMinusSqrt };  // "linear", "cosine", "1-sqrt"
+enum class PlateauMode { kMin, kMax };
+enum class ThresholdMode { kRel, kAbs };
 enum class Precision { kFp32, kBf16, kFp16 };
 enum class Strategy { kDdp, kZero1, kZero2, kZero3, kHybrid };
 enum class Backend { kAuto, kNccl, kMpi };
@@ -58,9 +61,36 @@ struct OptimizerConfig {
   double weight_decay = 0;
 };
 
+// warmup_stable_decay's phases (Hugging Face get_wsd_schedule).
+struct WsdConfig {
+  std::optional<int64_t> decay_steps;
+  std::optional<int64_t> stable_steps;  // unset: whatever warmup and decay leave of training
+  RampShape warmup_type = RampShape::kLinear;
+  RampShape decay_type = RampShape::kCosine;
+};
+
+// reduce_lr_on_plateau (torch.optim.lr_scheduler.ReduceLROnPlateau), stepped by eval loss.
+struct PlateauConfig {
+  PlateauMode mode = PlateauMode::kMin;
+  double factor = 0;
+  int64_t patience = 0;
+  double threshold = 0;
+  ThresholdMode threshold_mode = ThresholdMode::kRel;
+  int64_t cooldown = 0;
+  double min_lr = 0;
+};
+
 struct SchedulerConfig {
   SchedulerName name = SchedulerName::kConstant;
   int64_t warmup_steps = 0;
+  std::optional<double> num_cycles;   // unset: 0.5 (cosine family, wsd), 1 (cosine_with_restarts)
+  std::optional<double> min_lr;       // absolute floor (cosine_with_min_lr)
+  std::optional<double> min_lr_rate;  // floor as a fraction of optimizer.lr (cosine_with_min_lr, wsd)
+  double lr_end = 0;                  // polynomial
+  double power = 0;                   // polynomial
+  std::optional<int64_t> timescale;   // inverse_sqrt; unset: warmup_steps, or 10000 without warmup
+  WsdConfig wsd;
+  PlateauConfig plateau;
 };
 
 struct TrainerConfig {

@@ -68,6 +68,43 @@ Schema build() {
       .def("linear").doc("Schedule shape.");
   s.add("scheduler.warmup_steps", Type::kInt, HFTRAIN_FIELD(scheduler.warmup_steps))
       .def("0").min(0).unit("steps").doc("Linear warmup from 0 to optimizer.lr.");
+  s.add("scheduler.num_cycles", Type::kFloat, HFTRAIN_FIELD(scheduler.num_cycles))
+      .nullable().min(0).max(1000)
+      .doc("Cosine waves over the decay: unset means 0.5 (half a wave), or 1 for cosine_with_restarts.");
+  s.add("scheduler.min_lr", Type::kFloat, HFTRAIN_FIELD(scheduler.min_lr))
+      .nullable().min(0).max(10).doc("cosine_with_min_lr: the learning rate the decay ends at.");
+  s.add("scheduler.min_lr_rate", Type::kFloat, HFTRAIN_FIELD(scheduler.min_lr_rate))
+      .nullable().min(0).max(1)
+      .doc("cosine_with_min_lr, warmup_stable_decay: the floor as a fraction of optimizer.lr.");
+  s.add("scheduler.lr_end", Type::kFloat, HFTRAIN_FIELD(scheduler.lr_end))
+      .def("1.0e-7").min(0).max(10).doc("polynomial: the learning rate at the end of training.");
+  s.add("scheduler.power", Type::kFloat, HFTRAIN_FIELD(scheduler.power))
+      .def("1.0").min(0).max(100).doc("polynomial: the power of the decay (1 is linear).");
+  s.add("scheduler.timescale", Type::kInt, HFTRAIN_FIELD(scheduler.timescale))
+      .nullable().min(1).unit("steps")
+      .doc("inverse_sqrt: lr = lr0 / sqrt((step + timescale - warmup) / timescale); unset: warmup_steps or 10000.");
+  s.add("scheduler.wsd.decay_steps", Type::kInt, HFTRAIN_FIELD(scheduler.wsd.decay_steps))
+      .nullable().min(0).unit("steps").doc("warmup_stable_decay: length of the final decay (required).");
+  s.add("scheduler.wsd.stable_steps", Type::kInt, HFTRAIN_FIELD(scheduler.wsd.stable_steps))
+      .nullable().min(0).unit("steps").doc("warmup_stable_decay: length of the constant phase; unset: the rest.");
+  s.add("scheduler.wsd.warmup_type", Type::kChoice, HFTRAIN_FIELD(scheduler.wsd.warmup_type))
+      .choices({"linear", "cosine", "1-sqrt"}).def("linear").doc("warmup_stable_decay: warmup shape.");
+  s.add("scheduler.wsd.decay_type", Type::kChoice, HFTRAIN_FIELD(scheduler.wsd.decay_type))
+      .choices({"linear", "cosine", "1-sqrt"}).def("cosine").doc("warmup_stable_decay: decay shape.");
+  s.add("scheduler.plateau.mode", Type::kChoice, HFTRAIN_FIELD(scheduler.plateau.mode))
+      .choices({"min", "max"}).def("min").doc("reduce_lr_on_plateau: whether the eval metric should fall or rise.");
+  s.add("scheduler.plateau.factor", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.factor))
+      .def("0.1").min(0).max(0.999999).doc("reduce_lr_on_plateau: multiply the lr by this on a plateau.");
+  s.add("scheduler.plateau.patience", Type::kInt, HFTRAIN_FIELD(scheduler.plateau.patience))
+      .def("10").min(0).unit("evaluations").doc("reduce_lr_on_plateau: evaluations without improvement before reducing.");
+  s.add("scheduler.plateau.threshold", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.threshold))
+      .def("1.0e-4").min(0).doc("reduce_lr_on_plateau: the smallest change that counts as improvement.");
+  s.add("scheduler.plateau.threshold_mode", Type::kChoice, HFTRAIN_FIELD(scheduler.plateau.threshold_mode))
+      .choices({"rel", "abs"}).def("rel").doc("reduce_lr_on_plateau: threshold relative to the best value, or absolute.");
+  s.add("scheduler.plateau.cooldown", Type::kInt, HFTRAIN_FIELD(scheduler.plateau.cooldown))
+      .def("0").min(0).unit("evaluations").doc("reduce_lr_on_plateau: evaluations to wait after a reduction.");
+  s.add("scheduler.plateau.min_lr", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.min_lr))
+      .def("0.0").min(0).max(10).doc("reduce_lr_on_plateau: never reduce below this learning rate.");
 
   s.section("trainer", "The training loop.");
   s.add("trainer.max_steps", Type::kInt, HFTRAIN_FIELD(trainer.max_steps))

@@ -54,6 +54,24 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(c.model.max_seq_len) + ", from " + from(tree, "model.max_seq_len") + ")",
               "shorten data.seq_len or raise model.max_seq_len");
   }
+  const auto& sc = c.scheduler;
+  if (sc.min_lr && sc.min_lr_rate) {
+    diags.add(from(tree, "scheduler.min_lr"), "`scheduler.min_lr` and `scheduler.min_lr_rate` are both set (the rate from " +
+                                                  from(tree, "scheduler.min_lr_rate") + ")",
+              "set only one");
+  }
+  if (sc.name == SchedulerName::kCosineWithMinLr && !sc.min_lr && !sc.min_lr_rate) {
+    diags.add(from(tree, "scheduler.name"), "`cosine_with_min_lr` needs `scheduler.min_lr` or `scheduler.min_lr_rate`",
+              "e.g. scheduler.min_lr_rate=0.1");
+  }
+  if (sc.name == SchedulerName::kWarmupStableDecay && !sc.wsd.decay_steps) {
+    diags.add(from(tree, "scheduler.name"), "`warmup_stable_decay` needs `scheduler.wsd.decay_steps`",
+              "e.g. scheduler.wsd.decay_steps=1000");
+  }
+  if (sc.name == SchedulerName::kPolynomial && sc.lr_end >= c.optimizer.lr) {
+    diags.add(from(tree, "scheduler.lr_end"), "`scheduler.lr_end` must be smaller than `optimizer.lr` (from " +
+                                                  from(tree, "optimizer.lr") + ") for a polynomial decay");
+  }
   if ((c.tokenizer.type == TokenizerType::kBpe || c.tokenizer.type == TokenizerType::kHf) &&
       !c.tokenizer.path) {
     diags.add(from(tree, "tokenizer.type"), "`tokenizer.type` needs `tokenizer.path` (a tokenizer.json)",
