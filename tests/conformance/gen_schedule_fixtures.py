@@ -1,4 +1,4 @@
-"""Emits tests/data/hf_schedules.json: learning rates from the real Hugging Face schedulers
+"""Emits tests/fixtures/hf_schedules.json: learning rates from the real Hugging Face schedulers
 (transformers.get_scheduler and torch's ReduceLROnPlateau), which tests/optim/test_lr_schedule.cpp
 compares hftrain's schedules against. Run with the project's venv after `pip install transformers`:
 
@@ -69,7 +69,7 @@ def main():
     for kwargs in [{"patience": 2}, {"patience": 1, "factor": 0.5, "cooldown": 2, "min_lr": 0.003},
                    {"mode": "max", "patience": 1, "threshold": 0.05, "threshold_mode": "abs"}]:
         out["plateau"].append({"kwargs": kwargs, "metrics": metrics, "lr": plateau_case(kwargs, metrics)})
-    path = os.path.join(os.path.dirname(__file__), "..", "data", "hf_schedules.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf_schedules.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     print(f"wrote {os.path.normpath(path)}")

@@ -1,5 +1,5 @@
 // hftrain's schedules against learning rates recorded from the real transformers.get_scheduler
-// and torch's ReduceLROnPlateau (tests/data/hf_schedules.json, made by
+// and torch's ReduceLROnPlateau (tests/fixtures/hf_schedules.json, made by
 // tests/conformance/gen_schedule_fixtures.py), plus closed-form spot checks.
 #include <cmath>
 #include <fstream>
@@ -16,7 +16,7 @@ using Json = nlohmann::json;
 namespace {
 
 Json fixtures() {
-  std::ifstream in(std::string(HFTRAIN_TEST_DATA_DIR) + "/hf_schedules.json");
+  std::ifstream in(std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/hf_schedules.json");
   REQUIRE(in.good());
   return Json::parse(in);
 }
