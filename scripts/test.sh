@@ -6,6 +6,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 
 "$root/scripts/setup.sh" --no-build
+# Python test oracles (transformers, tokenizers, tensorboard, ...) live in the project's .venv.
+if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
+"$root/.venv/bin/pip" install -q -r "$root/tests/requirements-oracles.txt"
 # The test build treats warnings as errors, as CI does.
 cmake -S "$root" -B "$build_dir" -DHFTRAIN_WERROR=ON -DHFTRAIN_BUILD_TESTS=ON >/dev/null
 cmake --build "$build_dir"
