@@ -55,10 +55,29 @@ struct DataConfig {
   int64_t seq_len = 0;
 };
 
+// transformers.Adafactor's knobs, with the Trainer's choices (no relative step, no parameter scaling).
+struct AdafactorConfig {
+  std::optional<double> beta1;  // unset: no first moment
+  double decay_rate = 0;
+  double clip_threshold = 0;
+  double eps1 = 0;
+  double eps2 = 0;
+  bool scale_parameter = false;
+};
+
 struct OptimizerConfig {
   OptimizerName name = OptimizerName::kAdamW;
   double lr = 0;
   double weight_decay = 0;
+  std::optional<double> beta1;  // unset: 0.9 (adamw, lion)
+  std::optional<double> beta2;  // unset: 0.999 (adamw), 0.99 (lion)
+  double eps = 0;               // adamw
+  double momentum = 0;          // sgd
+  bool nesterov = false;        // sgd
+  std::vector<std::string> no_decay;               // glob patterns of parameter names
+  std::map<std::string, double> group_lr;            // glob pattern -> learning rate
+  std::map<std::string, double> group_weight_decay;  // glob pattern -> weight decay
+  AdafactorConfig adafactor;
 };
 
 // warmup_stable_decay's phases (Hugging Face get_wsd_schedule).

@@ -71,6 +71,26 @@ void emit_string(YAML::Emitter& out, const std::string& s) {
   out << s;
 }
 
+// A free-form map, each entry with its own origin comment. Quoted keys: they may be name patterns.
+template <class Map, class EmitValue>
+void emit_map(YAML::Emitter& out, const Map& map, const KeySpec& spec, const ResolvedConfig& c,
+              bool provenance, EmitValue emit_value) {
+  if (map.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
+  for (const auto& [k, x] : map) {
+    out << YAML::Key;
+    emit_string(out, k);
+    out << YAML::Value;
+    emit_value(x);
+    if (provenance) {
+      KeyPath p = spec.segments;
+      p.push_back(k);
+      out << YAML::Comment(origin_of(c, p));
+    }
+  }
+  out << YAML::EndMap;
+}
+
 void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c, bool provenance) {
   out << YAML::BeginMap;
   for (const auto& child : node.children) {
@@ -90,19 +110,13 @@ void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c,
       for (const auto& item : *list) emit_string(out, item);
       out << YAML::EndSeq;
     } else if (auto* map = std::get_if<std::map<std::string, std::string>>(&v)) {
-      if (map->empty()) out << YAML::Flow;
-      out << YAML::BeginMap;
-      for (const auto& [k, x] : *map) {
-        out << YAML::Key << k << YAML::Value;
-        emit_string(out, x);
-        if (provenance) {
-          KeyPath p = spec.segments;
-          p.push_back(k);
-          out << YAML::Comment(origin_of(c, p));
-        }
-      }
-      out << YAML::EndMap;
+      emit_map(out, *map, spec, c, provenance, [&](const std::string& x) { emit_string(out, x); });
       if (!map->empty()) continue;  // entries carry their own comments
+    } else if (auto* fmap = std::get_if<std::map<std::string, double>>(&v)) {
+      KeySpec entry = spec;
+      entry.type = Type::kFloat;
+      emit_map(out, *fmap, spec, c, provenance, [&](double x) { out << value_to_text(Value{x}, entry); });
+      if (!fmap->empty()) continue;
     } else {
       out << value_to_text(v, spec);
     }
@@ -126,6 +140,11 @@ Json json_value(const Value& v, const KeySpec& spec) {
     Json operator()(const std::map<std::string, std::string>& x) const {
       Json obj = Json::object();
       for (const auto& [k, s] : x) obj[k] = s;
+      return obj;
+    }
+    Json operator()(const std::map<std::string, double>& x) const {
+      Json obj = Json::object();
+      for (const auto& [k, d] : x) obj[k] = d;
       return obj;
     }
   };

@@ -59,6 +59,37 @@ Schema build() {
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
       .def("0.0").min(0).max(10).doc("Decoupled weight decay.");
+  s.add("optimizer.beta1", Type::kFloat, HFTRAIN_FIELD(optimizer.beta1))
+      .nullable().min(0).max(0.999999).doc("adamw, lion: first-moment decay; unset: 0.9.");
+  s.add("optimizer.beta2", Type::kFloat, HFTRAIN_FIELD(optimizer.beta2))
+      .nullable().min(0).max(0.999999).doc("adamw, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
+  s.add("optimizer.eps", Type::kFloat, HFTRAIN_FIELD(optimizer.eps))
+      .def("1.0e-8").min(0).max(1).doc("adamw: added to the denominator.");
+  s.add("optimizer.momentum", Type::kFloat, HFTRAIN_FIELD(optimizer.momentum))
+      .def("0.0").min(0).max(0.999999).doc("sgd: momentum.");
+  s.add("optimizer.nesterov", Type::kBool, HFTRAIN_FIELD(optimizer.nesterov))
+      .def("false").doc("sgd: Nesterov momentum (needs optimizer.momentum > 0).");
+  s.add("optimizer.no_decay", Type::kStringList, HFTRAIN_FIELD(optimizer.no_decay))
+      .def("['*.bias', '*norm.weight', 'embed_*.weight']")
+      .doc("Parameter-name globs that get no weight decay: biases, norms and embeddings by default.");
+  s.add("optimizer.group_lr", Type::kFloatMap, HFTRAIN_FIELD(optimizer.group_lr))
+      .def("{}").min(0).max(10)
+      .doc("Own learning rates by parameter-name glob, e.g. {'lm_head.*': 1e-4}; a name may match one glob.");
+  s.add("optimizer.group_weight_decay", Type::kFloatMap, HFTRAIN_FIELD(optimizer.group_weight_decay))
+      .def("{}").min(0).max(10)
+      .doc("Own weight decay by parameter-name glob (overrides optimizer.no_decay for those names).");
+  s.add("optimizer.adafactor.beta1", Type::kFloat, HFTRAIN_FIELD(optimizer.adafactor.beta1))
+      .nullable().min(0).max(0.999999).doc("adafactor: first-moment decay; unset keeps no first moment.");
+  s.add("optimizer.adafactor.decay_rate", Type::kFloat, HFTRAIN_FIELD(optimizer.adafactor.decay_rate))
+      .def("-0.8").min(-1).max(0).doc("adafactor: beta2 at step t is 1 - t^decay_rate.");
+  s.add("optimizer.adafactor.clip_threshold", Type::kFloat, HFTRAIN_FIELD(optimizer.adafactor.clip_threshold))
+      .def("1.0").min(0).doc("adafactor: clip the update's RMS to this.");
+  s.add("optimizer.adafactor.eps1", Type::kFloat, HFTRAIN_FIELD(optimizer.adafactor.eps1))
+      .def("1.0e-30").min(0).max(1).doc("adafactor: added to the squared gradient.");
+  s.add("optimizer.adafactor.eps2", Type::kFloat, HFTRAIN_FIELD(optimizer.adafactor.eps2))
+      .def("1.0e-3").min(0).max(1).doc("adafactor: floor of the parameter scale (with scale_parameter).");
+  s.add("optimizer.adafactor.scale_parameter", Type::kBool, HFTRAIN_FIELD(optimizer.adafactor.scale_parameter))
+      .def("false").doc("adafactor: scale the step by the parameter's RMS (the Trainer's default is false).");
 
   s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).");
   s.add("scheduler.name", Type::kChoice, HFTRAIN_FIELD(scheduler.name))

@@ -54,6 +54,10 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(c.model.max_seq_len) + ", from " + from(tree, "model.max_seq_len") + ")",
               "shorten data.seq_len or raise model.max_seq_len");
   }
+  if (c.optimizer.nesterov && c.optimizer.momentum == 0) {
+    diags.add(from(tree, "optimizer.nesterov"), "`optimizer.nesterov` needs `optimizer.momentum` > 0",
+              "set optimizer.momentum, e.g. 0.9");
+  }
   const auto& sc = c.scheduler;
   if (sc.min_lr && sc.min_lr_rate) {
     diags.add(from(tree, "scheduler.min_lr"), "`scheduler.min_lr` and `scheduler.min_lr_rate` are both set (the rate from " +

@@ -61,6 +61,7 @@ std::string KeySpec::type_name() const {
     case Type::kDuration: return "duration (e.g. 30s, 10m)";
     case Type::kStringList: return "list of strings";
     case Type::kStringMap: return "map of strings";
+    case Type::kFloatMap: return "map of floats";
   }
   return "?";
 }
@@ -103,7 +104,7 @@ bool Schema::is_section(const KeyPath& path) const {
 
 const KeySpec* Schema::free_form_parent(const KeyPath& path) const {
   for (const auto& k : keys_) {
-    if (k.type == Type::kStringMap && path.size() > k.segments.size() &&
+    if ((k.type == Type::kStringMap || k.type == Type::kFloatMap) && path.size() > k.segments.size() &&
         std::equal(k.segments.begin(), k.segments.end(), path.begin())) {
       return &k;
     }
@@ -150,6 +151,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     if (spec.nullable) return Value{std::monostate{}};
     if (spec.type == Type::kStringList) return Value{std::vector<std::string>{}};
     if (spec.type == Type::kStringMap) return Value{std::map<std::string, std::string>{}};
+    if (spec.type == Type::kFloatMap) return Value{std::map<std::string, double>{}};
     return fail(key + " has no value; it expects " + spec.type_name(),
                 "give it a value, or remove the line to use the default");
   }
@@ -174,6 +176,21 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
         return std::nullopt;
       }
       out[k] = v.text();
+    }
+    return Value{std::move(out)};
+  }
+
+  if (spec.type == Type::kFloatMap) {
+    if (!node.is_map()) return fail(expected() + ", got a " + node.kind_name());
+    std::map<std::string, double> out;
+    KeySpec entry = spec;  // each value is checked as a float with the key's range
+    entry.type = Type::kFloat;
+    for (const auto& [k, v] : node.entries()) {
+      if (v.is_null()) continue;  // `~` removed it
+      entry.path = spec.path + "." + k;
+      auto converted = convert(v, entry, diags);
+      if (!converted) return std::nullopt;
+      out[k] = std::get<double>(*converted);
     }
     return Value{std::move(out)};
   }
@@ -264,6 +281,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     }
     case Type::kStringList:
     case Type::kStringMap:
+    case Type::kFloatMap:
       break;
   }
   const bool has_number = spec.type != Type::kBool && spec.type != Type::kString &&
@@ -299,6 +317,11 @@ std::string value_to_text(const Value& value, const KeySpec& spec) {
     std::string operator()(const std::map<std::string, std::string>& v) const {
       std::vector<std::string> parts;
       for (const auto& [k, x] : v) parts.push_back(k + ": " + x);
+      return "{" + util::join(parts, ", ") + "}";
+    }
+    std::string operator()(const std::map<std::string, double>& v) const {
+      std::vector<std::string> parts;
+      for (const auto& [k, x] : v) parts.push_back(k + ": " + number_text(x));
       return "{" + util::join(parts, ", ") + "}";
     }
   };

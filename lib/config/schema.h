@@ -29,10 +29,12 @@ enum class Type {
   kDuration,    // seconds, written 30s / 10m / 1h30m
   kStringList,  // list of strings; a single string is a list of one
   kStringMap,   // free-form map of string values; `+key.sub=VALUE` adds entries
+  kFloatMap,    // free-form map of floats, e.g. name pattern -> learning rate
 };
 
 using Value = std::variant<std::monostate, int64_t, double, bool, std::string,
-                           std::vector<std::string>, std::map<std::string, std::string>>;
+                           std::vector<std::string>, std::map<std::string, std::string>,
+                           std::map<std::string, double>>;
 
 struct KeySpec {
   std::string path;    // "optimizer.lr"

@@ -1,0 +1,7 @@
+# lr_schedule.cpp is listed in lib/core_sources.cmake (the fuzz build compiles it too).
+set(HFTRAIN_OPTIM_CORE_SOURCES
+  param_groups.cpp)
+set(HFTRAIN_OPTIM_TORCH_SOURCES
+  adafactor.cpp
+  lion.cpp
+  optimizer.cpp)
