@@ -42,6 +42,13 @@ struct ModelConfig {
   int64_t d_model = 0;
   int64_t max_seq_len = 0;
   int64_t vocab_size = 0;
+  std::optional<int64_t> n_kv_head;     // unset: n_head (no grouped-query attention)
+  std::optional<int64_t> d_ff;          // unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama)
+  double rope_theta = 0;                // llama
+  std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
+  double dropout = 0;
+  std::optional<bool> tie_embeddings;   // unset: true (gpt2), false (llama)
+  double init_std = 0;
 };
 
 struct TokenizerConfig {

@@ -35,6 +35,22 @@ Schema build() {
       .def("1024").min(1).max(1 << 24).unit("tokens").doc("Longest sequence the model accepts.");
   s.add("model.vocab_size", Type::kInt, HFTRAIN_FIELD(model.vocab_size))
       .def("50257").min(1).max(1 << 24).unit("tokens").doc("Vocabulary size (embedding rows).");
+  s.add("model.n_kv_head", Type::kInt, HFTRAIN_FIELD(model.n_kv_head))
+      .nullable().min(1).max(1024).doc("Key/value heads (grouped-query attention); unset: model.n_head.");
+  s.add("model.d_ff", Type::kInt, HFTRAIN_FIELD(model.d_ff))
+      .nullable().min(1).max(1 << 22)
+      .doc("MLP hidden size; unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama).");
+  s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
+      .def("10000.0").min(1).doc("llama: RoPE base frequency.");
+  s.add("model.norm_eps", Type::kFloat, HFTRAIN_FIELD(model.norm_eps))
+      .nullable().min(0).max(1).doc("Normalisation epsilon; unset: 1e-5 (gpt2), 1e-6 (llama).");
+  s.add("model.dropout", Type::kFloat, HFTRAIN_FIELD(model.dropout))
+      .def("0.0").min(0).max(0.99).doc("Dropout on embeddings, attention weights and residual branches.");
+  s.add("model.tie_embeddings", Type::kBool, HFTRAIN_FIELD(model.tie_embeddings))
+      .nullable().doc("Share the input embedding with the output head; unset: true (gpt2), false (llama).");
+  s.add("model.init_std", Type::kFloat, HFTRAIN_FIELD(model.init_std))
+      .def("0.02").min(0).max(1)
+      .doc("Standard deviation of the random initialisation (gpt2 scales residual projections by 1/sqrt(2 n_layer)).");
 
   s.section("tokenizer", "How text becomes token ids.");
   s.add("tokenizer.type", Type::kChoice, HFTRAIN_FIELD(tokenizer.type))

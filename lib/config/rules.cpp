@@ -48,6 +48,16 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(c.model.n_head) + ", from " + from(tree, "model.n_head") + ")",
               "pick a head count that divides the hidden size");
   }
+  if (c.model.n_kv_head && c.model.n_head % *c.model.n_kv_head != 0) {
+    diags.add(from(tree, "model.n_kv_head"), "`model.n_head` (" + std::to_string(c.model.n_head) +
+                                                 ") is not a multiple of `model.n_kv_head` (" +
+                                                 std::to_string(*c.model.n_kv_head) + ")",
+              "each key/value head serves a whole number of query heads");
+  }
+  if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0 && (c.model.d_model / c.model.n_head) % 2 != 0) {
+    diags.add(from(tree, "model.d_model"), "llama's rotary embeddings need an even head size, but d_model / n_head = " +
+                                               std::to_string(c.model.d_model / c.model.n_head));
+  }
   if (c.data.seq_len > c.model.max_seq_len) {
     diags.add(from(tree, "data.seq_len"),
               "`data.seq_len` (" + std::to_string(c.data.seq_len) + ") exceeds `model.max_seq_len` (" +

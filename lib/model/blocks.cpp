@@ -1,0 +1,107 @@
+#include "model/blocks.h"
+
+#include <torch/torch.h>
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+
+NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps) : layer_norm_(layer_norm), eps_(eps) {
+  weight_ = register_parameter("weight", torch::ones({dim}));
+  if (layer_norm_) bias_ = register_parameter("bias", torch::zeros({dim}));
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  const std::vector<int64_t> shape{x.size(-1)};
+  if (layer_norm_) return at::layer_norm(x, shape, weight_, bias_, eps_);
+  return at::rms_norm(x, shape, weight_, eps_);
+}
+
+namespace {
+
+// Llama's rotary embedding in the Hugging Face layout: the head's two halves are rotated as pairs.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;  // x (B, H, T, D); cos/sin (T, D) broadcast
+}
+
+}  // namespace
+
+AttentionImpl::AttentionImpl(const ModelSpec& spec)
+    : n_head_(spec.n_head), n_kv_head_(spec.n_kv_head), head_dim_(spec.head_dim()), dropout_(spec.dropout) {
+  const int64_t qkv_out = (n_head_ + 2 * n_kv_head_) * head_dim_;
+  qkv_proj = register_module("qkv_proj",
+                             torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, qkv_out).bias(spec.biases())));
+  o_proj = register_module(
+      "o_proj", torch::nn::Linear(torch::nn::LinearOptions(n_head_ * head_dim_, spec.d_model).bias(spec.biases())));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     LayerCache* cache) {
+  const int64_t B = x.size(0);
+  const int64_t T = x.size(1);
+  auto qkv = qkv_proj(x);  // (B, T, (H + 2 KVH) D)
+  auto q = qkv.narrow(-1, 0, n_head_ * head_dim_).view({B, T, n_head_, head_dim_}).transpose(1, 2);
+  auto k = qkv.narrow(-1, n_head_ * head_dim_, n_kv_head_ * head_dim_).view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);
+  auto v = qkv.narrow(-1, (n_head_ + n_kv_head_) * head_dim_, n_kv_head_ * head_dim_)
+               .view({B, T, n_kv_head_, head_dim_})
+               .transpose(1, 2);  // q (B, H, T, D); k, v (B, KVH, T, D)
+  if (cos.defined()) {
+    q = apply_rope(q, cos, sin);
+    k = apply_rope(k, cos, sin);
+  }
+  bool causal = true;
+  if (cache) {
+    cache->keys->narrow(2, cache->offset, T).copy_(k);
+    cache->values->narrow(2, cache->offset, T).copy_(v);
+    k = cache->keys->narrow(2, 0, cache->offset + T);
+    v = cache->values->narrow(2, 0, cache->offset + T);
+    // Generation prefills from an empty cache (causal) and then adds one position at a time,
+    // which may attend to everything before it.
+    TORCH_CHECK(cache->offset == 0 || T == 1, "KV cache: extend by one position at a time");
+    causal = cache->offset == 0;
+  }
+  auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, is_training() ? dropout_ : 0.0, causal,
+                                            /*scale=*/std::nullopt, /*enable_gqa=*/n_kv_head_ != n_head_);
+  y = y.transpose(1, 2).reshape({B, T, n_head_ * head_dim_});  // (B, T, H D)
+  return o_proj(y);
+}
+
+MlpImpl::MlpImpl(const ModelSpec& spec) : gated_(spec.gated_mlp()), d_ff_(spec.d_ff) {
+  if (gated_) {
+    gate_up_proj = register_module(
+        "gate_up_proj", torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, 2 * spec.d_ff).bias(false)));
+  } else {
+    up_proj = register_module("up_proj",
+                              torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, spec.d_ff).bias(spec.biases())));
+  }
+  down_proj = register_module(
+      "down_proj", torch::nn::Linear(torch::nn::LinearOptions(spec.d_ff, spec.d_model).bias(spec.biases())));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  if (gated_) {
+    auto gu = gate_up_proj(x);  // (B, T, 2 d_ff)
+    return down_proj(F::silu(gu.narrow(-1, 0, d_ff_)) * gu.narrow(-1, d_ff_, d_ff_));
+  }
+  // GPT-2's "gelu_new" is the tanh approximation.
+  return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
+}
+
+BlockImpl::BlockImpl(const ModelSpec& spec) : dropout_(spec.dropout) {
+  attn_norm = register_module("attn_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  attn = register_module("attn", Attention(spec));
+  mlp_norm = register_module("mlp_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  mlp = register_module("mlp", Mlp(spec));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                 LayerCache* cache) {
+  auto h = x + F::dropout(attn(attn_norm(x), cos, sin, cache), F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  return h + F::dropout(mlp(mlp_norm(h)), F::DropoutFuncOptions().p(dropout_).training(is_training()));
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,81 @@
+// The pieces of a transformer block: normalisation, attention, MLP, and the block itself.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/spec.h"
+
+namespace hftrain::model {
+
+// LayerNorm (weight and bias) or RMSNorm (weight only), as the spec says.
+class NormImpl : public torch::nn::Module {
+ public:
+  NormImpl(int64_t dim, bool layer_norm, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  bool layer_norm_;
+  double eps_;
+  torch::Tensor weight_;
+  torch::Tensor bias_;
+};
+TORCH_MODULE(Norm);
+
+// Per-layer slice of a KV cache, plus where the new positions start.
+struct LayerCache {
+  torch::Tensor* keys = nullptr;    // (B, n_kv_head, capacity, head_dim)
+  torch::Tensor* values = nullptr;
+  int64_t offset = 0;
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelSpec& spec);
+  // x (B, T, C); rope cos/sin (T, head_dim) for the T positions, undefined for GPT-2.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        LayerCache* cache);
+
+  torch::nn::Linear qkv_proj{nullptr};
+  torch::nn::Linear o_proj{nullptr};
+
+ private:
+  int64_t n_head_, n_kv_head_, head_dim_;
+  double dropout_;
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear up_proj{nullptr};       // gpt2: C -> d_ff
+  torch::nn::Linear gate_up_proj{nullptr};  // llama: C -> 2 d_ff (gate, then up)
+  torch::nn::Linear down_proj{nullptr};
+
+ private:
+  bool gated_;
+  int64_t d_ff_;
+};
+TORCH_MODULE(Mlp);
+
+// Pre-norm residual block: x + attn(norm(x)), then x + mlp(norm(x)).
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const ModelSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        LayerCache* cache);
+
+  Norm attn_norm{nullptr};
+  Attention attn{nullptr};
+  Norm mlp_norm{nullptr};
+  Mlp mlp{nullptr};
+
+ private:
+  double dropout_;
+};
+TORCH_MODULE(Block);
+
+}  // namespace hftrain::model

@@ -1,0 +1,100 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "model/blocks.h"
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+
+TransformerImpl::TransformerImpl(const ModelSpec& spec) : spec_(spec) {
+  embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(spec.vocab_size, spec.d_model));
+  if (spec.learned_positions()) {
+    embed_positions_ = register_module("embed_positions", torch::nn::Embedding(spec.max_seq_len, spec.d_model));
+  } else {
+    // RoPE tables in the Hugging Face layout: the frequencies repeated over both halves of a head.
+    const int64_t d = spec.head_dim();
+    auto inv_freq = 1.0 / torch::pow(spec.rope_theta, torch::arange(0, d, 2, torch::kFloat64) / static_cast<double>(d));
+    auto freqs = torch::outer(torch::arange(spec.max_seq_len, torch::kFloat64), inv_freq);  // (T, D/2)
+    auto emb = torch::cat({freqs, freqs}, -1);                                                  // (T, D)
+    rope_cos_ = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
+    rope_sin_ = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
+  }
+  layers_ = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec));
+  final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  if (!spec.tie_embeddings) {
+    lm_head_ = register_module("lm_head",
+                               torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, spec.vocab_size).bias(false)));
+  }
+
+  // Initialisation as GPT-2 and Llama do it: N(0, init_std) for weights and embeddings, zero
+  // biases, unit norms; GPT-2 also shrinks the residual projections by 1/sqrt(2 n_layer).
+  torch::NoGradGuard no_grad;
+  const double residual_std = spec.learned_positions() ? spec.init_std / std::sqrt(2.0 * spec.n_layer) : spec.init_std;
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (name.find("norm") != std::string::npos) continue;  // already ones / zeros
+    if (is_bias) {
+      p.zero_();
+    } else if (name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos) {
+      p.normal_(0.0, residual_std);
+    } else {
+      p.normal_(0.0, spec.init_std);
+    }
+  }
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache) {
+  const int64_t T = input_ids.size(1);
+  const int64_t offset = cache ? cache->length : 0;
+  TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
+              spec_.max_seq_len);
+  auto x = embed_tokens_(input_ids);  // (B, T, C)
+  torch::Tensor cos, sin;
+  if (spec_.learned_positions()) {
+    x = x + embed_positions_(torch::arange(offset, offset + T, input_ids.options()));
+  } else {
+    cos = rope_cos_.narrow(0, offset, T).to(x.dtype());
+    sin = rope_sin_.narrow(0, offset, T).to(x.dtype());
+  }
+  x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    LayerCache layer_cache;
+    if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
+    x = layers_->ptr<BlockImpl>(i)->forward(x, cos, sin, cache ? &layer_cache : nullptr);
+  }
+  x = final_norm_->as<NormImpl>()->forward(x);
+  if (cache) cache->length = offset + T;
+  return spec_.tie_embeddings ? F::linear(x, embed_tokens_->weight) : lm_head_(x);  // (B, T, V)
+}
+
+KvCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) const {
+  KvCache cache;
+  auto options = embed_tokens_->weight.options().requires_grad(false);
+  for (int64_t i = 0; i < spec_.n_layer; ++i) {
+    cache.keys.push_back(torch::zeros({batch, spec_.n_kv_head, capacity, spec_.head_dim()}, options));
+    cache.values.push_back(torch::zeros({batch, spec_.n_kv_head, capacity, spec_.head_dim()}, options));
+  }
+  return cache;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::parameters_by_name() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+int64_t TransformerImpl::non_embedding_parameters() const {
+  int64_t n = 0;
+  for (const auto& [name, p] : parameters_by_name()) {
+    if (name.rfind("embed_", 0) != 0) n += p.numel();
+  }
+  return n;
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,60 @@
+// One decoder-only transformer; GPT-2 (learned positions, LayerNorm, GELU, biases, tied
+// embeddings) and Llama (RoPE, RMSNorm, SwiGLU, grouped-query attention, untied head) are two
+// configurations of it (ModelSpec). Attention goes through LibTorch's scaled_dot_product_attention.
+//
+// Parameter names (what optimizer globs, checkpoints and the Hugging Face mapping use):
+//   embed_tokens.weight, embed_positions.weight (gpt2), final_norm.{weight,bias}, lm_head.weight (untied)
+//   layers.N.attn_norm.*, layers.N.attn.qkv_proj.*, layers.N.attn.o_proj.*, layers.N.mlp_norm.*,
+//   layers.N.mlp.up_proj.* (gpt2) or layers.N.mlp.gate_up_proj.weight (llama), layers.N.mlp.down_proj.*
+#pragma once
+
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/spec.h"
+
+namespace hftrain::model {
+
+// Keys and values of past positions, for generation. Per layer: (B, n_kv_head, capacity, head_dim).
+struct KvCache {
+  std::vector<torch::Tensor> keys;
+  std::vector<torch::Tensor> values;
+  int64_t length = 0;  // positions filled
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  // Random initialisation with the family's scheme, from torch's global generator (seed it first).
+  explicit TransformerImpl(const ModelSpec& spec);
+
+  // input_ids (B, T) int64 -> logits (B, T, vocab). With a cache, the T new positions follow the
+  // cache's and their keys and values are appended to it.
+  torch::Tensor forward(const torch::Tensor& input_ids, KvCache* cache = nullptr);
+
+  // An empty cache for `batch` sequences of up to `capacity` positions.
+  KvCache make_cache(int64_t batch, int64_t capacity) const;
+
+  const ModelSpec& spec() const { return spec_; }
+  // Parameters by name, each once (a tied head is embed_tokens.weight).
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
+  // Parameters without the embeddings, for the PaLM FLOPs formula.
+  int64_t non_embedding_parameters() const;
+
+ private:
+  ModelSpec spec_;
+  torch::nn::Embedding embed_tokens_{nullptr};
+  torch::nn::Embedding embed_positions_{nullptr};
+  torch::nn::ModuleList layers_{nullptr};
+  std::shared_ptr<torch::nn::Module> final_norm_;
+  torch::nn::Linear lm_head_{nullptr};
+  torch::Tensor rope_cos_;  // (max_seq_len, head_dim), llama only
+  torch::Tensor rope_sin_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace hftrain::model

@@ -1,0 +1,119 @@
+// hftrain's transformer against the real transformers library: tiny random GPT-2 and Llama (GQA,
+// untied head, RoPE) made by tests/conformance/gen_model_fixtures.py, same logits and loss.
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "model/hf_weights.h"
+#include "model/transformer.h"
+#include "util/error.h"
+
+using namespace hftrain;
+using Json = nlohmann::json;
+
+namespace {
+
+std::string fixture(const std::string& rel) { return std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/" + rel; }
+
+model::ModelSpec tiny_gpt2() {
+  model::ModelSpec s;
+  s.arch = config::ModelArch::kGpt2;
+  s.n_layer = 2, s.n_head = 4, s.n_kv_head = 4, s.d_model = 24, s.d_ff = 96, s.max_seq_len = 32, s.vocab_size = 67;
+  s.norm_eps = 1e-5, s.tie_embeddings = true;
+  return s;
+}
+
+model::ModelSpec tiny_llama() {
+  model::ModelSpec s;
+  s.arch = config::ModelArch::kLlama;
+  s.n_layer = 2, s.n_head = 4, s.n_kv_head = 2, s.d_model = 32, s.d_ff = 56, s.max_seq_len = 64, s.vocab_size = 71;
+  s.rope_theta = 500000.0, s.norm_eps = 1e-5, s.tie_embeddings = false;
+  return s;
+}
+
+void check_against_reference(const model::ModelSpec& spec, const std::string& dir) {
+  torch::manual_seed(0);
+  model::Transformer m(spec);
+  model::load_hf_weights(m, model::read_safetensors(fixture(dir + "/model.safetensors")));
+  m->eval();
+  std::ifstream in(fixture(dir + "/reference.json"));
+  const Json ref = Json::parse(in);
+  auto ids_vec = ref["input_ids"].get<std::vector<std::vector<int64_t>>>();
+  auto ids = torch::empty({static_cast<int64_t>(ids_vec.size()), static_cast<int64_t>(ids_vec[0].size())}, torch::kInt64);
+  for (size_t b = 0; b < ids_vec.size(); ++b)
+    for (size_t t = 0; t < ids_vec[b].size(); ++t) ids[b][t] = ids_vec[b][t];
+  torch::NoGradGuard no_grad;
+  auto logits = m->forward(ids);
+  std::vector<float> flat;
+  for (const auto& b : ref["logits"])
+    for (const auto& row : b)
+      for (const auto& x : row) flat.push_back(x.get<float>());
+  auto want = torch::from_blob(flat.data(), logits.sizes(), torch::kFloat32).clone();
+  INFO("max abs logit difference " << (logits - want).abs().max().item<float>());
+  CHECK(torch::allclose(logits, want, /*rtol=*/0, /*atol=*/1e-5));
+  // The loss as transformers computes it: mean cross-entropy of each position's next token.
+  const int64_t T = ids.size(1);
+  auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, T - 1).reshape({-1, spec.vocab_size}),
+                                                   ids.narrow(1, 1, T - 1).reshape({-1}));
+  CHECK(loss.item<double>() == Approx(ref["loss"].get<double>()).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("GPT-2 logits and loss equal transformers'", "[model][conformance]") {
+  check_against_reference(tiny_gpt2(), "tiny-gpt2");
+}
+
+TEST_CASE("Llama (GQA, RoPE, untied) logits and loss equal transformers'", "[model][conformance]") {
+  check_against_reference(tiny_llama(), "tiny-llama");
+}
+
+TEST_CASE("decoding with the KV cache equals a full forward", "[model]") {
+  for (const auto& spec : {tiny_gpt2(), tiny_llama()}) {
+    torch::manual_seed(3);
+    model::Transformer m(spec);
+    m->eval();
+    torch::NoGradGuard no_grad;
+    auto ids = torch::randint(0, spec.vocab_size, {2, 9}, torch::kInt64);
+    auto full = m->forward(ids);  // (2, 9, V)
+    auto cache = m->make_cache(2, 16);
+    auto prefill = m->forward(ids.narrow(1, 0, 4), &cache);
+    CHECK(torch::allclose(prefill, full.narrow(1, 0, 4), 0, 1e-5));
+    for (int64_t t = 4; t < 9; ++t) {
+      auto step = m->forward(ids.narrow(1, t, 1), &cache);
+      INFO("position " << t);
+      CHECK(torch::allclose(step, full.narrow(1, t, 1), 0, 1e-5));
+    }
+    CHECK(cache.length == 9);
+  }
+}
+
+TEST_CASE("weights that do not fit are listed in one error", "[model]") {
+  model::Transformer m(tiny_llama());
+  auto hf = model::read_safetensors(fixture("tiny-gpt2/model.safetensors"));
+  try {
+    model::load_hf_weights(m, hf);
+    FAIL("expected a CheckpointError");
+  } catch (const util::CheckpointError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("missing tensor embed_tokens.weight") &&
+                             Catch::Matchers::Contains("unexpected tensor wte.weight"));
+  }
+}
+
+TEST_CASE("initialisation follows the family's scheme", "[model]") {
+  auto spec = tiny_gpt2();
+  spec.n_layer = 8, spec.d_model = 256, spec.n_head = 8, spec.d_ff = 1024, spec.vocab_size = 512;
+  torch::manual_seed(0);
+  model::Transformer m(spec);
+  for (const auto& [name, p] : m->parameters_by_name()) {
+    INFO(name);
+    if (name.ends_with(".bias")) CHECK(p.abs().max().item<float>() == 0.0f);
+    if (name.find("norm.weight") != std::string::npos) CHECK(p.eq(1).all().item<bool>());
+    if (name == "layers.0.attn.qkv_proj.weight") CHECK(p.std().item<double>() == Approx(0.02).epsilon(0.02));
+    if (name == "layers.0.mlp.down_proj.weight") CHECK(p.std().item<double>() == Approx(0.02 / 4.0).epsilon(0.02));
+  }
+  CHECK(m->non_embedding_parameters() > 0);
+}
