@@ -10,6 +10,7 @@
 # LibTorch: reused from Torch_DIR (…/share/cmake/Torch) or HFTRAIN_TORCH_DIR (a torch package
 # folder) when set; otherwise the PyPI torch wheel in the project-local virtual environment .venv.
 set -euo pipefail
+shopt -s inherit_errexit
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     --bundle) mode=bundle; bundle=${2:?--bundle needs a folder}; shift 2 ;;
     --from-bundle) mode=from-bundle; bundle=${2:?--from-bundle needs a folder}; shift 2 ;;
     --no-build) do_build=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,8 +44,9 @@ install_apt() {
   local missing=()
   for p in "${tool_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}"; do
     if [ "$p" = python3 ] || [ "$p" = python3-venv ]; then
-      # Any working python3 with venv will do (pyenv, conda, Debian's).
-      command -v python3 >/dev/null && python3 -m venv --help >/dev/null 2>&1 && continue
+      # Any python3 that can make a venv with pip will do (pyenv, conda, Debian's). Debian's own
+      # python3 has the venv module without ensurepip until python3-venv is installed.
+      command -v python3 >/dev/null && python3 -c 'import ensurepip, venv' >/dev/null 2>&1 && continue
     fi
     pkg_missing "$p" && missing+=("$p")
   done
@@ -93,7 +95,7 @@ resolve_debs() {
 venv_torch_dir() { ls -d "$root"/.venv/lib/python3*/site-packages/torch/share/cmake/Torch 2>/dev/null | tail -n 1; }
 
 # Prints the Torch_DIR to use, installing the wheel into .venv when needed.
-# $1: extra pip arguments (the offline bundle passes --no-index --find-links).
+# $1: a folder of wheels to install from with no index (the offline bundle), if any.
 ensure_torch() {
   if [ -n "${Torch_DIR:-}" ]; then
     [ -f "$Torch_DIR/TorchConfig.cmake" ] || die "Torch_DIR=$Torch_DIR has no TorchConfig.cmake"
@@ -113,19 +115,26 @@ ensure_torch() {
     python3 -m venv "$root/.venv" >&2
   fi
   say "installing the PyPI torch wheel ($torch_spec) into .venv" >&2
-  # shellcheck disable=SC2086
-  "$root/.venv/bin/pip" install -q ${1:-} "$torch_spec" >&2
+  local pip_args=()
+  [ -n "${1:-}" ] && pip_args=(--no-index --find-links "$1")
+  "$root/.venv/bin/pip" install -q "${pip_args[@]}" "$torch_spec" >&2
   venv_torch_dir
 }
 
 configure_and_build() {
   local torch_dir=$1
   shift
-  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-    say "configuring Release into ${build_dir#$root/}"
-    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$torch_dir" "$@"
+  [ -n "$torch_dir" ] || die "no LibTorch found (see the messages above)"
+  # Configure when there is no build yet or when the set-up changed (another torch, bundle, flags);
+  # otherwise leave it to the build, which re-runs cmake itself when a CMake file changed.
+  local args=(-DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$torch_dir" "$@")
+  local stamp="$build_dir/.hftrain-setup-args"
+  if [ ! -f "$build_dir/CMakeCache.txt" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${args[*]}" ]; then
+    say "configuring Release into ${build_dir#"$root"/}"
+    cmake -S "$root" -B "$build_dir" -G Ninja "${args[@]}"
+    printf '%s' "${args[*]}" > "$stamp"
   else
-    say "build folder exists: ${build_dir#$root/} (cmake re-runs itself when needed)"
+    say "build folder up to date: ${build_dir#"$root"/}"
   fi
   if [ "$do_build" = 1 ]; then
     say "building"
@@ -137,14 +146,16 @@ configure_and_build() {
 case "$mode" in
   install)
     install_apt
+    torch_dir=$(ensure_torch)
     # shellcheck disable=SC2086
-    configure_and_build "$(ensure_torch)" ${HFTRAIN_CMAKE_ARGS:-}
+    configure_and_build "$torch_dir" ${HFTRAIN_CMAKE_ARGS:-}
     ;;
 
   bundle)
     command -v apt-get >/dev/null || die "--bundle needs apt-get (run it on a Debian machine with a registry)"
     mkdir -p "$bundle/debs"
     bundle=$(cd "$bundle" && pwd)
+    rm -f "$bundle"/debs/*.deb "$bundle/prefix/.unpacked"  # a fresh set, never mixed with an older one
     say "resolving the Debian packages the build needs (libraries and their dependencies)"
     sudo_cmd apt-get update -qq
     mapfile -t want < <(resolve_debs "${lib_pkgs[@]}" "${data_pkgs[@]}")
@@ -173,13 +184,13 @@ case "$mode" in
       say "bundle already unpacked in $prefix"
     fi
     if [ -z "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] && [ -d "$bundle/wheels" ]; then
-      torch_dir=$(ensure_torch "--no-index --find-links $bundle/wheels")
+      torch_dir=$(ensure_torch "$bundle/wheels")
     elif [ -z "${Torch_DIR:-}${HFTRAIN_TORCH_DIR:-}" ] && python3 -c 'import torch' 2>/dev/null; then
       HFTRAIN_TORCH_DIR=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')
       export HFTRAIN_TORCH_DIR
       torch_dir=$(ensure_torch)
     else
-      torch_dir=$(ensure_torch "--no-index --find-links /nonexistent")
+      torch_dir=$(ensure_torch /nonexistent)
     fi
     # Appended, not prepended: the bundle holds no toolchain, and its tools must not shadow the system's.
     export PATH="$PATH:$prefix/usr/bin"

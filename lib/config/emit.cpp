@@ -50,6 +50,9 @@ std::string origin_of(const ResolvedConfig& c, const KeyPath& path) {
 // A string that would read back as something else (null, bool, number) gets quotes.
 bool needs_quotes(const std::string& s) {
   if (s.empty()) return true;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f) return true;  // \r, \t, ... only survive inside double quotes
+  }
   try {
     Node n = parse_yaml_value(s, Origin{});
     if (!n.is_scalar() || n.quoted() || n.text() != s) return true;
@@ -66,7 +69,14 @@ bool needs_quotes(const std::string& s) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
-void emit_string(YAML::Emitter& out, const std::string& s) {
+// Strings are written so that they read back as the same string: a literal "${" is escaped so
+// that interpolation leaves it alone, and anything YAML would read as something else is quoted.
+void emit_string(YAML::Emitter& out, const std::string& raw) {
+  std::string s;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw.compare(i, 2, "${") == 0) s += '\\';
+    s += raw[i];
+  }
   if (needs_quotes(s)) out << YAML::DoubleQuoted;
   out << s;
 }

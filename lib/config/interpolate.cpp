@@ -85,7 +85,8 @@ class Interpolator {
     } else if (node.is_sequence()) {
       for (size_t i = 0; i < node.items().size(); ++i) {
         KeyPath sub = path;
-        sub.push_back("[" + std::to_string(i) + "]");
+        if (sub.empty()) sub.push_back("");
+        sub.back() += "[" + std::to_string(i) + "]";
         ok = visit(node.items()[i], sub) && ok;
       }
     } else if (has_interpolation(node)) {
@@ -116,7 +117,8 @@ class Interpolator {
       if (whole) {
         Origin origin = node.origin();
         origin.via = "${" + piece.text + "}";
-        if (value->origin().kind != Origin::Kind::kDefault || !value->origin().via.empty()) {
+        const bool env_ref = util::starts_with(piece.text, "env:");
+        if (!env_ref && (value->origin().kind != Origin::Kind::kDefault || !value->origin().via.empty())) {
           origin.via += " = " + value->origin().describe();
         }
         *value = retag(*value, origin);
@@ -130,8 +132,8 @@ class Interpolator {
       }
       text += value->text();
     }
-    Origin origin = node.origin();
-    node = Node::scalar(text, /*quoted=*/true, origin);
+    // `${trainer.log_every}0` is 250, an integer; only a quoted original stays a string.
+    node = Node::scalar(text, node.quoted(), node.origin());
     return true;
   }
 
@@ -161,11 +163,18 @@ class Interpolator {
         return std::nullopt;
       }
       Origin origin = node.origin();
-      try {
-        return parse_yaml_value(*value, origin);
-      } catch (const util::Error&) {
-        return Node::scalar(*value, true, origin);
+      if (!util::check_utf8_text(*value).empty()) {
+        diags_.add(where, "environment variable " + spec + " is not valid UTF-8 text");
+        return std::nullopt;
       }
+      // 3e-4 becomes a number and true a bool, but `my run #1`, `- a` or `a: b` stay the text
+      // they are: an environment variable is a value, not YAML to be interpreted.
+      try {
+        Node parsed = parse_yaml_value(*value, origin);
+        if (parsed.is_scalar() && !parsed.quoted() && parsed.text() == util::trim(*value)) return parsed;
+      } catch (const util::Error&) {
+      }
+      return Node::scalar(*value, true, origin);
     }
     KeyPath target = util::split(ref, '.');
     for (const auto& seg : target) {

@@ -84,6 +84,8 @@ Node* Node::find_path(const KeyPath& path) {
 }
 
 void Node::merge_from(const Node& src) {
+  // `optimizer:` with nothing under it is an empty section, not an instruction to drop its keys.
+  if (is_map() && src.is_null()) return;
   if (is_map() && src.is_map()) {
     for (const auto& [key, value] : src.entries_) {
       if (Node* mine = find(key)) {

@@ -70,7 +70,8 @@ class Node {
   const Node* find_path(const KeyPath& path) const;
   Node* find_path(const KeyPath& path);
 
-  // Deep merge: maps merge key by key (src wins), anything else is replaced by src.
+  // Deep merge: maps merge key by key (src wins), a null leaves a map as it is, anything else is
+  // replaced by src.
   void merge_from(const Node& src);
 
  private:

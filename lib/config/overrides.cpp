@@ -29,7 +29,9 @@ bool looks_like_override(const std::string& arg) {
 RecipeArgs split_recipe_args(const std::vector<std::string>& args) {
   RecipeArgs out;
   for (const auto& arg : args) {
-    if (!out.recipe && out.overrides.empty() && !looks_like_override(arg)) {
+    // `runs/lr=1e-3/config.yaml` is a file, not an override: keys have no '/' and no ".yaml".
+    const bool path_like = arg.find('/') != std::string::npos || arg.ends_with(".yaml") || arg.ends_with(".yml");
+    if (!out.recipe && out.overrides.empty() && (path_like || !looks_like_override(arg))) {
       out.recipe = arg;
     } else {
       out.overrides.push_back(arg);
@@ -213,9 +215,18 @@ void apply_override(Node& tree, const Override& o, const Schema& schema, const N
                 "write " + key + "=" + o.value + " to change it");
       return;
     }
-  } else if (free_form && !exists) {
+  } else if (free_form && !exists && o.origin.kind != Origin::Kind::kEnvironment) {
     diags.add(where, "`" + key + "` is not set; `" + free_form->path + "` is a free-form map",
               "write +" + key + "=" + o.value + " to add it");
+    return;
+  }
+  Node* target = cur->find(o.path.back());
+  if (target && target->is_map() && schema.is_section(o.path)) {
+    if (value->is_null()) {
+      diags.add(where, "`" + key + "` is a section and cannot be set to null", "write ~" + key + " to reset it");
+      return;
+    }
+    target->merge_from(*value);  // `optimizer={name: sgd}` changes the name and keeps the rest
     return;
   }
   cur->set(o.path.back(), std::move(*value));

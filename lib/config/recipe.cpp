@@ -115,9 +115,9 @@ std::vector<std::string> list_shipped_recipes(const std::vector<fs::path>& dirs)
   for (const auto& dir : dirs) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.path().extension() != ".yaml") continue;
-      std::string stem = entry.path().stem().string();
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".yaml") continue;
+      std::string stem = it->path().stem().string();
       if (std::find(names.begin(), names.end(), stem) == names.end()) names.push_back(stem);
     }
   }

@@ -92,6 +92,13 @@ const KeySpec* Schema::find(std::string_view path) const {
   return nullptr;
 }
 
+const KeySpec* Schema::find(const KeyPath& segments) const {
+  for (const auto& k : keys_) {
+    if (k.segments == segments) return &k;
+  }
+  return nullptr;
+}
+
 bool Schema::is_section(const KeyPath& path) const {
   for (const auto& k : keys_) {
     if (k.segments.size() > path.size() &&
@@ -231,6 +238,9 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
       switch (parse_double(text, v)) {
         case FloatParse::kInvalid: return fail(expected() + ", got `" + text + "`");
         case FloatParse::kOverflow:
+          if (text.find("e-") != std::string::npos || text.find("E-") != std::string::npos) {
+            return fail(key + " = " + text + " is too small for a float", "use 0 or a larger value");
+          }
           return fail(key + " = " + text + " is too large for a float", "use a finite number");
         case FloatParse::kOk: break;
       }

@@ -134,6 +134,7 @@ class Schema {
   const std::vector<KeySpec>& keys() const { return keys_; }
   const std::vector<std::pair<std::string, std::string>>& sections() const { return sections_; }
   const KeySpec* find(std::string_view path) const;
+  const KeySpec* find(const KeyPath& segments) const;
   // True when `path` is a proper prefix of some key (a section or sub-section).
   bool is_section(const KeyPath& path) const;
   // The free-form map key that `path` lies strictly inside, or nullptr.

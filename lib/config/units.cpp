@@ -143,8 +143,9 @@ std::string format_duration(double seconds) {
       return std::to_string(static_cast<int64_t>(n)) + name;
     }
   }
-  char buf[64];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, seconds);
+  // Fixed notation: parse_duration reads digits and a point, not exponents.
+  char buf[512];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, seconds, std::chars_format::fixed);
   return std::string(buf, ptr) + "s";
 }
 

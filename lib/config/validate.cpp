@@ -9,7 +9,13 @@ void find_unknown_keys(const Node& node, const KeyPath& path, const Schema& sche
   for (const auto& [key, child] : node.entries()) {
     KeyPath sub = path;
     sub.push_back(key);
-    if (schema.find(to_string(sub))) continue;
+    if (key.find('.') != std::string::npos) {
+      // `optimizer.lr: 3` in a file is one key with a dot in its name, not optimizer -> lr.
+      diags.add(child.key_origin().describe(), "key `" + key + "` has a dot in its name",
+                "nest it instead: " + key.substr(0, key.find('.')) + ": {" + key.substr(key.find('.') + 1) + ": ...}");
+      continue;
+    }
+    if (schema.find(sub)) continue;
     if (schema.is_section(sub)) {
       if (child.is_map()) {
         find_unknown_keys(child, sub, schema, diags);

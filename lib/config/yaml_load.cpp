@@ -1,5 +1,8 @@
 #include "config/yaml_load.h"
 
+#include <functional>
+#include <optional>
+
 #include <yaml-cpp/yaml.h>
 
 #include "util/error.h"
@@ -18,29 +21,36 @@ std::string at(const std::string& source, int line, int column) {
 // yaml-cpp accepts tabs in some indentation positions; YAML forbids them, and they are the most
 // common cause of recipes that look right and parse wrong, so they get their own message.
 void reject_tab_indentation(std::string_view text, const std::string& source) {
-  int line = 1;
-  bool at_line_start = true;
-  for (char c : text) {
-    if (c == '\n') {
-      ++line;
-      at_line_start = true;
-    } else if (at_line_start && c == '\t') {
+  int line = 0;
+  for (const std::string& raw : util::split(text, '\n')) {
+    ++line;
+    const size_t content = raw.find_first_not_of(" \t\r");
+    // YAML allows tabs on blank lines and before comments, but yaml-cpp 0.7 rejects them there
+    // too ("illegal tab when looking for indentation"), so every leading tab gets this message.
+    if (raw.find('\t') < std::min(content, raw.size())) {
       throw ConfigError(source + ":" + std::to_string(line) + ": tab character in indentation",
                         "YAML indents with spaces only; replace the tabs with spaces");
-    } else if (c != ' ') {
-      at_line_start = false;
     }
   }
 }
 
-// A `---` marker after content starts a second document, which YAML::Load would silently drop.
+// A `---` marker after content starts a second document, and content after a `...` end marker
+// is one too: YAML::Load would silently drop either.
 void reject_second_document(std::string_view text, const std::string& source) {
   bool content = false;
+  bool ended = false;
   int line = 0;
   for (const std::string& raw : util::split(text, '\n')) {
     ++line;
-    const bool marker = raw.rfind("---", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r');
-    if (marker && content) {
+    const bool start = raw.rfind("---", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r');
+    const bool end = raw.rfind("...", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r');
+    if (end) {
+      ended = true;
+      continue;
+    }
+    const bool marker = start;
+    std::string t0 = util::trim(raw);
+    if ((marker && content) || (ended && !t0.empty() && t0[0] != '#')) {
       throw ConfigError(source + ":" + std::to_string(line) + ": a second YAML document starts here",
                         "a recipe is one document; remove the extra `---` separator");
     }
@@ -57,6 +67,13 @@ class Converter {
 
   Node convert(const YAML::Node& yaml, const Origin& parent, int depth) {
     Origin origin = origin_of(yaml, parent);
+    // Aliases are expanded into copies, so a few hundred bytes of `&a [*b, *b, ...]` can ask for
+    // billions of nodes. No recipe comes near this budget.
+    if (++nodes_ > kMaxNodes) {
+      throw ConfigError(origin.describe() + ": expands to more than " + std::to_string(kMaxNodes) +
+                            " values (nested YAML aliases?)",
+                        "write the values out instead of nesting aliases");
+    }
     if (depth > kMaxNestingDepth) {
       throw ConfigError(origin.describe() + ": nesting deeper than " +
                             std::to_string(kMaxNestingDepth) + " levels",
@@ -113,9 +130,11 @@ class Converter {
     return Origin::file(source_, mark.line + 1, mark.column + 1, kind_);
   }
 
+  static constexpr size_t kMaxNodes = 100000;
   std::string source_;
   Origin::Kind kind_;
   const Origin* fixed_;
+  size_t nodes_ = 0;
 };
 
 [[noreturn]] void rethrow_yaml(const YAML::Exception& e, const std::string& source) {
@@ -125,6 +144,39 @@ class Converter {
                       "fix the YAML at that position");
   }
   throw ConfigError(source + ": YAML syntax error: " + msg, "fix the YAML");
+}
+
+// yaml-cpp 0.7 lets a quoted scalar that is never closed run to the end of the file, silently
+// swallowing every line after it. A sentinel key appended to the text must come back as a key of
+// the top-level map; if it was swallowed, the scalar that holds it is the unterminated one.
+void reject_unterminated(std::string_view text, const std::string& source) {
+  static constexpr const char* kSentinel = "__hftrain_end_of_recipe__";
+  std::string probe(text);
+  probe += std::string("\n") + kSentinel + ": 0\n";
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(probe);
+  } catch (const YAML::Exception&) {
+    throw ConfigError(source + ": the file ends inside an unclosed quote or bracket", "close it");
+  }
+  if (doc.IsMap() && doc[kSentinel]) return;
+  // Find the scalar that swallowed the sentinel, to name where it starts.
+  std::function<std::optional<YAML::Mark>(const YAML::Node&, int)> holder =
+      [&](const YAML::Node& n, int depth) -> std::optional<YAML::Mark> {
+    if (n.IsScalar() && n.Scalar().find(kSentinel) != std::string::npos) return n.Mark();
+    if ((n.IsSequence() || n.IsMap()) && depth < kMaxNestingDepth) {
+      for (const auto& item : n) {
+        if (auto found = holder(n.IsMap() ? item.second : item, depth + 1)) return found;
+      }
+    }
+    return std::nullopt;
+  };
+  std::string where = source;
+  if (auto mark = holder(doc, 0); mark && !mark->is_null()) {
+    where += ":" + std::to_string(mark->line + 1) + ":" + std::to_string(mark->column + 1);
+  }
+  throw ConfigError(where + ": a quoted string starts here and is never closed, so it swallows the rest of the file",
+                    "add the closing quote");
 }
 
 }  // namespace
@@ -157,11 +209,15 @@ Node parse_yaml(std::string_view text, const std::string& source, Origin::Kind k
                         "fix the YAML at that position");
     }
   }
+  Node root = Node::null(top);
   try {
-    return Converter(source, kind).convert(doc, top, 0);
+    root = Converter(source, kind).convert(doc, top, 0);
   } catch (const YAML::Exception& e) {
     rethrow_yaml(e, source);
   }
+  // A flow map ({...}) closes explicitly, and an unclosed quote inside it is a syntax error.
+  if (root.is_map() && doc.Style() != YAML::EmitterStyle::Flow) reject_unterminated(text, source);
+  return root;
 }
 
 Node load_yaml_file(const std::filesystem::path& path, Origin::Kind kind) {
@@ -178,6 +234,14 @@ Node parse_yaml_value(std::string_view text, const Origin& origin) {
     throw ConfigError(origin.describe() + ": cannot parse the value `" + std::string(text) +
                           "`: " + e.msg,
                       "values are YAML: 3, 1e-4, true, [1, 2], 'a string'");
+  }
+  if (yaml.IsNull()) {
+    // yaml-cpp 0.7 reads malformed text such as ",5" as null; only a real null spelling is one.
+    const std::string t = util::trim(text);
+    if (!t.empty() && t != "~" && t != "null" && t != "Null" && t != "NULL") {
+      throw ConfigError(origin.describe() + ": cannot parse the value `" + std::string(text) + "`",
+                        "quote it if it is a string: '...'");
+    }
   }
   // Every node of an override carries the override's own origin, not a position in its text.
   try {
