@@ -49,12 +49,12 @@ Level parse_level(std::string_view name) {
 
 void set_level(Level level) { logger().set_level(to_spdlog(level)); }
 
-void set_file(const std::string& path) {
+void set_file(const std::string& path, bool truncate) {
   auto& sinks = logger().sinks();
   while (sinks.size() > 1) sinks.pop_back();
   if (path.empty()) return;
   try {
-    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/true);
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, truncate);
     file->set_pattern("[%Y-%m-%d %H:%M:%S.%e %l] %v");
     sinks.push_back(std::move(file));
   } catch (const spdlog::spdlog_ex& e) {

@@ -13,8 +13,9 @@ enum class Level { kDebug, kInfo, kWarn, kError, kOff };
 // Parses "debug", "info", "warn", "error", "off"; throws ConfigError otherwise.
 Level parse_level(std::string_view name);
 void set_level(Level level);
-// Also append every line to this file (created or truncated); empty path stops file logging.
-void set_file(const std::string& path);
+// Also write every line to this file; empty path stops file logging. A resumed run appends
+// (`truncate` false) so that the log of the run so far is kept.
+void set_file(const std::string& path, bool truncate = false);
 
 void debug(std::string_view message);
 void info(std::string_view message);

@@ -1,0 +1,177 @@
+#include "data/bpe_tokenizer.h"
+
+#include <limits>
+
+#include "data/pretokenizer.h"
+#include "util/error.h"
+
+namespace hftrain::data {
+namespace {
+
+constexpr size_t kCacheLimit = size_t{1} << 17;
+
+uint64_t pair_key(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
+  std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
+  std::vector<bool> is_special(model_.vocab.size(), false);
+  for (const auto& [id, content] : model_.specials) {
+    if (id < 0 || static_cast<size_t>(id) >= model_.vocab.size()) {
+      throw util::DataError("special token '" + content + "' has id " + std::to_string(id) +
+                            ", outside the vocabulary of " + std::to_string(model_.vocab.size()));
+    }
+    is_special[static_cast<size_t>(id)] = true;
+    model_.vocab[static_cast<size_t>(id)] = content;
+  }
+  for (size_t id = 0; id < model_.vocab.size(); ++id) {
+    const std::string& token = model_.vocab[id];
+    if (token.empty() || is_special[id]) continue;
+    token_to_id_.emplace(token, static_cast<int32_t>(id));
+    if (token.size() == 1) byte_ids_[static_cast<uint8_t>(token[0])] = static_cast<int32_t>(id);
+  }
+  uint64_t h = fnv1a(1469598103934665603ull, model_.ignore_merges ? "im1" : "im0");
+  h = fnv1a(h, model_.add_prefix_space ? "ps1" : "ps0");
+  for (size_t rank = 0; rank < model_.merges.size(); ++rank) {
+    const auto [a, b] = model_.merges[rank];
+    const auto n = static_cast<int32_t>(model_.vocab.size());
+    if (a < 0 || b < 0 || a >= n || b >= n) throw util::DataError("BPE merge " + std::to_string(rank) + " names an unknown token");
+    auto it = token_to_id_.find(model_.vocab[static_cast<size_t>(a)] + model_.vocab[static_cast<size_t>(b)]);
+    if (it == token_to_id_.end()) {
+      throw util::DataError("BPE merge " + std::to_string(rank) + " makes a token that is not in the vocabulary",
+                            "the tokenizer file is inconsistent; re-export it");
+    }
+    merge_rank_.emplace(pair_key(a, b), std::make_pair(static_cast<int32_t>(rank), it->second));
+    h = fnv1a(h, std::to_string(a) + "," + std::to_string(b) + ";");
+  }
+  for (size_t id = 0; id < model_.vocab.size(); ++id) h = fnv1a(h, model_.vocab[id] + "\x1f");
+  for (const auto& [id, content] : model_.specials) h = fnv1a(h, std::to_string(id) + content);
+  fingerprint_ = "bpe-v1:" + std::to_string(model_.vocab.size()) + ":" + std::to_string(h);
+  auto eot = special_id(kEndOfTextToken);
+  if (!eot) {
+    throw util::DataError(std::string("the BPE tokenizer has no ") + kEndOfTextToken + " special token",
+                          "add it to the tokenizer's added_tokens (special: true)");
+  }
+  eot_id_ = *eot;
+  pad_id_ = special_id(kPadToken).value_or(eot_id_);
+}
+
+std::optional<int32_t> BpeTokenizer::special_id(std::string_view content) const {
+  for (const auto& [id, text] : model_.specials) {
+    if (text == content) return id;
+  }
+  return std::nullopt;
+}
+
+void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
+  if (model_.ignore_merges) {
+    if (auto it = token_to_id_.find(std::string(piece)); it != token_to_id_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  std::vector<int32_t> symbols;
+  symbols.reserve(piece.size());
+  for (char c : piece) {
+    int32_t id = byte_ids_[static_cast<uint8_t>(c)];
+    if (id >= 0) symbols.push_back(id);
+  }
+  // Lowest-rank pair first, leftmost on ties: the order tokenizers' merge heap pops them in.
+  while (symbols.size() > 1) {
+    int32_t best_rank = std::numeric_limits<int32_t>::max();
+    size_t best_pos = 0;
+    int32_t best_id = -1;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+      auto it = merge_rank_.find(pair_key(symbols[i], symbols[i + 1]));
+      if (it != merge_rank_.end() && it->second.first < best_rank) {
+        best_rank = it->second.first;
+        best_pos = i;
+        best_id = it->second.second;
+      }
+    }
+    if (best_id < 0) break;
+    symbols[best_pos] = best_id;
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
+  }
+  out.insert(out.end(), symbols.begin(), symbols.end());
+}
+
+void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
+  for (std::string_view piece : gpt2_split(text)) {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      if (auto it = cache_.find(std::string(piece)); it != cache_.end()) {
+        out.insert(out.end(), it->second.begin(), it->second.end());
+        continue;
+      }
+    }
+    std::vector<int32_t> ids;
+    encode_piece(piece, ids);
+    out.insert(out.end(), ids.begin(), ids.end());
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() >= kCacheLimit) cache_.clear();
+    cache_.emplace(std::string(piece), std::move(ids));
+  }
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 1);
+  std::string prefixed;
+  if (model_.add_prefix_space && !text.empty() && text.front() != ' ') {
+    prefixed = " " + std::string(text);
+    text = prefixed;
+  }
+  if (!allow_special || model_.specials.empty()) {
+    encode_plain(text, out);
+    return out;
+  }
+  // Special tokens are cut out first; the text between them is encoded on its own.
+  size_t pos = 0;
+  size_t plain_start = 0;
+  while (pos < text.size()) {
+    int32_t matched = -1;
+    size_t matched_len = 0;
+    for (const auto& [id, content] : model_.specials) {
+      if (content.size() > matched_len && text.substr(pos, content.size()) == content) {
+        matched = id;
+        matched_len = content.size();
+      }
+    }
+    if (matched < 0) {
+      ++pos;
+      continue;
+    }
+    encode_plain(text.substr(plain_start, pos - plain_start), out);
+    out.push_back(matched);
+    pos += matched_len;
+    plain_start = pos;
+  }
+  encode_plain(text.substr(plain_start), out);
+  return out;
+}
+
+std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size()) {
+      throw util::DataError("token id " + std::to_string(id) + " is outside the BPE vocabulary (size " +
+                            std::to_string(vocab_size()) + ")");
+    }
+    out += model_.vocab[static_cast<size_t>(id)];
+  }
+  return out;
+}
+
+}  // namespace hftrain::data

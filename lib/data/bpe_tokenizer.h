@@ -1,0 +1,60 @@
+// Byte-level BPE (GPT-2 style), the model Hugging Face tokenizers calls ByteLevel + BPE: text is
+// split by the GPT-2 pattern, each piece's UTF-8 bytes start as byte tokens, and the merges are
+// applied lowest rank first (leftmost on ties), exactly as `tokenizers` does, so ids match.
+// Special (added) tokens sit outside the merges.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "data/tokenizer.h"
+
+namespace hftrain::data {
+
+struct BpeModel {
+  // id -> the token's raw bytes (not the byte-level characters of tokenizer.json). Ids without a
+  // token (gaps in a foreign vocabulary) are empty.
+  std::vector<std::string> vocab;
+  // Merges in rank order, as the ids of the left and right token.
+  std::vector<std::pair<int32_t, int32_t>> merges;
+  // Added tokens: id and content (written in added_tokens with special = true).
+  std::vector<std::pair<int32_t, std::string>> specials;
+  bool ignore_merges = false;     // a piece found whole in the vocabulary is one token
+  bool add_prefix_space = false;  // ByteLevel pre-tokenizer option: prepend " " to the text
+};
+
+class BpeTokenizer : public Tokenizer {
+ public:
+  // Throws DataError when a merge's result is missing from the vocabulary or the specials lack
+  // <|endoftext|> (the pad token falls back to <|endoftext|> when there is no <|pad|>).
+  explicit BpeTokenizer(BpeModel model);
+
+  std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const override;
+  std::string decode(std::span<const int32_t> ids) const override;
+  int32_t vocab_size() const override { return static_cast<int32_t>(model_.vocab.size()); }
+  int32_t eot_id() const override { return eot_id_; }
+  int32_t pad_id() const override { return pad_id_; }
+  std::optional<int32_t> special_id(std::string_view content) const override;
+  std::string fingerprint() const override { return fingerprint_; }
+  const BpeModel& model() const { return model_; }
+
+ private:
+  void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
+  void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
+
+  BpeModel model_;
+  std::unordered_map<std::string, int32_t> token_to_id_;  // raw bytes -> id (model tokens)
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merge_rank_;  // (left, right) -> (rank, id)
+  int32_t byte_ids_[256];  // -1: the byte is not in the vocabulary (skipped, as tokenizers does)
+  int32_t eot_id_ = -1;
+  int32_t pad_id_ = -1;
+  std::string fingerprint_;
+  // Pieces repeat (words); a bounded cache of their ids makes encoding several times faster.
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+}  // namespace hftrain::data

@@ -1,0 +1,115 @@
+#include "data/loader.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace hftrain::data {
+namespace {
+
+torch::Tensor host_tensor(const std::vector<int64_t>& values, int64_t rows, int64_t cols, bool pinned) {
+  auto options = torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pinned);
+  torch::Tensor t = torch::empty({rows, cols}, options);  // (B, T)
+  std::memcpy(t.data_ptr<int64_t>(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+LoaderOptions checked(const LoaderOptions& options) {
+  if (options.batch_size < 1) throw util::ConfigError("the batch size must be at least 1");
+  if (options.prefetch_batches < 0) throw util::ConfigError("prefetch_batches must be 0 or more");
+  if (options.num_workers < 1) throw util::ConfigError("num_workers must be at least 1");
+  return options;
+}
+
+}  // namespace
+
+DataLoader::DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
+                       const LoaderOptions& options, int32_t pad_id, torch::Device device)
+    : dataset_(std::move(dataset)),
+      packing_(packing),
+      options_(checked(options)),
+      pad_id_(pad_id),
+      device_(device),
+      index_(*dataset_, packing_),
+      sampler_(index_.size(), options_.sampler) {
+  restart();
+}
+
+DataLoader::DataLoader(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device)
+    : DataLoader(build_datasets(options.dataset, tokenizer).train, options.packing, options.loader,
+                 tokenizer.pad_id(), device) {}
+
+DataLoader::~DataLoader() = default;
+
+uint64_t DataLoader::batches_per_epoch() const {
+  const auto b = static_cast<uint64_t>(options_.batch_size);
+  return (index_.size() + b - 1) / b;
+}
+
+DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
+  const auto b = static_cast<uint64_t>(options_.batch_size);
+  std::vector<uint64_t> ids(b);
+  for (uint64_t i = 0; i < b; ++i) ids[i] = sampler_.sample_at(cursor + i);
+  HostBatch batch = collate(*dataset_, index_, ids, packing_, pad_id_);
+  // Pinned (page-locked) buffers let the copy to the GPU run asynchronously.
+  const bool pinned = options_.pin_memory && device_.is_cuda();
+  HostTensors out;
+  out.input_ids = host_tensor(batch.input_ids, batch.batch_size, batch.seq_len, pinned);
+  out.labels = host_tensor(batch.labels, batch.batch_size, batch.seq_len, pinned);
+  out.attention_mask = host_tensor(batch.attention_mask, batch.batch_size, batch.seq_len, pinned);
+  out.num_target_tokens = batch.num_target_tokens;
+  out.cursor = cursor;
+  return out;
+}
+
+void DataLoader::restart() {
+  prefetcher_.reset();
+  if (options_.prefetch_batches == 0) return;
+  const uint64_t base = cursor_;
+  const auto b = static_cast<uint64_t>(options_.batch_size);
+  prefetcher_ = std::make_unique<Prefetcher<HostTensors>>(
+      [this, base, b](uint64_t k) { return produce(base + k * b); }, static_cast<size_t>(options_.prefetch_batches),
+      static_cast<size_t>(options_.num_workers));
+}
+
+void DataLoader::seek(uint64_t cursor) {
+  // O(1): the sampler computes any position directly; only the batches already prepared ahead
+  // are thrown away.
+  cursor_ = cursor;
+  restart();
+}
+
+Batch DataLoader::next() {
+  const auto start = std::chrono::steady_clock::now();
+  HostTensors host = prefetcher_ ? prefetcher_->take() : produce(cursor_);
+  Batch batch;
+  const bool async = host.input_ids.is_pinned();
+  batch.input_ids = host.input_ids.to(device_, /*non_blocking=*/async);
+  batch.labels = host.labels.to(device_, async);
+  batch.attention_mask = host.attention_mask.to(device_, async);
+  batch.num_target_tokens = host.num_target_tokens;
+  batch.cursor = host.cursor;
+  batch.epoch = sampler_.epoch_of(host.cursor);
+  cursor_ = host.cursor + static_cast<uint64_t>(options_.batch_size);
+  wait_last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  wait_total_ += wait_last_;
+  ++batches_;
+  return batch;
+}
+
+Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device) {
+  Loaders out;
+  out.datasets = build_datasets(options.dataset, tokenizer);
+  out.train = std::make_unique<DataLoader>(out.datasets.train, options.packing, options.loader, tokenizer.pad_id(),
+                                           device);
+  if (out.datasets.validation) {
+    LoaderOptions validation = options.loader;
+    validation.sampler.shuffle = false;
+    out.validation = std::make_unique<DataLoader>(out.datasets.validation, options.packing, validation,
+                                                  tokenizer.pad_id(), device);
+  }
+  return out;
+}
+
+}  // namespace hftrain::data

@@ -1,0 +1,103 @@
+// The data loader the training loop pulls batches from: dataset + packing + sampler, with
+// background workers that prepare batches ahead (in pinned memory when the device is CUDA) and
+// a host-to-device copy that does not block. Its position is one global cursor (samples served
+// since the start of training); seek(cursor) resumes exactly there, in O(1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <torch/types.h>
+
+#include "data/dataset.h"
+#include "data/packing.h"
+#include "data/prefetcher.h"
+#include "data/sampler.h"
+#include "data/tokenizer.h"
+
+namespace hftrain::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 8;        // B (trainer.micro_batch_size)
+  SamplerOptions sampler{};      // seed, shuffle
+  int64_t prefetch_batches = 4;  // batches prepared ahead; 0 = synchronous loading
+  int64_t num_workers = 2;       // threads preparing batches (with prefetch_batches > 0)
+  bool pin_memory = true;        // page-locked host buffers when the device is CUDA
+};
+
+struct DataOptions {
+  DatasetOptions dataset;
+  PackingOptions packing;
+  LoaderOptions loader;
+};
+
+struct Batch {
+  torch::Tensor input_ids;       // (B, T) int64 on the device
+  torch::Tensor labels;          // (B, T) int64: labels[:, t] is the target at position t (the
+                                 // next token, already shifted); -100 = no loss
+  torch::Tensor attention_mask;  // (B, T) int64: 1 = token, 0 = padding
+  int64_t num_target_tokens = 0;  // labels != -100, counted on the host (no device sync)
+  uint64_t cursor = 0;            // the global cursor of the batch's first sample
+  uint64_t epoch = 0;             // the epoch of the batch's first sample
+};
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
+             const LoaderOptions& options, int32_t pad_id, torch::Device device);
+  // The training split of `options` (datasets built, or mapped from the token cache, here).
+  DataLoader(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The next batch; batches run on across epoch boundaries (no sample is dropped or repeated).
+  Batch next();
+  // Samples served so far (what a checkpoint stores) and jumping there.
+  uint64_t cursor() const { return cursor_; }
+  void seek(uint64_t cursor);
+  uint64_t epoch() const { return sampler_.epoch_of(cursor_); }
+
+  uint64_t num_samples() const { return index_.size(); }
+  // Optimizer-independent: ceil(num_samples / batch_size).
+  uint64_t batches_per_epoch() const;
+  int64_t batch_size() const { return options_.batch_size; }
+
+  // Seconds next() spent waiting for data: in total, in the last call, and per batch on average.
+  double data_wait_seconds() const { return wait_total_; }
+  double last_wait_seconds() const { return wait_last_; }
+  double mean_wait_seconds() const { return batches_ == 0 ? 0.0 : wait_total_ / static_cast<double>(batches_); }
+
+ private:
+  struct HostTensors {
+    torch::Tensor input_ids, labels, attention_mask;  // (B, T) on the host, pinned for CUDA
+    int64_t num_target_tokens = 0;
+    uint64_t cursor = 0;
+  };
+  HostTensors produce(uint64_t cursor) const;
+  void restart();
+
+  std::shared_ptr<const TokenDataset> dataset_;
+  PackingOptions packing_;
+  LoaderOptions options_;
+  int32_t pad_id_;
+  torch::Device device_;
+  SampleIndex index_;
+  Sampler sampler_;
+  uint64_t cursor_ = 0;
+  std::unique_ptr<Prefetcher<HostTensors>> prefetcher_;
+  double wait_total_ = 0;
+  double wait_last_ = 0;
+  uint64_t batches_ = 0;
+};
+
+// Both splits of `options`, sharing one build of the datasets. The validation loader does not
+// shuffle; it is null when there is no validation split.
+struct Loaders {
+  std::unique_ptr<DataLoader> train;
+  std::unique_ptr<DataLoader> validation;
+  Datasets datasets;
+};
+Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device);
+
+}  // namespace hftrain::data

@@ -1,0 +1,63 @@
+// From a token stream to fixed-shape training samples. Two modes, as in Hugging Face recipes:
+//  - pack: the documents (each ending in <|endoftext|>) are one stream cut into blocks of
+//    seq_len + 1 tokens that overlap by one; no padding, every position is attended.
+//  - pad:  a sample is one document (a longer one is cut into seq_len pieces); a batch is padded
+//    to its longest sample, rounded up to pad_to_multiple_of.
+// Labels are the next token (labels[t] = token[t + 1]); a label is -100 where that token is
+// padding or context only (a prompt), the way Hugging Face's loss ignores them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace hftrain::data {
+
+inline constexpr int64_t kIgnoreIndex = -100;
+
+enum class PackingMode { kPack, kPad };
+
+struct PackingOptions {
+  int64_t seq_len = 1024;         // T: model positions per sample (data.seq_len)
+  PackingMode mode = PackingMode::kPack;
+  int64_t pad_to_multiple_of = 1;  // kPad: round the batch length up to a multiple of this
+};
+
+// A sample: `length` tokens (at most seq_len + 1) of the dataset's virtual stream from `begin`.
+struct SampleRef {
+  uint64_t begin = 0;
+  uint64_t length = 0;
+};
+
+// The samples of a dataset. Packed samples are computed on the fly; padded ones are listed
+// (one entry per document piece).
+class SampleIndex {
+ public:
+  // Throws DataError when the dataset yields no sample (fewer than seq_len + 1 tokens to pack).
+  SampleIndex(const TokenDataset& dataset, const PackingOptions& options);
+  uint64_t size() const { return size_; }
+  SampleRef operator[](uint64_t i) const;
+
+ private:
+  PackingOptions options_;
+  uint64_t size_ = 0;
+  std::vector<SampleRef> refs_;  // kPad only
+};
+
+// A batch in host memory, row-major (B, T).
+struct HostBatch {
+  int64_t batch_size = 0;               // B
+  int64_t seq_len = 0;                  // T (the padded length in kPad mode)
+  std::vector<int64_t> input_ids;       // (B, T)
+  std::vector<int64_t> labels;          // (B, T), kIgnoreIndex where no loss
+  std::vector<int64_t> attention_mask;  // (B, T), 1 = real token, 0 = padding
+  int64_t num_target_tokens = 0;        // labels != kIgnoreIndex
+  std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
+};
+
+HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::span<const uint64_t> sample_ids,
+                  const PackingOptions& options, int32_t pad_id);
+
+}  // namespace hftrain::data

@@ -1,0 +1,75 @@
+// Data sources: where documents come from and how a file is cut into documents. A source names
+// files (a path, a folder or a glob), minus exclude patterns, and a format. Text and JSONL
+// sources yield Documents; token shards (pre-tokenized binary) are read by token_shard.h instead.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hftrain::data {
+
+enum class SourceFormat {
+  kAuto,    // by extension: .jsonl/.json -> kJsonl, .bin -> kTokens, anything else -> kText
+  kText,    // plain UTF-8 text: one document per file, or split at separator lines
+  kJsonl,   // one JSON object per line; the document is the string field `text_field`
+  kChat,    // one JSON object per line: prompt/response fields or a list of role/content messages
+  kTokens,  // pre-tokenized binary shard (see token_shard.h)
+};
+
+enum class TokenDtype { kUint16, kUint32 };
+
+struct SourceSpec {
+  // A file, a folder (every regular file below it) or a glob ("data/*.txt", "/usr/share/games/fortunes/*").
+  std::string path{};
+  // Glob patterns (fnmatch) checked against each file's name and full path; matches are skipped.
+  // Example for fortune folders: {"*.dat", "*.u8"} (binary indexes and symlinked copies).
+  std::vector<std::string> exclude{};
+  SourceFormat format = SourceFormat::kAuto;
+  // kText: a line equal to this (after trimming trailing spaces) ends a document; "" = one
+  // document per file. Fortune files use "%".
+  std::string separator{};
+  std::string text_field = "text";          // kJsonl
+  std::string prompt_field = "prompt";      // kChat, prompt/response form
+  std::string response_field = "response";  // kChat, prompt/response form
+  std::string messages_field = "messages";  // kChat, messages form: [{"role": .., "content": ..}]
+  TokenDtype dtype = TokenDtype::kUint16;   // kTokens without an llm.c header
+};
+
+// A run of text that either carries loss (train = true) or is context only (a prompt).
+struct Segment {
+  std::string text;
+  bool train = true;
+};
+
+// One document and where it came from ("file:line"), for error messages.
+struct Document {
+  std::vector<Segment> segments;
+  std::string origin;
+};
+
+// Chat rendering. A message becomes role_prefix + role + role_suffix + content + message_end;
+// only the content and message_end of `train_role` messages carry loss.
+struct ChatTemplate {
+  std::string role_prefix = "<|";
+  std::string role_suffix = "|>\n";
+  std::string message_end = "\n";
+  std::string train_role = "assistant";
+};
+
+// The format a file is read with (kAuto resolved by its extension).
+SourceFormat resolve_format(const SourceSpec& spec, const std::filesystem::path& file);
+
+// The files a source names, sorted, excludes applied. Throws DataError when the path does not
+// exist or nothing is left (naming the pattern and the excludes).
+std::vector<std::filesystem::path> expand_source(const SourceSpec& spec);
+
+// Reads one text/JSONL/chat file and passes each document to `sink`. Throws DataError naming the
+// file and line for: an empty file, binary data, invalid UTF-8, malformed JSON, a missing or
+// non-string field.
+void read_documents(const SourceSpec& spec, const std::filesystem::path& file,
+                    const ChatTemplate& chat, const std::function<void(Document&&)>& sink);
+
+}  // namespace hftrain::data

@@ -1,0 +1,121 @@
+#include "metrics/recorder.h"
+
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "metrics/clock.h"
+#include "metrics/format.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::metrics {
+namespace {
+
+void create_run_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw util::IoError("cannot create run directory " + dir.string() + ": " +
+                            (ec ? ec.message() : std::string("a file of that name is in the way")),
+                        "choose a run directory on a writable filesystem");
+  }
+}
+
+std::optional<double> eta_from(int64_t step, int64_t total_steps, double step_time_ms) {
+  if (total_steps <= 0 || step_time_ms <= 0) return std::nullopt;
+  const int64_t left = total_steps > step ? total_steps - step : 0;
+  return static_cast<double>(left) * step_time_ms / 1000.0;
+}
+
+}  // namespace
+
+Recorder::Recorder(RecorderOptions options) : options_(std::move(options)) {
+  if (options_.mfu) mfu_.emplace(*options_.mfu);
+  if (options_.jsonl || options_.tensorboard) create_run_dir(options_.run_dir);
+  if (options_.jsonl) jsonl_.emplace(options_.run_dir / kMetricsFileName, options_.jsonl_options);
+  if (options_.tensorboard) {
+    tensorboard_.emplace(options_.run_dir, wall_now(), options_.tensorboard_options);
+  }
+  if (options_.console) progress_.emplace(options_.progress_options);
+  progress_state_.total_steps = options_.total_steps;
+}
+
+Recorder::~Recorder() = default;
+
+double Recorder::wall_now() const {
+  return options_.wall_clock ? options_.wall_clock() : unix_seconds();
+}
+
+double Recorder::monotonic_now() const {
+  return options_.monotonic_clock ? options_.monotonic_clock() : monotonic_seconds();
+}
+
+std::optional<double> Recorder::mfu(double tokens_per_s) const {
+  return mfu_ ? mfu_->mfu(tokens_per_s) : std::nullopt;
+}
+
+void Recorder::print_line(std::string_view line) {
+  if (progress_) {
+    progress_->print_above([&] { util::log::info(line); }, progress_state_, monotonic_now());
+  } else {
+    util::log::info(line);
+  }
+}
+
+void Recorder::tick(const ThroughputTracker& throughput) {
+  if (!progress_) return;
+  progress_state_.step = throughput.step();
+  progress_state_.tokens_per_s = throughput.tokens_per_s();
+  progress_state_.eta_s = throughput.eta_s(options_.total_steps);
+  progress_->update(progress_state_, monotonic_now());
+}
+
+void Recorder::log_step(const StepMetrics& m) {
+  const double now = wall_now();
+  const std::optional<double> step_mfu = mfu(m.tokens_per_s);
+  const std::optional<double> eta = eta_from(m.step, options_.total_steps, m.step_time_ms);
+
+  // The JSONL record first: it is the one a crash must not lose.
+  if (jsonl_) jsonl_->append(step_record_json(m, now, MfuField{mfu_.has_value(), step_mfu}));
+  if (tensorboard_) {
+    std::vector<Scalar> scalars = {
+        {"train/loss", static_cast<float>(m.loss)},
+        {"train/lr", static_cast<float>(m.lr)},
+        {"train/epoch", static_cast<float>(m.epoch)},
+        {"train/tokens_seen", static_cast<float>(m.tokens_seen)},
+        {"train/tokens_per_s", static_cast<float>(m.tokens_per_s)},
+        {"train/step_time_ms", static_cast<float>(m.step_time_ms)},
+        {"train/data_wait_ms", static_cast<float>(m.data_wait_ms)},
+    };
+    if (m.grad_norm) scalars.push_back({"train/grad_norm", static_cast<float>(*m.grad_norm)});
+    if (m.peak_mem_mb) scalars.push_back({"train/peak_mem_mb", static_cast<float>(*m.peak_mem_mb)});
+    if (step_mfu) scalars.push_back({"train/mfu", static_cast<float>(*step_mfu)});
+    tensorboard_->add_scalars(m.step, now, scalars);
+  }
+
+  progress_state_.step = m.step;
+  progress_state_.loss = m.loss;
+  progress_state_.lr = m.lr;
+  progress_state_.tokens_per_s = m.tokens_per_s;
+  progress_state_.eta_s = eta;
+  print_line(format_step_line(m, options_.total_steps, step_mfu, eta));
+}
+
+void Recorder::log_eval(const EvalMetrics& m) {
+  const double now = wall_now();
+  if (jsonl_) jsonl_->append(eval_record_json(m, now));
+  if (tensorboard_) {
+    tensorboard_->add_scalars(m.step, now,
+                              {{"eval/loss", static_cast<float>(m.eval_loss)},
+                               {"eval/ppl", static_cast<float>(perplexity(m.eval_loss))}});
+  }
+  print_line(format_eval_line(m));
+}
+
+void Recorder::message(std::string_view line) {
+  print_line(line);
+}
+
+}  // namespace hftrain::metrics

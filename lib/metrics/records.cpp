@@ -1,0 +1,58 @@
+#include "metrics/records.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace hftrain::metrics {
+namespace {
+
+// ordered_json keeps "type" and "step" first, which is what a person scanning the file wants.
+using Json = nlohmann::ordered_json;
+
+Json number(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+Json optional_number(const std::optional<double>& v) {
+  return v ? number(*v) : Json(nullptr);
+}
+
+}  // namespace
+
+double perplexity(double loss) {
+  const double ppl = std::exp(loss);
+  return std::isfinite(ppl) || std::isnan(loss) ? ppl : std::numeric_limits<double>::infinity();
+}
+
+std::string step_record_json(const StepMetrics& m, double wall_time, const MfuField& mfu) {
+  Json j;
+  j["type"] = "train";
+  j["step"] = m.step;
+  j["epoch"] = number(m.epoch);
+  j["loss"] = number(m.loss);
+  j["lr"] = number(m.lr);
+  j["grad_norm"] = optional_number(m.grad_norm);
+  j["tokens_seen"] = m.tokens_seen;
+  j["tokens_per_s"] = number(m.tokens_per_s);
+  j["step_time_ms"] = number(m.step_time_ms);
+  j["data_wait_ms"] = number(m.data_wait_ms);
+  j["peak_mem_mb"] = optional_number(m.peak_mem_mb);
+  if (mfu.reported) j["mfu"] = optional_number(mfu.value);
+  j["time"] = number(wall_time);
+  return j.dump();
+}
+
+std::string eval_record_json(const EvalMetrics& m, double wall_time) {
+  Json j;
+  j["type"] = "eval";
+  j["step"] = m.step;
+  j["epoch"] = number(m.epoch);
+  j["eval_loss"] = number(m.eval_loss);
+  j["eval_ppl"] = number(perplexity(m.eval_loss));
+  j["time"] = number(wall_time);
+  return j.dump();
+}
+
+}  // namespace hftrain::metrics

@@ -1,0 +1,16 @@
+# The metrics stage (relative to lib/metrics). Torch-free: the trainer measures and passes numbers.
+set(HFTRAIN_METRICS_CORE_SOURCES
+  append_file.cpp
+  crc32c.cpp
+  format.cpp
+  jsonl_writer.cpp
+  memory.cpp
+  mfu.cpp
+  progress.cpp
+  proto_wire.cpp
+  records.cpp
+  recorder.cpp
+  tb_event.cpp
+  tb_writer.cpp
+  throughput.cpp)
+set(HFTRAIN_METRICS_TORCH_SOURCES)

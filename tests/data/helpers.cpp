@@ -1,0 +1,51 @@
+#include "helpers.h"
+
+#include "util/error.h"
+
+namespace hftrain::test {
+
+const std::vector<std::string> kMultilingual = {
+    "Hello, world! It's a test: don't panic, we'll see.",
+    "Café déjà vu — naïve façade, Ærøskøbing; Ünïcödé.",
+    "日本語のテキストと中文文本，还有한국어 문장。",
+    "Emoji: 😀🎉👍🏽 and a family 👨‍👩‍👧‍👦, flags 🇫🇷🇯🇵.",
+    "Runs   of    spaces\n\n\nand\ttabs\t\t and newlines\r\n   indented\n",
+    "Numbers 1234567 ١٢٣ ½ Ⅻ and symbols @#$%^&*()[]{} <|endoftext|> text.",
+    "Ελληνικά, русский текст, עברית, العربية, हिन्दी.",
+    "   leading spaces and trailing spaces   ",
+};
+
+std::string data_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const util::DataError& e) {
+    return e.what();
+  }
+  FAIL("expected a DataError");
+  return {};
+}
+
+std::vector<data::Document> read_all(const data::SourceSpec& spec, const data::ChatTemplate& chat) {
+  std::vector<data::Document> docs;
+  for (const auto& file : data::expand_source(spec)) {
+    data::read_documents(spec, file, chat, [&](data::Document&& d) { docs.push_back(std::move(d)); });
+  }
+  return docs;
+}
+
+std::shared_ptr<data::TokenCorpus> make_corpus(const std::vector<std::vector<uint32_t>>& docs, uint32_t eot,
+                                               const std::vector<std::vector<uint8_t>>& train) {
+  std::vector<uint32_t> tokens;
+  std::vector<uint8_t> mask;
+  std::vector<uint64_t> starts{0};
+  for (size_t d = 0; d < docs.size(); ++d) {
+    tokens.insert(tokens.end(), docs[d].begin(), docs[d].end());
+    if (!train.empty()) mask.insert(mask.end(), train[d].begin(), train[d].end());
+    tokens.push_back(eot);
+    if (!train.empty()) mask.push_back(1);
+    starts.push_back(tokens.size());
+  }
+  return std::make_shared<data::TokenCorpus>(std::move(tokens), std::move(mask), std::move(starts), "test");
+}
+
+}  // namespace hftrain::test

@@ -1,0 +1,29 @@
+// Shared helpers for the data-stage tests.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../config/helpers.h"
+#include "data/source.h"
+#include "data/token_corpus.h"
+
+namespace hftrain::test {
+
+// Text in several scripts, with accents, CJK, emoji, runs of spaces and newlines.
+extern const std::vector<std::string> kMultilingual;
+
+// The DataError message `fn` throws; fails the test when it throws nothing or something else.
+std::string data_error(const std::function<void()>& fn);
+
+// Every document of a source, read as the data stage reads it.
+std::vector<data::Document> read_all(const data::SourceSpec& spec, const data::ChatTemplate& chat = {});
+
+// An in-memory corpus of documents given as token lists (each gets `eot` appended) and optional
+// per-document loss flags.
+std::shared_ptr<data::TokenCorpus> make_corpus(const std::vector<std::vector<uint32_t>>& docs, uint32_t eot,
+                                               const std::vector<std::vector<uint8_t>>& train = {});
+
+}  // namespace hftrain::test
