@@ -17,6 +17,9 @@ int run_app(int argc, char** argv) {
   app.require_subcommand(1);
 
   Runner runner;
+  add_run_command(app, runner);
+  add_generate_command(app, runner);
+  add_tokenizer_command(app, runner);
   add_config_command(app, runner);
   add_recipes_command(app, runner);
 

@@ -13,6 +13,9 @@ namespace hftrain::app {
 using Runner = std::function<int()>;
 
 void add_config_command(CLI::App& app, Runner& runner);
+void add_run_command(CLI::App& app, Runner& runner);
+void add_generate_command(CLI::App& app, Runner& runner);
+void add_tokenizer_command(CLI::App& app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);
 
 // Parses argv, runs the chosen verb, maps errors to exit codes (0 ok, 2 bad input, 1 failure).

@@ -26,6 +26,10 @@ enum class Precision { kFp32, kBf16, kFp16 };
 enum class Strategy { kDdp, kZero1, kZero2, kZero3, kHybrid };
 enum class Backend { kAuto, kNccl, kMpi };
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
+enum class DataFormat { kAuto, kText, kJsonl, kChat, kTokens };
+enum class TokenWidth { kUint16, kUint32 };
+enum class Packing { kPack, kPad };
+enum class DeviceChoice { kAuto, kCpu, kCuda };
 
 struct RunConfig {
   std::string name;
@@ -60,6 +64,22 @@ struct DataConfig {
   std::vector<std::string> train;
   std::vector<std::string> validation;
   int64_t seq_len = 0;
+  double validation_fraction = 0;
+  DataFormat format = DataFormat::kAuto;
+  std::vector<std::string> exclude;
+  std::string separator;
+  std::string text_field;
+  std::string prompt_field;
+  std::string response_field;
+  std::string messages_field;
+  TokenWidth token_dtype = TokenWidth::kUint16;
+  Packing packing = Packing::kPack;
+  int64_t pad_to_multiple_of = 1;
+  bool shuffle = true;
+  int64_t prefetch_batches = 0;
+  int64_t num_workers = 0;
+  bool cache = true;
+  std::string cache_dir;
 };
 
 // transformers.Adafactor's knobs, with the Trainer's choices (no relative step, no parameter scaling).
@@ -128,6 +148,15 @@ struct TrainerConfig {
   Precision precision = Precision::kFp32;
   int64_t log_every = 0;
   int64_t eval_every = 0;  // 0: never
+  std::optional<int64_t> max_tokens;       // stop after this many training tokens
+  std::optional<int64_t> eval_batches;     // unset: the whole validation split
+  double label_smoothing = 0;
+  bool tf32 = false;
+  DeviceChoice device = DeviceChoice::kAuto;
+  std::optional<int64_t> early_stopping_patience;  // evaluations without improvement; unset: off
+  double early_stopping_threshold = 0;
+  double fp16_init_scale = 0;
+  int64_t fp16_growth_interval = 0;
 };
 
 struct CheckpointConfig {

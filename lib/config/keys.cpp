@@ -24,7 +24,7 @@ Schema build() {
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Directory of a model to start from instead of random initialisation.");
+      .nullable().doc("Start from the weights of an hftrain model directory (a run's final/ or checkpoint-N/) of the same shape.");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -67,6 +67,37 @@ Schema build() {
   s.add("data.seq_len", Type::kInt, HFTRAIN_FIELD(data.seq_len))
       .def("${model.max_seq_len}").min(1).unit("tokens")
       .doc("Tokens per training sequence; at most model.max_seq_len.");
+  s.add("data.validation_fraction", Type::kFloat, HFTRAIN_FIELD(data.validation_fraction))
+      .def("0.0").min(0).max(0.5).doc("Without data.validation: the share of training documents held out for validation.");
+  s.add("data.format", Type::kChoice, HFTRAIN_FIELD(data.format))
+      .choices({"auto", "text", "jsonl", "chat", "tokens"}).def("auto")
+      .doc("Source format; auto goes by extension: .jsonl/.json JSONL, .bin token shards, else text.");
+  s.add("data.exclude", Type::kStringList, HFTRAIN_FIELD(data.exclude))
+      .def("[]").doc("File-name globs to skip, e.g. ['*.dat', '*.u8'] for fortune folders.");
+  s.add("data.separator", Type::kString, HFTRAIN_FIELD(data.separator))
+      .def("''").doc("Text files: a line equal to this ends a document ('%' for fortunes); '' = one document per file.");
+  s.add("data.text_field", Type::kString, HFTRAIN_FIELD(data.text_field)).def("text").doc("JSONL: the text field.");
+  s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field)).def("prompt").doc("Chat JSONL: the prompt field (no loss).");
+  s.add("data.response_field", Type::kString, HFTRAIN_FIELD(data.response_field))
+      .def("response").doc("Chat JSONL: the response field (carries the loss).");
+  s.add("data.messages_field", Type::kString, HFTRAIN_FIELD(data.messages_field))
+      .def("messages").doc("Chat JSONL: a list of {role, content}; only assistant turns carry loss.");
+  s.add("data.token_dtype", Type::kChoice, HFTRAIN_FIELD(data.token_dtype))
+      .choices({"uint16", "uint32"}).def("uint16").doc("Token shards without an llm.c header: the token width.");
+  s.add("data.packing", Type::kChoice, HFTRAIN_FIELD(data.packing))
+      .choices({"pack", "pad"}).def("pack")
+      .doc("pack: documents joined by end-of-text into full blocks; pad: one document per row, padded.");
+  s.add("data.pad_to_multiple_of", Type::kInt, HFTRAIN_FIELD(data.pad_to_multiple_of))
+      .def("1").min(1).max(4096).doc("pad: round the batch length up to a multiple of this.");
+  s.add("data.shuffle", Type::kBool, HFTRAIN_FIELD(data.shuffle)).def("true").doc("Shuffle the sample order every epoch.");
+  s.add("data.prefetch_batches", Type::kInt, HFTRAIN_FIELD(data.prefetch_batches))
+      .def("4").min(0).max(1024).doc("Batches prepared ahead by background threads; 0 loads synchronously.");
+  s.add("data.num_workers", Type::kInt, HFTRAIN_FIELD(data.num_workers))
+      .def("2").min(1).max(256).doc("Threads preparing batches.");
+  s.add("data.cache", Type::kBool, HFTRAIN_FIELD(data.cache))
+      .def("true").doc("Cache tokenized text on disk so that the next run starts at once.");
+  s.add("data.cache_dir", Type::kString, HFTRAIN_FIELD(data.cache_dir))
+      .def("''").doc("Token cache folder; '' = $HFTRAIN_CACHE_DIR, else ~/.cache/hftrain/tokens.");
 
   s.section("optimizer", "The optimizer.");
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
@@ -171,6 +202,24 @@ Schema build() {
       .def("10").min(1).unit("steps").doc("Log metrics every N steps.");
   s.add("trainer.eval_every", Type::kInt, HFTRAIN_FIELD(trainer.eval_every))
       .def("0").min(0).unit("steps").doc("Evaluate every N steps; 0 never.");
+  s.add("trainer.max_tokens", Type::kCount, HFTRAIN_FIELD(trainer.max_tokens))
+      .nullable().min(1).unit("tokens").doc("Stop after this many training tokens (e.g. 10M, 2B).");
+  s.add("trainer.eval_batches", Type::kInt, HFTRAIN_FIELD(trainer.eval_batches))
+      .nullable().min(1).doc("Batches per evaluation; unset: the whole validation split.");
+  s.add("trainer.label_smoothing", Type::kFloat, HFTRAIN_FIELD(trainer.label_smoothing))
+      .def("0.0").min(0).max(0.99).doc("Label smoothing of the cross-entropy loss.");
+  s.add("trainer.tf32", Type::kBool, HFTRAIN_FIELD(trainer.tf32))
+      .def("false").doc("CUDA: allow TF32 tensor cores for fp32 matrix multiplies.");
+  s.add("trainer.device", Type::kChoice, HFTRAIN_FIELD(trainer.device))
+      .choices({"auto", "cpu", "cuda"}).def("auto").doc("Where to train; auto picks CUDA when a GPU is visible.");
+  s.add("trainer.early_stopping_patience", Type::kInt, HFTRAIN_FIELD(trainer.early_stopping_patience))
+      .nullable().min(1).unit("evaluations").doc("Stop after this many evaluations without improvement; unset: never.");
+  s.add("trainer.early_stopping_threshold", Type::kFloat, HFTRAIN_FIELD(trainer.early_stopping_threshold))
+      .def("0.0").min(0).doc("The eval loss must fall by more than this to count as an improvement.");
+  s.add("trainer.fp16_init_scale", Type::kFloat, HFTRAIN_FIELD(trainer.fp16_init_scale))
+      .def("65536.0").min(1).doc("fp16: the initial loss scale.");
+  s.add("trainer.fp16_growth_interval", Type::kInt, HFTRAIN_FIELD(trainer.fp16_growth_interval))
+      .def("2000").min(1).unit("steps").doc("fp16: double the loss scale after this many steps without overflow.");
 
   s.section("checkpoint", "When checkpoints are written and which are kept.");
   s.add("checkpoint.every_steps", Type::kInt, HFTRAIN_FIELD(checkpoint.every_steps))

@@ -15,8 +15,8 @@ std::string from(const Node& tree, const std::string& dotted) {
 }  // namespace
 
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
-  if (!c.trainer.max_steps && !c.trainer.max_epochs) {
-    diags.add("", "neither `trainer.max_steps` nor `trainer.max_epochs` is set, so training would never stop",
+  if (!c.trainer.max_steps && !c.trainer.max_epochs && !c.trainer.max_tokens) {
+    diags.add("", "none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set, so training would never stop",
               "set one, e.g. trainer.max_steps=1000");
   }
   if (c.trainer.max_steps && c.scheduler.warmup_steps >= *c.trainer.max_steps) {
@@ -32,12 +32,16 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   from(tree, "trainer.eval_every") + ")",
               "set trainer.eval_every, or drop checkpoint.keep_best");
   }
-  if (c.checkpoint.keep_best && c.data.validation.empty()) {
+  if (c.checkpoint.keep_best && c.data.validation.empty() && c.data.validation_fraction == 0) {
     diags.add(from(tree, "checkpoint.keep_best"),
               "`checkpoint.keep_best` needs evaluation, but `data.validation` is empty",
               "name validation data in data.validation");
   }
-  if (c.trainer.eval_every > 0 && c.data.validation.empty()) {
+  if (c.trainer.early_stopping_patience && c.trainer.eval_every == 0) {
+    diags.add(from(tree, "trainer.early_stopping_patience"), "early stopping needs evaluation, but `trainer.eval_every` is 0",
+              "set trainer.eval_every");
+  }
+  if (c.trainer.eval_every > 0 && c.data.validation.empty() && c.data.validation_fraction == 0) {
     diags.add(from(tree, "trainer.eval_every"),
               "`trainer.eval_every` is set but `data.validation` is empty, so there is nothing to evaluate on",
               "name validation data in data.validation, or set trainer.eval_every=0");

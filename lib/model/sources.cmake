@@ -5,3 +5,4 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   hf_weights.cpp
   safetensors.cpp
   transformer.cpp)
+include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)

@@ -105,7 +105,7 @@ TEST_CASE("precedence: defaults < files < recipe < checkpoint < environment < co
 }
 
 TEST_CASE("cross-field rules", "[config][resolve]") {
-  CHECK_THAT(resolve_error("model: {n_layer: 2}\n"), Contains("neither `trainer.max_steps` nor `trainer.max_epochs`"));
+  CHECK_THAT(resolve_error("model: {n_layer: 2}\n"), Contains("none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set"));
   CHECK_NOTHROW(resolve("trainer: {max_epochs: 3}\n"));
   CHECK_THAT(resolve_error("trainer: {max_steps: 100}\nscheduler: {warmup_steps: 100}\n"),
              Contains("must be shorter than training"));

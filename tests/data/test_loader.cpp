@@ -1,10 +1,9 @@
 // The loader: batches as tensors, prefetching identical to synchronous loading, exactly-once
 // epochs through the loader, resume by cursor, data-wait accounting.
-#include <catch2/catch.hpp>
 
+#include "../torch_catch.h"  // first: see the file
 #include <algorithm>
 
-#include <torch/torch.h>
 
 #include "data/byte_tokenizer.h"
 #include "data/loader.h"

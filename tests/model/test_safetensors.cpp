@@ -1,7 +1,6 @@
+#include "../torch_catch.h"  // first: see the file
 #include <fstream>
 
-#include <catch2/catch.hpp>
-#include <torch/torch.h>
 
 #include "../config/helpers.h"
 #include "model/safetensors.h"

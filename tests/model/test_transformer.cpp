@@ -1,11 +1,10 @@
 // hftrain's transformer against the real transformers library: tiny random GPT-2 and Llama (GQA,
 // untied head, RoPE) made by tests/conformance/gen_model_fixtures.py, same logits and loss.
+#include "../torch_catch.h"  // first: see the file
 #include <fstream>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "model/hf_weights.h"
 #include "model/transformer.h"

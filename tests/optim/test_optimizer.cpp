@@ -1,11 +1,10 @@
 // hftrain's optimizers replay the parameter trajectories recorded from the references in
 // tests/fixtures/optimizers.json (tests/conformance/gen_optimizer_fixtures.py): torch.optim's
 // AdamW and SGD, transformers.Adafactor, and Lion's published update rule.
+#include "../torch_catch.h"  // first: see the file
 #include <fstream>
 
-#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "../config/helpers.h"
 #include "optim/optimizer.h"

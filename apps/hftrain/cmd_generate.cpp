@@ -1,0 +1,181 @@
+// `hftrain generate CHECKPOINT --prompt TEXT [sampling options]`: loads a model directory (or the
+// newest model of a run directory) and prints prompt + continuation for each sample on stdout,
+// streamed token by token; what was loaded and why each sample stopped go to stderr.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "model/sampling.h"
+#include "model/saved_model.h"
+#include "util/error.h"
+
+namespace hftrain::app {
+namespace {
+
+struct GenerateArgs {
+  std::string checkpoint;
+  std::string prompt;
+  model::SamplingOptions sampling;
+  int64_t num_samples = 1;
+  std::string device = "cpu";
+};
+
+torch::Device parse_device(const std::string& name) {
+  std::optional<torch::Device> device;
+  try {
+    device = torch::Device(name);
+  } catch (const std::exception&) {
+    throw util::UsageError("--device '" + name + "' is not a device", "use cpu, cuda or cuda:N");
+  }
+  if (device->is_cuda() && !torch::cuda::is_available()) {
+    throw util::UsageError("--device " + name + ": no CUDA device is available to this build",
+                           "use --device cpu");
+  }
+  if (!device->is_cpu() && !device->is_cuda())
+    throw util::UsageError("--device must be cpu or cuda[:N]");
+  return *device;
+}
+
+std::string describe_stop(model::StopReason reason, const model::ModelSpec& spec) {
+  switch (reason) {
+    case model::StopReason::kMaxNewTokens:
+      return "reached --max-new-tokens";
+    case model::StopReason::kEndOfText:
+      return "the model ended the text (end-of-text token)";
+    case model::StopReason::kMaxSeqLen:
+      return "reached the model's max_seq_len of " + std::to_string(spec.max_seq_len) +
+             " tokens (prompt included)";
+  }
+  return "";
+}
+
+std::string format_seconds(double s) {
+  std::ostringstream out;
+  out.precision(s < 10 ? 2 : 1);
+  out << std::fixed << s << " s";
+  return out.str();
+}
+
+int run_generate(const GenerateArgs& a) {
+  // Everything that can be checked without the model is checked before loading it.
+  model::validate_sampling_options(a.sampling);
+  if (a.num_samples < 1) {
+    throw util::UsageError("--num-samples is " + std::to_string(a.num_samples) +
+                           ", it must be at least 1");
+  }
+  if (a.prompt.empty())
+    throw util::UsageError("the prompt is empty", "give some text: --prompt \"Once upon a time\"");
+  const torch::Device device = parse_device(a.device);
+
+  const auto load_start = std::chrono::steady_clock::now();
+  model::LoadedModel loaded = model::load_model_dir(a.checkpoint);
+  const model::ModelSpec& spec = loaded.model->spec();
+  int64_t n_params = 0;
+  for (const auto& p : loaded.model->parameters()) n_params += p.numel();
+  loaded.model->to(device);
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  std::cerr << "loaded " << loaded.dir.string() << ": "
+            << (spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") << ", " << spec.n_layer
+            << " layers, " << n_params << " parameters, vocab " << spec.vocab_size
+            << ", max_seq_len " << spec.max_seq_len << "; tokenizer "
+            << (loaded.tokenizer_kind == data::TokenizerKind::kByte ? "byte" : "bpe") << " ("
+            << loaded.tokenizer->vocab_size() << " tokens); on " << device.str() << " in "
+            << format_seconds(load_s) << "\n";
+
+  // Special-token text in the prompt ("<|endoftext|>") becomes the token, as Hugging Face
+  // tokenizers encode by default: a prompt may start a new document on purpose.
+  const std::vector<int32_t> prompt_ids =
+      loaded.tokenizer->encode(a.prompt, /*allow_special=*/true);
+  if (static_cast<int64_t>(prompt_ids.size()) > spec.max_seq_len) {
+    throw util::UsageError("the prompt is " + std::to_string(prompt_ids.size()) +
+                               " tokens, longer than the model's max_seq_len of " +
+                               std::to_string(spec.max_seq_len),
+                           "shorten the prompt");
+  }
+  model::GenerateRequest request;
+  request.prompt.assign(prompt_ids.begin(), prompt_ids.end());
+  request.stop_id = loaded.tokenizer->eot_id();
+  request.vocab_limit = loaded.tokenizer->vocab_size();
+
+  // One generator for all samples: sample i is the same whatever --num-samples is.
+  at::Generator generator = model::make_sampling_generator(a.sampling.seed);
+  for (int64_t i = 0; i < a.num_samples; ++i) {
+    if (a.num_samples > 1) {
+      if (i > 0) std::cout << "\n";
+      std::cout << "----- sample " << (i + 1) << "/" << a.num_samples << " -----\n";
+    }
+    std::cout << a.prompt << std::flush;
+    const auto start = std::chrono::steady_clock::now();
+    auto stream = [&](int64_t token) {
+      const int32_t id = static_cast<int32_t>(token);
+      // Byte-level tokens decode to raw bytes; a character cut between two tokens is completed
+      // by the next one, so writing each token's bytes as they come gives the same text.
+      std::cout << loaded.tokenizer->decode(std::span<const int32_t>(&id, 1)) << std::flush;
+    };
+    const model::Generation g =
+        model::generate(loaded.model, request, a.sampling, generator, stream);
+    std::cout << "\n" << std::flush;
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ostringstream rate;
+    rate.precision(1);
+    rate << std::fixed << (s > 0 ? static_cast<double>(g.tokens.size()) / s : 0.0);
+    std::cerr << "sample " << (i + 1) << "/" << a.num_samples << ": " << prompt_ids.size()
+              << " prompt + " << g.tokens.size() << " new tokens in " << format_seconds(s) << " ("
+              << rate.str() << " tokens/s); stopped: " << describe_stop(g.reason, spec) << "\n";
+  }
+  return util::kExitOk;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, Runner& runner) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "generate",
+      "Generate text from a trained model (a model directory, or a run directory's newest model)");
+  sub->add_option(
+         "checkpoint", a->checkpoint,
+         "CHECKPOINT: a model directory (model.safetensors, model.json, tokenizer.json), or a run "
+         "directory (uses final/, else the highest checkpoint-N/)")
+      ->required();
+  sub->add_option("--prompt", a->prompt,
+                  "The text to continue (special tokens such as <|endoftext|> are honoured)")
+      ->required();
+  sub->add_option("--max-new-tokens", a->sampling.max_new_tokens,
+                  "Most tokens to generate per sample")
+      ->capture_default_str();
+  sub->add_option("--temperature", a->sampling.temperature, "Softmax temperature; 0 means greedy")
+      ->capture_default_str();
+  sub->add_option("--top-k", a->sampling.top_k,
+                  "Sample only from the K most likely tokens; 0 = off")
+      ->capture_default_str();
+  sub->add_option(
+         "--top-p", a->sampling.top_p,
+         "Nucleus sampling: the smallest set of tokens whose probability reaches P; 1 = off")
+      ->capture_default_str();
+  sub->add_option("--seed", a->sampling.seed,
+                  "Seed of the sampler: the same seed gives the same text")
+      ->capture_default_str();
+  sub->add_option("--num-samples", a->num_samples, "How many continuations to generate")
+      ->capture_default_str();
+  sub->add_flag("--greedy", a->sampling.greedy, "Always pick the most likely token (no sampling)");
+  sub->add_option("--device", a->device, "Where the model runs: cpu, cuda or cuda:N")
+      ->capture_default_str();
+  sub->callback([a, &runner] { runner = [a] { return run_generate(*a); }; });
+}
+
+}  // namespace hftrain::app

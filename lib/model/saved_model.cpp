@@ -1,0 +1,297 @@
+#include "model/saved_model.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "data/byte_tokenizer.h"
+#include "data/tokenizer_json.h"
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace hftrain::model {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kByteMarkerKey = "hftrain_tokenizer";
+constexpr const char* kDirHint =
+    "give a model directory (with model.json, model.safetensors, tokenizer.json) or a run "
+    "directory "
+    "(with final/ or checkpoint-N/)";
+
+[[noreturn]] void io_fail(const std::string& action, const fs::path& path, int err) {
+  throw util::IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err),
+                      err == ENOSPC ? "free some disk space" : "check that the folder is writable");
+}
+
+// A rename is only durable once the folder holding the name is flushed.
+void fsync_dir(const fs::path& dir) {
+  const fs::path d = dir.empty() ? fs::path(".") : dir;
+  int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) io_fail("open folder", d, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) io_fail("fsync folder", d, err);
+}
+
+std::string byte_tokenizer_text(const std::vector<std::string>& specials) {
+  nlohmann::ordered_json j{{kByteMarkerKey, "byte"}, {"special_tokens", specials}};
+  return j.dump(2) + "\n";
+}
+
+std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
+                           const data::Tokenizer* tokenizer) {
+  if (tokenizer && tokenizer->vocab_size() > model->spec().vocab_size) {
+    throw util::ConfigError("the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                                " tokens, more than model.vocab_size " +
+                                std::to_string(model->spec().vocab_size),
+                            "set model.vocab_size to at least the tokenizer's vocabulary size");
+  }
+  if (kind == data::TokenizerKind::kByte) {
+    const auto* byte = dynamic_cast<const data::ByteTokenizer*>(tokenizer);
+    if (tokenizer && !byte)
+      throw util::UsageError("save_model_dir: tokenizer kind is byte but the tokenizer is not");
+    return byte_tokenizer_text(byte ? byte->specials() : data::ByteTokenizer().specials());
+  }
+  const auto* bpe = dynamic_cast<const data::BpeTokenizer*>(tokenizer);
+  if (!bpe)
+    throw util::UsageError("save_model_dir: tokenizer kind is bpe but no BPE tokenizer was given");
+  return data::tokenizer_json_text(*bpe);
+}
+
+// Puts the finished `tmp` in place of `dir`. With an existing `dir` the two are swapped in one
+// step (renameat2 RENAME_EXCHANGE), so no instant exists without a complete `dir`; filesystems
+// without it get rename-aside, rename-in.
+void publish_dir(const fs::path& tmp, const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) {
+    if (::rename(tmp.c_str(), dir.c_str()) != 0) io_fail("rename into", dir, errno);
+    return;
+  }
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(tmp, ec);  // now the old directory
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS) io_fail("replace", dir, errno);
+  fs::path old = dir;
+  old += ".old-" + std::to_string(::getpid());
+  fs::remove_all(old, ec);
+  if (::rename(dir.c_str(), old.c_str()) != 0) io_fail("move aside", dir, errno);
+  if (::rename(tmp.c_str(), dir.c_str()) != 0) io_fail("rename into", dir, errno);
+  fs::remove_all(old, ec);
+}
+
+std::string list_some(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 8;
+  std::vector<std::string> shown(items.begin(),
+                                 items.begin() + static_cast<long>(std::min(items.size(), kShown)));
+  std::string s = util::join(shown, ", ");
+  if (items.size() > kShown) s += " and " + std::to_string(items.size() - kShown) + " more";
+  return s;
+}
+
+std::string shape_string(const torch::Tensor& t) {
+  // Appended piecewise: GCC 12 reports a false -Warray-bounds for "[" + std::string&&.
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(t.size(i));
+  }
+  s += "]";
+  return s;
+}
+
+void load_weights(Transformer& model, const fs::path& path) {
+  std::map<std::string, torch::Tensor> stored;
+  for (auto& [name, tensor] : read_safetensors(path)) stored.emplace(name, tensor);
+  std::vector<std::string> missing, misshaped;
+  torch::NoGradGuard no_grad;
+  for (auto& [name, param] : model->parameters_by_name()) {
+    auto it = stored.find(name);
+    if (it == stored.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    const torch::Tensor& t = it->second;
+    if (t.sizes() != param.sizes() || !t.is_floating_point()) {
+      misshaped.push_back(name + " (" + std::string(c10::toString(t.scalar_type())) + " " +
+                          shape_string(t) + ", expected " + shape_string(param) + ")");
+    } else {
+      param.copy_(t);
+    }
+    stored.erase(it);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& entry : stored) unexpected.push_back(entry.first);
+  if (missing.empty() && misshaped.empty() && unexpected.empty()) return;
+  std::string message = path.string() + " does not match model.json:";
+  if (!missing.empty()) message += " missing " + list_some(missing) + ";";
+  if (!misshaped.empty()) message += " wrong shape or type " + list_some(misshaped) + ";";
+  if (!unexpected.empty()) message += " unexpected " + list_some(unexpected) + ";";
+  message.pop_back();
+  throw util::CheckpointError(message,
+                              "model.safetensors and model.json come from different models, or the "
+                              "directory is damaged; use another checkpoint");
+}
+
+fs::path required_file(const fs::path& dir, const char* name) {
+  fs::path p = dir / name;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    throw util::CheckpointError(
+        p.string() + " is missing",
+        "the model directory " + dir.string() +
+            " is incomplete (an interrupted save?); use another checkpoint");
+  }
+  return p;
+}
+
+}  // namespace
+
+void write_model_files(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
+                       const data::Tokenizer* tokenizer) {
+  const std::string tok_text = tokenizer_text(model, kind, tokenizer);
+  TensorList tensors;
+  for (const auto& [name, p] : model->parameters_by_name()) {
+    tensors.emplace_back(name, p.detach().to(torch::kCPU, torch::kFloat32));
+  }
+  write_safetensors(dir / kModelWeightsFile, tensors, {{"format", "pt"}});
+  util::atomic_write_file(dir / kModelSpecFile, model->spec().to_json());
+  util::atomic_write_file(dir / kTokenizerFile, tok_text);
+}
+
+void save_model_dir(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
+                    const data::Tokenizer* tokenizer) {
+  // Refuse a mismatched tokenizer before touching the filesystem.
+  tokenizer_text(model, kind, tokenizer);
+  fs::path tmp = dir;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // left by a crashed save of an earlier process with our pid
+  if (!fs::create_directories(tmp, ec) || ec) {
+    throw util::IoError("cannot create " + tmp.string() + ": " + ec.message(),
+                        "check that the folder is writable");
+  }
+  try {
+    write_model_files(tmp, model, kind, tokenizer);
+    publish_dir(tmp, dir);
+    fsync_dir(dir.parent_path());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+std::unique_ptr<data::Tokenizer> load_tokenizer_file(const fs::path& path,
+                                                     data::TokenizerKind* kind) {
+  const std::string text = util::read_file<util::DataError>(path, "tokenizer file");
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains(kByteMarkerKey)) {
+    if (kind) *kind = data::TokenizerKind::kBpe;
+    return data::parse_tokenizer_json(text, path.string());
+  }
+  const Json& marker = j[kByteMarkerKey];
+  if (!marker.is_string() || marker.get<std::string>() != "byte") {
+    throw util::DataError(path.string() + ": unknown " + kByteMarkerKey + " " + marker.dump() +
+                              " (expected \"byte\")",
+                          "the file is damaged or from a newer hftrain");
+  }
+  std::vector<std::string> specials = data::ByteTokenizer().specials();
+  if (j.contains("special_tokens")) {
+    const Json& list = j["special_tokens"];
+    bool ok = list.is_array();
+    specials.clear();
+    for (const auto& item : ok ? list : Json::array()) {
+      if (!item.is_string()) ok = false;
+      if (ok) specials.push_back(item.get<std::string>());
+    }
+    if (!ok) throw util::DataError(path.string() + ": special_tokens must be a list of strings");
+  }
+  if (kind) *kind = data::TokenizerKind::kByte;
+  try {
+    return std::make_unique<data::ByteTokenizer>(std::move(specials));
+  } catch (const util::Error& e) {
+    throw util::DataError(path.string() + ": " + e.what(), "the file is damaged");
+  }
+}
+
+fs::path resolve_model_dir(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status))
+    throw util::CheckpointError("checkpoint " + path.string() + " does not exist", kDirHint);
+  if (!fs::is_directory(status)) {
+    throw util::CheckpointError("checkpoint " + path.string() + " is not a directory", kDirHint);
+  }
+  if (fs::exists(path / kModelSpecFile, ec)) return path;
+  if (fs::is_directory(path / "final", ec)) return path / "final";
+  std::optional<uint64_t> best;
+  fs::path best_dir;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view kPrefix = "checkpoint-";
+    if (name.size() <= kPrefix.size() || name.size() > kPrefix.size() + 18 ||
+        name.rfind(kPrefix, 0) != 0)
+      continue;
+    const std::string digits = name.substr(kPrefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || !entry.is_directory(ec))
+      continue;
+    const uint64_t step = std::stoull(digits);
+    if (!best || step > *best) best = step, best_dir = entry.path();
+  }
+  if (ec)
+    throw util::CheckpointError("cannot list " + path.string() + ": " + ec.message(),
+                                "check its permissions");
+  if (!best) {
+    throw util::CheckpointError(path.string() + " holds no model.json, final/ or checkpoint-N/",
+                                kDirHint);
+  }
+  return best_dir;
+}
+
+LoadedModel load_model_dir(const fs::path& path) {
+  LoadedModel out;
+  out.dir = resolve_model_dir(path);
+  const fs::path spec_path = required_file(out.dir, kModelSpecFile);
+  const fs::path weights_path = required_file(out.dir, kModelWeightsFile);
+  const fs::path tokenizer_path = required_file(out.dir, kTokenizerFile);
+  const ModelSpec spec = ModelSpec::from_json(
+      util::read_file<util::CheckpointError>(spec_path, "model description"), spec_path.string());
+  out.tokenizer = load_tokenizer_file(tokenizer_path, &out.tokenizer_kind);
+  if (out.tokenizer->vocab_size() > spec.vocab_size) {
+    throw util::CheckpointError(
+        tokenizer_path.string() + " has " + std::to_string(out.tokenizer->vocab_size()) +
+            " tokens, more than the vocab_size " + std::to_string(spec.vocab_size) + " of " +
+            spec_path.string(),
+        "the tokenizer does not belong to this model; copy the tokenizer.json it was trained with");
+  }
+  {
+    // Building the model draws its random initialisation from torch's global generator; keep the
+    // caller's random stream as it was (a resumed run must not see it move).
+    auto global = at::detail::getDefaultCPUGenerator();
+    const auto state = global.get_state();
+    out.model = Transformer(spec);
+    global.set_state(state);
+  }
+  load_weights(out.model, weights_path);
+  out.model->eval();
+  return out;
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,58 @@
+// A model directory: everything `generate` (and later `eval`) needs to rebuild a trained model.
+// The trainer writes one into <run.output_dir>/final/ and into each checkpoint folder:
+//   model.safetensors  the parameters by Transformer::parameters_by_name(), fp32
+//   model.json         ModelSpec::to_json()
+//   tokenizer.json     the Hugging Face file for BPE; for the byte tokenizer a small hftrain file,
+//                      {"hftrain_tokenizer": "byte", "special_tokens": [...]}
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "data/tokenizer.h"
+#include "model/transformer.h"
+
+namespace hftrain::model {
+
+inline constexpr const char* kModelWeightsFile = "model.safetensors";
+inline constexpr const char* kModelSpecFile = "model.json";
+inline constexpr const char* kTokenizerFile = "tokenizer.json";
+
+// Writes the model directory `dir` crash-safely: the files go into `dir.tmp-<pid>`, which then
+// replaces `dir` in one atomic exchange, so `dir` is always either the old or the new directory.
+// Other files of an existing `dir` are not kept. `tokenizer` may be null for kByte (the default
+// byte tokenizer); kBpe needs the data::BpeTokenizer. Throws IoError naming the path, UsageError
+// for a tokenizer that does not match `kind`.
+void save_model_dir(const std::filesystem::path& dir, const Transformer& model,
+                    data::TokenizerKind kind, const data::Tokenizer* tokenizer);
+
+// Writes the three files into the existing folder `dir`, each crash-safely but not as a set: for
+// a caller that stages a larger directory of its own (a checkpoint with optimizer state) and
+// publishes it whole. Same errors as save_model_dir.
+void write_model_files(const std::filesystem::path& dir, const Transformer& model,
+                       data::TokenizerKind kind, const data::Tokenizer* tokenizer);
+
+struct LoadedModel {
+  Transformer model{nullptr};                  // on the CPU, fp32, in eval mode
+  std::unique_ptr<data::Tokenizer> tokenizer;  // vocab_size() <= the model's
+  data::TokenizerKind tokenizer_kind = data::TokenizerKind::kByte;
+  std::filesystem::path dir;  // the model directory actually read
+};
+
+// The model directory `path` names: itself when it holds model.json; for a run directory its
+// final/ if present, else its highest-numbered checkpoint-N/ (by number: checkpoint-10 after
+// checkpoint-9). Throws CheckpointError naming `path` when it is none of these.
+std::filesystem::path resolve_model_dir(const std::filesystem::path& path);
+
+// Loads a model directory (or a run directory, via resolve_model_dir). Throws CheckpointError
+// naming the file for anything missing, malformed or inconsistent (every missing, unexpected or
+// mis-shaped tensor at once), and for a tokenizer larger than the model's vocabulary; DataError
+// from the tokenizer.json parser.
+LoadedModel load_model_dir(const std::filesystem::path& path);
+
+// Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.
+// `kind`, when given, receives which. Throws DataError naming the file.
+std::unique_ptr<data::Tokenizer> load_tokenizer_file(const std::filesystem::path& path,
+                                                     data::TokenizerKind* kind = nullptr);
+
+}  // namespace hftrain::model

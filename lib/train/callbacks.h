@@ -1,0 +1,59 @@
+// The trainer's callback interface. Metrics, evaluation bookkeeping and early stopping are
+// callbacks themselves, so user-facing behaviour and extensions go through one surface.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace hftrain::train {
+
+// What callbacks see; `should_stop` is theirs to set.
+struct TrainState {
+  int64_t step = 0;         // optimizer steps done
+  int64_t total_steps = 0;
+  double epoch = 0;         // fractional epochs of training data consumed
+  int64_t tokens_seen = 0;  // input tokens processed
+  std::optional<double> best_eval_loss;
+  int64_t best_step = 0;
+  bool should_stop = false;
+};
+
+// One logging step's figures (synchronised with the device only on logging steps).
+struct StepStats {
+  double loss = 0;  // mean per target token over the logging window
+  double lr = 0;
+  double grad_norm = 0;
+  double tokens_per_s = 0;
+  double step_time_ms = 0;
+  double data_wait_ms = 0;
+  bool skipped = false;  // fp16 overflow: the step was not applied
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  virtual void on_train_begin(TrainState&) {}
+  virtual void on_step_end(TrainState&) {}                    // every step (cheap)
+  virtual void on_log(TrainState&, const StepStats&) {}       // logging steps
+  virtual void on_evaluate(TrainState&, double /*eval_loss*/) {}
+  virtual void on_save(TrainState&, const std::filesystem::path&) {}
+  virtual void on_train_end(TrainState&) {}
+};
+
+// Stops training after `patience` evaluations whose loss did not beat the best by more than
+// `threshold` (the Trainer's EarlyStoppingCallback).
+class EarlyStopping : public Callback {
+ public:
+  EarlyStopping(int64_t patience, double threshold) : patience_(patience), threshold_(threshold) {}
+  void on_evaluate(TrainState& state, double eval_loss) override;
+  int64_t bad_evaluations() const { return bad_; }
+
+ private:
+  int64_t patience_;
+  double threshold_;
+  std::optional<double> best_;
+  int64_t bad_ = 0;
+};
+
+}  // namespace hftrain::train

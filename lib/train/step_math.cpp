@@ -1,0 +1,32 @@
+#include "train/step_math.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+namespace hftrain::train {
+namespace F = torch::nn::functional;
+
+torch::Tensor token_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing) {
+  const int64_t vocab = logits.size(-1);
+  return F::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), labels.reshape({-1}),
+                          F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum).label_smoothing(
+                              label_smoothing));
+}
+
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return torch::zeros({}, torch::kFloat32);
+  auto norms = at::_foreach_norm(grads, 2);
+  auto total = torch::linalg_vector_norm(torch::stack(norms).to(torch::kFloat32), 2, std::nullopt, false, std::nullopt);
+  if (std::isfinite(max_norm)) {
+    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+    at::_foreach_mul_(grads, coef);
+  }
+  return total;
+}
+
+}  // namespace hftrain::train

@@ -1,0 +1,21 @@
+// The arithmetic of one optimizer step that has to be exactly right.
+#pragma once
+
+#include <vector>
+
+#include <torch/types.h>
+
+namespace hftrain::train {
+
+// Sum (not mean) of the next-token cross-entropy over every target that is not -100, in fp32,
+// with label smoothing. Dividing the sums of all micro-batches by their total target count makes
+// gradient accumulation equal one big batch even when padding and masks differ between them.
+// logits (B, T, V); labels (B, T) int64.
+torch::Tensor token_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing);
+
+// The global L2 norm of all gradients, as a device tensor (no host synchronisation); when
+// `max_norm` is finite, gradients are scaled so that the norm is at most max_norm (as
+// torch.nn.utils.clip_grad_norm_ does, with its 1e-6).
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+}  // namespace hftrain::train

@@ -1,0 +1,261 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "metrics/memory.h"
+#include "model/saved_model.h"
+#include "metrics/recorder.h"
+#include "metrics/throughput.h"
+#include "optim/lr_schedule.h"
+#include "train/baseline.h"
+#include "train/precision.h"
+#include "train/step_math.h"
+#include "train/wiring.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal)
+    : config_(config), run_dir_(std::move(run_dir)), stop_signal_(stop_signal), device_(pick_device(config)) {
+  const auto& t = config_.trainer;
+  if (t.precision == config::Precision::kFp16 && !device_.is_cuda()) {
+    throw util::ConfigError("trainer.precision=fp16 needs a CUDA device (dynamic loss scaling runs there)",
+                            "use trainer.precision=bf16 on the CPU");
+  }
+  torch::manual_seed(static_cast<uint64_t>(config_.run.seed));
+  if (device_.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(t.tf32);
+    at::globalContext().setAllowTF32CuDNN(t.tf32);
+  }
+  tokenizer_ = data::make_tokenizer(tokenizer_options(config_));
+  if (tokenizer_->vocab_size() > config_.model.vocab_size) {
+    throw util::ConfigError("model.vocab_size (" + std::to_string(config_.model.vocab_size) +
+                                ") is smaller than the tokenizer's vocabulary (" +
+                                std::to_string(tokenizer_->vocab_size()) + ")",
+                            "set model.vocab_size=" + std::to_string(tokenizer_->vocab_size()) + " or more");
+  }
+  loaders_ = data::make_loaders(data_options(config_), *tokenizer_, device_);
+  if (t.eval_every > 0 && !loaders_.validation) {
+    throw util::DataError("trainer.eval_every is set but the validation split is empty",
+                          "name data.validation sources or a data.validation_fraction large enough to hold a document");
+  }
+  const auto spec = model::ModelSpec::from_config(config_.model);
+  model_ = model::Transformer(spec);
+  if (config_.model.from) start_from(*config_.model.from, spec);
+  model_->to(device_);
+  optimizer_ = optim::make_optimizer(config_.optimizer, model_->parameters_by_name());
+  total_steps_ = plan_total_steps();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::start_from(const std::string& path, const model::ModelSpec& spec) {
+  if (std::filesystem::exists(std::filesystem::path(path) / "config.json") &&
+      !std::filesystem::exists(std::filesystem::path(path) / model::kModelSpecFile)) {
+    throw util::ConfigError("model.from: " + path + " is a Hugging Face model directory, which hftrain cannot read yet",
+                            "point model.from at an hftrain model directory (a run's final/ or checkpoint-N/)");
+  }
+  model::LoadedModel loaded = model::load_model_dir(path);
+  const auto& have = loaded.model->spec();
+  const bool same_shape = have.arch == spec.arch && have.n_layer == spec.n_layer && have.n_head == spec.n_head &&
+                          have.n_kv_head == spec.n_kv_head && have.d_model == spec.d_model && have.d_ff == spec.d_ff &&
+                          have.max_seq_len == spec.max_seq_len && have.vocab_size == spec.vocab_size &&
+                          have.tie_embeddings == spec.tie_embeddings;
+  if (!same_shape) {
+    throw util::ConfigError("model.from: the model in " + loaded.dir.string() + " has a different shape than model.*:\n" +
+                                loaded.model->spec().to_json(),
+                            "copy its sizes into model.* (or drop the overrides that changed them)");
+  }
+  torch::NoGradGuard no_grad;
+  auto src = loaded.model->parameters_by_name();
+  auto dst = model_->parameters_by_name();
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].second.copy_(src[i].second);
+  util::log::info("model.from: starting from the weights in " + loaded.dir.string());
+}
+
+int64_t Trainer::plan_total_steps() const {
+  const auto& t = config_.trainer;
+  const int64_t micro = t.grad_accum_steps;
+  int64_t total = std::numeric_limits<int64_t>::max();
+  if (t.max_steps) total = std::min(total, *t.max_steps);
+  if (t.max_epochs) {
+    total = std::min(total, *t.max_epochs * ceil_div(static_cast<int64_t>(loaders_.train->batches_per_epoch()), micro));
+  }
+  if (t.max_tokens) {
+    const int64_t per_step = t.micro_batch_size * config_.data.seq_len * micro;
+    total = std::min(total, ceil_div(*t.max_tokens, per_step));
+  }
+  return std::max<int64_t>(total, 1);
+}
+
+double Trainer::evaluate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  auto& loader = *loaders_.validation;
+  loader.seek(0);
+  int64_t batches = static_cast<int64_t>(loader.batches_per_epoch());
+  if (config_.trainer.eval_batches) batches = std::min(batches, *config_.trainer.eval_batches);
+  auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  int64_t targets = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    data::Batch b = loader.next();
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(config_.trainer.precision, device_);
+      logits = model_->forward(b.input_ids);
+    }
+    loss_sum += token_loss_sum(logits, b.labels, 0.0).to(torch::kFloat64);
+    targets += b.num_target_tokens;
+  }
+  model_->train();
+  return targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
+}
+
+TrainResult Trainer::train() {
+  const auto& t = config_.trainer;
+  TrainResult result;
+  TrainState& state = result.state;
+  state.total_steps = total_steps_;
+  model_->train();
+
+  std::vector<torch::Tensor> params;
+  for (auto& [name, p] : model_->parameters_by_name()) params.push_back(p);
+  const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
+  std::optional<optim::PlateauSchedule> plateau;
+  if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
+    plateau.emplace(config_.scheduler.plateau, config_.optimizer.lr);
+  }
+  GradScaler scaler(t.precision == config::Precision::kFp16, t.fp16_init_scale, t.fp16_growth_interval, device_);
+  if (t.early_stopping_patience) {
+    callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
+  }
+
+  metrics::RecorderOptions ro;
+  ro.run_dir = run_dir_;
+  ro.total_steps = total_steps_;
+  metrics::Recorder recorder(ro);
+  metrics::ThroughputTracker throughput;
+  throughput.start(now_s(), 0, 0);
+  if (loaders_.validation) {
+    result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
+                                               config_.model.vocab_size);
+    recorder.message("unigram baseline (validation loss of token frequencies alone): " +
+                     std::to_string(*result.unigram_baseline));
+  }
+  for (auto& cb : callbacks_) cb->on_train_begin(state);
+  util::log::info("training " + std::to_string(model_->non_embedding_parameters()) + " non-embedding parameters on " +
+                  device_.str() + " for " + std::to_string(total_steps_) + " steps");
+
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  auto window_loss = torch::zeros({}, f32);  // running sum on the device: no sync until logging
+  int64_t window_targets = 0;
+  double wait_before = loaders_.train->data_wait_seconds();
+  const auto& train_loader = *loaders_.train;
+  const double samples = static_cast<double>(std::max<uint64_t>(1, train_loader.num_samples()));
+  torch::Tensor grad_norm;
+  for (int64_t step = 0; step < total_steps_; ++step) {
+    const double factor = optim::lr_factor(schedule, step) * (plateau ? plateau->factor() : 1.0);
+    optimizer_->set_lr_factor(factor);
+
+    // All micro-batches of the step first: their total target count normalises each one's loss.
+    std::vector<data::Batch> micro;
+    int64_t step_targets = 0;
+    for (int64_t m = 0; m < t.grad_accum_steps; ++m) {
+      micro.push_back(loaders_.train->next());
+      step_targets += micro.back().num_target_tokens;
+      state.tokens_seen += micro.back().input_ids.numel();
+    }
+    const double denom = static_cast<double>(std::max<int64_t>(1, step_targets));
+    for (auto& b : micro) {
+      torch::Tensor logits;
+      {
+        AutocastScope autocast(t.precision, device_);
+        logits = model_->forward(b.input_ids);
+      }
+      auto loss_sum = token_loss_sum(logits, b.labels, t.label_smoothing);
+      scaler.scale(loss_sum / denom).backward();
+      window_loss += loss_sum.detach();
+    }
+    window_targets += step_targets;
+    scaler.unscale(params);
+    grad_norm = clip_grad_norm(params, t.max_grad_norm);
+    const bool skipped = scaler.found_inf();
+    if (!skipped) optimizer_->step();
+    scaler.update();
+    optimizer_->zero_grad();
+
+    state.step = step + 1;
+    state.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
+    const double wait_now = loaders_.train->data_wait_seconds();
+    throughput.record(now_s(), state.step, state.tokens_seen, wait_now - wait_before);
+    wait_before = wait_now;
+    recorder.tick(throughput);
+    for (auto& cb : callbacks_) cb->on_step_end(state);
+
+    if (state.step % t.log_every == 0 || state.step == total_steps_) {
+      StepStats s;
+      s.loss = window_loss.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets));
+      s.lr = config_.optimizer.lr * factor;
+      s.grad_norm = grad_norm.item<double>();
+      s.tokens_per_s = throughput.tokens_per_s();
+      s.step_time_ms = throughput.step_time_ms();
+      s.data_wait_ms = throughput.data_wait_ms();
+      s.skipped = skipped;
+      window_loss.zero_();
+      window_targets = 0;
+      result.last_loss = s.loss;
+      metrics::StepMetrics m;
+      m.step = state.step;
+      m.epoch = state.epoch;
+      m.loss = s.loss;
+      m.lr = s.lr;
+      m.grad_norm = s.grad_norm;
+      m.tokens_seen = state.tokens_seen;
+      m.tokens_per_s = s.tokens_per_s;
+      m.step_time_ms = s.step_time_ms;
+      m.data_wait_ms = s.data_wait_ms;
+      m.peak_mem_mb = metrics::host_peak_rss_mib();
+      recorder.log_step(m);
+      for (auto& cb : callbacks_) cb->on_log(state, s);
+    }
+    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == total_steps_)) {
+      const double eval_loss = evaluate();
+      recorder.log_eval(metrics::EvalMetrics{state.step, state.epoch, eval_loss});
+      if (!state.best_eval_loss || eval_loss < *state.best_eval_loss) {
+        state.best_eval_loss = eval_loss;
+        state.best_step = state.step;
+      }
+      if (plateau) plateau->observe(eval_loss);
+      for (auto& cb : callbacks_) cb->on_evaluate(state, eval_loss);
+    }
+    if (stop_signal_ && stop_signal_->load() != 0) {
+      result.interrupted = true;
+      result.signal = stop_signal_->load();
+      recorder.message("signal " + std::to_string(result.signal) + ": stopping after step " + std::to_string(state.step));
+      break;
+    }
+    if (state.should_stop) {
+      recorder.message("early stopping at step " + std::to_string(state.step) + " (best eval loss at step " +
+                       std::to_string(state.best_step) + ")");
+      break;
+    }
+  }
+  for (auto& cb : callbacks_) cb->on_train_end(state);
+  return result;
+}
+
+}  // namespace hftrain::train

@@ -1,0 +1,71 @@
+#include "train/wiring.h"
+
+#include <torch/cuda.h>
+
+#include "util/error.h"
+
+namespace hftrain::train {
+
+data::TokenizerOptions tokenizer_options(const config::Config& c) {
+  data::TokenizerOptions o;
+  o.kind = c.tokenizer.type == config::TokenizerType::kByte ? data::TokenizerKind::kByte : data::TokenizerKind::kBpe;
+  o.path = c.tokenizer.path.value_or("");
+  return o;
+}
+
+namespace {
+
+data::SourceSpec source(const std::string& path, const config::DataConfig& d) {
+  data::SourceSpec s;
+  s.path = path;
+  s.exclude = d.exclude;
+  static constexpr data::SourceFormat kFormats[] = {data::SourceFormat::kAuto, data::SourceFormat::kText,
+                                                    data::SourceFormat::kJsonl, data::SourceFormat::kChat,
+                                                    data::SourceFormat::kTokens};
+  s.format = kFormats[static_cast<int>(d.format)];
+  s.separator = d.separator;
+  s.text_field = d.text_field;
+  s.prompt_field = d.prompt_field;
+  s.response_field = d.response_field;
+  s.messages_field = d.messages_field;
+  s.dtype = d.token_dtype == config::TokenWidth::kUint16 ? data::TokenDtype::kUint16 : data::TokenDtype::kUint32;
+  return s;
+}
+
+}  // namespace
+
+data::DataOptions data_options(const config::Config& c) {
+  data::DataOptions o;
+  for (const auto& p : c.data.train) o.dataset.train.push_back(source(p, c.data));
+  for (const auto& p : c.data.validation) o.dataset.validation.push_back(source(p, c.data));
+  o.dataset.validation_fraction = c.data.validation_fraction;
+  o.dataset.split_seed = static_cast<uint64_t>(c.run.seed);
+  o.dataset.cache.enabled = c.data.cache;
+  o.dataset.cache.dir = c.data.cache_dir;
+  o.packing.seq_len = c.data.seq_len;
+  o.packing.mode = c.data.packing == config::Packing::kPack ? data::PackingMode::kPack : data::PackingMode::kPad;
+  o.packing.pad_to_multiple_of = c.data.pad_to_multiple_of;
+  o.loader.batch_size = c.trainer.micro_batch_size;
+  o.loader.sampler.seed = static_cast<uint64_t>(c.run.seed);
+  o.loader.sampler.shuffle = c.data.shuffle;
+  o.loader.prefetch_batches = c.data.prefetch_batches;
+  o.loader.num_workers = c.data.num_workers;
+  return o;
+}
+
+torch::Device pick_device(const config::Config& c) {
+  const bool cuda = torch::cuda::is_available();
+  switch (c.trainer.device) {
+    case config::DeviceChoice::kCpu: return torch::kCPU;
+    case config::DeviceChoice::kCuda:
+      if (!cuda) {
+        throw util::ConfigError("trainer.device is cuda, but no CUDA device is visible",
+                                "use trainer.device=cpu or auto, or check CUDA_VISIBLE_DEVICES and the driver");
+      }
+      return torch::Device(torch::kCUDA, 0);
+    case config::DeviceChoice::kAuto: break;
+  }
+  return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+}
+
+}  // namespace hftrain::train

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# End-to-end: a short training run through the real binary (loss falls, metrics.jsonl and
+# TensorBoard files have their fields, the final model generates), and bad data files that must
+# each give one clear exit-2 message naming the file and line. Usage: run_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: run_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${HFTRAIN_PYTHON:-python3}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+passed=0
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+ok() { passed=$((passed + 1)); }
+run() {  # run EXPECTED_CODE ARGS...
+  local want=$1
+  shift
+  out=$("$HFTRAIN" "$@" 2>"$WORK/stderr")
+  code=$?
+  err=$(cat "$WORK/stderr")
+  if [ "$code" != "$want" ]; then fail "hftrain $* exited $code, expected $want: $(tail -c 600 "$WORK/stderr")"; return 1; fi
+  if grep -qE 'terminate called|Aborted|Segmentation|what\(\)|c10::|Exception raised from' "$WORK/stderr"; then
+    fail "hftrain $* leaked internals: $(tail -c 600 "$WORK/stderr")"; return 1
+  fi
+  ok
+}
+has() { if [[ "$2" == *"$1"* ]]; then ok; else fail "expected '$1' in: ${2:0:600}"; fi; }
+
+# A small corpus of fortune-style cookies the test writes itself.
+mkdir corpus
+for i in $(seq 1 60); do
+  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+done > corpus/cookies
+common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2 model.n_head=2
+        model.d_model=32 model.max_seq_len=64 data.seq_len=32 model.vocab_size=260 trainer.micro_batch_size=8
+        optimizer.lr=0.003 scheduler.warmup_steps=5 trainer.log_every=10)
+
+# --- a short run: the loss falls, the files are there
+run 0 run quickstart "${common[@]}" trainer.max_steps=60 trainer.eval_every=30 run.output_dir="$WORK/run1"
+for f in config.yaml metrics.jsonl train.log final/model.safetensors final/model.json final/tokenizer.json; do
+  [ -s "run1/$f" ] && ok || fail "run1/$f missing or empty"
+done
+ls run1/events.out.tfevents.* >/dev/null 2>&1 && ok || fail "no TensorBoard event file"
+"$PY" - "$WORK/run1/metrics.jsonl" <<'PY' && ok || fail "metrics.jsonl check failed"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r for r in rows if "loss" in r]
+evals = [r for r in rows if "eval_loss" in r]
+need = {"step", "epoch", "loss", "lr", "grad_norm", "tokens_seen", "tokens_per_s", "step_time_ms", "data_wait_ms", "peak_mem_mb"}
+assert steps and need <= set(steps[0]), set(steps[0])
+assert evals and {"eval_loss", "eval_ppl"} <= set(evals[0])
+assert steps[-1]["loss"] < steps[0]["loss"] * 0.8, (steps[0]["loss"], steps[-1]["loss"])
+PY
+grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the resolved run name"
+run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
+has "The cat" "$out"
+
+# --- bad data: one clear message naming the file (and line), exit 2
+run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/nothing-here.txt" run.output_dir="$WORK/bad1"
+has "nothing-here.txt" "$err"
+: > empty.txt
+run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/empty.txt" run.output_dir="$WORK/bad2"
+has "empty.txt" "$err"
+head -c 3000 /dev/urandom > garbage.txt
+run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/garbage.txt" run.output_dir="$WORK/bad3"
+has "garbage.txt" "$err"
+printf 'good line\nbad \xff\xfe line\n' > badutf8.txt
+run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/badutf8.txt" ~data.separator run.output_dir="$WORK/bad4"
+has "badutf8.txt:2" "$err"
+printf '{"text": "fine"}\n{"other": "no text field"}\n' > missing.jsonl
+run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/missing.jsonl" run.output_dir="$WORK/bad5"
+has "missing.jsonl:2" "$err"
+has "text" "$err"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

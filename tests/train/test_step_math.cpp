@@ -1,0 +1,71 @@
+
+#include "../torch_catch.h"  // first: see the file
+#include "train/callbacks.h"
+#include "train/precision.h"
+#include "train/step_math.h"
+
+using namespace hftrain;
+
+TEST_CASE("token loss sum ignores -100 and matches the mean times the count", "[train]") {
+  torch::manual_seed(0);
+  auto logits = torch::randn({2, 5, 7});
+  auto labels = torch::randint(0, 7, {2, 5}, torch::kInt64);
+  labels[0][4] = -100;
+  labels[1][0] = -100;
+  auto sum = train::token_loss_sum(logits, labels, 0.0);
+  auto mean = torch::nn::functional::cross_entropy(logits.reshape({-1, 7}), labels.reshape({-1}));
+  CHECK(sum.item<double>() == Approx(mean.item<double>() * 8).epsilon(1e-6));
+  auto smoothed = train::token_loss_sum(logits, labels, 0.1);
+  auto smoothed_mean = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, 7}), labels.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(0.1));
+  CHECK(smoothed.item<double>() == Approx(smoothed_mean.item<double>() * 8).epsilon(1e-6));
+}
+
+TEST_CASE("global-norm clipping equals torch's clip_grad_norm_", "[train]") {
+  torch::manual_seed(1);
+  std::vector<torch::Tensor> a = {torch::randn({3, 4}, torch::requires_grad()), torch::randn({5}, torch::requires_grad())};
+  std::vector<torch::Tensor> b = {a[0].detach().clone().requires_grad_(), a[1].detach().clone().requires_grad_()};
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto g = torch::randn(a[i].sizes()) * 3;
+    a[i].mutable_grad() = g.clone();
+    b[i].mutable_grad() = g.clone();
+  }
+  const double expected_norm = torch::nn::utils::clip_grad_norm_(b, 1.0);
+  auto norm = train::clip_grad_norm(a, 1.0);
+  CHECK(norm.item<double>() == Approx(expected_norm).epsilon(1e-6));
+  for (size_t i = 0; i < a.size(); ++i) CHECK(torch::allclose(a[i].grad(), b[i].grad(), 1e-6, 1e-7));
+  // An infinite limit only measures.
+  auto before = a[0].grad().clone();
+  train::clip_grad_norm(a, std::numeric_limits<double>::infinity());
+  CHECK(torch::equal(before, a[0].grad()));
+}
+
+TEST_CASE("fp16 loss scaler skips overflowed steps, backs off, and grows", "[train]") {
+  train::GradScaler scaler(true, 1024.0, /*growth_interval=*/2, torch::kCPU);
+  auto p = torch::zeros({3}, torch::requires_grad());
+  p.mutable_grad() = torch::tensor({1.0f, std::numeric_limits<float>::infinity(), 2.0f});
+  scaler.unscale({p});
+  CHECK(scaler.found_inf());
+  scaler.update();
+  CHECK(scaler.current_scale() == 512.0);  // backed off
+  for (int i = 0; i < 2; ++i) {
+    p.mutable_grad() = torch::tensor({512.0f, 1024.0f, 0.0f});
+    scaler.unscale({p});
+    CHECK_FALSE(scaler.found_inf());
+    CHECK(torch::allclose(p.grad(), torch::tensor({1.0f, 2.0f, 0.0f})));  // unscaled
+    scaler.update();
+  }
+  CHECK(scaler.current_scale() == 1024.0);  // grew after two clean steps
+  CHECK(scaler.scale(torch::ones({})).item<double>() == 1024.0);
+}
+
+TEST_CASE("early stopping counts evaluations without a large enough improvement", "[train]") {
+  train::EarlyStopping stop(2, 0.01);
+  train::TrainState s;
+  stop.on_evaluate(s, 3.0);
+  stop.on_evaluate(s, 2.5);
+  stop.on_evaluate(s, 2.495);  // within the threshold: not an improvement
+  CHECK_FALSE(s.should_stop);
+  stop.on_evaluate(s, 2.6);
+  CHECK(s.should_stop);
+}

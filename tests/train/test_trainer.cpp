@@ -1,0 +1,108 @@
+#include "../torch_catch.h"  // first: see the file
+
+#include <fstream>
+
+#include "../config/helpers.h"
+#include "model/saved_model.h"
+#include "train/trainer.h"
+#include "util/fs.h"
+
+using namespace hftrain;
+
+namespace {
+
+// Eight documents of very different lengths: with padding and masks, a naive mean of
+// per-micro-batch losses would weight their tokens differently.
+std::filesystem::path write_docs(const test::TempDir& d) {
+  std::string jsonl;
+  const char* texts[] = {"a", "hello there, general", "xy", "the quick brown fox jumps over the lazy dog",
+                         "tiny", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", "mid length text", "q"};
+  for (const char* t : texts) jsonl += std::string("{\"text\": \"") + t + "\"}\n";
+  return d.write("docs.jsonl", jsonl);
+}
+
+std::vector<std::string> base_overrides(const test::TempDir& d, const std::filesystem::path& docs) {
+  return {"data.train=" + docs.string(), "data.packing=pad", "data.shuffle=false", "data.cache=false",
+          "data.seq_len=48", "model.max_seq_len=64", "model.vocab_size=260", "model.n_layer=2", "model.n_head=2",
+          "model.d_model=32", "tokenizer.type=byte", "optimizer.lr=0.01", "scheduler.name=constant",
+          "run.output_dir=" + (d.path() / "run").string(), "trainer.log_every=1"};
+}
+
+std::vector<torch::Tensor> train_and_get_params(std::vector<std::string> overrides) {
+  auto cfg = test::resolve("{}", overrides).values;
+  train::Trainer trainer(cfg, cfg.run.output_dir);
+  trainer.train();
+  std::vector<torch::Tensor> out;
+  for (auto& [name, p] : trainer.model()->parameters_by_name()) out.push_back(p.detach().clone());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("micro_batch 8 x accum 1 equals micro_batch 2 x accum 4 with uneven lengths", "[train][slow]") {
+  test::TempDir d;
+  auto docs = write_docs(d);
+  auto o = base_overrides(d, docs);
+  // SGD: its update is linear in the gradient, so differences show fp32 rounding and nothing else.
+  auto one = o, four = o;
+  for (auto* v : {&one, &four}) v->insert(v->end(), {"trainer.max_steps=2", "optimizer.name=sgd", "optimizer.lr=0.5"});
+  one.insert(one.end(), {"trainer.micro_batch_size=8", "trainer.grad_accum_steps=1"});
+  four.insert(four.end(), {"trainer.micro_batch_size=2", "trainer.grad_accum_steps=4"});
+  auto a = train_and_get_params(one);
+  auto b = train_and_get_params(four);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("parameter " << i << " max abs diff " << (a[i] - b[i]).abs().max().item<float>());
+    CHECK(torch::allclose(a[i], b[i], 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("training lowers the loss and writes metrics", "[train][slow]") {
+  test::TempDir d;
+  auto docs = write_docs(d);
+  auto o = base_overrides(d, docs);
+  o.insert(o.end(), {"trainer.max_steps=40", "trainer.micro_batch_size=4", "trainer.log_every=10",
+                     "data.validation=" + docs.string(), "trainer.eval_every=20"});
+  auto cfg = test::resolve("{}", o).values;
+  train::Trainer trainer(cfg, cfg.run.output_dir);
+  const double before = trainer.evaluate();
+  auto result = trainer.train();
+  CHECK(result.state.step == 40);
+  REQUIRE(result.state.best_eval_loss);
+  CHECK(*result.state.best_eval_loss < before * 0.7);
+  const std::string jsonl = util::read_file<util::IoError>(d.path() / "run" / "metrics.jsonl", "metrics");
+  for (const char* field : {"\"step\"", "\"epoch\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_seen\"",
+                            "\"tokens_per_s\"", "\"step_time_ms\"", "\"data_wait_ms\"", "\"peak_mem_mb\"", "\"eval_loss\"",
+                            "\"eval_ppl\""}) {
+    CHECK_THAT(jsonl, Catch::Matchers::Contains(field));
+  }
+}
+
+TEST_CASE("model.from starts from a saved model's weights", "[train][slow]") {
+  test::TempDir d;
+  auto docs = write_docs(d);
+  auto o = base_overrides(d, docs);
+  o.insert(o.end(), {"trainer.max_steps=10", "data.validation=" + docs.string()});
+  auto cfg = test::resolve("{}", o).values;
+  train::Trainer first(cfg, cfg.run.output_dir);
+  first.train();
+  const double trained = first.evaluate();
+  model::save_model_dir(d.path() / "model", first.model(), data::TokenizerKind::kByte, &first.tokenizer());
+  o.push_back("model.from=" + (d.path() / "model").string());
+  auto cfg2 = test::resolve("{}", o).values;
+  train::Trainer second(cfg2, cfg2.run.output_dir);
+  CHECK(second.evaluate() == Approx(trained).epsilon(1e-6));
+  o.push_back("model.n_layer=3");
+  auto cfg3 = test::resolve("{}", o).values;
+  CHECK_THROWS_WITH(train::Trainer(cfg3, cfg3.run.output_dir), Catch::Matchers::Contains("different shape"));
+}
+
+TEST_CASE("a vocabulary larger than the model's is a config error", "[train]") {
+  test::TempDir d;
+  auto o = base_overrides(d, write_docs(d));
+  o.push_back("model.vocab_size=100");
+  o.push_back("trainer.max_steps=1");
+  auto cfg = test::resolve("{}", o).values;
+  CHECK_THROWS_WITH(train::Trainer(cfg, cfg.run.output_dir),
+                    Catch::Matchers::Contains("model.vocab_size (100) is smaller than the tokenizer's vocabulary"));
+}
