@@ -57,6 +57,16 @@ grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the
 run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
 has "The cat" "$out"
 
+# --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
+"$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
+pid=$!
+for _ in $(seq 1 100); do grep -q "step 10/" "$WORK/sig.err" 2>/dev/null && break; sleep 0.2; done
+kill -TERM "$pid"
+wait "$pid"
+code=$?
+[ "$code" = 143 ] && ok || fail "SIGTERM: exit $code, expected 143: $(tail -c 400 "$WORK/sig.err")"
+[ -s sig/final/model.safetensors ] && ok || fail "SIGTERM: final/ not saved"
+
 # --- bad data: one clear message naming the file (and line), exit 2
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/nothing-here.txt" run.output_dir="$WORK/bad1"
 has "nothing-here.txt" "$err"
