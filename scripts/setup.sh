@@ -92,7 +92,7 @@ resolve_debs() {
   done
 }
 
-venv_torch_dir() { ls -d "$root"/.venv/lib/python3*/site-packages/torch/share/cmake/Torch 2>/dev/null | tail -n 1; }
+venv_torch_dir() { ls -d "$root"/.venv/lib/python3*/site-packages/torch/share/cmake/Torch 2>/dev/null | tail -n 1 || true; }
 
 # Prints the Torch_DIR to use, installing the wheel into .venv when needed.
 # $1: a folder of wheels to install from with no index (the offline bundle), if any.
