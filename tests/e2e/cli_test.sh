@@ -4,41 +4,8 @@
 set -u
 HFTRAIN=$(realpath "${1:?usage: cli_test.sh path/to/hftrain}")
 SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-WORK=$(mktemp -d)
-trap 'chmod -R u+rwx "$WORK"; rm -rf "$WORK"' EXIT
-cd "$WORK"
 export HFTRAIN_RECIPES_DIR="$SRC/recipes"
-unset $(env | grep -o '^HFTRAIN__[^=]*') 2>/dev/null
-
-passed=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
-
-# run EXPECTED_CODE ARGS...: runs hftrain, keeps stdout in $out and stderr in $err.
-run() {
-  local want=$1
-  shift
-  out=$("$HFTRAIN" "$@" 2>"$WORK/stderr")
-  code=$?
-  err=$(cat "$WORK/stderr")
-  if [ "$code" != "$want" ]; then
-    fail "hftrain $* exited $code, expected $want; stderr: ${err:0:400}"
-    return 1
-  fi
-  # Bad input must never surface as a crash or a library's internals.
-  if grep -qE 'terminate called|Aborted|Segmentation|what\(\)|YAML::|std::|c10::' "$WORK/stderr"; then
-    fail "hftrain $* leaked internals: ${err:0:400}"
-    return 1
-  fi
-  ok
-}
-has() {  # has TEXT WHERE(out|err) DESCRIPTION
-  local text=$1 where=$2
-  local hay
-  if [ "$where" = out ]; then hay=$out; else hay=$err; fi
-  if [[ "$hay" == *"$text"* ]]; then ok; else fail "expected '$text' in $where of: ${hay:0:600}"; fi
-}
+source "$SRC/tests/e2e/harness.sh"
 
 # --- version and help
 run 0 --version && has "hftrain 0.1.0" out && has "LibTorch 2.11" out && has "CUDA: " out && has "devices: cpu" out
@@ -113,5 +80,4 @@ grep -q "my edits" mine.yaml && ok || fail "refused cp still changed the file"
 run 0 recipes cp quickstart mine.yaml --force
 run 2 recipes cp quickstart nodir/x.yaml && has "does not exist" err
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

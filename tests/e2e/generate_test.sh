@@ -7,42 +7,7 @@ HFTRAIN=$(realpath "${1:?usage: generate_test.sh path/to/hftrain path/to/hftrain
 MAKE_MODEL=$(realpath "${2:?usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir}")
 SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 FORTUNES="$SRC/tests/fixtures/data/fortunes"
-WORK=$(mktemp -d)
-trap 'chmod -R u+rwx "$WORK"; rm -rf "$WORK"' EXIT
-cd "$WORK"
-unset $(env | grep -o '^HFTRAIN__[^=]*') 2>/dev/null
-
-passed=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
-
-# run EXPECTED_CODE ARGS...: runs hftrain, keeps stdout in $out and stderr in $err.
-run() {
-  local want=$1
-  shift
-  "$HFTRAIN" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  code=$?
-  out=$(tr -d '\0' <"$WORK/stdout")  # a random model may print NUL bytes; bash cannot hold them
-  err=$(cat "$WORK/stderr")
-  if [ "$code" != "$want" ]; then
-    fail "hftrain $* exited $code, expected $want; stderr: ${err:0:400}"
-    return 1
-  fi
-  if grep -qE 'terminate called|Aborted|Segmentation|what\(\)|std::|c10::|Exception raised from' "$WORK/stderr"; then
-    fail "hftrain $* leaked internals: ${err:0:400}"
-    return 1
-  fi
-  ok
-}
-has() {  # has TEXT WHERE(out|err)
-  local text=$1 where=$2 hay
-  if [ "$where" = out ]; then hay=$out; else hay=$err; fi
-  if [[ "$hay" == *"$text"* ]]; then ok; else fail "expected '$text' in $where of: ${hay:0:600}"; fi
-}
-is() {  # is EXPECTED: stdout is exactly EXPECTED
-  if [ "$out" = "$1" ]; then ok; else fail "expected stdout '$1', got '${out:0:600}'"; fi
-}
+source "$SRC/tests/e2e/harness.sh"
 make_model() { "$MAKE_MODEL" "$@" || fail "hftrain_make_model_dir $* failed"; }
 
 make_model random --seed 3
@@ -145,5 +110,4 @@ run 0 generate bpe_model --prompt "Café au lait" --max-new-tokens 8 --seed 1 &&
 cp -r random mismatch && cp tok.json mismatch/tokenizer.json
 run 2 generate mismatch --prompt x && has "has 300 tokens, more than the vocab_size 258" err
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -6,27 +6,8 @@ set -u
 HFTRAIN=$(realpath "${1:?usage: run_test.sh path/to/hftrain}")
 SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=${HFTRAIN_PYTHON:-python3}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
+source "$SRC/tests/e2e/harness.sh"
 export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
-passed=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
-run() {  # run EXPECTED_CODE ARGS...
-  local want=$1
-  shift
-  out=$("$HFTRAIN" "$@" 2>"$WORK/stderr")
-  code=$?
-  err=$(cat "$WORK/stderr")
-  if [ "$code" != "$want" ]; then fail "hftrain $* exited $code, expected $want: $(tail -c 600 "$WORK/stderr")"; return 1; fi
-  if grep -qE 'terminate called|Aborted|Segmentation|what\(\)|c10::|Exception raised from' "$WORK/stderr"; then
-    fail "hftrain $* leaked internals: $(tail -c 600 "$WORK/stderr")"; return 1
-  fi
-  ok
-}
-has() { if [[ "$2" == *"$1"* ]]; then ok; else fail "expected '$1' in: ${2:0:600}"; fi; }
 
 # A small corpus of fortune-style cookies the test writes itself.
 mkdir corpus
@@ -55,7 +36,7 @@ assert steps[-1]["loss"] < steps[0]["loss"] * 0.8, (steps[0]["loss"], steps[-1][
 PY
 grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the resolved run name"
 run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
-has "The cat" "$out"
+has "The cat" out
 
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
 "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
@@ -69,20 +50,19 @@ code=$?
 
 # --- bad data: one clear message naming the file (and line), exit 2
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/nothing-here.txt" run.output_dir="$WORK/bad1"
-has "nothing-here.txt" "$err"
+has "nothing-here.txt" err
 : > empty.txt
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/empty.txt" run.output_dir="$WORK/bad2"
-has "empty.txt" "$err"
+has "empty.txt" err
 head -c 3000 /dev/urandom > garbage.txt
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/garbage.txt" run.output_dir="$WORK/bad3"
-has "garbage.txt" "$err"
+has "garbage.txt" err
 printf 'good line\nbad \xff\xfe line\n' > badutf8.txt
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/badutf8.txt" ~data.separator run.output_dir="$WORK/bad4"
-has "badutf8.txt:2" "$err"
+has "badutf8.txt:2" err
 printf '{"text": "fine"}\n{"other": "no text field"}\n' > missing.jsonl
 run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/missing.jsonl" run.output_dir="$WORK/bad5"
-has "missing.jsonl:2" "$err"
-has "text" "$err"
+has "missing.jsonl:2" err
+has "text" err
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
