@@ -167,6 +167,11 @@ case "$mode" in
       say "downloading the torch wheel and its dependencies into $bundle/wheels (several GB)"
       python3 -m pip download -q -d "$bundle/wheels" "$torch_spec"
     fi
+    # The test suite's Python oracles, so that scripts/test.sh also runs offline (HFTRAIN_WHEELS).
+    if [ "${HFTRAIN_BUNDLE_REUSE_TORCH:-0}" != 1 ]; then
+      say "downloading the test oracles (tests/requirements-oracles.txt) into $bundle/wheels"
+      python3 -m pip download -q -d "$bundle/wheels" -r "$root/tests/requirements-oracles.txt"
+    fi
     du -sh "$bundle" | awk '{print "[setup] bundle size: " $1}'
     ;;
 

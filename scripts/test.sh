@@ -8,7 +8,12 @@ build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh" --no-build
 # Python test oracles (transformers, tokenizers, tensorboard, ...) live in the project's .venv.
 if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
-"$root/.venv/bin/pip" install -q -r "$root/tests/requirements-oracles.txt"
+# Offline (a bundle made by setup.sh --bundle): HFTRAIN_WHEELS=<bundle>/wheels installs from there.
+if [ -n "${HFTRAIN_WHEELS:-}" ]; then
+  "$root/.venv/bin/pip" install -q --no-index --find-links "$HFTRAIN_WHEELS" -r "$root/tests/requirements-oracles.txt"
+else
+  "$root/.venv/bin/pip" install -q -r "$root/tests/requirements-oracles.txt"
+fi
 # The test build treats warnings as errors, as CI does.
 cmake -S "$root" -B "$build_dir" -DHFTRAIN_WERROR=ON -DHFTRAIN_BUILD_TESTS=ON >/dev/null
 cmake --build "$build_dir"
