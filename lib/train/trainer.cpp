@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "metrics/memory.h"
+#include "metrics/mfu.h"
 #include "model/saved_model.h"
 #include "metrics/recorder.h"
 #include "metrics/throughput.h"
@@ -16,6 +17,10 @@
 #include "train/wiring.h"
 #include "util/error.h"
 #include "util/log.h"
+#ifdef HFTRAIN_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace hftrain::train {
 namespace {
@@ -26,6 +31,42 @@ double now_s() {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Peak memory for the metrics: the CUDA caching allocator's peak on a GPU, host peak RSS on the CPU.
+std::optional<double> peak_memory_mib(const torch::Device& device) {
+#ifdef HFTRAIN_HAVE_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    const auto& allocated = stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    return static_cast<double>(allocated.peak) / (1024.0 * 1024.0);
+  }
+#endif
+  static_cast<void>(device);
+  return metrics::host_peak_rss_mib();
+}
+
+// MFU is reported on GPU runs only (PaLM convention; the metrics stage looks the peak up by name).
+std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, const model::Transformer& model,
+                                               const config::Config& config) {
+#ifdef HFTRAIN_HAVE_CUDA
+  if (device.is_cuda()) {
+    metrics::MfuOptions o;
+    const auto& spec = model->spec();
+    o.model = {model->non_embedding_parameters(), spec.n_layer, spec.n_head, spec.head_dim(), config.data.seq_len};
+    o.device_name = at::cuda::getDeviceProperties(device.index())->name;
+    switch (config.trainer.precision) {
+      case config::Precision::kBf16: o.precision = metrics::PeakPrecision::kBf16; break;
+      case config::Precision::kFp16: o.precision = metrics::PeakPrecision::kFp16; break;
+      case config::Precision::kFp32:
+        o.precision = config.trainer.tf32 ? metrics::PeakPrecision::kTf32 : metrics::PeakPrecision::kFp32;
+        break;
+    }
+    return o;
+  }
+#endif
+  static_cast<void>(device), static_cast<void>(model), static_cast<void>(config);
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -147,6 +188,7 @@ TrainResult Trainer::train() {
   metrics::RecorderOptions ro;
   ro.run_dir = run_dir_;
   ro.total_steps = total_steps_;
+  ro.mfu = mfu_options(device_, model_, config_);
   metrics::Recorder recorder(ro);
   metrics::ThroughputTracker throughput;
   throughput.start(now_s(), 0, 0);
@@ -228,7 +270,7 @@ TrainResult Trainer::train() {
       m.tokens_per_s = s.tokens_per_s;
       m.step_time_ms = s.step_time_ms;
       m.data_wait_ms = s.data_wait_ms;
-      m.peak_mem_mb = metrics::host_peak_rss_mib();
+      m.peak_mem_mb = peak_memory_mib(device_);
       recorder.log_step(m);
       for (auto& cb : callbacks_) cb->on_log(state, s);
     }
