@@ -53,6 +53,7 @@ struct ModelConfig {
   double dropout = 0;
   std::optional<bool> tie_embeddings;   // unset: true (gpt2), false (llama)
   double init_std = 0;
+  bool activation_checkpointing = false;
 };
 
 struct TokenizerConfig {

@@ -51,6 +51,8 @@ Schema build() {
   s.add("model.init_std", Type::kFloat, HFTRAIN_FIELD(model.init_std))
       .def("0.02").min(0).max(1)
       .doc("Standard deviation of the random initialisation (gpt2 scales residual projections by 1/sqrt(2 n_layer)).");
+  s.add("model.activation_checkpointing", Type::kBool, HFTRAIN_FIELD(model.activation_checkpointing))
+      .def("false").doc("Recompute each block's activations in the backward pass: less memory, about a third more compute.");
 
   s.section("tokenizer", "How text becomes token ids.");
   s.add("tokenizer.type", Type::kChoice, HFTRAIN_FIELD(tokenizer.type))

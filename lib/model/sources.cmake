@@ -6,3 +6,4 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   safetensors.cpp
   transformer.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
+list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)

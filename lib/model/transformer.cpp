@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "model/blocks.h"
+#include "model/checkpointing.h"
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
@@ -66,7 +67,12 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
   for (size_t i = 0; i < layers_->size(); ++i) {
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
-    x = layers_->ptr<BlockImpl>(i)->forward(x, cos, sin, cache ? &layer_cache : nullptr);
+    auto block = layers_->ptr<BlockImpl>(i);
+    if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
+      x = checkpointed([block, cos, sin](const torch::Tensor& h) { return block->forward(h, cos, sin, nullptr); }, x);
+    } else {
+      x = block->forward(x, cos, sin, cache ? &layer_cache : nullptr);
+    }
   }
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;

@@ -40,6 +40,8 @@ class TransformerImpl : public torch::nn::Module {
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
   const ModelSpec& spec() const { return spec_; }
+  // Recompute each block's activations during backward instead of keeping them (training only).
+  void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
   // Parameters by name, each once (a tied head is embed_tokens.weight).
   std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
   // Parameters without the embeddings, for the PaLM FLOPs formula.
@@ -47,6 +49,7 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   ModelSpec spec_;
+  bool activation_checkpointing_ = false;
   torch::nn::Embedding embed_tokens_{nullptr};
   torch::nn::Embedding embed_positions_{nullptr};
   torch::nn::ModuleList layers_{nullptr};

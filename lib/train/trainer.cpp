@@ -97,6 +97,7 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   const auto spec = model::ModelSpec::from_config(config_.model);
   model_ = model::Transformer(spec);
   if (config_.model.from) start_from(*config_.model.from, spec);
+  model_->set_activation_checkpointing(config_.model.activation_checkpointing);
   model_->to(device_);
   optimizer_ = optim::make_optimizer(config_.optimizer, model_->parameters_by_name());
   total_steps_ = plan_total_steps();
