@@ -97,6 +97,42 @@ TEST_CASE("model.from starts from a saved model's weights", "[train][slow]") {
   CHECK_THROWS_WITH(train::Trainer(cfg3, cfg3.run.output_dir), Catch::Matchers::Contains("different shape"));
 }
 
+TEST_CASE("training stops by max_steps, max_epochs or a token budget, whichever comes first", "[train]") {
+  test::TempDir d;
+  auto o = base_overrides(d, write_docs(d));  // pad mode: 8 documents -> 8 samples
+  o.push_back("trainer.micro_batch_size=2");
+  auto plan = [&](std::vector<std::string> extra) {
+    auto all = o;
+    all.insert(all.end(), extra.begin(), extra.end());
+    auto cfg = test::resolve("{}", all).values;
+    return train::Trainer(cfg, cfg.run.output_dir).total_steps();
+  };
+  CHECK(plan({"trainer.max_steps=7"}) == 7);
+  CHECK(plan({"trainer.max_epochs=3"}) == 12);                          // 4 batches per epoch
+  CHECK(plan({"trainer.max_epochs=3", "trainer.grad_accum_steps=2"}) == 6);
+  CHECK(plan({"trainer.max_tokens=960"}) == 10);                        // 2 x 48 tokens per step
+  CHECK(plan({"trainer.max_tokens=1K", "trainer.max_steps=3"}) == 3);
+}
+
+TEST_CASE("bf16 autocast trains on the CPU", "[train][slow]") {
+  test::TempDir d;
+  auto docs = write_docs(d);
+  auto o = base_overrides(d, docs);
+  o.insert(o.end(), {"trainer.precision=bf16", "trainer.max_steps=30", "trainer.micro_batch_size=4",
+                     "data.validation=" + docs.string()});
+  auto cfg = test::resolve("{}", o).values;
+  train::Trainer trainer(cfg, cfg.run.output_dir);
+  const double before = trainer.evaluate();
+  trainer.train();
+  CHECK(trainer.evaluate() < before * 0.8);
+  auto fp16 = o;
+  fp16.push_back("trainer.precision=fp16");
+  auto cfg16 = test::resolve("{}", fp16).values;
+  if (!torch::cuda::is_available()) {
+    CHECK_THROWS_WITH(train::Trainer(cfg16, cfg16.run.output_dir), Catch::Matchers::Contains("fp16 needs a CUDA device"));
+  }
+}
+
 TEST_CASE("a vocabulary larger than the model's is a config error", "[train]") {
   test::TempDir d;
   auto o = base_overrides(d, write_docs(d));
