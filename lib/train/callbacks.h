@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace hftrain::train {
 
@@ -14,6 +15,7 @@ struct TrainState {
   int64_t total_steps = 0;
   double epoch = 0;         // fractional epochs of training data consumed
   int64_t tokens_seen = 0;  // input tokens processed
+  double data_wait_s = 0;   // total time the loop waited for training data
   std::optional<double> best_eval_loss;
   int64_t best_step = 0;
   bool should_stop = false;
@@ -24,9 +26,7 @@ struct StepStats {
   double loss = 0;  // mean per target token over the logging window
   double lr = 0;
   double grad_norm = 0;
-  double tokens_per_s = 0;
-  double step_time_ms = 0;
-  double data_wait_ms = 0;
+  std::optional<double> peak_mem_mb;
   bool skipped = false;  // fp16 overflow: the step was not applied
 };
 
@@ -39,6 +39,7 @@ class Callback {
   virtual void on_evaluate(TrainState&, double /*eval_loss*/) {}
   virtual void on_save(TrainState&, const std::filesystem::path&) {}
   virtual void on_train_end(TrainState&) {}
+  virtual void on_message(TrainState&, const std::string& /*line*/) {}  // things worth telling the user
 };
 
 // Stops training after `patience` evaluations whose loss did not beat the best by more than

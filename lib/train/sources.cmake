@@ -1,6 +1,7 @@
 set(HFTRAIN_TRAIN_CORE_SOURCES
   baseline.cpp
-  callbacks.cpp)
+  callbacks.cpp
+  metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   precision.cpp
   step_math.cpp

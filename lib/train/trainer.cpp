@@ -8,10 +8,9 @@
 #include "metrics/memory.h"
 #include "metrics/mfu.h"
 #include "model/saved_model.h"
-#include "metrics/recorder.h"
-#include "metrics/throughput.h"
 #include "optim/lr_schedule.h"
 #include "train/baseline.h"
+#include "train/metrics_callback.h"
 #include "train/precision.h"
 #include "train/step_math.h"
 #include "train/wiring.h"
@@ -186,27 +185,28 @@ TrainResult Trainer::train() {
     callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
   }
 
+  // The metrics are the first callback: they see every event before anything else reacts to it.
   metrics::RecorderOptions ro;
   ro.run_dir = run_dir_;
   ro.total_steps = total_steps_;
   ro.mfu = mfu_options(device_, model_, config_);
-  metrics::Recorder recorder(ro);
-  metrics::ThroughputTracker throughput;
-  throughput.start(now_s(), 0, 0);
+  callbacks_.insert(callbacks_.begin(), std::make_shared<MetricsCallback>(ro));
+  auto notify = [&](const std::string& line) {
+    for (auto& cb : callbacks_) cb->on_message(state, line);
+  };
+  state.data_wait_s = loaders_.train->data_wait_seconds();
+  for (auto& cb : callbacks_) cb->on_train_begin(state);
   if (loaders_.validation) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
-    recorder.message("unigram baseline (validation loss of token frequencies alone): " +
-                     std::to_string(*result.unigram_baseline));
+    notify("unigram baseline (validation loss of token frequencies alone): " + std::to_string(*result.unigram_baseline));
   }
-  for (auto& cb : callbacks_) cb->on_train_begin(state);
   util::log::info("training " + std::to_string(model_->non_embedding_parameters()) + " non-embedding parameters on " +
                   device_.str() + " for " + std::to_string(total_steps_) + " steps");
 
   auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   auto window_loss = torch::zeros({}, f32);  // running sum on the device: no sync until logging
   int64_t window_targets = 0;
-  double wait_before = loaders_.train->data_wait_seconds();
   const auto& train_loader = *loaders_.train;
   const double samples = static_cast<double>(std::max<uint64_t>(1, train_loader.num_samples()));
   torch::Tensor grad_norm;
@@ -243,10 +243,7 @@ TrainResult Trainer::train() {
 
     state.step = step + 1;
     state.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
-    const double wait_now = loaders_.train->data_wait_seconds();
-    throughput.record(now_s(), state.step, state.tokens_seen, wait_now - wait_before);
-    wait_before = wait_now;
-    recorder.tick(throughput);
+    state.data_wait_s = loaders_.train->data_wait_seconds();
     for (auto& cb : callbacks_) cb->on_step_end(state);
 
     if (state.step % t.log_every == 0 || state.step == total_steps_) {
@@ -254,30 +251,15 @@ TrainResult Trainer::train() {
       s.loss = window_loss.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets));
       s.lr = config_.optimizer.lr * factor;
       s.grad_norm = grad_norm.item<double>();
-      s.tokens_per_s = throughput.tokens_per_s();
-      s.step_time_ms = throughput.step_time_ms();
-      s.data_wait_ms = throughput.data_wait_ms();
+      s.peak_mem_mb = peak_memory_mib(device_);
       s.skipped = skipped;
       window_loss.zero_();
       window_targets = 0;
       result.last_loss = s.loss;
-      metrics::StepMetrics m;
-      m.step = state.step;
-      m.epoch = state.epoch;
-      m.loss = s.loss;
-      m.lr = s.lr;
-      m.grad_norm = s.grad_norm;
-      m.tokens_seen = state.tokens_seen;
-      m.tokens_per_s = s.tokens_per_s;
-      m.step_time_ms = s.step_time_ms;
-      m.data_wait_ms = s.data_wait_ms;
-      m.peak_mem_mb = peak_memory_mib(device_);
-      recorder.log_step(m);
       for (auto& cb : callbacks_) cb->on_log(state, s);
     }
     if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == total_steps_)) {
       const double eval_loss = evaluate();
-      recorder.log_eval(metrics::EvalMetrics{state.step, state.epoch, eval_loss});
       if (!state.best_eval_loss || eval_loss < *state.best_eval_loss) {
         state.best_eval_loss = eval_loss;
         state.best_step = state.step;
@@ -288,12 +270,12 @@ TrainResult Trainer::train() {
     if (stop_signal_ && stop_signal_->load() != 0) {
       result.interrupted = true;
       result.signal = stop_signal_->load();
-      recorder.message("signal " + std::to_string(result.signal) + ": stopping after step " + std::to_string(state.step));
+      notify("signal " + std::to_string(result.signal) + ": stopping after step " + std::to_string(state.step));
       break;
     }
     if (state.should_stop) {
-      recorder.message("early stopping at step " + std::to_string(state.step) + " (best eval loss at step " +
-                       std::to_string(state.best_step) + ")");
+      notify("early stopping at step " + std::to_string(state.step) + " (best eval loss at step " +
+             std::to_string(state.best_step) + ")");
       break;
     }
   }
