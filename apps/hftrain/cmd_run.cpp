@@ -13,9 +13,7 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
-#include "model/saved_model.h"
 #include "train/trainer.h"
-#include "train/wiring.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -66,9 +64,9 @@ int run(const RunArgs& a) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   train::Trainer trainer(cfg, run_dir, &g_stop_signal);
-  const train::TrainResult result = trainer.train();
+  train::TrainResult result = trainer.train();
   const auto final_dir = run_dir / "final";
-  model::save_model_dir(final_dir, trainer.model(), train::tokenizer_options(cfg).kind, &trainer.tokenizer());
+  trainer.save_model(final_dir, result.state);
   std::string summary = "trained " + std::to_string(result.state.step) + " steps, last loss " +
                         std::to_string(result.last_loss);
   if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);

@@ -166,6 +166,11 @@ double Trainer::evaluate() {
   return targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
 }
 
+void Trainer::save_model(const std::filesystem::path& dir, TrainState& state) {
+  model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
+  for (auto& cb : callbacks_) cb->on_save(state, dir);
+}
+
 TrainResult Trainer::train() {
   const auto& t = config_.trainer;
   TrainResult result;

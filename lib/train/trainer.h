@@ -38,6 +38,9 @@ class Trainer {
   TrainResult train();
   // Mean loss per target token over the validation split (or trainer.eval_batches of it).
   double evaluate();
+  // Saves the model and its tokenizer as a model directory (what `generate` and model.from read)
+  // and tells the callbacks (on_save).
+  void save_model(const std::filesystem::path& dir, TrainState& state);
 
   model::Transformer& model() { return model_; }
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
