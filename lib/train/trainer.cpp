@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <chrono>
 #include <cmath>
 
 #include <torch/torch.h>
@@ -23,11 +22,6 @@
 
 namespace hftrain::train {
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
