@@ -3,7 +3,9 @@
 set(HFTRAIN_CORE_SOURCES
   util/env.cpp
   util/error.cpp
+  util/file_writer.cpp
   util/fs.cpp
+  util/hash.cpp
   util/log.cpp
   util/strings.cpp
   config/diagnostics.cpp

@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/log.h"
 
 namespace hftrain::data {
@@ -24,15 +25,6 @@ struct Header {
   uint64_t num_docs;
   uint64_t key_bytes;
 };
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -165,7 +157,7 @@ CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, fs::path>>&
   }
   const std::string key = cache_key(files, chat, tokenizer);
   const fs::path dir = options.dir.empty() ? default_cache_dir(util::Environment::process()) : fs::path(options.dir);
-  const fs::path file = dir / ("tokens-" + hex(fnv1a(key)) + ".bin");
+  const fs::path file = dir / ("tokens-" + hex(util::hash64(key)) + ".bin");
   if (auto corpus = map_cache(file, key)) {
     result.corpus = std::move(corpus);
     result.hit = true;

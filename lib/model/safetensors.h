@@ -1,9 +1,8 @@
-// The safetensors format: 8-byte little-endian header length, a JSON header mapping each tensor
-// name to {dtype, shape, data_offsets} (plus optional "__metadata__" strings), then the tensor
-// bytes. The reader is strict, because files come from outside: header length within the file,
-// offsets inside the data, contiguous and non-overlapping, byte counts consistent with dtype and
-// shape, no duplicate names. A hostile file gets a CheckpointError, never a crash or an allocation
-// the size of a lie. No code runs on load.
+// Reading and writing safetensors files as torch tensors. The header's format and its strict
+// checks live in safetensors_header.h (torch-free): header length within the file, offsets inside
+// the data, contiguous and non-overlapping, byte counts consistent with dtype and shape, no
+// duplicate names. A hostile file gets a CheckpointError, never a crash or an allocation the size
+// of a lie. No code runs on load.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +12,12 @@
 #include <vector>
 
 #include <torch/types.h>
+
+#include "model/safetensors_header.h"
+
+namespace hftrain::util {
+class FileWriter;
+}
 
 namespace hftrain::model {
 
@@ -26,5 +31,16 @@ TensorList read_safetensors(const std::filesystem::path& path,
 // (temporary file, fsync, rename). Throws IoError naming the path.
 void write_safetensors(const std::filesystem::path& path, const TensorList& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// Streams the same file format into `out`: the header, then each tensor's bytes in name order,
+// copying one tensor at a time to contiguous CPU memory (peak extra memory: the largest tensor,
+// not the file). Does not close `out`. Returns the header it wrote. Throws IoError (from `out`,
+// or for a dtype safetensors cannot store).
+SafetensorsHeader write_safetensors_to(util::FileWriter& out, const TensorList& tensors,
+                                       const std::map<std::string, std::string>& metadata = {});
+
+// The safetensors dtype name of a torch dtype ("F32", "BF16", ...). Throws IoError for a dtype
+// safetensors cannot store here.
+std::string safetensors_dtype_name(torch::ScalarType type);
 
 }  // namespace hftrain::model

@@ -1,13 +1,11 @@
 #include "model/saved_model.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "data/tokenizer_json.h"
 #include "model/safetensors.h"
 #include "util/error.h"
+#include "util/file_writer.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -33,22 +32,6 @@ constexpr const char* kDirHint =
     "give a model directory (with model.json, model.safetensors, tokenizer.json) or a run "
     "directory "
     "(with final/ or checkpoint-N/)";
-
-[[noreturn]] void io_fail(const std::string& action, const fs::path& path, int err) {
-  throw util::IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err),
-                      err == ENOSPC ? "free some disk space" : "check that the folder is writable");
-}
-
-// A rename is only durable once the folder holding the name is flushed.
-void fsync_dir(const fs::path& dir) {
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) io_fail("open folder", d, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) io_fail("fsync folder", d, err);
-}
 
 std::string byte_tokenizer_text(const std::vector<std::string>& specials) {
   nlohmann::ordered_json j{{kByteMarkerKey, "byte"}, {"special_tokens", specials}};
@@ -75,28 +58,6 @@ std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
   return data::tokenizer_json_text(*bpe);
 }
 
-// Puts the finished `tmp` in place of `dir`. With an existing `dir` the two are swapped in one
-// step (renameat2 RENAME_EXCHANGE), so no instant exists without a complete `dir`; filesystems
-// without it get rename-aside, rename-in.
-void publish_dir(const fs::path& tmp, const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(dir, ec))) {
-    if (::rename(tmp.c_str(), dir.c_str()) != 0) io_fail("rename into", dir, errno);
-    return;
-  }
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
-    fs::remove_all(tmp, ec);  // now the old directory
-    return;
-  }
-  if (errno != EINVAL && errno != ENOSYS) io_fail("replace", dir, errno);
-  fs::path old = dir;
-  old += ".old-" + std::to_string(::getpid());
-  fs::remove_all(old, ec);
-  if (::rename(dir.c_str(), old.c_str()) != 0) io_fail("move aside", dir, errno);
-  if (::rename(tmp.c_str(), dir.c_str()) != 0) io_fail("rename into", dir, errno);
-  fs::remove_all(old, ec);
-}
-
 std::string list_some(const std::vector<std::string>& items) {
   constexpr size_t kShown = 8;
   std::vector<std::string> shown(items.begin(),
@@ -117,9 +78,10 @@ std::string shape_string(const torch::Tensor& t) {
   return s;
 }
 
-void load_weights(Transformer& model, const fs::path& path) {
-  std::map<std::string, torch::Tensor> stored;
-  for (auto& [name, tensor] : read_safetensors(path)) stored.emplace(name, tensor);
+using StoredTensors = std::map<std::string, torch::Tensor>;
+
+// Copies `stored` (read from `source`, which names the weights in errors) into the parameters.
+void load_weights(Transformer& model, StoredTensors stored, const fs::path& source) {
   std::vector<std::string> missing, misshaped;
   torch::NoGradGuard no_grad;
   for (auto& [name, param] : model->parameters_by_name()) {
@@ -140,14 +102,80 @@ void load_weights(Transformer& model, const fs::path& path) {
   std::vector<std::string> unexpected;
   for (const auto& entry : stored) unexpected.push_back(entry.first);
   if (missing.empty() && misshaped.empty() && unexpected.empty()) return;
-  std::string message = path.string() + " does not match model.json:";
+  std::string message = source.string() + " does not match model.json:";
   if (!missing.empty()) message += " missing " + list_some(missing) + ";";
   if (!misshaped.empty()) message += " wrong shape or type " + list_some(misshaped) + ";";
   if (!unexpected.empty()) message += " unexpected " + list_some(unexpected) + ";";
   message.pop_back();
   throw util::CheckpointError(message,
-                              "model.safetensors and model.json come from different models, or the "
+                              "the weights and model.json come from different models, or the "
                               "directory is damaged; use another checkpoint");
+}
+
+StoredTensors read_single(const fs::path& path) {
+  StoredTensors stored;
+  for (auto& [name, tensor] : read_safetensors(path)) stored.emplace(name, std::move(tensor));
+  return stored;
+}
+
+// The Hugging Face sharded layout: every shard the index lists must exist, and every tensor must
+// sit in exactly the shard the index names.
+StoredTensors read_sharded(const fs::path& index_path) {
+  const std::string where = index_path.string();
+  const char* hint = "the index and its shards do not belong together, or the directory is damaged";
+  const Json index =
+      Json::parse(util::read_file<util::CheckpointError>(index_path, "weights index"), nullptr,
+                  /*allow_exceptions=*/false);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    throw util::CheckpointError(
+        where + ": not a safetensors index (a JSON object with a \"weight_map\" object)", hint);
+  }
+  std::map<std::string, std::string> shard_of;
+  std::set<std::string> shard_files;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    const std::string file = shard.is_string() ? shard.get<std::string>() : "";
+    if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos) {
+      throw util::CheckpointError(where + ": weight_map[\"" + name + "\"] is " + shard.dump() +
+                                      ", not a file name in the same folder",
+                                  hint);
+    }
+    shard_of[name] = file;
+    shard_files.insert(file);
+  }
+  StoredTensors stored;
+  std::map<std::string, std::string> found_in;
+  std::vector<std::string> unlisted, misplaced, duplicated;
+  for (const auto& file : shard_files) {
+    const fs::path shard_path = index_path.parent_path() / file;
+    std::error_code ec;
+    if (!fs::exists(shard_path, ec)) {
+      throw util::CheckpointError(where + " lists shard " + file + ", which is missing", hint);
+    }
+    for (auto& [name, tensor] : read_safetensors(shard_path)) {
+      auto it = shard_of.find(name);
+      if (it == shard_of.end()) {
+        unlisted.push_back(name + " (in " + file + ")");
+      } else if (!found_in.emplace(name, file).second) {
+        duplicated.push_back(name + " (in " + found_in[name] + " and " + file + ")");
+      } else if (it->second != file) {
+        misplaced.push_back(name + " (in " + file + ", listed in " + it->second + ")");
+      } else {
+        stored.emplace(name, std::move(tensor));
+      }
+    }
+  }
+  std::vector<std::string> absent;
+  for (const auto& [name, file] : shard_of) {
+    if (!found_in.count(name)) absent.push_back(name + " (listed in " + file + ")");
+  }
+  if (unlisted.empty() && misplaced.empty() && duplicated.empty() && absent.empty()) return stored;
+  std::string message = where + " does not match its shards:";
+  if (!absent.empty()) message += " missing " + list_some(absent) + ";";
+  if (!unlisted.empty()) message += " not in the weight_map " + list_some(unlisted) + ";";
+  if (!misplaced.empty()) message += " in the wrong shard " + list_some(misplaced) + ";";
+  if (!duplicated.empty()) message += " in more than one shard " + list_some(duplicated) + ";";
+  message.pop_back();
+  throw util::CheckpointError(message, hint);
 }
 
 fs::path required_file(const fs::path& dir, const char* name) {
@@ -164,16 +192,21 @@ fs::path required_file(const fs::path& dir, const char* name) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> model_text_files(
+    const Transformer& model, data::TokenizerKind kind, const data::Tokenizer* tokenizer) {
+  return {{kModelSpecFile, model->spec().to_json()},
+          {kTokenizerFile, tokenizer_text(model, kind, tokenizer)}};
+}
+
 void write_model_files(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
                        const data::Tokenizer* tokenizer) {
-  const std::string tok_text = tokenizer_text(model, kind, tokenizer);
+  const auto text_files = model_text_files(model, kind, tokenizer);
   TensorList tensors;
   for (const auto& [name, p] : model->parameters_by_name()) {
     tensors.emplace_back(name, p.detach().to(torch::kCPU, torch::kFloat32));
   }
   write_safetensors(dir / kModelWeightsFile, tensors, {{"format", "pt"}});
-  util::atomic_write_file(dir / kModelSpecFile, model->spec().to_json());
-  util::atomic_write_file(dir / kTokenizerFile, tok_text);
+  for (const auto& [name, text] : text_files) util::atomic_write_file(dir / name, text);
 }
 
 void save_model_dir(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
@@ -184,14 +217,12 @@ void save_model_dir(const fs::path& dir, const Transformer& model, data::Tokeniz
   tmp += ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);  // left by a crashed save of an earlier process with our pid
-  if (!fs::create_directories(tmp, ec) || ec) {
-    throw util::IoError("cannot create " + tmp.string() + ": " + ec.message(),
-                        "check that the folder is writable");
-  }
+  if (!fs::create_directories(tmp, ec) || ec)
+    throw util::io_error("create", tmp, ec ? ec.value() : EEXIST);
   try {
     write_model_files(tmp, model, kind, tokenizer);
-    publish_dir(tmp, dir);
-    fsync_dir(dir.parent_path());
+    util::publish_dir(tmp, dir);
+    util::fsync_dir(dir.parent_path());
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -269,7 +300,11 @@ LoadedModel load_model_dir(const fs::path& path) {
   LoadedModel out;
   out.dir = resolve_model_dir(path);
   const fs::path spec_path = required_file(out.dir, kModelSpecFile);
-  const fs::path weights_path = required_file(out.dir, kModelWeightsFile);
+  std::error_code ec;
+  const bool sharded = !fs::exists(out.dir / kModelWeightsFile, ec) &&
+                       fs::exists(out.dir / kModelWeightsIndexFile, ec);
+  const fs::path weights_path =
+      required_file(out.dir, sharded ? kModelWeightsIndexFile : kModelWeightsFile);
   const fs::path tokenizer_path = required_file(out.dir, kTokenizerFile);
   const ModelSpec spec = ModelSpec::from_json(
       util::read_file<util::CheckpointError>(spec_path, "model description"), spec_path.string());
@@ -289,7 +324,8 @@ LoadedModel load_model_dir(const fs::path& path) {
     out.model = Transformer(spec);
     global.set_state(state);
   }
-  load_weights(out.model, weights_path);
+  load_weights(out.model, sharded ? read_sharded(weights_path) : read_single(weights_path),
+               weights_path);
   out.model->eval();
   return out;
 }

@@ -1,6 +1,9 @@
 // A model directory: everything `generate` (and later `eval`) needs to rebuild a trained model.
 // The trainer writes one into <run.output_dir>/final/ and into each checkpoint folder:
-//   model.safetensors  the parameters by Transformer::parameters_by_name(), fp32
+//   model.safetensors  the parameters by Transformer::parameters_by_name(), fp32; or, sharded in
+//                      the Hugging Face layout, model.safetensors.index.json ({"metadata":
+//                      {"total_size": N}, "weight_map": {tensor: shard file}}) plus the shards
+//                      model-00001-of-00003.safetensors, ...
 //   model.json         ModelSpec::to_json()
 //   tokenizer.json     the Hugging Face file for BPE; for the byte tokenizer a small hftrain file,
 //                      {"hftrain_tokenizer": "byte", "special_tokens": [...]}
@@ -8,6 +11,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "data/tokenizer.h"
 #include "model/transformer.h"
@@ -15,6 +21,7 @@
 namespace hftrain::model {
 
 inline constexpr const char* kModelWeightsFile = "model.safetensors";
+inline constexpr const char* kModelWeightsIndexFile = "model.safetensors.index.json";
 inline constexpr const char* kModelSpecFile = "model.json";
 inline constexpr const char* kTokenizerFile = "tokenizer.json";
 
@@ -32,6 +39,13 @@ void save_model_dir(const std::filesystem::path& dir, const Transformer& model,
 void write_model_files(const std::filesystem::path& dir, const Transformer& model,
                        data::TokenizerKind kind, const data::Tokenizer* tokenizer);
 
+// The {file name, content} of the model directory's text files (model.json, tokenizer.json):
+// what write_model_files writes besides the weights, for a caller that stages them itself.
+// Same errors as save_model_dir.
+std::vector<std::pair<std::string, std::string>> model_text_files(const Transformer& model,
+                                                                  data::TokenizerKind kind,
+                                                                  const data::Tokenizer* tokenizer);
+
 struct LoadedModel {
   Transformer model{nullptr};                  // on the CPU, fp32, in eval mode
   std::unique_ptr<data::Tokenizer> tokenizer;  // vocab_size() <= the model's
@@ -44,10 +58,12 @@ struct LoadedModel {
 // checkpoint-9). Throws CheckpointError naming `path` when it is none of these.
 std::filesystem::path resolve_model_dir(const std::filesystem::path& path);
 
-// Loads a model directory (or a run directory, via resolve_model_dir). Throws CheckpointError
-// naming the file for anything missing, malformed or inconsistent (every missing, unexpected or
-// mis-shaped tensor at once), and for a tokenizer larger than the model's vocabulary; DataError
-// from the tokenizer.json parser.
+// Loads a model directory (or a run directory, via resolve_model_dir), with model.safetensors or,
+// when that is absent, the sharded model.safetensors.index.json. Throws CheckpointError naming the
+// file for anything missing, malformed or inconsistent (every missing, unexpected or mis-shaped
+// tensor at once; for sharded weights also a listed shard that is missing, a tensor in no shard
+// or more than one, or in another shard than the index says), and for a tokenizer larger than the
+// model's vocabulary; DataError from the tokenizer.json parser.
 LoadedModel load_model_dir(const std::filesystem::path& path);
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.

@@ -1,4 +1,5 @@
 set(HFTRAIN_MODEL_CORE_SOURCES
+  safetensors_header.cpp
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp

@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/file_writer.h"
 
 namespace hftrain::util {
 namespace fs = std::filesystem;
@@ -49,55 +51,42 @@ template std::string read_file<CheckpointError>(const fs::path&, const std::stri
 template std::string read_file<IoError>(const fs::path&, const std::string&, size_t);
 template std::string read_file<UsageError>(const fs::path&, const std::string&, size_t);
 
-namespace {
-
-[[noreturn]] void fail(const std::string& action, const fs::path& path, int err) {
-  throw IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err),
-                err == ENOSPC ? "free some disk space" : "check that the folder is writable");
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) fail("open folder", dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) fail("fsync folder", dir, err);
-}
-
-}  // namespace
-
 void atomic_write_file(const fs::path& path, const std::string& content) {
-  const fs::path dir = path.parent_path();
+  atomic_write_with(path, [&content](FileWriter& out) { out.write(content); });
+}
+
+void atomic_write_with(const fs::path& path, const std::function<void(FileWriter&)>& fill) {
   fs::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", tmp, errno);
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("write", tmp, err);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
+  try {
+    FileWriter out(tmp);
+    fill(out);
+    out.close();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw io_error("rename into", path, errno);
+  } catch (...) {
     ::unlink(tmp.c_str());
-    fail("flush", tmp, err);
+    throw;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("rename into", path, err);
+  fsync_dir(path.parent_path());
+}
+
+void publish_dir(const fs::path& staged, const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) {
+    if (::rename(staged.c_str(), dir.c_str()) != 0) throw io_error("rename into", dir, errno);
+    return;
   }
-  fsync_dir(dir);
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(staged, ec);  // now the old folder
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS) throw io_error("replace", dir, errno);
+  fs::path old = dir;
+  old += ".old-" + std::to_string(::getpid());
+  fs::remove_all(old, ec);
+  if (::rename(dir.c_str(), old.c_str()) != 0) throw io_error("move aside", dir, errno);
+  if (::rename(staged.c_str(), dir.c_str()) != 0) throw io_error("rename into", dir, errno);
+  fs::remove_all(old, ec);
 }
 
 }  // namespace hftrain::util

@@ -5,6 +5,23 @@ find_package(CLI11 REQUIRED CONFIG)
 find_package(fmt REQUIRED CONFIG)
 find_package(spdlog REQUIRED CONFIG)
 find_package(nlohmann_json 3.10 REQUIRED CONFIG)
+# nlohmann-json is header-only and is used next to LibTorch too. Its include directory is the
+# Debian prefix's usr/include, which also holds Debian's fmt 9 (the clash CONTRIBUTING.md
+# explains), so the torch targets get a folder of their own holding only a link to nlohmann/.
+get_target_property(_hftrain_json_dirs nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
+find_path(_hftrain_json_root nlohmann/json.hpp PATHS ${_hftrain_json_dirs} NO_DEFAULT_PATH)
+if(NOT _hftrain_json_root)
+  find_path(_hftrain_json_root nlohmann/json.hpp REQUIRED)
+endif()
+set(HFTRAIN_JSON_ONLY_INCLUDE_DIR ${CMAKE_BINARY_DIR}/include-json-only)
+file(MAKE_DIRECTORY ${HFTRAIN_JSON_ONLY_INCLUDE_DIR})
+file(CREATE_LINK ${_hftrain_json_root}/nlohmann ${HFTRAIN_JSON_ONLY_INCLUDE_DIR}/nlohmann SYMBOLIC)
+# xxHash (checksums) is used header-only (XXH_INLINE_ALL in util/hash.cpp): nothing to link.
+find_path(HFTRAIN_XXHASH_INCLUDE_DIR xxhash.h)
+if(NOT HFTRAIN_XXHASH_INCLUDE_DIR)
+  message(FATAL_ERROR "xxhash.h not found: install the Debian package libxxhash-dev "
+                      "(scripts/setup.sh does), or pass -DHFTRAIN_XXHASH_INCLUDE_DIR=<dir>")
+endif()
 if(HFTRAIN_BUILD_TESTS)
   find_package(Catch2 REQUIRED CONFIG)
 endif()

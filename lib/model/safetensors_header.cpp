@@ -1,0 +1,184 @@
+#include "model/safetensors_header.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace hftrain::model {
+namespace {
+
+using Json = nlohmann::json;
+using util::CheckpointError;
+
+struct DtypeSize {
+  const char* name;
+  size_t bytes;
+};
+constexpr DtypeSize kDtypes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},
+                                 {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}};
+
+constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // the reference library's limit
+
+CheckpointError bad(const std::string& where, const std::string& what) {
+  return CheckpointError(where + ": not a valid safetensors file: " + what,
+                         "the file is damaged or not safetensors; re-create or re-download it");
+}
+
+SafetensorsEntry parse_entry(const std::string& name, const Json& info, uint64_t data_size,
+                             const std::string& where) {
+  if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+      !info.contains("data_offsets") || !info["dtype"].is_string() || !info["shape"].is_array() ||
+      !info["data_offsets"].is_array() || info["data_offsets"].size() != 2) {
+    throw bad(where, "tensor '" + name + "' lacks dtype, shape or a pair of data_offsets");
+  }
+  SafetensorsEntry e{name, info["dtype"].get<std::string>(), {}, 0, 0};
+  const size_t element_size = safetensors_dtype_size(e.dtype);
+  if (element_size == 0)
+    throw bad(where, "tensor '" + name + "' has unsupported dtype " + info["dtype"].dump());
+  uint64_t elements = 1;
+  for (const auto& d : info["shape"]) {
+    if (!d.is_number_unsigned())
+      throw bad(where, "tensor '" + name + "' has a bad shape " + info["shape"].dump());
+    const uint64_t dim = d.get<uint64_t>();
+    if (dim != 0 && elements > std::numeric_limits<uint64_t>::max() / 8 / dim) {
+      throw bad(where, "tensor '" + name + "' shape overflows");
+    }
+    elements *= dim;
+    e.shape.push_back(static_cast<int64_t>(dim));
+  }
+  for (const auto& o : info["data_offsets"]) {
+    if (!o.is_number_unsigned()) throw bad(where, "tensor '" + name + "' has bad data_offsets");
+  }
+  e.begin = info["data_offsets"][0].get<uint64_t>();
+  e.end = info["data_offsets"][1].get<uint64_t>();
+  if (e.begin > e.end || e.end > data_size) {
+    throw bad(where, "tensor '" + name + "' offsets [" + std::to_string(e.begin) + ", " +
+                         std::to_string(e.end) + ") lie outside the " + std::to_string(data_size) +
+                         " data bytes");
+  }
+  if (e.end - e.begin != elements * element_size) {
+    throw bad(where, "tensor '" + name + "' holds " + std::to_string(e.end - e.begin) +
+                         " bytes but its shape and dtype need " +
+                         std::to_string(elements * element_size));
+  }
+  return e;
+}
+
+}  // namespace
+
+size_t safetensors_dtype_size(std::string_view dtype) {
+  for (const auto& d : kDtypes) {
+    if (dtype == d.name) return d.bytes;
+  }
+  return 0;
+}
+
+uint64_t safetensors_header_length(std::string_view first_bytes, uint64_t file_size,
+                                   const std::string& where) {
+  if (file_size < 8 || first_bytes.size() < 8)
+    throw bad(where, "shorter than its 8-byte header length");
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i)
+    len = (len << 8) | static_cast<uint8_t>(first_bytes[static_cast<size_t>(i)]);
+  if (len > kMaxHeader || len > file_size - 8) {
+    throw bad(where,
+              "header length " + std::to_string(len) + " exceeds the file or the 100 MB limit");
+  }
+  return len;
+}
+
+SafetensorsHeader parse_safetensors_header(std::string_view head, uint64_t file_size,
+                                           const std::string& where) {
+  const uint64_t header_len = safetensors_header_length(head, file_size, where);
+  if (head.size() < 8 + header_len) throw bad(where, "the header is cut short");
+  const char* text = head.data() + 8;
+  Json header;
+  std::vector<std::string>
+      keys;  // top-level names as written: nlohmann keeps only the last duplicate
+  try {
+    header = Json::parse(text, text + header_len,
+                         [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+                           if (depth == 1 && event == Json::parse_event_t::key)
+                             keys.push_back(parsed.get<std::string>());
+                           return true;
+                         });
+  } catch (const Json::exception& e) {
+    throw bad(where, std::string("header is not JSON (") + e.what() + ")");
+  }
+  std::sort(keys.begin(), keys.end());
+  if (auto dup = std::adjacent_find(keys.begin(), keys.end()); dup != keys.end()) {
+    throw bad(where, "duplicate tensor name '" + *dup + "'");
+  }
+  if (!header.is_object()) throw bad(where, "header is not a JSON object");
+
+  SafetensorsHeader out;
+  out.data_start = 8 + header_len;
+  const uint64_t data_size = file_size - out.data_start;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__") {
+      if (!info.is_object()) throw bad(where, "__metadata__ is not an object");
+      for (const auto& [k, v] : info.items()) {
+        if (!v.is_string()) throw bad(where, "__metadata__." + k + " is not a string");
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    out.tensors.push_back(parse_entry(name, info, data_size, where));
+  }
+  std::sort(out.tensors.begin(), out.tensors.end(),
+            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
+  uint64_t expected = 0;
+  for (const auto& e : out.tensors) {
+    if (e.begin != expected)
+      throw bad(where, "tensor data is not contiguous at '" + e.name + "' (gap or overlap)");
+    expected = e.end;
+  }
+  if (expected != data_size) throw bad(where, "trailing bytes after the last tensor");
+  return out;
+}
+
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (!std::filesystem::exists(path, ec))
+      throw CheckpointError("cannot open " + where + ": no such file");
+    throw CheckpointError(where + " is not a regular file");
+  }
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) throw CheckpointError("cannot open " + where + ": " + std::strerror(errno));
+  std::string head(static_cast<size_t>(std::min<uint64_t>(size, 8)), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  const uint64_t len = safetensors_header_length(head, size, where);
+  head.resize(static_cast<size_t>(8 + len));
+  in.read(head.data() + 8, static_cast<std::streamsize>(len));
+  if (!in)
+    throw CheckpointError("cannot read " + where +
+                          ": the file is shorter than it was a moment ago");
+  return parse_safetensors_header(head, size, where);
+}
+
+std::string format_safetensors_header(const std::vector<SafetensorsEntry>& tensors,
+                                      const std::map<std::string, std::string>& metadata) {
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  for (const auto& e : tensors) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {e.begin, e.end}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  const uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
+  return out + text;
+}
+
+}  // namespace hftrain::model
