@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "optim/state_io.h"
+
 namespace hftrain::optim {
 namespace {
 
@@ -12,7 +14,7 @@ torch::Tensor rms(const torch::Tensor& t) {
 }
 
 struct AdafactorState {
-  int64_t step = 0;
+  int64_t step = 0;              // 0: no state yet (the tensors below are undefined)
   torch::Tensor exp_avg;         // first moment, when beta1 is set
   torch::Tensor exp_avg_sq_row;  // factored second moment: (..., rows)
   torch::Tensor exp_avg_sq_col;  // (..., cols)
@@ -24,6 +26,55 @@ class Adafactor : public Optimizer {
   Adafactor(std::vector<ParamGroup> groups, const config::AdafactorConfig& config)
       : Optimizer(std::move(groups)), config_(config) {
     for (const auto& g : groups_) state_.resize(state_.size() + g.params.size());
+  }
+
+  OptimizerState state() const override {
+    OptimizerState out;
+    out.meta = detail::base_meta("adafactor", groups_);
+    nlohmann::json steps = nlohmann::json::object();
+    size_t k = 0;
+    for (const auto& g : groups_) {
+      for (const auto& name : g.names) {
+        const auto& st = state_[k++];
+        if (st.step == 0) continue;
+        steps[name] = st.step;
+        detail::add_tensor(out, name, "exp_avg", st.exp_avg);
+        detail::add_tensor(out, name, "exp_avg_sq_row", st.exp_avg_sq_row);
+        detail::add_tensor(out, name, "exp_avg_sq_col", st.exp_avg_sq_col);
+        detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
+      }
+    }
+    out.meta["steps"] = std::move(steps);
+    out.meta["hyperparameters"] = {
+        {"beta1", config_.beta1 ? nlohmann::json(*config_.beta1) : nlohmann::json()},
+        {"decay_rate", config_.decay_rate},
+        {"clip_threshold", config_.clip_threshold},
+        {"eps1", config_.eps1},
+        {"eps2", config_.eps2},
+        {"scale_parameter", config_.scale_parameter}};
+    return out;
+  }
+
+  void load_state(const OptimizerState& state) override {
+    detail::StateLayout layout{"adafactor", /*counts_steps=*/true,
+                               [&](size_t, const torch::Tensor& p) { return specs(p); }};
+    std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);
+    std::vector<AdafactorState> fresh(loaded.size());
+    for (size_t k = 0; k < loaded.size(); ++k) {
+      auto& in = loaded[k];
+      if (!in.has_state) continue;
+      auto& st = fresh[k];
+      st.step = in.step;
+      size_t t = 0;
+      if (config_.beta1) st.exp_avg = in.tensors[t++];
+      if (in.tensors.size() - t == 2) {
+        st.exp_avg_sq_row = in.tensors[t++];
+        st.exp_avg_sq_col = in.tensors[t++];
+      } else {
+        st.exp_avg_sq = in.tensors[t++];
+      }
+    }
+    state_ = std::move(fresh);
   }
 
   void step() override {
@@ -45,11 +96,33 @@ class Adafactor : public Optimizer {
     return r_factor * c_factor;
   }
 
+  // The state tensors of `p`, in the order load_state() reads them; the same shapes and dtypes as
+  // update() allocates.
+  std::vector<detail::TensorSpec> specs(const torch::Tensor& p) const {
+    const auto dtype = low_precision(p) ? torch::kFloat32 : p.scalar_type();
+    const std::vector<int64_t> shape = p.sizes().vec();
+    std::vector<detail::TensorSpec> s;
+    if (config_.beta1) s.push_back({"exp_avg", shape, dtype});
+    if (p.dim() >= 2) {
+      std::vector<int64_t> col(shape.begin(), shape.end() - 2);
+      col.push_back(shape.back());
+      s.push_back({"exp_avg_sq_row", std::vector<int64_t>(shape.begin(), shape.end() - 1), dtype});
+      s.push_back({"exp_avg_sq_col", col, dtype});
+    } else {
+      s.push_back({"exp_avg_sq", shape, dtype});
+    }
+    return s;
+  }
+
+  static bool low_precision(const torch::Tensor& p) {
+    return p.scalar_type() != torch::kFloat32 && p.scalar_type() != torch::kFloat64;
+  }
+
   void update(torch::Tensor& p, AdafactorState& st, double lr, double weight_decay) {
     // Low-precision parameters are updated through an fp32 copy, as transformers does.
-    const bool low_precision = p.scalar_type() != torch::kFloat32 && p.scalar_type() != torch::kFloat64;
-    torch::Tensor grad = low_precision ? p.grad().to(torch::kFloat32) : p.grad();
-    torch::Tensor param = low_precision ? p.to(torch::kFloat32) : p;
+    const bool low = low_precision(p);
+    torch::Tensor grad = low ? p.grad().to(torch::kFloat32) : p.grad();
+    torch::Tensor param = low ? p.to(torch::kFloat32) : p;
     const bool factored = grad.dim() >= 2;
     const bool first_moment = config_.beta1.has_value();
     if (st.step == 0) {
@@ -85,7 +158,7 @@ class Adafactor : public Optimizer {
     }
     if (weight_decay != 0) param.add_(param, -weight_decay * step_lr);
     param.add_(-upd);
-    if (low_precision) p.copy_(param);
+    if (low) p.copy_(param);
   }
 
   config::AdafactorConfig config_;

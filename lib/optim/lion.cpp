@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "optim/state_io.h"
+
 namespace hftrain::optim {
 namespace {
 
@@ -9,9 +11,7 @@ class Lion : public Optimizer {
  public:
   Lion(std::vector<ParamGroup> groups, double beta1, double beta2)
       : Optimizer(std::move(groups)), beta1_(beta1), beta2_(beta2) {
-    for (const auto& g : groups_) {
-      for (const auto& p : g.params) exp_avg_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    }
+    for (const auto& g : groups_) exp_avg_.resize(exp_avg_.size() + g.params.size());
   }
 
   void step() override {
@@ -21,6 +21,7 @@ class Lion : public Optimizer {
       for (auto& p : g.params) {
         auto& m = exp_avg_[k++];
         if (!p.grad().defined()) continue;
+        if (!m.defined()) m = torch::zeros_like(p, torch::MemoryFormat::Preserve);
         const auto& grad = p.grad();
         auto update = (m * beta1_ + grad * (1.0 - beta1_)).sign_();
         p.mul_(1.0 - g.lr * g.weight_decay);
@@ -30,10 +31,35 @@ class Lion : public Optimizer {
     }
   }
 
+  OptimizerState state() const override {
+    OptimizerState out;
+    out.meta = detail::base_meta("lion", groups_);
+    size_t k = 0;
+    for (const auto& g : groups_) {
+      for (const auto& name : g.names) detail::add_tensor(out, name, "exp_avg", exp_avg_[k++]);
+    }
+    out.meta["hyperparameters"] = {{"betas", {beta1_, beta2_}}};
+    return out;
+  }
+
+  void load_state(const OptimizerState& state) override {
+    detail::StateLayout layout{
+        "lion", /*counts_steps=*/false, [](size_t, const torch::Tensor& p) {
+          return std::vector<detail::TensorSpec>{{"exp_avg", p.sizes().vec(), p.scalar_type()}};
+        }};
+    std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);
+    std::vector<torch::Tensor> fresh(loaded.size());
+    for (size_t k = 0; k < loaded.size(); ++k) {
+      if (loaded[k].has_state) fresh[k] = loaded[k].tensors[0];
+    }
+    exp_avg_ = std::move(fresh);
+  }
+
  private:
   double beta1_;
   double beta2_;
-  std::vector<torch::Tensor> exp_avg_;  // one per parameter, in group order
+  // One per parameter, in group order; undefined until the parameter's first step with a gradient.
+  std::vector<torch::Tensor> exp_avg_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <torch/types.h>
+#include <nlohmann/json.hpp>
 
 #include "config/config.h"
 
@@ -24,6 +25,25 @@ struct ParamGroup {
   double weight_decay = 0;
 };
 
+// Everything an optimizer needs to continue exactly where it was, for checkpoints.
+//   tensors  "<param name>/<state key>" -> tensor, e.g. "layers.0.attn.qkv_proj.weight/exp_avg",
+//            on the parameters' devices, in group order, then parameter order, then state-key
+//            order. A parameter with no state yet (never stepped, or never had a gradient) has no
+//            entries. State keys: adamw exp_avg, exp_avg_sq (+ max_exp_avg_sq with amsgrad); sgd
+//            momentum_buffer (none without momentum); adafactor exp_avg (with beta1), then
+//            exp_avg_sq_row + exp_avg_sq_col (2-d and up) or exp_avg_sq; lion exp_avg.
+//   meta     JSON: {"optimizer": "adamw", "format": 1, "groups": [{"params": [names], "base_lr",
+//            "lr", "weight_decay"}], "steps": {name: n} (optimizers that count steps per parameter:
+//            adamw, adafactor), "hyperparameters": {...}}. Hyperparameters and group lrs are
+//            recorded for information only; on resume they come from the config.
+// The tensors that state() returns are the optimizer's LIVE tensors, not copies: the next step()
+// changes them in place. Write or copy them before stepping again. (Copies would double the
+// optimizer's memory at every save; the checkpoint writer reads them straight away.)
+struct OptimizerState {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  nlohmann::json meta;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -35,6 +55,15 @@ class Optimizer {
   void set_lr_factor(double factor);
 
   const std::vector<ParamGroup>& groups() const { return groups_; }
+
+  // The optimizer's state, to save (see OptimizerState: the tensors alias the live state).
+  virtual OptimizerState state() const = 0;
+  // Replaces the state with `state`, whose tensors are copied (never aliased) onto the parameters'
+  // devices, in the dtypes this optimizer keeps them in. Parameters without entries become
+  // stateless, as if never stepped. Throws util::CheckpointError naming what does not match:
+  // another optimizer, a parameter missing or unexpected, a state tensor missing, unexpected or of
+  // the wrong shape, a malformed meta field. The optimizer is unchanged when it throws.
+  virtual void load_state(const OptimizerState& state) = 0;
 
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}

@@ -4,4 +4,5 @@ set(HFTRAIN_OPTIM_CORE_SOURCES
 set(HFTRAIN_OPTIM_TORCH_SOURCES
   adafactor.cpp
   lion.cpp
-  optimizer.cpp)
+  optimizer.cpp
+  state_io.cpp)

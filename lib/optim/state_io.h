@@ -1,0 +1,51 @@
+// The part of OptimizerState export and import that every optimizer in this folder shares: the
+// common meta fields, and the checks load_state() makes (all of them before anything changes, so
+// that a bad state leaves the optimizer as it was).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace hftrain::optim::detail {
+
+inline constexpr int kStateFormat = 1;
+
+// One tensor a parameter's state must hold once the parameter has state.
+struct TensorSpec {
+  std::string key;  // e.g. "exp_avg"
+  std::vector<int64_t> shape;
+  torch::ScalarType dtype;  // what the optimizer keeps it in
+};
+
+// {"optimizer", "format", "groups"}; the optimizer adds "steps" and "hyperparameters".
+nlohmann::json base_meta(std::string_view optimizer, const std::vector<ParamGroup>& groups);
+
+// Appends "<name>/<key>" -> t when t is defined.
+void add_tensor(OptimizerState& state, const std::string& name, const char* key,
+                const torch::Tensor& t);
+
+// One parameter's state, checked and copied (never aliased) onto the parameter's device.
+struct LoadedParam {
+  bool has_state = false;
+  int64_t step = 0;                    // >= 1 when counted and has_state
+  std::vector<torch::Tensor> tensors;  // parallel to the parameter's specs
+};
+
+struct StateLayout {
+  std::string_view optimizer;  // must equal meta["optimizer"]
+  bool counts_steps = false;   // meta["steps"] says which parameters have state, and their counts
+  // The tensors of the parameter `param` of group `group` once it has state (empty: never any).
+  std::function<std::vector<TensorSpec>(size_t group, const torch::Tensor& param)> specs;
+};
+
+// Checks `state` against `groups` and `layout` and copies its tensors; one entry per parameter in
+// group order. Throws util::CheckpointError naming the first thing that does not match.
+std::vector<LoadedParam> check_and_copy(const OptimizerState& state,
+                                        const std::vector<ParamGroup>& groups,
+                                        const StateLayout& layout);
+
+}  // namespace hftrain::optim::detail
