@@ -9,7 +9,7 @@ build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 hftrain="$build_dir/apps/hftrain/hftrain"
 cd "$root"
 run_dir=runs/quickstart
-"$hftrain" run quickstart run.output_dir="$run_dir" "$@"
+"$hftrain" run quickstart --overwrite run.output_dir="$run_dir" "$@"  # a re-run starts over
 echo
 echo "Samples from the model:"
 for prompt in "The " "A man " "Q: "; do

@@ -17,7 +17,10 @@ int run_app(int argc, char** argv) {
   app.require_subcommand(1);
 
   Runner runner;
-  add_run_command(app, runner);
+  const std::vector<std::string> command_line(argv, argv + argc);
+  add_run_command(app, runner, command_line);
+  add_resume_command(app, runner, command_line);
+  add_verify_command(app, runner);
   add_generate_command(app, runner);
   add_tokenizer_command(app, runner);
   add_config_command(app, runner);

@@ -1,90 +1,101 @@
-// `hftrain run RECIPE [overrides]`: resolve the config, write it into the run directory, train,
-// and save the final model. SIGINT/SIGTERM finish the current step, save, and exit 128+N.
-#include <atomic>
-#include <csignal>
+// `hftrain run RECIPE [overrides] [--resume | --overwrite]`: resolve the config and train. A run
+// directory that already holds checkpoints is never overwritten silently: --resume continues
+// from its newest checkpoint that verifies, --overwrite starts over.
 #include <filesystem>
-#include <iostream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
+#include "ckpt/layout.h"
+#include "ckpt/locate.h"
 #include "commands.h"
-#include "config/emit.h"
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
-#include "train/trainer.h"
+#include "train_job.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace hftrain::app {
 namespace {
 
-std::atomic<int> g_stop_signal{0};  // written by the signal handler only
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+namespace fs = std::filesystem;
 
 struct RunArgs {
   std::vector<std::string> args;
+  bool resume = false;
+  bool overwrite = false;
+  bool force = false;
 };
 
-util::log::Level log_level(config::LogLevel level) {
-  switch (level) {
-    case config::LogLevel::kDebug: return util::log::Level::kDebug;
-    case config::LogLevel::kInfo: return util::log::Level::kInfo;
-    case config::LogLevel::kWarn: return util::log::Level::kWarn;
-    case config::LogLevel::kError: return util::log::Level::kError;
+// --overwrite: what an earlier run left that would mix with the new one. train.log is kept (the
+// new run appends to it).
+void start_over(const fs::path& run_dir) {
+  std::vector<fs::path> doomed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (ckpt::parse_checkpoint_step(name) || name.rfind(".tmp-checkpoint-", 0) == 0 || name == ckpt::kLatestFile ||
+        name == "final" || name == "metrics.jsonl" || name.find("tfevents") != std::string::npos) {
+      doomed.push_back(e.path());
+    }
   }
-  return util::log::Level::kInfo;
+  for (const auto& p : doomed) {
+    fs::remove_all(p, ec);
+    if (ec) throw util::IoError("--overwrite: cannot remove " + p.string() + ": " + ec.message(), "check its permissions");
+  }
+  util::log::info("--overwrite: removed " + std::to_string(doomed.size()) + " entries of the earlier run in " +
+                  run_dir.string());
 }
 
-int run(const RunArgs& a) {
+int run(const RunArgs& a, const std::vector<std::string>& command_line) {
+  if (a.resume && a.overwrite) {
+    throw util::UsageError("--resume and --overwrite contradict each other", "pick one");
+  }
   config::RecipeArgs split = config::split_recipe_args(a.args);
   if (!split.recipe) {
     throw util::UsageError("`hftrain run` needs a RECIPE before the overrides", "hftrain run quickstart trainer.max_steps=100");
   }
-  const config::Schema& schema = config::product_schema();
   config::ResolveOptions options;
   options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
-  const config::ResolvedConfig resolved = config::resolve_config(options, schema);
-  const config::Config& cfg = resolved.values;
-  util::log::set_level(log_level(cfg.logging.level));
 
-  const std::filesystem::path run_dir = cfg.run.output_dir;
-  config::write_resolved_config(resolved, schema, run_dir);
-  util::log::set_file((run_dir / "train.log").string());
-  util::log::info("run " + cfg.run.name + ": config written to " + (run_dir / "config.yaml").string());
-
-  if (cfg.checkpoint.every_steps > 0 || cfg.checkpoint.keep_best) {
-    // Say it rather than pretend: periodic checkpoints and resume are not built yet.
-    util::log::warn("checkpoint.every_steps / checkpoint.keep_best: periodic checkpoints are not written yet; "
-                    "only the final model is saved (" + (run_dir / "final").string() + ")");
+  TrainJob job;
+  job.resolved = config::resolve_config(options);
+  job.command_line = command_line;
+  job.force = a.force;
+  const fs::path run_dir = job.resolved.values.run.output_dir;
+  const auto existing = ckpt::list_checkpoints(run_dir);
+  if (!existing.empty()) {
+    if (a.resume) {
+      const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(run_dir);
+      job.resume_notes = plan_resume(located, job.resolved, a.force);
+      job.resume_from = located.dir;
+    } else if (a.overwrite) {
+      start_over(run_dir);
+    } else {
+      throw util::UsageError("run directory " + run_dir.string() + " already holds checkpoints (newest: " +
+                                 existing.back().dir.filename().string() + ")",
+                             "continue it with `hftrain resume " + run_dir.string() +
+                                 "` (or add --resume), start over with --overwrite, or set run.output_dir");
+    }
+  } else if (a.resume) {
+    job.resume_notes.push_back("--resume: no checkpoint in " + run_dir.string() + " yet; starting from step 0");
   }
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-  train::Trainer trainer(cfg, run_dir, &g_stop_signal);
-  train::TrainResult result = trainer.train();
-  const auto final_dir = run_dir / "final";
-  trainer.save_model(final_dir, result.state);
-  std::string summary = "trained " + std::to_string(result.state.step) + " steps, last loss " +
-                        std::to_string(result.last_loss);
-  if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);
-  if (result.unigram_baseline) summary += " (unigram baseline " + std::to_string(*result.unigram_baseline) + ")";
-  util::log::info(summary + "; model saved to " + final_dir.string());
-  std::cout << "model: " << final_dir.string() << "\n";
-  util::log::set_file("");
-  if (result.interrupted) return 128 + result.signal;
-  return util::kExitOk;
+  return run_train_job(job);
 }
 
 }  // namespace
 
-void add_run_command(CLI::App& app, Runner& runner) {
+void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Train: resolve a recipe plus overrides and run it");
   sub->add_option("args", a->args, "RECIPE (a file or a shipped recipe name), then overrides: a.b=VALUE, ~a.b, +a.b=VALUE");
-  sub->callback([a, &runner] { runner = [a] { return run(*a); }; });
+  sub->add_flag("--resume", a->resume, "If the run directory has checkpoints, continue from the newest that verifies");
+  sub->add_flag("--overwrite", a->overwrite, "If the run directory has checkpoints, delete them and start over");
+  sub->add_flag("--force", a->force, "With --resume: accept config changes that alter the data order");
+  sub->callback([a, &runner, command_line] { runner = [a, command_line] { return run(*a, command_line); }; });
 }
 
 }  // namespace hftrain::app

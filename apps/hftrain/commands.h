@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -13,7 +15,9 @@ namespace hftrain::app {
 using Runner = std::function<int()>;
 
 void add_config_command(CLI::App& app, Runner& runner);
-void add_run_command(CLI::App& app, Runner& runner);
+void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line);
+void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line);
+void add_verify_command(CLI::App& app, Runner& runner);
 void add_generate_command(CLI::App& app, Runner& runner);
 void add_tokenizer_command(CLI::App& app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);

@@ -160,10 +160,19 @@ struct TrainerConfig {
   int64_t fp16_growth_interval = 0;
 };
 
+enum class OnSignal { kSave, kExit };
+enum class OnSaveError { kStop, kContinue };
+
 struct CheckpointConfig {
-  int64_t every_steps = 0;  // 0: only at the end
+  int64_t every_steps = 0;  // 0: no periodic saves
+  bool every_epoch = false;
+  bool at_end = true;
   int64_t keep_last = 0;    // 0: keep all
-  bool keep_best = false;
+  bool keep_best = false;   // save on a new best eval loss; never delete that checkpoint
+  int64_t shard_size = 0;   // bytes per safetensors shard of the model weights
+  OnSignal on_signal = OnSignal::kSave;
+  std::optional<int64_t> signal_exit_code;  // unset: 128 + N
+  OnSaveError on_save_error = OnSaveError::kStop;
 };
 
 struct DistributedConfig {

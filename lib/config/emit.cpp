@@ -220,6 +220,7 @@ std::string schema_text(const Schema& schema) {
            (spec.nullable && spec.default_yaml == "null" ? "unset" : spec.default_yaml);
     if (!spec.range_text().empty()) out += ", range " + spec.range_text();
     if (!spec.unit.empty()) out += ", " + spec.unit;
+    out += "; on resume: " + std::string(resume_change_name(spec.on_resume));
     out += ")\n      " + spec.doc + "\n";
   }
   return out;
@@ -232,13 +233,13 @@ std::string schema_markdown(const Schema& schema) {
     if (spec.segments[0] != current) {
       current = spec.segments[0];
       out += (out.empty() ? "" : "\n") + std::string("### `") + current + "`\n\n" +
-             section_doc(schema, current) + "\n\n| key | type | default | doc |\n|---|---|---|---|\n";
+             section_doc(schema, current) + "\n\n| key | type | default | on resume | doc |\n|---|---|---|---|---|\n";
     }
     std::string type = spec.type_name();
     if (!spec.range_text().empty()) type += ", " + spec.range_text();
     if (!spec.unit.empty()) type += " " + spec.unit;
     std::string def = spec.nullable && spec.default_yaml == "null" ? "unset" : "`" + spec.default_yaml + "`";
-    out += "| `" + spec.path + "` | " + md_cell(type) + " | " + md_cell(def) + " | " + md_cell(spec.doc) + " |\n";
+    out += "| `" + spec.path + "` | " + md_cell(type) + " | " + md_cell(def) + " | " + std::string(resume_change_name(spec.on_resume)) + " | " + md_cell(spec.doc) + " |\n";
   }
   return out;
 }
@@ -253,9 +254,15 @@ std::string schema_json(const Schema& schema) {
     if (!spec.choices.empty()) k["choices"] = spec.choices;
     if (!spec.aliases.empty()) k["aliases"] = spec.aliases;
     if (!spec.unit.empty()) k["unit"] = spec.unit;
+    k["on_resume"] = std::string(resume_change_name(spec.on_resume));
     keys.push_back(std::move(k));
   }
   return keys.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string resolved_config_text(const ResolvedConfig& config, const Schema& schema) {
+  return "# Resolved by hftrain " + std::string(util::kBuildFlags.version) + " (" + util::kBuildFlags.revision +
+         "); each value's origin is in its comment.\n" + to_yaml(config, schema, /*provenance=*/true);
 }
 
 void write_resolved_config(const ResolvedConfig& config, const Schema& schema, const fs::path& dir) {
@@ -265,10 +272,7 @@ void write_resolved_config(const ResolvedConfig& config, const Schema& schema, c
     throw util::IoError("cannot create run directory " + dir.string() + ": " + ec.message(),
                         "check run.output_dir and its permissions");
   }
-  std::string text = "# Resolved by hftrain " + std::string(util::kBuildFlags.version) + " (" +
-                     util::kBuildFlags.revision + "); each value's origin is in its comment.\n" +
-                     to_yaml(config, schema, /*provenance=*/true);
-  util::atomic_write_file(dir / "config.yaml", text);
+  util::atomic_write_file(dir / "config.yaml", resolved_config_text(config, schema));
 }
 
 }  // namespace hftrain::config

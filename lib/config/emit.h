@@ -20,6 +20,9 @@ std::string schema_text(const Schema& schema);
 std::string schema_markdown(const Schema& schema);
 std::string schema_json(const Schema& schema);
 
+// The text of config.yaml: a header line with hftrain's version, then to_yaml with provenance.
+std::string resolved_config_text(const ResolvedConfig& config, const Schema& schema);
+
 // Writes <dir>/config.yaml (with provenance comments) crash-safely, creating `dir` if needed.
 void write_resolved_config(const ResolvedConfig& config, const Schema& schema,
                            const std::filesystem::path& dir);

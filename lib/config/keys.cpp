@@ -10,17 +10,18 @@ namespace {
 Schema build() {
   Schema s;
 
-  s.section("run", "Identity and output location of a run.");
+  s.section("run", "Identity and output location of a run.", ResumeChange::kSafe);
   s.add("run.name", Type::kString, HFTRAIN_FIELD(run.name))
       .def("run").doc("Name of the run; used in the default output directory and in logs.");
   s.add("run.output_dir", Type::kString, HFTRAIN_FIELD(run.output_dir))
       .def("runs/${run.name}").doc("Directory for checkpoints, logs, metrics and config.yaml.");
   s.add("run.seed", Type::kInt, HFTRAIN_FIELD(run.seed))
+      .on_resume(ResumeChange::kDataOrder)
       .def("1234").min(0).doc("Seed for initialisation, data order, dropout and sampling.");
   s.add("run.tags", Type::kStringMap, HFTRAIN_FIELD(run.tags))
       .def("{}").doc("Free-form labels stored with the run; add with +run.tags.NAME=VALUE.");
 
-  s.section("model", "The model: architecture family and shape, or a model directory to load.");
+  s.section("model", "The model: architecture family and shape, or a model directory to load.", ResumeChange::kImpossible);
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
@@ -45,6 +46,7 @@ Schema build() {
   s.add("model.norm_eps", Type::kFloat, HFTRAIN_FIELD(model.norm_eps))
       .nullable().min(0).max(1).doc("Normalisation epsilon; unset: 1e-5 (gpt2), 1e-6 (llama).");
   s.add("model.dropout", Type::kFloat, HFTRAIN_FIELD(model.dropout))
+      .on_resume(ResumeChange::kTraining)
       .def("0.0").min(0).max(0.99).doc("Dropout on embeddings, attention weights and residual branches.");
   s.add("model.tie_embeddings", Type::kBool, HFTRAIN_FIELD(model.tie_embeddings))
       .nullable().doc("Share the input embedding with the output head; unset: true (gpt2), false (llama).");
@@ -52,16 +54,17 @@ Schema build() {
       .def("0.02").min(0).max(1)
       .doc("Standard deviation of the random initialisation (gpt2 scales residual projections by 1/sqrt(2 n_layer)).");
   s.add("model.activation_checkpointing", Type::kBool, HFTRAIN_FIELD(model.activation_checkpointing))
+      .on_resume(ResumeChange::kSafe)
       .def("false").doc("Recompute each block's activations in the backward pass: less memory, about a third more compute.");
 
-  s.section("tokenizer", "How text becomes token ids.");
+  s.section("tokenizer", "How text becomes token ids.", ResumeChange::kImpossible);
   s.add("tokenizer.type", Type::kChoice, HFTRAIN_FIELD(tokenizer.type))
       .choices({"byte", "bpe", "hf"}).def("byte")
       .doc("byte: 256 byte tokens plus specials; bpe: hftrain's own byte-level BPE; hf: a tokenizer.json.");
   s.add("tokenizer.path", Type::kString, HFTRAIN_FIELD(tokenizer.path))
       .nullable().doc("tokenizer.json to load (bpe, hf).");
 
-  s.section("data", "Training and validation data.");
+  s.section("data", "Training and validation data.", ResumeChange::kDataOrder);
   s.add("data.train", Type::kStringList, HFTRAIN_FIELD(data.train))
       .def("[]").doc("Training sources: files or globs.");
   s.add("data.validation", Type::kStringList, HFTRAIN_FIELD(data.validation))
@@ -93,16 +96,21 @@ Schema build() {
       .def("1").min(1).max(4096).doc("pad: round the batch length up to a multiple of this.");
   s.add("data.shuffle", Type::kBool, HFTRAIN_FIELD(data.shuffle)).def("true").doc("Shuffle the sample order every epoch.");
   s.add("data.prefetch_batches", Type::kInt, HFTRAIN_FIELD(data.prefetch_batches))
+      .on_resume(ResumeChange::kSafe)
       .def("4").min(0).max(1024).doc("Batches prepared ahead by background threads; 0 loads synchronously.");
   s.add("data.num_workers", Type::kInt, HFTRAIN_FIELD(data.num_workers))
+      .on_resume(ResumeChange::kSafe)
       .def("2").min(1).max(256).doc("Threads preparing batches.");
   s.add("data.cache", Type::kBool, HFTRAIN_FIELD(data.cache))
+      .on_resume(ResumeChange::kSafe)
       .def("true").doc("Cache tokenized text on disk so that the next run starts at once.");
   s.add("data.cache_dir", Type::kString, HFTRAIN_FIELD(data.cache_dir))
+      .on_resume(ResumeChange::kSafe)
       .def("''").doc("Token cache folder; '' = $HFTRAIN_CACHE_DIR, else ~/.cache/hftrain/tokens.");
 
-  s.section("optimizer", "The optimizer.");
+  s.section("optimizer", "The optimizer.", ResumeChange::kTraining);
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
+      .on_resume(ResumeChange::kImpossible)
       .choices({"adamw", "sgd", "adafactor", "lion"}).def("adamw").doc("Optimizer.");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
@@ -140,7 +148,7 @@ Schema build() {
   s.add("optimizer.adafactor.scale_parameter", Type::kBool, HFTRAIN_FIELD(optimizer.adafactor.scale_parameter))
       .def("false").doc("adafactor: scale the step by the parameter's RMS (the Trainer's default is false).");
 
-  s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).");
+  s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).", ResumeChange::kTraining);
   s.add("scheduler.name", Type::kChoice, HFTRAIN_FIELD(scheduler.name))
       .choices({"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_restarts",
                 "cosine_with_min_lr", "polynomial", "inverse_sqrt", "warmup_stable_decay",
@@ -186,19 +194,23 @@ Schema build() {
   s.add("scheduler.plateau.min_lr", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.min_lr))
       .def("0.0").min(0).max(10).doc("reduce_lr_on_plateau: never reduce below this learning rate.");
 
-  s.section("trainer", "The training loop.");
+  s.section("trainer", "The training loop.", ResumeChange::kSafe);
   s.add("trainer.max_steps", Type::kInt, HFTRAIN_FIELD(trainer.max_steps))
       .nullable().min(1).unit("steps").doc("Stop after this many optimizer steps.");
   s.add("trainer.max_epochs", Type::kInt, HFTRAIN_FIELD(trainer.max_epochs))
       .nullable().min(1).unit("epochs").doc("Stop after this many passes over the training data.");
   s.add("trainer.micro_batch_size", Type::kInt, HFTRAIN_FIELD(trainer.micro_batch_size))
+      .on_resume(ResumeChange::kDataOrder)
       .def("8").min(1).unit("sequences").doc("Sequences per forward/backward pass, per process.");
   s.add("trainer.grad_accum_steps", Type::kInt, HFTRAIN_FIELD(trainer.grad_accum_steps))
+      .on_resume(ResumeChange::kDataOrder)
       .def("1").min(1).unit("micro-batches").doc("Micro-batches accumulated per optimizer step.");
   s.add("trainer.max_grad_norm", Type::kFloat, HFTRAIN_FIELD(trainer.max_grad_norm))
+      .on_resume(ResumeChange::kTraining)
       .def("1.0").min(0).allow_inf()
       .doc("Clip the global gradient norm to this; .inf only measures and logs it.");
   s.add("trainer.precision", Type::kChoice, HFTRAIN_FIELD(trainer.precision))
+      .on_resume(ResumeChange::kTraining)
       .choices({"fp32", "bf16", "fp16"}).def("fp32").doc("Compute precision.");
   s.add("trainer.log_every", Type::kInt, HFTRAIN_FIELD(trainer.log_every))
       .def("10").min(1).unit("steps").doc("Log metrics every N steps.");
@@ -209,8 +221,10 @@ Schema build() {
   s.add("trainer.eval_batches", Type::kInt, HFTRAIN_FIELD(trainer.eval_batches))
       .nullable().min(1).doc("Batches per evaluation; unset: the whole validation split.");
   s.add("trainer.label_smoothing", Type::kFloat, HFTRAIN_FIELD(trainer.label_smoothing))
+      .on_resume(ResumeChange::kTraining)
       .def("0.0").min(0).max(0.99).doc("Label smoothing of the cross-entropy loss.");
   s.add("trainer.tf32", Type::kBool, HFTRAIN_FIELD(trainer.tf32))
+      .on_resume(ResumeChange::kTraining)
       .def("false").doc("CUDA: allow TF32 tensor cores for fp32 matrix multiplies.");
   s.add("trainer.device", Type::kChoice, HFTRAIN_FIELD(trainer.device))
       .choices({"auto", "cpu", "cuda"}).def("auto").doc("Where to train; auto picks CUDA when a GPU is visible.");
@@ -219,27 +233,46 @@ Schema build() {
   s.add("trainer.early_stopping_threshold", Type::kFloat, HFTRAIN_FIELD(trainer.early_stopping_threshold))
       .def("0.0").min(0).doc("The eval loss must fall by more than this to count as an improvement.");
   s.add("trainer.fp16_init_scale", Type::kFloat, HFTRAIN_FIELD(trainer.fp16_init_scale))
+      .on_resume(ResumeChange::kTraining)
       .def("65536.0").min(1).doc("fp16: the initial loss scale.");
   s.add("trainer.fp16_growth_interval", Type::kInt, HFTRAIN_FIELD(trainer.fp16_growth_interval))
+      .on_resume(ResumeChange::kTraining)
       .def("2000").min(1).unit("steps").doc("fp16: double the loss scale after this many steps without overflow.");
 
-  s.section("checkpoint", "When checkpoints are written and which are kept.");
+  s.section("checkpoint", "When checkpoints are written, which are kept, and what a signal does.", ResumeChange::kSafe);
   s.add("checkpoint.every_steps", Type::kInt, HFTRAIN_FIELD(checkpoint.every_steps))
-      .def("0").min(0).unit("steps").doc("Save every N steps; 0 saves only at the end.");
+      .def("0").min(0).unit("steps").doc("Save a checkpoint every N steps; 0: no periodic saves.");
+  s.add("checkpoint.every_epoch", Type::kBool, HFTRAIN_FIELD(checkpoint.every_epoch))
+      .def("false").doc("Save a checkpoint when an epoch of training data is complete.");
+  s.add("checkpoint.at_end", Type::kBool, HFTRAIN_FIELD(checkpoint.at_end))
+      .def("true").doc("Save a checkpoint when training ends (the model alone always goes to final/).");
   s.add("checkpoint.keep_last", Type::kInt, HFTRAIN_FIELD(checkpoint.keep_last))
-      .def("3").min(0).unit("checkpoints").doc("Keep the newest N checkpoints; 0 keeps all.");
+      .def("3").min(0).unit("checkpoints")
+      .doc("Keep the newest N checkpoints (by step); 0 keeps all. The newest and the best are never deleted.");
   s.add("checkpoint.keep_best", Type::kBool, HFTRAIN_FIELD(checkpoint.keep_best))
-      .def("false").doc("Also keep the checkpoint with the best eval loss (needs trainer.eval_every).");
+      .def("false").doc("Save on every new best eval loss and never delete that checkpoint (needs trainer.eval_every).");
+  s.add("checkpoint.shard_size", Type::kSize, HFTRAIN_FIELD(checkpoint.shard_size))
+      .def("5GB").min(1).unit("bytes")
+      .doc("Model weights above this size are split into safetensors shards with an index (Hugging Face layout).");
+  s.add("checkpoint.on_signal", Type::kChoice, HFTRAIN_FIELD(checkpoint.on_signal))
+      .choices({"save", "exit"}).def("save")
+      .doc("On SIGINT/SIGTERM: finish the step, then save a checkpoint (save) or not (exit).");
+  s.add("checkpoint.signal_exit_code", Type::kInt, HFTRAIN_FIELD(checkpoint.signal_exit_code))
+      .nullable().min(0).max(255).doc("Exit code after a signal; unset: 128 + the signal number.");
+  s.add("checkpoint.on_save_error", Type::kChoice, HFTRAIN_FIELD(checkpoint.on_save_error))
+      .choices({"stop", "continue"}).def("stop")
+      .doc("A save that fails (disk full, read-only): stop the run with exit 1, or log it and train on.");
 
-  s.section("distributed", "Multi-process training.");
+  s.section("distributed", "Multi-process training.", ResumeChange::kReshard);
   s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))
       .choices({"ddp", "zero1", "zero2", "zero3", "hybrid"}).alias("fsdp", "zero3").def("ddp")
       .doc("Sharding strategy; fsdp is an alias of zero3.");
   s.add("distributed.backend", Type::kChoice, HFTRAIN_FIELD(distributed.backend))
+      .on_resume(ResumeChange::kSafe)
       .choices({"auto", "nccl", "mpi"}).def("auto")
       .doc("Communication backend; auto picks NCCL for CUDA, MPI for CPU.");
 
-  s.section("logging", "What hftrain prints and records.");
+  s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))
       .choices({"debug", "info", "warn", "error"}).def("info").doc("Console and log-file verbosity.");
   return s;

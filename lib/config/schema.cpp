@@ -77,12 +77,26 @@ KeySpec& Schema::new_key(std::string path, Type type) {
   spec.segments = util::split(path, '.');
   spec.path = std::move(path);
   spec.type = type;
+  spec.on_resume = section_resume_;
   keys_.push_back(std::move(spec));
   return keys_.back();
 }
 
-void Schema::section(std::string name, std::string doc) {
+void Schema::section(std::string name, std::string doc, ResumeChange on_resume) {
   sections_.emplace_back(std::move(name), std::move(doc));
+  section_resume_ = on_resume;
+}
+
+std::string_view resume_change_name(ResumeChange change) {
+  switch (change) {
+    case ResumeChange::kUnset: return "unset";
+    case ResumeChange::kSafe: return "safe";
+    case ResumeChange::kTraining: return "changes training";
+    case ResumeChange::kDataOrder: return "changes the data order";
+    case ResumeChange::kReshard: return "needs resharding";
+    case ResumeChange::kImpossible: return "impossible";
+  }
+  return "?";
 }
 
 const KeySpec* Schema::find(std::string_view path) const {

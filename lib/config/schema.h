@@ -32,6 +32,17 @@ enum class Type {
   kFloatMap,    // free-form map of floats, e.g. name pattern -> learning rate
 };
 
+// What changing a key means when a run is resumed from a checkpoint with overrides.
+enum class ResumeChange {
+  kUnset,       // not declared; tests require every key to declare one
+  kSafe,        // logging, evaluation and save cadence, stopping, where things go: applied
+  kTraining,    // changes the optimisation from the resumed step on (lr, clipping, precision): applied, logged
+  kDataOrder,   // changes which samples come next (data, batch size, seed): refused unless --force
+  kReshard,     // the layout of the sharded state (strategy, world size): needs resharding
+  kImpossible,  // the saved state cannot be used (model shape, tokenizer, optimizer type)
+};
+std::string_view resume_change_name(ResumeChange change);
+
 using Value = std::variant<std::monostate, int64_t, double, bool, std::string,
                            std::vector<std::string>, std::map<std::string, std::string>,
                            std::map<std::string, double>>;
@@ -48,6 +59,7 @@ struct KeySpec {
   std::vector<std::string> choices;          // kChoice: allowed values, in enum order
   std::map<std::string, std::string> aliases;  // kChoice: alias -> canonical choice
   std::string unit;                          // for docs: "steps", "tokens", ...
+  ResumeChange on_resume = ResumeChange::kUnset;
   std::function<void(Config&, const Value&, const KeySpec&)> assign;
   std::function<Value(const Config&, const KeySpec&)> read;
 
@@ -69,6 +81,7 @@ class KeyBuilder {
   KeyBuilder& allow_inf() { spec_.allow_inf = true; return *this; }
   KeyBuilder& unit(std::string u) { spec_.unit = std::move(u); return *this; }
   KeyBuilder& choices(std::vector<std::string> c) { spec_.choices = std::move(c); return *this; }
+  KeyBuilder& on_resume(ResumeChange c) { spec_.on_resume = c; return *this; }
   KeyBuilder& alias(std::string from, std::string to) {
     spec_.aliases.emplace(std::move(from), std::move(to));
     return *this;
@@ -128,8 +141,9 @@ class Schema {
     spec.read = [field](const Config& c, const KeySpec& s) { return detail::read_field(field(c), s); };
     return KeyBuilder(spec);
   }
-  // A top-level section and its one-line doc; keys are added under it.
-  void section(std::string name, std::string doc);
+  // A top-level section and its one-line doc; keys are added under it and take `on_resume` as
+  // their resume class unless they declare their own.
+  void section(std::string name, std::string doc, ResumeChange on_resume = ResumeChange::kUnset);
 
   const std::vector<KeySpec>& keys() const { return keys_; }
   const std::vector<std::pair<std::string, std::string>>& sections() const { return sections_; }
@@ -153,6 +167,7 @@ class Schema {
 
   std::vector<KeySpec> keys_;
   std::vector<std::pair<std::string, std::string>> sections_;
+  ResumeChange section_resume_ = ResumeChange::kUnset;
 };
 
 // hftrain's schema (keys.cpp).

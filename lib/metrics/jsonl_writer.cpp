@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/log.h"
 
 namespace hftrain::metrics {
@@ -85,6 +88,31 @@ void JsonlWriter::append(std::string_view json_object) {
   line.append(json_object);
   line.push_back('\n');
   file_.append(line);
+}
+
+size_t drop_records_after(const std::filesystem::path& path, int64_t step) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return 0;
+  const std::string text = util::read_file<util::IoError>(path, "metrics file", size_t{4} << 30);
+  std::string kept;
+  kept.reserve(text.size());
+  size_t dropped = 0;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string_view line(text.data() + begin, end - begin);
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
+        record["step"].get<int64_t>() > step) {
+      ++dropped;
+    } else {
+      kept.append(line);
+    }
+    begin = end;
+  }
+  if (dropped > 0) util::atomic_write_file(path, kept);
+  return dropped;
 }
 
 }  // namespace hftrain::metrics

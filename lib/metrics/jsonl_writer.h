@@ -40,4 +40,10 @@ class JsonlWriter {
 // number of bytes removed. A missing or empty file is left alone. Throws IoError on failure.
 size_t truncate_torn_last_line(const std::filesystem::path& path);
 
+// Rewrites `path` (crash-safely) without the records whose "step" is greater than `step`, so
+// that a run restarted from step `step` continues a consistent history. Lines that are not JSON
+// objects with a numeric "step" are kept. Returns the number of records dropped; a missing file
+// is left alone. Throws IoError.
+size_t drop_records_after(const std::filesystem::path& path, int64_t step);
+
 }  // namespace hftrain::metrics

@@ -34,9 +34,17 @@ std::optional<double> eta_from(int64_t step, int64_t total_steps, double step_ti
 Recorder::Recorder(RecorderOptions options) : options_(std::move(options)) {
   if (options_.mfu) mfu_.emplace(*options_.mfu);
   if (options_.jsonl || options_.tensorboard) create_run_dir(options_.run_dir);
-  if (options_.jsonl) jsonl_.emplace(options_.run_dir / kMetricsFileName, options_.jsonl_options);
+  if (options_.jsonl) {
+    const auto path = options_.run_dir / kMetricsFileName;
+    if (const size_t dropped = drop_records_after(path, options_.start_step); dropped > 0) {
+      util::log::info(path.string() + ": dropped " + std::to_string(dropped) + " records after step " +
+                      std::to_string(options_.start_step) + " (written by an earlier process)");
+    }
+    jsonl_.emplace(path, options_.jsonl_options);
+  }
   if (options_.tensorboard) {
     tensorboard_.emplace(options_.run_dir, wall_now(), options_.tensorboard_options);
+    tensorboard_->add_session_start(options_.start_step + 1, wall_now());
   }
   if (options_.console) progress_.emplace(options_.progress_options);
   progress_state_.total_steps = options_.total_steps;

@@ -42,6 +42,10 @@ struct RecorderOptions {
   // Optimizer steps of the whole run, for the ETA and the progress bar; 0: unknown.
   int64_t total_steps = 0;
   bool jsonl = true;        // write run_dir/metrics.jsonl (appending on resume)
+  // The step training starts from: 0 for a new run, the checkpoint's step on resume. Records of
+  // later steps left in metrics.jsonl by an earlier process are dropped, and the event file
+  // starts with a session start at start_step + 1 so TensorBoard drops them too.
+  int64_t start_step = 0;
   bool tensorboard = true;  // write run_dir/events.out.tfevents.<time>.<host>
   bool console = true;      // live progress line (terminal) or heartbeat lines (elsewhere)
   // Set on GPU runs: adds "mfu" to every step record (null when the device peak is unknown).

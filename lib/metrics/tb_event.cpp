@@ -6,7 +6,9 @@
 namespace hftrain::metrics {
 namespace {
 
-enum EventField : uint32_t { kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5 };
+enum EventField : uint32_t { kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5, kSessionLog = 7 };
+enum SessionLogField : uint32_t { kStatus = 1 };
+constexpr int64_t kSessionStart = 1;
 enum SummaryField : uint32_t { kValue = 1 };
 enum ValueField : uint32_t { kTag = 1, kSimpleValue = 2 };
 
@@ -40,6 +42,16 @@ std::string encode_scalars_event(double wall_time, int64_t step,
   event.add_double(kWallTime, wall_time);
   event.add_int64(kStep, step);
   event.add_message(kSummary, summary);
+  return event.bytes();
+}
+
+std::string encode_session_start_event(double wall_time, int64_t step) {
+  ProtoWriter session;
+  session.add_int64(kStatus, kSessionStart);
+  ProtoWriter event;
+  event.add_double(kWallTime, wall_time);
+  event.add_int64(kStep, step);
+  event.add_message(kSessionLog, session);
   return event.bytes();
 }
 

@@ -29,6 +29,11 @@ std::string encode_file_version_event(double wall_time);
 std::string encode_scalars_event(double wall_time, int64_t step,
                                  const std::vector<Scalar>& scalars);
 
+// A SessionLog START at `step` (Event.session_log = 7, SessionLog.status = 1): TensorBoard then
+// drops the points of earlier files at or after `step`, which is how a resumed run replaces the
+// history its checkpoint did not keep.
+std::string encode_session_start_event(double wall_time, int64_t step);
+
 // TFRecord framing: uint64 length, masked CRC-32C of those 8 bytes, the data, masked CRC-32C of
 // the data; all little-endian.
 std::string frame_tfrecord(std::string_view data);

@@ -53,6 +53,10 @@ TbWriter::TbWriter(const std::filesystem::path& dir, double wall_time, TbWriterO
   file_.append(frame_tfrecord(encode_file_version_event(wall_time)));
 }
 
+void TbWriter::add_session_start(int64_t step, double wall_time) {
+  file_.append(frame_tfrecord(encode_session_start_event(wall_time, step)));
+}
+
 void TbWriter::add_scalars(int64_t step, double wall_time, const std::vector<Scalar>& scalars) {
   if (scalars.empty()) return;
   file_.append(frame_tfrecord(encode_scalars_event(wall_time, step, scalars)));

@@ -34,6 +34,9 @@ class TbWriter {
     add_scalars(step, wall_time, {Scalar{std::move(tag), value}});
   }
 
+  // Marks a (re)start at `step`: TensorBoard discards older points at or after it.
+  void add_session_start(int64_t step, double wall_time);
+
   const std::filesystem::path& path() const { return file_.path(); }
 
  private:

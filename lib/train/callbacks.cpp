@@ -3,12 +3,12 @@
 namespace hftrain::train {
 
 void EarlyStopping::on_evaluate(TrainState& state, double eval_loss) {
-  if (!best_ || eval_loss < *best_ - threshold_) {
-    best_ = eval_loss;
-    bad_ = 0;
+  if (!state.early_stopping_best || eval_loss < *state.early_stopping_best - threshold_) {
+    state.early_stopping_best = eval_loss;
+    state.early_stopping_bad = 0;
     return;
   }
-  if (++bad_ >= patience_) state.should_stop = true;
+  if (++state.early_stopping_bad >= patience_) state.should_stop = true;
 }
 
 }  // namespace hftrain::train

@@ -18,6 +18,11 @@ struct TrainState {
   double data_wait_s = 0;   // total time the loop waited for training data
   std::optional<double> best_eval_loss;
   int64_t best_step = 0;
+  std::optional<double> last_eval_loss;
+  int64_t last_eval_step = 0;
+  // Early stopping's own record: the best loss by its threshold rule, evaluations since.
+  std::optional<double> early_stopping_best;
+  int64_t early_stopping_bad = 0;
   bool should_stop = false;
 };
 
@@ -43,18 +48,16 @@ class Callback {
 };
 
 // Stops training after `patience` evaluations whose loss did not beat the best by more than
-// `threshold` (the Trainer's EarlyStoppingCallback).
+// `threshold` (the Trainer's EarlyStoppingCallback). Its counters live in TrainState, so a
+// checkpoint carries them.
 class EarlyStopping : public Callback {
  public:
   EarlyStopping(int64_t patience, double threshold) : patience_(patience), threshold_(threshold) {}
   void on_evaluate(TrainState& state, double eval_loss) override;
-  int64_t bad_evaluations() const { return bad_; }
 
  private:
   int64_t patience_;
   double threshold_;
-  std::optional<double> best_;
-  int64_t bad_ = 0;
 };
 
 }  // namespace hftrain::train

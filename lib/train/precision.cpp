@@ -55,4 +55,13 @@ void GradScaler::update() {
 
 double GradScaler::current_scale() const { return enabled_ ? scale_.item<double>() : 1.0; }
 
+GradScaler::State GradScaler::state() const {
+  return {scale_.item<double>(), growth_tracker_.item<int64_t>()};
+}
+
+void GradScaler::load_state(const State& state) {
+  scale_.fill_(state.scale);
+  growth_tracker_.fill_(state.growth_tracker);
+}
+
 }  // namespace hftrain::train

@@ -43,6 +43,14 @@ class GradScaler {
   void update();
   double current_scale() const;
 
+  // What a checkpoint keeps: the scale and the clean steps since the last change.
+  struct State {
+    double scale = 1.0;
+    int64_t growth_tracker = 0;
+  };
+  State state() const;
+  void load_state(const State& state);
+
  private:
   bool enabled_;
   int64_t growth_interval_;

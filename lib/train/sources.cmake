@@ -6,4 +6,5 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   precision.cpp
   step_math.cpp
   trainer.cpp
+  trainer_checkpoint.cpp
   wiring.cpp)

@@ -64,7 +64,12 @@ std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, cons
 }  // namespace
 
 Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal)
-    : config_(config), run_dir_(std::move(run_dir)), stop_signal_(stop_signal), device_(pick_device(config)) {
+    : config_(config),
+      run_dir_(std::move(run_dir)),
+      stop_signal_(stop_signal),
+      device_(pick_device(config)),
+      scaler_(config.trainer.precision == config::Precision::kFp16, config.trainer.fp16_init_scale,
+              config.trainer.fp16_growth_interval, device_) {
   const auto& t = config_.trainer;
   if (t.precision == config::Precision::kFp16 && !device_.is_cuda()) {
     throw util::ConfigError("trainer.precision=fp16 needs a CUDA device (dynamic loss scaling runs there)",
@@ -89,19 +94,24 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   }
   const auto spec = model::ModelSpec::from_config(config_.model);
   model_ = model::Transformer(spec);
-  if (config_.model.from) start_from(*config_.model.from, spec);
+  if (config_.model.from) start_from(*config_.model.from, spec, "model.from");
   model_->set_activation_checkpointing(config_.model.activation_checkpointing);
   model_->to(device_);
   optimizer_ = optim::make_optimizer(config_.optimizer, model_->parameters_by_name());
   total_steps_ = plan_total_steps();
+  state_.total_steps = total_steps_;
+  if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
+    plateau_.emplace(config_.scheduler.plateau, config_.optimizer.lr);
+  }
+  window_loss_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
 Trainer::~Trainer() = default;
 
-void Trainer::start_from(const std::string& path, const model::ModelSpec& spec) {
+void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what) {
   if (std::filesystem::exists(std::filesystem::path(path) / "config.json") &&
       !std::filesystem::exists(std::filesystem::path(path) / model::kModelSpecFile)) {
-    throw util::ConfigError("model.from: " + path + " is a Hugging Face model directory, which hftrain cannot read yet",
+    throw util::ConfigError(what + ": " + path + " is a Hugging Face model directory, which hftrain cannot read yet",
                             "point model.from at an hftrain model directory (a run's final/ or checkpoint-N/)");
   }
   model::LoadedModel loaded = model::load_model_dir(path);
@@ -111,7 +121,7 @@ void Trainer::start_from(const std::string& path, const model::ModelSpec& spec) 
                           have.max_seq_len == spec.max_seq_len && have.vocab_size == spec.vocab_size &&
                           have.tie_embeddings == spec.tie_embeddings;
   if (!same_shape) {
-    throw util::ConfigError("model.from: the model in " + loaded.dir.string() + " has a different shape than model.*:\n" +
+    throw util::ConfigError(what + ": the model in " + loaded.dir.string() + " has a different shape than model.*:\n" +
                                 loaded.model->spec().to_json(),
                             "copy its sizes into model.* (or drop the overrides that changed them)");
   }
@@ -119,7 +129,7 @@ void Trainer::start_from(const std::string& path, const model::ModelSpec& spec) 
   auto src = loaded.model->parameters_by_name();
   auto dst = model_->parameters_by_name();
   for (size_t i = 0; i < dst.size(); ++i) dst[i].second.copy_(src[i].second);
-  util::log::info("model.from: starting from the weights in " + loaded.dir.string());
+  util::log::info(what + ": starting from the weights in " + loaded.dir.string());
 }
 
 int64_t Trainer::plan_total_steps() const {
@@ -160,26 +170,77 @@ double Trainer::evaluate() {
   return targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
 }
 
-void Trainer::save_model(const std::filesystem::path& dir, TrainState& state) {
+void Trainer::save_model(const std::filesystem::path& dir) {
   model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
-  for (auto& cb : callbacks_) cb->on_save(state, dir);
+  for (auto& cb : callbacks_) cb->on_save(state_, dir);
+}
+
+void Trainer::notify(const std::string& line) {
+  for (auto& cb : callbacks_) cb->on_message(state_, line);
+}
+
+bool Trainer::train_step(double lr_factor) {
+  const auto& t = config_.trainer;
+  optimizer_->set_lr_factor(lr_factor);
+  // All micro-batches of the step first: their total target count normalises each one's loss.
+  std::vector<data::Batch> micro;
+  int64_t step_targets = 0;
+  for (int64_t m = 0; m < t.grad_accum_steps; ++m) {
+    micro.push_back(loaders_.train->next());
+    step_targets += micro.back().num_target_tokens;
+    state_.tokens_seen += micro.back().input_ids.numel();
+  }
+  const double denom = static_cast<double>(std::max<int64_t>(1, step_targets));
+  for (auto& b : micro) {
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(t.precision, device_);
+      logits = model_->forward(b.input_ids);
+    }
+    auto loss_sum = token_loss_sum(logits, b.labels, t.label_smoothing);
+    scaler_.scale(loss_sum / denom).backward();
+    window_loss_ += loss_sum.detach();
+  }
+  window_targets_ += step_targets;
+  std::vector<torch::Tensor> params;
+  for (auto& [name, p] : model_->parameters_by_name()) params.push_back(p);
+  scaler_.unscale(params);
+  grad_norm_ = clip_grad_norm(params, t.max_grad_norm);
+  const bool skipped = scaler_.found_inf();
+  if (!skipped) optimizer_->step();
+  scaler_.update();
+  optimizer_->zero_grad();
+  return skipped;
+}
+
+void Trainer::run_evaluation() {
+  const double eval_loss = evaluate();
+  state_.last_eval_loss = eval_loss;
+  state_.last_eval_step = state_.step;
+  if (!state_.best_eval_loss || eval_loss < *state_.best_eval_loss) {
+    state_.best_eval_loss = eval_loss;
+    state_.best_step = state_.step;
+  }
+  if (plateau_) plateau_->observe(eval_loss);
+  for (auto& cb : callbacks_) cb->on_evaluate(state_, eval_loss);
+}
+
+std::string Trainer::save_reason(bool evaluated_new_best, bool epoch_ended, bool last_step, bool signalled) const {
+  const auto& c = config_.checkpoint;
+  if (signalled && c.on_signal == config::OnSignal::kSave) return "signal";
+  if (last_step && c.at_end) return "end of training";
+  if (c.every_steps > 0 && state_.step % c.every_steps == 0) return "every " + std::to_string(c.every_steps) + " steps";
+  if (c.every_epoch && epoch_ended) return "end of epoch";
+  if (c.keep_best && evaluated_new_best) return "new best eval loss";
+  return {};
 }
 
 TrainResult Trainer::train() {
   const auto& t = config_.trainer;
   TrainResult result;
-  TrainState& state = result.state;
-  state.total_steps = total_steps_;
   model_->train();
 
-  std::vector<torch::Tensor> params;
-  for (auto& [name, p] : model_->parameters_by_name()) params.push_back(p);
   const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
-  std::optional<optim::PlateauSchedule> plateau;
-  if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
-    plateau.emplace(config_.scheduler.plateau, config_.optimizer.lr);
-  }
-  GradScaler scaler(t.precision == config::Precision::kFp16, t.fp16_init_scale, t.fp16_growth_interval, device_);
   if (t.early_stopping_patience) {
     callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
   }
@@ -188,97 +249,78 @@ TrainResult Trainer::train() {
   metrics::RecorderOptions ro;
   ro.run_dir = run_dir_;
   ro.total_steps = total_steps_;
+  ro.start_step = start_step_;
   ro.mfu = mfu_options(device_, model_, config_);
   callbacks_.insert(callbacks_.begin(), std::make_shared<MetricsCallback>(ro));
-  auto notify = [&](const std::string& line) {
-    for (auto& cb : callbacks_) cb->on_message(state, line);
-  };
-  state.data_wait_s = loaders_.train->data_wait_seconds();
-  for (auto& cb : callbacks_) cb->on_train_begin(state);
+  state_.data_wait_s = loaders_.train->data_wait_seconds();
+  for (auto& cb : callbacks_) cb->on_train_begin(state_);
   if (loaders_.validation) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
     notify("unigram baseline (validation loss of token frequencies alone): " + std::to_string(*result.unigram_baseline));
   }
   util::log::info("training " + std::to_string(model_->non_embedding_parameters()) + " non-embedding parameters on " +
-                  device_.str() + " for " + std::to_string(total_steps_) + " steps");
+                  device_.str() + (start_step_ > 0 ? " from step " + std::to_string(start_step_) : std::string()) +
+                  " to step " + std::to_string(total_steps_));
 
-  auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
-  auto window_loss = torch::zeros({}, f32);  // running sum on the device: no sync until logging
-  int64_t window_targets = 0;
-  const auto& train_loader = *loaders_.train;
-  const double samples = static_cast<double>(std::max<uint64_t>(1, train_loader.num_samples()));
-  torch::Tensor grad_norm;
-  for (int64_t step = 0; step < total_steps_; ++step) {
-    const double factor = optim::lr_factor(schedule, step) * (plateau ? plateau->factor() : 1.0);
-    optimizer_->set_lr_factor(factor);
+  const double samples = static_cast<double>(std::max<uint64_t>(1, loaders_.train->num_samples()));
+  while (state_.step < total_steps_) {
+    const int64_t step = state_.step;
+    const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
+    const uint64_t epoch_before = loaders_.train->epoch();
+    const bool skipped = train_step(factor);
 
-    // All micro-batches of the step first: their total target count normalises each one's loss.
-    std::vector<data::Batch> micro;
-    int64_t step_targets = 0;
-    for (int64_t m = 0; m < t.grad_accum_steps; ++m) {
-      micro.push_back(loaders_.train->next());
-      step_targets += micro.back().num_target_tokens;
-      state.tokens_seen += micro.back().input_ids.numel();
-    }
-    const double denom = static_cast<double>(std::max<int64_t>(1, step_targets));
-    for (auto& b : micro) {
-      torch::Tensor logits;
-      {
-        AutocastScope autocast(t.precision, device_);
-        logits = model_->forward(b.input_ids);
-      }
-      auto loss_sum = token_loss_sum(logits, b.labels, t.label_smoothing);
-      scaler.scale(loss_sum / denom).backward();
-      window_loss += loss_sum.detach();
-    }
-    window_targets += step_targets;
-    scaler.unscale(params);
-    grad_norm = clip_grad_norm(params, t.max_grad_norm);
-    const bool skipped = scaler.found_inf();
-    if (!skipped) optimizer_->step();
-    scaler.update();
-    optimizer_->zero_grad();
+    state_.step = step + 1;
+    state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
+    state_.data_wait_s = loaders_.train->data_wait_seconds();
+    for (auto& cb : callbacks_) cb->on_step_end(state_);
 
-    state.step = step + 1;
-    state.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
-    state.data_wait_s = loaders_.train->data_wait_seconds();
-    for (auto& cb : callbacks_) cb->on_step_end(state);
-
-    if (state.step % t.log_every == 0 || state.step == total_steps_) {
+    if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
       StepStats s;
-      s.loss = window_loss.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets));
+      s.loss = window_loss_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets_));
       s.lr = config_.optimizer.lr * factor;
-      s.grad_norm = grad_norm.item<double>();
+      s.grad_norm = grad_norm_.item<double>();
       s.peak_mem_mb = peak_memory_mib(device_);
       s.skipped = skipped;
-      window_loss.zero_();
-      window_targets = 0;
+      window_loss_.zero_();
+      window_targets_ = 0;
       result.last_loss = s.loss;
-      for (auto& cb : callbacks_) cb->on_log(state, s);
+      for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
-    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == total_steps_)) {
-      const double eval_loss = evaluate();
-      if (!state.best_eval_loss || eval_loss < *state.best_eval_loss) {
-        state.best_eval_loss = eval_loss;
-        state.best_step = state.step;
+    bool new_best = false;
+    if (t.eval_every > 0 && (state_.step % t.eval_every == 0 || state_.step == total_steps_)) {
+      const int64_t best_before = state_.best_step;
+      run_evaluation();
+      new_best = state_.best_step == state_.step && state_.best_step != best_before;
+    }
+    const int signal = stop_signal_ ? stop_signal_->load() : 0;
+    const bool last = state_.step == total_steps_ || state_.should_stop;
+    const std::string reason =
+        save_reason(new_best, loaders_.train->epoch() != epoch_before, last, signal != 0);
+    if (!reason.empty()) {
+      try {
+        result.last_checkpoint = save_checkpoint();
+        notify("checkpoint saved (" + reason + "): " + result.last_checkpoint->string());
+      } catch (const util::IoError& e) {
+        if (config_.checkpoint.on_save_error == config::OnSaveError::kStop) throw;
+        notify("checkpoint at step " + std::to_string(state_.step) + " FAILED, training on " +
+               "(checkpoint.on_save_error=continue): " + e.what() + (e.hint().empty() ? "" : "; " + e.hint()));
       }
-      if (plateau) plateau->observe(eval_loss);
-      for (auto& cb : callbacks_) cb->on_evaluate(state, eval_loss);
     }
-    if (stop_signal_ && stop_signal_->load() != 0) {
+    if (signal != 0) {
       result.interrupted = true;
-      result.signal = stop_signal_->load();
-      notify("signal " + std::to_string(result.signal) + ": stopping after step " + std::to_string(state.step));
+      result.signal = signal;
+      notify("signal " + std::to_string(signal) + ": stopped after step " + std::to_string(state_.step));
       break;
     }
-    if (state.should_stop) {
-      notify("early stopping at step " + std::to_string(state.step) + " (best eval loss at step " +
-             std::to_string(state.best_step) + ")");
+    if (state_.should_stop) {
+      notify("early stopping at step " + std::to_string(state_.step) + " (best eval loss at step " +
+             std::to_string(state_.best_step) + ")");
       break;
     }
   }
-  for (auto& cb : callbacks_) cb->on_train_end(state);
+  for (auto& cb : callbacks_) cb->on_train_end(state_);
+  result.state = state_;
   return result;
 }
 

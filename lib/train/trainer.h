@@ -1,7 +1,9 @@
 // The training loop for one process on the CPU or one GPU: micro-batches accumulated with the
 // loss normalised by the step's target tokens, global-norm clipping, mixed precision, the LR
-// schedule, periodic evaluation, and callbacks for metrics and early stopping. No host
-// synchronisation inside a step except on logging steps (fp16 needs one to skip overflowed steps).
+// schedule, periodic evaluation, checkpoints, and callbacks for metrics and early stopping. No
+// host synchronisation inside a step except on logging steps (fp16 needs one to skip overflowed
+// steps). Everything the loop carries from one step to the next is a member, so a checkpoint
+// (trainer_checkpoint.cpp) saves it and restore() continues bit for bit on the CPU.
 #pragma once
 
 #include <atomic>
@@ -13,10 +15,19 @@
 #include "data/loader.h"
 #include "data/tokenizer.h"
 #include "model/transformer.h"
+#include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/callbacks.h"
+#include "train/precision.h"
 
 namespace hftrain::train {
+
+// What a checkpoint records about the run besides its state.
+struct RunRecord {
+  std::string config_yaml;  // the resolved config (config.yaml), which resume reads back
+  std::string config_hash;  // hash of the config's values, in the manifest
+  std::vector<std::string> command_line;
+};
 
 struct TrainResult {
   TrainState state;
@@ -24,6 +35,7 @@ struct TrainResult {
   std::optional<double> unigram_baseline;  // validation loss of token frequencies alone
   bool interrupted = false;
   int signal = 0;        // the signal that interrupted training, if any
+  std::optional<std::filesystem::path> last_checkpoint;  // saved by this process
 };
 
 class Trainer {
@@ -35,12 +47,29 @@ class Trainer {
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
+  void set_run_record(RunRecord record) { record_ = std::move(record); }
+
+  // Continues from a checkpoint directory (verified by the caller): weights, optimizer, loss
+  // scaler, LR schedule, RNG, data position and trainer state. Throws CheckpointError naming the
+  // file for a checkpoint that does not fit this config; ConfigError when it is already at or
+  // past this config's last step. `allow_data_change` (resume --force) accepts training data
+  // whose sample count differs from the checkpoint's.
+  void restore(const std::filesystem::path& checkpoint_dir, bool allow_data_change = false);
+  // Trains from the current step (0, or the restored one) to the end, a signal or early stop.
+  // Checkpoints follow config.checkpoint; a failed save throws IoError unless
+  // checkpoint.on_save_error=continue.
   TrainResult train();
   // Mean loss per target token over the validation split (or trainer.eval_batches of it).
   double evaluate();
   // Saves the model and its tokenizer as a model directory (what `generate` and model.from read)
   // and tells the callbacks (on_save).
-  void save_model(const std::filesystem::path& dir, TrainState& state);
+  void save_model(const std::filesystem::path& dir);
+  // Writes <run_dir>/checkpoint-<step>/ crash-safely, updates `latest`, applies keep_last and
+  // keep_best, and tells the callbacks. Throws IoError (disk full, read-only) leaving earlier
+  // checkpoints intact.
+  std::filesystem::path save_checkpoint();
+
+  const TrainState& state() const { return state_; }
 
   model::Transformer& model() { return model_; }
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -49,8 +78,16 @@ class Trainer {
 
  private:
   int64_t plan_total_steps() const;
-  // Copies the weights of an hftrain model directory whose shape equals `spec`.
-  void start_from(const std::string& path, const model::ModelSpec& spec);
+  // Copies the weights of an hftrain model directory whose shape equals `spec`; `what` names
+  // the source in messages (model.from, a checkpoint).
+  void start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what);
+  // One optimizer step: micro-batches, backward, clipping, the update. Returns whether it was
+  // skipped (fp16 overflow).
+  bool train_step(double lr_factor);
+  void run_evaluation();
+  // Why a checkpoint is due after the current step ("" when none).
+  std::string save_reason(bool evaluated_new_best, bool epoch_ended, bool last_step, bool signalled) const;
+  void notify(const std::string& line);
 
   config::Config config_;
   std::filesystem::path run_dir_;
@@ -62,6 +99,16 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
+  RunRecord record_;
+
+  // Carried from step to step (and saved in checkpoints).
+  TrainState state_;
+  GradScaler scaler_;
+  std::optional<optim::PlateauSchedule> plateau_;
+  torch::Tensor window_loss_;   // loss sum since the last logging step, on the device
+  int64_t window_targets_ = 0;  // target tokens in that window
+  torch::Tensor grad_norm_;
+  int64_t start_step_ = 0;      // the restored step (0 for a new run)
 };
 
 }  // namespace hftrain::train

@@ -65,7 +65,7 @@ TEST_CASE("schema listings cover every key", "[config][emit]") {
     CHECK_THAT(text, Contains(k.path));
     CHECK_THAT(md, Contains("`" + k.path + "`"));
   }
-  CHECK_THAT(text, Contains("optimizer.lr  (float, default 3.0e-4, range [0, 10])"));
+  CHECK_THAT(text, Contains("optimizer.lr  (float, default 3.0e-4, range [0, 10]; on resume: changes training)"));
   CHECK_THAT(md, Contains("one of fp32\\|bf16\\|fp16"));
 }
 

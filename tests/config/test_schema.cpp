@@ -31,6 +31,7 @@ TEST_CASE("every schema key has a doc, a valid default and a unique path", "[con
   for (const auto& k : schema.keys()) {
     INFO(k.path);
     CHECK_FALSE(k.doc.empty());
+    CHECK(k.on_resume != config::ResumeChange::kUnset);  // what changing it on resume means
     CHECK(seen.insert(k.path).second);
     bool has_section = false;
     for (const auto& [name, doc] : schema.sections()) has_section = has_section || name == k.segments[0];

@@ -47,13 +47,16 @@ def main():
         check(len(files) == 2, f"expected two event files (run and resume), found {files}")
 
         # Record level: the loader drops a record whose CRC fails, so the counts check the CRCs;
-        # the first event of each file is the version. One event per logging step and per eval.
+        # the first event of each file is the version, the second a session start at the first
+        # step the file can hold. One event per logging step and per eval.
         runs = [expected_steps(1, 5), expected_steps(6, 3)]
         for path, run_steps in zip(files, runs):
             events = list(event_file_loader.LegacyEventFileLoader(path).Load())
-            want = 1 + len(run_steps) + len([s for s in run_steps if s % 20 == 0])
+            want = 2 + len(run_steps) + len([s for s in run_steps if s % 20 == 0])
             check(len(events) == want, f"{path}: {len(events)} events, expected {want}")
             check(events[0].file_version == "brain.Event:2", f"{path}: first event is {events[0]}")
+            check(events[1].session_log.status == 1 and events[1].step == run_steps[0] - 9,
+                  f"{path}: second event is not a session start at {run_steps[0] - 9}: {events[1]}")
             for e in events[1:]:
                 check(e.wall_time > 1e9, f"{path}: wall_time {e.wall_time} is not a Unix time")
 
@@ -98,6 +101,20 @@ def main():
             check(close(r["loss"], 10.0 / r["step"], 1e-15), f"jsonl loss {r}")
         for r in evals:
             check(close(r["eval_ppl"], math.exp(r["eval_loss"]), 1e-12), f"jsonl eval_ppl {r}")
+
+        # A resume from a checkpoint at step 30 (steps 40..80 logged by the earlier processes never
+        # happened now): TensorBoard and metrics.jsonl both drop them and keep the new 40 and 50.
+        subprocess.run([writer, run_dir, "4", "2"], check=True)
+        resumed = expected_steps(1, 5)
+        acc = event_accumulator.EventAccumulator(run_dir, size_guidance={event_accumulator.SCALARS: 0})
+        acc.Reload()
+        got = [e.step for e in acc.Scalars("train/loss")]
+        check(got == resumed, f"after a resume from step 30, TensorBoard serves train/loss at {got}, not {resumed}")
+        got = [e.step for e in acc.Scalars("eval/loss")]
+        check(got == [20, 40], f"after a resume from step 30, TensorBoard serves eval/loss at {got}")
+        with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+            got = [json.loads(line)["step"] for line in f]
+        check(got == [10, 20, 20, 30, 40, 40, 50], f"after a resume from step 30, metrics.jsonl holds steps {got}")
 
     if failures:
         for message in failures:

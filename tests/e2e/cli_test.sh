@@ -80,4 +80,17 @@ grep -q "my edits" mine.yaml && ok || fail "refused cp still changed the file"
 run 0 recipes cp quickstart mine.yaml --force
 run 2 recipes cp quickstart nodir/x.yaml && has "does not exist" err
 
+# --- resume and verify: bad paths and contradictory flags (tests/e2e/resume_test.sh does the rest)
+run 2 resume && has "path" err
+run 2 resume nowhere && has "nowhere" err && has "not a directory" err
+mkdir -p emptyrun
+run 2 resume emptyrun && has "holds no checkpoint-N" err
+run 2 verify nowhere && has "nowhere" err
+run 2 verify emptyrun && has "holds no checkpoint-N" err
+mkdir -p emptyrun/checkpoint-5
+run 2 verify emptyrun/checkpoint-5 && has "manifest.json" out
+run 2 resume emptyrun/checkpoint-5 && has "does not verify" err
+run 2 resume emptyrun notanoverride && has "not an override" err
+run 2 run quickstart --resume --overwrite && has "contradict" err
+
 finish

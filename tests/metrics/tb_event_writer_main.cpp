@@ -1,5 +1,6 @@
 // Writes a run's metrics with the real Recorder, for tests/conformance/metrics_tensorboard.py to
 // read back with TensorBoard's own loader. Usage: metrics_tb_writer <run_dir> <first_step> <count>
+// A run whose first step is not 10 acts as a resume from the step before it.
 // Step s (multiples of 10) logs loss 10/s, lr s*1e-5, grad_norm 0.5; every 20th step an eval with
 // eval_loss 5/s.
 #include <cstdlib>
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     o.total_steps = 1000;
     o.console = false;
     o.tensorboard_options.hostname = "conformance";
+    o.start_step = (std::atol(argv[2]) - 1) * 10;  // a resume continues from the step before its first
     o.mfu = MfuOptions{.model = {.non_embedding_params = 1'000'000,
                                  .num_layers = 2,
                                  .num_heads = 4,

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <fstream>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -96,6 +97,7 @@ TEST_CASE("a resumed run appends to metrics.jsonl and adds an event file", "[met
   {
     auto o = options_for(d.path(), &console, false);
     o.wall_clock = [] { return 1700000100.0; };
+    o.start_step = 10;  // resumed from a checkpoint at step 10
     Recorder r(o);
     r.log_step(step_metrics(20));
   }
@@ -105,6 +107,42 @@ TEST_CASE("a resumed run appends to metrics.jsonl and adds an event file", "[met
   CHECK(json::parse(lines[1])["step"] == 20);
   CHECK(std::filesystem::exists(d.path() / "events.out.tfevents.1700000000.testhost"));
   CHECK(std::filesystem::exists(d.path() / "events.out.tfevents.1700000100.testhost"));
+}
+
+TEST_CASE("a run restarted at an earlier step drops the records an earlier process wrote after it",
+          "[metrics][recorder]") {
+  test::MetricsTempDir d;
+  std::ostringstream console;
+  {
+    Recorder r(options_for(d.path(), &console, false));
+    for (int64_t s : {10, 20, 30}) r.log_step(step_metrics(s));
+  }
+  {
+    auto o = options_for(d.path(), &console, false);
+    o.wall_clock = [] { return 1700000100.0; };
+    o.start_step = 20;  // the checkpoint the run resumed from: step 30 never happened now
+    Recorder r(o);
+    r.log_step(step_metrics(30));
+  }
+  auto lines = test::lines_of(test::slurp(d.path() / kMetricsFileName));
+  REQUIRE(lines.size() == 3);
+  CHECK(json::parse(lines[2])["step"] == 30);
+  {
+    Recorder r(options_for(d.path(), &console, false));  // a new run (start_step 0) starts a fresh history
+  }
+  CHECK(test::slurp(d.path() / kMetricsFileName).empty());
+}
+
+TEST_CASE("drop_records_after keeps what it cannot read and the records up to the step", "[metrics][jsonl]") {
+  test::MetricsTempDir d;
+  const auto path = d.path() / "m.jsonl";
+  {
+    std::ofstream(path) << "{\"step\": 1}\nnot json\n{\"step\": 5, \"eval_loss\": 2}\n{\"other\": 9}\n{\"step\": 3}\n";
+  }
+  CHECK(drop_records_after(path, 3) == 1);
+  CHECK(test::slurp(path) == "{\"step\": 1}\nnot json\n{\"other\": 9}\n{\"step\": 3}\n");
+  CHECK(drop_records_after(path, 3) == 0);
+  CHECK(drop_records_after(d.path() / "missing.jsonl", 0) == 0);
 }
 
 TEST_CASE("GPU runs carry MFU, null for an unknown device", "[metrics][recorder]") {

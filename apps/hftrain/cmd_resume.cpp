@@ -1,0 +1,59 @@
+// `hftrain resume PATH [overrides] [--force]`: continue a run from a checkpoint (or from the
+// newest checkpoint of a run directory that verifies). The config and the data position come
+// from the checkpoint; overrides are checked against the resume policy.
+#include <filesystem>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "ckpt/locate.h"
+#include "commands.h"
+#include "config/resolve.h"
+#include "train_job.h"
+#include "util/error.h"
+
+namespace hftrain::app {
+namespace {
+
+struct ResumeArgs {
+  std::string path;
+  std::vector<std::string> overrides;
+  bool force = false;
+};
+
+int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
+  for (const auto& o : a.overrides) {
+    if (o.find('=') == std::string::npos && o.rfind('~', 0) != 0) {
+      throw util::UsageError("`" + o + "` is not an override (a.b=VALUE, ~a.b or +a.b=VALUE)",
+                             "hftrain resume runs/NAME trainer.max_steps=4000");
+    }
+  }
+  const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(a.path);
+  config::ResolveOptions options;
+  options.checkpoint_config = located.dir / "config.yaml";
+  // New checkpoints go next to the one resumed from, wherever the run directory has moved,
+  // unless run.output_dir is overridden.
+  options.overrides.push_back("run.output_dir=" + located.run_dir.string());
+  options.overrides.insert(options.overrides.end(), a.overrides.begin(), a.overrides.end());
+
+  TrainJob job;
+  job.resolved = config::resolve_config(options);
+  job.command_line = command_line;
+  job.force = a.force;
+  job.resume_notes = plan_resume(located, job.resolved, a.force);
+  job.resume_from = located.dir;
+  return run_train_job(job);
+}
+
+}  // namespace
+
+void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line) {
+  auto a = std::make_shared<ResumeArgs>();
+  CLI::App* sub = app.add_subcommand("resume", "Continue training from a checkpoint or a run directory");
+  sub->add_option("path", a->path, "A checkpoint (runs/NAME/checkpoint-N) or a run directory (runs/NAME)")->required();
+  sub->add_option("overrides", a->overrides, "Overrides: a.b=VALUE, ~a.b, +a.b=VALUE (checked against the resume policy)");
+  sub->add_flag("--force", a->force, "Accept changes that alter the data order (data, batch size, seed)");
+  sub->callback([a, &runner, command_line] { runner = [a, command_line] { return resume(*a, command_line); }; });
+}
+
+}  // namespace hftrain::app

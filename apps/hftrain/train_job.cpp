@@ -1,0 +1,94 @@
+#include "train_job.h"
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "ckpt/layout.h"
+#include "ckpt/resume_policy.h"
+#include "config/emit.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "util/log.h"
+
+namespace hftrain::app {
+namespace {
+
+std::atomic<int> g_stop_signal{0};  // written by the signal handler only
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+util::log::Level log_level(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::kDebug: return util::log::Level::kDebug;
+    case config::LogLevel::kInfo: return util::log::Level::kInfo;
+    case config::LogLevel::kWarn: return util::log::Level::kWarn;
+    case config::LogLevel::kError: return util::log::Level::kError;
+  }
+  return util::log::Level::kInfo;
+}
+
+// Detaches the log file however the job ends.
+struct LogFileScope {
+  explicit LogFileScope(const std::filesystem::path& path) { util::log::set_file(path.string()); }
+  ~LogFileScope() { util::log::set_file(""); }
+};
+
+}  // namespace
+
+std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, const config::ResolvedConfig& now,
+                                     bool force) {
+  // The checkpoint's config alone, without this shell's environment: what the saved run used.
+  const util::MapEnvironment no_env;
+  config::ResolveOptions saved_options;
+  saved_options.checkpoint_config = checkpoint.dir / "config.yaml";
+  saved_options.env = &no_env;
+  const config::ResolvedConfig saved = config::resolve_config(saved_options);
+  const auto changes = ckpt::diff_configs(saved.values, now.values, now.tree);
+  std::vector<std::string> notes = {"resuming from " + checkpoint.dir.string() + " (step " +
+                                    std::to_string(checkpoint.step) + ")"};
+  for (const auto& s : checkpoint.skipped) notes.push_back(s);
+  const ckpt::ResumePlan plan = ckpt::check_resume_changes(changes, force, checkpoint.dir.string());
+  notes.insert(notes.end(), plan.notes.begin(), plan.notes.end());
+  return notes;
+}
+
+std::string config_hash(const config::ResolvedConfig& resolved) {
+  return util::hash_hex(config::to_yaml(resolved, config::product_schema(), /*provenance=*/false));
+}
+
+int run_train_job(const TrainJob& job) {
+  const config::Schema& schema = config::product_schema();
+  const config::Config& cfg = job.resolved.values;
+  util::log::set_level(log_level(cfg.logging.level));
+
+  const std::filesystem::path run_dir = cfg.run.output_dir;
+  config::write_resolved_config(job.resolved, schema, run_dir);
+  LogFileScope log_file(run_dir / "train.log");
+  util::log::info("run " + cfg.run.name + ": config written to " + (run_dir / "config.yaml").string());
+  for (const auto& note : job.resume_notes) util::log::info(note);
+  ckpt::remove_stale_staging(run_dir);  // what a crash in an earlier save left behind
+
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  train::Trainer trainer(cfg, run_dir, &g_stop_signal);
+  trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
+  if (job.resume_from) trainer.restore(*job.resume_from, job.force);
+  train::TrainResult result = trainer.train();
+
+  const auto final_dir = run_dir / "final";
+  trainer.save_model(final_dir);
+  std::string summary = "trained to step " + std::to_string(result.state.step) + ", last loss " +
+                        std::to_string(result.last_loss);
+  if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);
+  if (result.unigram_baseline) summary += " (unigram baseline " + std::to_string(*result.unigram_baseline) + ")";
+  util::log::info(summary + "; model saved to " + final_dir.string());
+  if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";
+  std::cout << "model: " << final_dir.string() << "\n";
+  if (result.interrupted) {
+    return cfg.checkpoint.signal_exit_code ? static_cast<int>(*cfg.checkpoint.signal_exit_code) : 128 + result.signal;
+  }
+  return util::kExitOk;
+}
+
+}  // namespace hftrain::app

@@ -1,0 +1,35 @@
+// What `run` and `resume` share once the config is resolved: the run directory, the log file,
+// the signal handlers, the trainer (restored from a checkpoint when resuming), the final model
+// and the exit code.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ckpt/locate.h"
+#include "config/resolve.h"
+
+namespace hftrain::app {
+
+struct TrainJob {
+  config::ResolvedConfig resolved;
+  std::optional<std::filesystem::path> resume_from;  // a verified checkpoint directory
+  bool force = false;                                // resume --force: accept changed data
+  std::vector<std::string> resume_notes;             // what the resume policy accepted, for the log
+  std::vector<std::string> command_line;
+};
+
+// Trains and returns the exit code: 0, or the signal exit code after SIGINT/SIGTERM.
+int run_train_job(const TrainJob& job);
+
+// Checks `now` against the checkpoint's own config (resume policy, ckpt/resume_policy.h) and
+// returns the notes to log; throws ConfigError for refused changes.
+std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, const config::ResolvedConfig& now,
+                                     bool force);
+
+// The hash of a config's values that a checkpoint's manifest records.
+std::string config_hash(const config::ResolvedConfig& resolved);
+
+}  // namespace hftrain::app

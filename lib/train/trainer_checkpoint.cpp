@@ -1,0 +1,276 @@
+// Trainer::save_checkpoint and Trainer::restore: everything the loop carries between steps, in
+// the checkpoint layout of lib/ckpt (tensors in safetensors, state in JSON, a manifest last).
+//
+//   model.safetensors (or shards + index), model.json, tokenizer.json   the model directory
+//   optimizer.safetensors, optimizer.json                                 optimizer state
+//   scheduler.json, scaler.json                                           LR plateau and fp16 loss scale
+//   rng.safetensors                                                       CPU and CUDA generator states
+//   data.json                                                             global sample cursor, epoch, seed
+//   trainer_state.json                                                    step, tokens, best metric, ...
+//   config.yaml, environment.json                                         the resolved config, versions
+//   manifest.json                                                         sizes and checksums, written last
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "ckpt/rotation.h"
+#include "ckpt/writer.h"
+#include "model/safetensors.h"
+#include "model/saved_model.h"
+#include "train/trainer.h"
+#include "train/wiring.h"
+#include "util/build_info.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/log.h"
+#ifdef HFTRAIN_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <torch/csrc/cuda/nccl.h>
+#endif
+
+namespace hftrain::train {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kOptimizerTensors = "optimizer.safetensors";
+constexpr const char* kOptimizerMeta = "optimizer.json";
+constexpr const char* kSchedulerFile = "scheduler.json";
+constexpr const char* kScalerFile = "scaler.json";
+constexpr const char* kRngFile = "rng.safetensors";
+constexpr const char* kDataFile = "data.json";
+constexpr const char* kTrainerStateFile = "trainer_state.json";
+constexpr const char* kConfigFile = "config.yaml";
+constexpr const char* kEnvironmentFile = "environment.json";
+
+Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+Json read_json(const fs::path& path) {
+  const std::string text = util::read_file<util::CheckpointError>(path, "checkpoint file");
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw util::CheckpointError(path.string() + " is not a JSON object", "the checkpoint is damaged; resume from another one");
+  }
+  return j;
+}
+
+// Reads `key` of `j` as T, or throws naming the file and key.
+template <class T>
+T field(const Json& j, const std::string& key, const fs::path& file) {
+  try {
+    return j.at(key).get<T>();
+  } catch (const Json::exception&) {
+    throw util::CheckpointError(file.string() + ": `" + key + "` is missing or has the wrong type",
+                                "the checkpoint is damaged or from another hftrain version");
+  }
+}
+
+std::optional<double> optional_field(const Json& j, const std::string& key, const fs::path& file) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return field<double>(j, key, file);
+}
+
+Json environment_record(const torch::Device& device, const std::vector<std::string>& command_line) {
+  Json env;
+  env["hftrain"] = {{"version", util::kBuildFlags.version}, {"revision", util::kBuildFlags.revision}};
+  env["libtorch"] = TORCH_VERSION;
+  env["cuda"] = nullptr;
+  env["nccl"] = nullptr;
+  Json devices = Json::array({"cpu"});
+#ifdef HFTRAIN_HAVE_CUDA
+  if (torch::cuda::is_available()) {
+    int runtime = 0;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+      env["cuda"] = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    }
+    const uint64_t nccl = torch::cuda::nccl::version();
+    env["nccl"] = std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100);
+    for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
+      devices.push_back(std::string("cuda:") + std::to_string(i) + " " +
+                        at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i))->name);
+    }
+  }
+#endif
+  env["devices"] = devices;
+  env["device"] = device.str();
+  env["world_size"] = 1;
+  env["rank"] = 0;
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) env["host"] = host;
+  env["command_line"] = command_line;
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32] = {};
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  env["saved_at"] = stamp;
+  return env;
+}
+
+model::TensorList rng_states(const torch::Device& device) {
+  model::TensorList out;
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    out.emplace_back("cpu", gen.get_state());
+  }
+#ifdef HFTRAIN_HAVE_CUDA
+  if (device.is_cuda()) {
+    auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    out.emplace_back("cuda", gen.get_state());
+  }
+#endif
+  static_cast<void>(device);
+  return out;
+}
+
+void restore_rng(const model::TensorList& states, const torch::Device& device, const fs::path& file) {
+  bool cpu = false;
+  for (const auto& [name, state] : states) {
+    if (name == "cpu") {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+      cpu = true;
+    }
+#ifdef HFTRAIN_HAVE_CUDA
+    if (name == "cuda" && device.is_cuda()) {
+      auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+#endif
+  }
+  static_cast<void>(device);
+  if (!cpu) throw util::CheckpointError(file.string() + " has no `cpu` generator state", "the checkpoint is damaged");
+}
+
+}  // namespace
+
+fs::path Trainer::save_checkpoint() {
+  ckpt::CheckpointWriter writer(run_dir_, state_.step);
+
+  model::TensorList weights;
+  for (auto& [name, p] : model_->parameters_by_name()) weights.emplace_back(name, p.detach());
+  writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size), {{"format", "pt"}});
+  for (const auto& [name, text] : model::model_text_files(model_, tokenizer_options(config_).kind, tokenizer_.get())) {
+    writer.add_bytes(name, text);
+  }
+
+  optim::OptimizerState opt = optimizer_->state();
+  writer.add_safetensors(kOptimizerTensors, opt.tensors);
+  writer.add_json(kOptimizerMeta, opt.meta);
+
+  Json scheduler = {{"name", config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau ? "reduce_lr_on_plateau" : "stateless"},
+                    {"step", state_.step}};
+  if (plateau_) {
+    const auto& p = plateau_->state();
+    scheduler["plateau"] = {{"factor", p.factor}, {"best", p.best}, {"num_bad", p.num_bad}, {"cooldown_left", p.cooldown_left}};
+  }
+  writer.add_json(kSchedulerFile, scheduler);
+  const GradScaler::State sc = scaler_.state();
+  writer.add_json(kScalerFile, {{"enabled", scaler_.enabled()}, {"scale", sc.scale}, {"growth_tracker", sc.growth_tracker}});
+  writer.add_safetensors(kRngFile, rng_states(device_));
+
+  const auto& loader = *loaders_.train;
+  writer.add_json(kDataFile, {{"cursor", loader.cursor()},
+                              {"epoch", loader.epoch()},
+                              {"seed", config_.run.seed},
+                              {"num_samples", loader.num_samples()},
+                              {"batch_size", loader.batch_size()}});
+  Json ts;
+  ts["step"] = state_.step;
+  ts["total_steps"] = total_steps_;
+  ts["epoch"] = state_.epoch;
+  ts["tokens_seen"] = state_.tokens_seen;
+  ts["best_eval_loss"] = optional_number(state_.best_eval_loss);
+  ts["best_step"] = state_.best_step;
+  ts["last_eval_loss"] = optional_number(state_.last_eval_loss);
+  ts["last_eval_step"] = state_.last_eval_step;
+  ts["early_stopping_best"] = optional_number(state_.early_stopping_best);
+  ts["early_stopping_bad"] = state_.early_stopping_bad;
+  // The running loss of the logging window: a float32 sum, exact in a double.
+  ts["window_loss_sum"] = window_loss_.item<double>();
+  ts["window_targets"] = window_targets_;
+  writer.add_json(kTrainerStateFile, ts);
+  writer.add_bytes(kConfigFile, record_.config_yaml);
+  writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line));
+
+  const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
+  std::optional<int64_t> keep;
+  if (config_.checkpoint.keep_best && state_.best_eval_loss) keep = state_.best_step;
+  for (const auto& gone : ckpt::rotate_checkpoints(run_dir_, config_.checkpoint.keep_last, keep)) {
+    util::log::debug("checkpoint.keep_last: removed " + gone.string());
+  }
+  for (auto& cb : callbacks_) cb->on_save(state_, dir);
+  return dir;
+}
+
+void Trainer::restore(const fs::path& dir, bool allow_data_change) {
+  const auto spec = model::ModelSpec::from_config(config_.model);
+  start_from(dir.string(), spec, "resume");
+
+  const Json meta = read_json(dir / kOptimizerMeta);
+  optimizer_->load_state({model::read_safetensors(dir / kOptimizerTensors), meta});
+
+  const fs::path sched_file = dir / kSchedulerFile;
+  const Json sched = read_json(sched_file);
+  if (plateau_) {
+    if (!sched.contains("plateau")) {
+      throw util::CheckpointError(sched_file.string() + " has no reduce_lr_on_plateau state, but scheduler.name is reduce_lr_on_plateau",
+                                  "resume with the checkpoint's scheduler");
+    }
+    const Json& p = sched.at("plateau");
+    plateau_->restore({field<double>(p, "factor", sched_file), field<double>(p, "best", sched_file),
+                       field<int64_t>(p, "num_bad", sched_file), field<int64_t>(p, "cooldown_left", sched_file)});
+  }
+  const fs::path scaler_file = dir / kScalerFile;
+  const Json sc = read_json(scaler_file);
+  if (scaler_.enabled() && field<bool>(sc, "enabled", scaler_file)) {
+    scaler_.load_state({field<double>(sc, "scale", scaler_file), field<int64_t>(sc, "growth_tracker", scaler_file)});
+  }
+  restore_rng(model::read_safetensors(dir / kRngFile), device_, dir / kRngFile);
+
+  const fs::path data_file = dir / kDataFile;
+  const Json data = read_json(data_file);
+  const auto saved_samples = field<uint64_t>(data, "num_samples", data_file);
+  if (saved_samples != loaders_.train->num_samples() && !allow_data_change) {
+    throw util::CheckpointError("the training data changed since " + dir.string() + " was saved: " +
+                                    std::to_string(saved_samples) + " samples then, " +
+                                    std::to_string(loaders_.train->num_samples()) + " now",
+                                "restore the data files, or pass --force to continue on the new data");
+  }
+  loaders_.train->seek(field<uint64_t>(data, "cursor", data_file));
+
+  const fs::path state_file = dir / kTrainerStateFile;
+  const Json ts = read_json(state_file);
+  state_.step = field<int64_t>(ts, "step", state_file);
+  state_.epoch = field<double>(ts, "epoch", state_file);
+  state_.tokens_seen = field<int64_t>(ts, "tokens_seen", state_file);
+  state_.best_eval_loss = optional_field(ts, "best_eval_loss", state_file);
+  state_.best_step = field<int64_t>(ts, "best_step", state_file);
+  state_.last_eval_loss = optional_field(ts, "last_eval_loss", state_file);
+  state_.last_eval_step = field<int64_t>(ts, "last_eval_step", state_file);
+  state_.early_stopping_best = optional_field(ts, "early_stopping_best", state_file);
+  state_.early_stopping_bad = field<int64_t>(ts, "early_stopping_bad", state_file);
+  window_loss_.fill_(field<double>(ts, "window_loss_sum", state_file));
+  window_targets_ = field<int64_t>(ts, "window_targets", state_file);
+  start_step_ = state_.step;
+  if (state_.step >= total_steps_) {
+    throw util::ConfigError(dir.string() + " is at step " + std::to_string(state_.step) +
+                                ", and this config ends training at step " + std::to_string(total_steps_),
+                            "raise trainer.max_steps (or max_epochs / max_tokens) to train on, e.g. trainer.max_steps=" +
+                                std::to_string(state_.step * 2));
+  }
+  util::log::info("resumed from " + dir.string() + " at step " + std::to_string(state_.step) + ", sample " +
+                  std::to_string(loaders_.train->cursor()) + " (epoch " + std::to_string(loaders_.train->epoch()) +
+                  "), no data replayed");
+}
+
+}  // namespace hftrain::train

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# End-to-end: checkpoints and resume through the real binary. Exact resume (losses at every step
+# and final weights byte-identical to an uninterrupted run, with accumulation, clipping, dropout,
+# warmup and evaluation), SIGKILL at random moments and in the middle of a save, torn and
+# tampered checkpoints, rotation by step number, every override class on resume, a run directory
+# that already has checkpoints, `verify`, and full / read-only output directories.
+# Usage: resume_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: resume_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${HFTRAIN_PYTHON:-python3}
+source "$SRC/tests/e2e/harness.sh"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+
+mkdir corpus
+for i in $(seq 1 80); do
+  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+done > corpus/cookies
+# Everything that could break exactness is on: accumulation, clipping, dropout, warmup, evaluation.
+common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2 model.n_head=2
+        model.d_model=32 model.max_seq_len=64 data.seq_len=32 model.vocab_size=260 model.dropout=0.1
+        trainer.micro_batch_size=4 trainer.grad_accum_steps=2 trainer.max_grad_norm=0.5 optimizer.lr=0.003
+        scheduler.name=cosine scheduler.warmup_steps=3 trainer.log_every=1 trainer.eval_every=4 trainer.eval_batches=2
+        checkpoint.keep_last=0)
+
+# same_history A B FROM TO: metrics.jsonl of runs A and B hold identical loss, lr, grad_norm and
+# eval_loss values (as written, so bit-for-bit) for every step FROM..TO, each step exactly once.
+same_history() {
+  "$PY" - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" "$4" <<'PY'
+import json, sys
+def load(path):
+    rows = {}
+    for line in open(path):
+        r = json.loads(line)
+        key = (r["step"], "eval" if "eval_loss" in r else "step")
+        assert key not in rows, f"{path}: step {key} twice"
+        rows[key] = {k: r[k] for k in ("loss", "lr", "grad_norm", "eval_loss", "tokens_seen") if k in r}
+    return rows
+a, b, lo, hi = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for step in range(lo, hi + 1):
+    for kind in ("step", "eval"):
+        ka = a.get((step, kind)); kb = b.get((step, kind))
+        if kind == "step": assert ka is not None and kb is not None, f"step {step} missing"
+        assert ka == kb, f"step {step} {kind}: {ka} != {kb}"
+assert max(s for s, _ in b) == hi, f"history runs past {hi}"
+PY
+}
+
+# --- exact: 12 steps straight vs 6 steps, then a resume for 6 more in another directory
+run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=6 run.output_dir="$WORK/straight"
+for f in manifest.json model.safetensors model.json tokenizer.json optimizer.safetensors optimizer.json scheduler.json \
+         scaler.json rng.safetensors data.json trainer_state.json config.yaml environment.json; do
+  [ -s "straight/checkpoint-6/$f" ] && ok || fail "checkpoint-6/$f missing"
+done
+[ "$(cat straight/latest)" = "checkpoint-12" ] && ok || fail "latest is '$(cat straight/latest)', expected checkpoint-12"
+mkdir half && cp -r straight/checkpoint-6 half/
+run 0 resume half
+has "resuming from half/checkpoint-6 (step 6)" err
+has "no data replayed" err
+same_history straight half 7 12 && ok || fail "resumed losses differ from the uninterrupted run"
+cmp -s straight/final/model.safetensors half/final/model.safetensors && ok || fail "final weights differ after resume"
+cmp -s straight/checkpoint-12/optimizer.safetensors half/checkpoint-12/optimizer.safetensors && ok \
+  || fail "optimizer state differs after resume"
+run 0 generate half/checkpoint-12 --prompt "The cat" --max-new-tokens 5 --seed 1
+has "The cat" out
+
+# --- verify: a good checkpoint, a tampered one, a torn one
+run 0 verify straight
+has "checkpoint-12: OK" out
+printf '\x01' | dd of=straight/checkpoint-12/optimizer.safetensors bs=1 seek=300 conv=notrunc status=none
+run 2 verify straight/checkpoint-12
+has "optimizer.safetensors" out
+has "checksum" out
+# Resume from the run directory falls back past the tampered checkpoint, saying which and why,
+# and the continued run still matches the uninterrupted one.
+cp -r straight fallback
+run 0 resume fallback
+has "skipped fallback/checkpoint-12" err
+has "resuming from fallback/checkpoint-6" err
+same_history straight fallback 7 12 && ok || fail "fallback resume diverged"
+# Naming the tampered checkpoint itself is an error, with the way out.
+run 2 resume straight/checkpoint-12
+has "does not verify" err
+has "optimizer.safetensors" err
+# A torn checkpoint (its manifest never written) is skipped too.
+rm half/checkpoint-12/manifest.json
+run 2 verify half/checkpoint-12
+has "manifest.json" out
+
+# --- the override classes on resume (from half/checkpoint-6: 6 of 12 steps done)
+rm -rf half/checkpoint-12
+run 0 resume half trainer.log_every=2 trainer.max_steps=14
+has "trainer.log_every" err
+[ -d half/checkpoint-14 ] && ok || fail "extending max_steps did not train to 14"
+run 0 resume half/checkpoint-6 optimizer.lr=0.001 run.output_dir="$WORK/lr"
+has "changes the training" err
+run 2 resume half/checkpoint-6 data.seq_len=16
+has "changes the data order" err
+has "--force" err
+run 0 resume half/checkpoint-6 data.seq_len=16 --force run.output_dir="$WORK/forced"
+has "--force" err
+run 2 resume half/checkpoint-6 distributed.strategy=zero1
+has "resharded" err
+run 2 resume half/checkpoint-6 model.n_layer=3
+has "model.n_layer" err
+has "cannot change on resume" err
+run 2 resume half/checkpoint-14
+has "raise trainer.max_steps" err
+run 2 resume "$WORK/nowhere"
+has "nowhere" err
+
+# --- `run` never overwrites checkpoints silently
+run 2 run quickstart "${common[@]}" trainer.max_steps=12 run.output_dir="$WORK/straight"
+has "already holds checkpoints" err
+has "--overwrite" err
+run 0 run quickstart "${common[@]}" trainer.max_steps=16 run.output_dir="$WORK/straight" --resume
+has "resuming from" err
+[ -d straight/checkpoint-16 ] && ok || fail "run --resume did not continue to 16"
+run 0 run quickstart "${common[@]}" trainer.max_steps=4 checkpoint.every_steps=2 run.output_dir="$WORK/straight" --overwrite
+[ ! -d straight/checkpoint-16 ] && [ -d straight/checkpoint-4 ] && ok || fail "--overwrite did not start over: $(ls straight)"
+
+# --- rotation keeps the newest by step number (10 and 12, not 8), never the best
+run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=2 checkpoint.keep_last=2 \
+  run.output_dir="$WORK/rot"
+[ "$(ls -d rot/checkpoint-* | sort | xargs -n1 basename | tr '\n' ' ')" = "checkpoint-10 checkpoint-12 " ] && ok \
+  || fail "keep_last=2 kept: $(ls rot)"
+run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=2 checkpoint.keep_last=1 \
+  checkpoint.keep_best=true trainer.eval_every=2 run.output_dir="$WORK/best"
+best=$("$PY" -c "
+import json; rows=[json.loads(l) for l in open('$WORK/best/metrics.jsonl') if 'eval_loss' in l]
+print(min(rows, key=lambda r: r['eval_loss'])['step'])")
+[ -d "best/checkpoint-$best" ] && [ -d best/checkpoint-12 ] && ok || fail "keep_best lost checkpoint-$best: $(ls best)"
+
+# --- SIGKILL in the middle of a save (a test hook stops the writer after 3 files), then resume
+HFTRAIN_TEST_CRASH_IN_SAVE=8:3 "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=4 \
+  run.output_dir="$WORK/crash" >/dev/null 2>&1 &
+wait $! 2>/dev/null
+code=$?
+[ "$code" = 137 ] && ok || fail "the crash hook did not kill the save (exit $code)"
+[ ! -d crash/checkpoint-8 ] && ls -d crash/.tmp-checkpoint-8-* >/dev/null 2>&1 && ok || fail "torn save left: $(ls -a crash)"
+[ "$(cat crash/latest)" = "checkpoint-4" ] && ok || fail "latest moved to a torn checkpoint"
+run 0 resume crash
+has "resuming from crash/checkpoint-4" err
+ls -d crash/.tmp-checkpoint-* >/dev/null 2>&1 && fail "the torn staging directory was not cleaned up" || ok
+same_history fallback crash 1 12 && ok || fail "the run resumed after a crash in a save diverged"
+
+# --- SIGKILL at random moments, then resume until done: the history equals an uninterrupted run
+run 0 run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/calm"
+for attempt in 1 2 3 4; do
+  if [ "$attempt" = 1 ]; then
+    "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/killed" \
+      >/dev/null 2>&1 &
+  else
+    "$HFTRAIN" resume killed >/dev/null 2>&1 &
+  fi
+  pid=$!
+  sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 0.8 + rand() * 2.5 }')"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+done
+# Finish the run unless an attempt already did (a kill can also land after the last save).
+if [ "$(cat killed/latest 2>/dev/null)" != checkpoint-24 ]; then
+  if ls -d killed/checkpoint-* >/dev/null 2>&1; then
+    run 0 resume killed
+  else
+    run 0 run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/killed" --resume
+  fi
+fi
+same_history calm killed 1 24 && ok || fail "killed-and-resumed history differs from the uninterrupted run"
+cmp -s calm/checkpoint-24/model.safetensors killed/checkpoint-24/model.safetensors && ok \
+  || fail "killed-and-resumed weights differ"
+
+# --- a full disk and a read-only run directory fail cleanly, earlier checkpoints intact
+if unshare -rm true 2>/dev/null; then
+  mkdir full
+  unshare -rm bash -c "
+    mount -t tmpfs -o size=1200k tmpfs '$WORK/full' || exit 99
+    '$HFTRAIN' run quickstart ${common[*]@Q} trainer.max_steps=12 checkpoint.every_steps=2 run.output_dir='$WORK/full/run' \
+      >'$WORK/full.out' 2>'$WORK/full.err'
+    echo \$? > '$WORK/full.code'
+    ls -a '$WORK/full/run' > '$WORK/full.ls'
+    '$HFTRAIN' verify '$WORK/full/run' > '$WORK/full.verify'; echo \$? >> '$WORK/full.verify'
+    cat '$WORK/full/run/latest' > '$WORK/full.latest'
+  "
+  [ "$(cat full.code)" = 1 ] && ok || fail "disk full: exit $(cat full.code), expected 1: $(tail -c 300 full.err)"
+  grep -q "disk is full" full.err && ok || fail "disk full: no clear message: $(tail -c 300 full.err)"
+  grep -qE 'std::|terminate|what\(\)' full.err && fail "disk full leaked internals" || ok
+  grep -q '.tmp-checkpoint' full.ls && fail "disk full left a staging directory" || ok
+  [ "$(tail -n 1 full.verify)" = 0 ] && ok || fail "checkpoints after a full disk do not verify: $(cat full.verify)"
+  grep -q "$(cat full.latest)" full.ls && ok || fail "latest points at a missing checkpoint"
+
+  mkdir -p ro && cp -r half ro/
+  unshare -rm bash -c "
+    mount --bind '$WORK/ro' '$WORK/ro' && mount -o remount,bind,ro '$WORK/ro' || exit 99
+    '$HFTRAIN' resume '$WORK/ro/half/checkpoint-6' >'$WORK/ro.out' 2>'$WORK/ro.err'; echo \$? > '$WORK/ro.code'
+  "
+  [ "$(cat ro.code)" = 1 ] && ok || fail "read-only: exit $(cat ro.code), expected 1: $(tail -c 300 ro.err)"
+  grep -q "read-only" ro.err && ok || fail "read-only: no clear message: $(tail -c 300 ro.err)"
+  run 0 verify ro/half/checkpoint-6
+else
+  echo "note: unshare -rm is not allowed here; the full-disk and read-only checks are skipped"
+fi
+
+finish

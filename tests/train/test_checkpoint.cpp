@@ -1,0 +1,79 @@
+#include "../torch_catch.h"  // first: see the file
+
+#include <map>
+
+#include "../config/helpers.h"
+#include "ckpt/layout.h"
+#include "ckpt/verify.h"
+#include "train/trainer.h"
+
+using namespace hftrain;
+
+namespace {
+
+std::vector<std::string> overrides(const test::TempDir& d, const std::string& run, const std::string& optimizer) {
+  std::string jsonl;
+  for (int i = 0; i < 24; ++i) jsonl += "{\"text\": \"document " + std::to_string(i) + std::string(i % 7 + 1, 'x') + "\"}\n";
+  const auto docs = d.write("docs.jsonl", jsonl);
+  return {"data.train=" + docs.string(), "data.cache=false", "data.seq_len=16", "model.max_seq_len=16",
+          "model.vocab_size=260", "model.n_layer=1", "model.n_head=2", "model.d_model=16", "model.dropout=0.2",
+          "tokenizer.type=byte", "optimizer.name=" + optimizer, "optimizer.lr=0.01", "scheduler.name=linear",
+          "scheduler.warmup_steps=2", "trainer.micro_batch_size=2", "trainer.grad_accum_steps=2",
+          "trainer.max_grad_norm=0.1", "trainer.max_steps=8", "trainer.log_every=5", "checkpoint.every_steps=4",
+          "checkpoint.keep_last=0", "run.output_dir=" + (d.path() / run).string()};
+}
+
+// The loss of every logging step.
+struct LossLog : train::Callback {
+  std::map<int64_t, double> losses;
+  void on_log(train::TrainState& s, const train::StepStats& stats) override { losses[s.step] = stats.loss; }
+};
+
+std::vector<torch::Tensor> params_of(train::Trainer& t) {
+  std::vector<torch::Tensor> out;
+  for (auto& [name, p] : t.model()->parameters_by_name()) out.push_back(p.detach().clone());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a restored trainer continues bit for bit, for every optimizer", "[train][ckpt][slow]") {
+  for (const char* opt : {"adamw", "sgd", "adafactor", "lion"}) {
+    INFO(opt);
+    test::TempDir d;
+    auto cfg = test::resolve("{}", overrides(d, "a", opt)).values;
+    train::Trainer straight(cfg, cfg.run.output_dir);
+    auto log_a = std::make_shared<LossLog>();
+    straight.add_callback(log_a);
+    const auto r = straight.train();
+    CHECK(r.state.step == 8);
+    const auto expected = params_of(straight);
+    const auto ckpt4 = cfg.run.output_dir + "/checkpoint-4";
+    REQUIRE(ckpt::verify_checkpoint(ckpt4).ok());
+
+    auto cfg_b = test::resolve("{}", overrides(d, "b", opt)).values;
+    train::Trainer resumed(cfg_b, cfg_b.run.output_dir);
+    auto log_b = std::make_shared<LossLog>();
+    resumed.add_callback(log_b);
+    resumed.restore(ckpt4);
+    CHECK(resumed.state().step == 4);
+    const auto r2 = resumed.train();
+    CHECK(r2.state.step == 8);
+    // The logging window of step 5 spans the save at step 4: its running sum was restored too.
+    REQUIRE(log_b->losses.count(5) == 1);
+    CHECK(log_b->losses[5] == log_a->losses[5]);
+    CHECK(log_b->losses[8] == log_a->losses[8]);
+    const auto got = params_of(resumed);
+    REQUIRE(got.size() == expected.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(torch::equal(got[i], expected[i]));
+  }
+}
+
+TEST_CASE("restoring a finished checkpoint asks for more steps", "[train][ckpt]") {
+  test::TempDir d;
+  auto cfg = test::resolve("{}", overrides(d, "a", "adamw")).values;
+  train::Trainer t(cfg, cfg.run.output_dir);
+  t.train();
+  train::Trainer again(cfg, cfg.run.output_dir);
+  CHECK_THROWS_WITH(again.restore(cfg.run.output_dir + "/checkpoint-8"), Catch::Matchers::Contains("ends training at step 8"));
+}
