@@ -2,11 +2,11 @@
 # Benchmark: how long `hftrain resume` takes to reach its first new step, from a checkpoint early
 # in a run and from one many steps later. The data position is one global sample cursor that the
 # sampler seeks to in O(1), so the two should take the same time. Prints one line per checkpoint.
-# Usage: bench/resume_time.sh [path/to/hftrain] [late step, default 2000]
+# Usage: bench/resume_time.sh [path/to/hftrain] [late step, default 20000]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 hftrain=$(realpath "${1:-$root/build/apps/hftrain/hftrain}")
-late=${2:-2000}
+late=${2:-20000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export HFTRAIN_RECIPES_DIR="$root/recipes" HFTRAIN_CACHE_DIR="$work/cache"
@@ -27,6 +27,6 @@ for step in 10 "$late"; do
     t=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
     best=$(awk -v t="$t" -v b="${best:-1e9}" 'BEGIN { print (t < b ? t : b) }')
   done
-  cursor=$(grep -o '"cursor":[0-9]*' "$work/run/checkpoint-$step/data.json" | cut -d: -f2)
+  cursor=$(grep -o '"cursor": *[0-9]*' "$work/run/checkpoint-$step/data.json" | grep -o '[0-9]*$')
   printf '  from checkpoint-%-6s (sample cursor %8s): %.2f s\n' "$step" "$cursor" "$best"
 done

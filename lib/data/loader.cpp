@@ -48,6 +48,7 @@ uint64_t DataLoader::batches_per_epoch() const {
 }
 
 DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
+  ++produced_;
   const auto b = static_cast<uint64_t>(options_.batch_size);
   std::vector<uint64_t> ids(b);
   for (uint64_t i = 0; i < b; ++i) ids[i] = sampler_.sample_at(cursor + i);

@@ -4,6 +4,7 @@
 // since the start of training); seek(cursor) resumes exactly there, in O(1).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -67,6 +68,9 @@ class DataLoader {
   double data_wait_seconds() const { return wait_total_; }
   double last_wait_seconds() const { return wait_last_; }
   double mean_wait_seconds() const { return batches_ == 0 ? 0.0 : wait_total_ / static_cast<double>(batches_); }
+  // Batches assembled so far, by next() or ahead of it by the workers (a seek discards those
+  // prepared ahead): what a resume would cost if it replayed data.
+  uint64_t batches_produced() const { return produced_.load(); }
 
  private:
   struct HostTensors {
@@ -89,6 +93,7 @@ class DataLoader {
   double wait_total_ = 0;
   double wait_last_ = 0;
   uint64_t batches_ = 0;
+  mutable std::atomic<uint64_t> produced_{0};
 };
 
 // Both splits of `options`, sharing one build of the datasets. The validation loader does not

@@ -70,6 +70,7 @@ class Trainer {
   std::filesystem::path save_checkpoint();
 
   const TrainState& state() const { return state_; }
+  const data::DataLoader& train_loader() const { return *loaders_.train; }
 
   model::Transformer& model() { return model_; }
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }

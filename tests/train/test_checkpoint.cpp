@@ -77,3 +77,23 @@ TEST_CASE("restoring a finished checkpoint asks for more steps", "[train][ckpt]"
   train::Trainer again(cfg, cfg.run.output_dir);
   CHECK_THROWS_WITH(again.restore(cfg.run.output_dir + "/checkpoint-8"), Catch::Matchers::Contains("ends training at step 8"));
 }
+
+TEST_CASE("a resume reads no data before its position, wherever that is", "[train][ckpt]") {
+  // Synchronous loading, so every batch assembled is counted where it happens.
+  test::TempDir d;
+  auto o = overrides(d, "a", "adamw");
+  o.insert(o.end(), {"data.prefetch_batches=0", "trainer.max_steps=12"});
+  auto cfg = test::resolve("{}", o).values;
+  train::Trainer(cfg, cfg.run.output_dir).train();  // checkpoints at 4, 8, 12
+  for (int step : {4, 8}) {
+    INFO("from step " << step);
+    train::Trainer resumed(cfg, cfg.run.output_dir);
+    resumed.restore(cfg.run.output_dir + "/checkpoint-" + std::to_string(step));
+    CHECK(resumed.train_loader().batches_produced() == 0);
+    CHECK(resumed.train_loader().cursor() == static_cast<uint64_t>(step * 2 * 2));  // steps x accum x micro batch
+    resumed.train();
+    // Exactly the batches of the remaining steps (x grad_accum_steps), none replayed.
+    CHECK(resumed.train_loader().batches_produced() == static_cast<uint64_t>((12 - step) * 2));
+  }
+}
+
