@@ -189,6 +189,17 @@ if unshare -rm true 2>/dev/null; then
   [ "$(tail -n 1 full.verify)" = 0 ] && ok || fail "checkpoints after a full disk do not verify: $(cat full.verify)"
   grep -q "$(cat full.latest)" full.ls && ok || fail "latest points at a missing checkpoint"
 
+  # checkpoint.on_save_error=continue: the failed saves are logged and training goes on to the end.
+  mkdir full2
+  unshare -rm bash -c "
+    mount -t tmpfs -o size=1200k tmpfs '$WORK/full2' || exit 99
+    '$HFTRAIN' run quickstart ${common[*]@Q} trainer.max_steps=12 checkpoint.every_steps=2 \
+      checkpoint.on_save_error=continue run.output_dir='$WORK/full2/run' >/dev/null 2>'$WORK/full2.err'
+    cp '$WORK/full2/run/metrics.jsonl' '$WORK/full2.metrics'
+  "
+  grep -q "FAILED, training on" full2.err && ok || fail "on_save_error=continue: no message: $(tail -c 300 full2.err)"
+  grep -qE '"step": ?12[,}]' full2.metrics && ok || fail "on_save_error=continue did not train to the end"
+
   mkdir -p ro && cp -r half ro/
   unshare -rm bash -c "
     mount --bind '$WORK/ro' '$WORK/ro' && mount -o remount,bind,ro '$WORK/ro' || exit 99
