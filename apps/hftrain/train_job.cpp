@@ -71,7 +71,7 @@ int run_train_job(const TrainJob& job) {
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  train::Trainer trainer(cfg, run_dir, &g_stop_signal);
+  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resuming=*/job.resume_from.has_value());
   trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();

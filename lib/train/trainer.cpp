@@ -63,7 +63,8 @@ std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, cons
 
 }  // namespace
 
-Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal)
+Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal,
+                 bool resuming)
     : config_(config),
       run_dir_(std::move(run_dir)),
       stop_signal_(stop_signal),
@@ -94,7 +95,7 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   }
   const auto spec = model::ModelSpec::from_config(config_.model);
   model_ = model::Transformer(spec);
-  if (config_.model.from) start_from(*config_.model.from, spec, "model.from");
+  if (config_.model.from && !resuming) start_from(*config_.model.from, spec, "model.from");
   model_->set_activation_checkpointing(config_.model.activation_checkpointing);
   model_->to(device_);
   optimizer_ = optim::make_optimizer(config_.optimizer, model_->parameters_by_name());

@@ -43,7 +43,10 @@ class Trainer {
   // Builds tokenizer, data, model and optimizer from the config (throws ConfigError/DataError
   // for bad input before any training). `stop_signal`, set by a signal handler, makes the loop
   // finish the current step and return.
-  Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal = nullptr);
+  // `resuming`: a checkpoint will be restored, so model.from is not read (its weights would be
+  // replaced, and the directory may be gone by now).
+  Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal = nullptr,
+          bool resuming = false);
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }

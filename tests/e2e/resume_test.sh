@@ -109,6 +109,13 @@ has "raise trainer.max_steps" err
 run 2 resume "$WORK/nowhere"
 has "nowhere" err
 
+# --- a fine-tuning run resumes even when its base model (model.from) is gone
+cp -r half/checkpoint-6 base
+run 0 run quickstart "${common[@]}" trainer.max_steps=4 checkpoint.every_steps=2 model.from="$WORK/base" \
+  run.output_dir="$WORK/ft"
+rm -rf base
+run 0 resume ft/checkpoint-2
+
 # --- `run` never overwrites checkpoints silently
 run 2 run quickstart "${common[@]}" trainer.max_steps=12 run.output_dir="$WORK/straight"
 has "already holds checkpoints" err
