@@ -21,6 +21,7 @@ int run_app(int argc, char** argv) {
   add_run_command(app, runner, command_line);
   add_resume_command(app, runner, command_line);
   add_verify_command(app, runner);
+  add_export_command(app, runner);
   add_generate_command(app, runner);
   add_tokenizer_command(app, runner);
   add_config_command(app, runner);

@@ -18,6 +18,7 @@ void add_config_command(CLI::App& app, Runner& runner);
 void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line);
 void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line);
 void add_verify_command(CLI::App& app, Runner& runner);
+void add_export_command(CLI::App& app, Runner& runner);
 void add_generate_command(CLI::App& app, Runner& runner);
 void add_tokenizer_command(CLI::App& app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);

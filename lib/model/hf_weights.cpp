@@ -18,6 +18,7 @@ std::string layer(int64_t i) { return "layers." + std::to_string(i) + "."; }
 struct Source {
   std::vector<std::string> names;
   bool transpose = false;
+  std::vector<int64_t> split{};  // dim-0 sizes of the parts, for fused sources
 };
 
 std::map<std::string, Source> gpt2_sources(const ModelSpec& s) {
@@ -46,6 +47,8 @@ std::map<std::string, Source> gpt2_sources(const ModelSpec& s) {
 }
 
 std::map<std::string, Source> llama_sources(const ModelSpec& s) {
+  const int64_t q = s.n_head * s.head_dim();
+  const int64_t kv = s.n_kv_head * s.head_dim();
   std::map<std::string, Source> m{{"embed_tokens.weight", {{"embed_tokens.weight"}}},
                                   {"final_norm.weight", {{"norm.weight"}}}};
   if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
@@ -53,10 +56,11 @@ std::map<std::string, Source> llama_sources(const ModelSpec& s) {
     const std::string h = "layers." + std::to_string(i) + ".";
     const std::string l = layer(i);
     m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
-    m[l + "attn.qkv_proj.weight"] = {{h + "self_attn.q_proj.weight", h + "self_attn.k_proj.weight", h + "self_attn.v_proj.weight"}};
+    m[l + "attn.qkv_proj.weight"] = {
+        {h + "self_attn.q_proj.weight", h + "self_attn.k_proj.weight", h + "self_attn.v_proj.weight"}, false, {q, kv, kv}};
     m[l + "attn.o_proj.weight"] = {{h + "self_attn.o_proj.weight"}};
     m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
-    m[l + "mlp.gate_up_proj.weight"] = {{h + "mlp.gate_proj.weight", h + "mlp.up_proj.weight"}};
+    m[l + "mlp.gate_up_proj.weight"] = {{h + "mlp.gate_proj.weight", h + "mlp.up_proj.weight"}, false, {s.d_ff, s.d_ff}};
     m[l + "mlp.down_proj.weight"] = {{h + "mlp.down_proj.weight"}};
   }
   return m;
@@ -119,4 +123,25 @@ void load_hf_weights(Transformer& model, const TensorList& hf) {
   }
 }
 
+TensorList to_hf_weights(const Transformer& model) {
+  const ModelSpec& spec = model->spec();
+  const bool gpt2 = spec.arch == config::ModelArch::kGpt2;
+  const auto sources = gpt2 ? gpt2_sources(spec) : llama_sources(spec);
+  const std::string prefix = gpt2 ? "transformer." : "model.";
+  TensorList out;
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, param] : model->parameters_by_name()) {
+    const Source& src = sources.at(name);
+    auto value = param.detach().to(torch::kCPU, torch::kFloat32);
+    std::vector<torch::Tensor> parts =
+        src.names.size() == 1 ? std::vector<torch::Tensor>{value} : value.split_with_sizes(src.split, 0);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::string hf = src.names[i] == "lm_head.weight" ? src.names[i] : prefix + src.names[i];
+      out.emplace_back(hf, (src.transpose ? parts[i].t() : parts[i]).contiguous().clone());
+    }
+  }
+  return out;
+}
+
 }  // namespace hftrain::model
+

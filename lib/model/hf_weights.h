@@ -11,4 +11,9 @@ namespace hftrain::model {
 // or mis-shaped tensor at once.
 void load_hf_weights(Transformer& model, const TensorList& hf);
 
+// The model's parameters under Hugging Face names, as GPT2LMHeadModel / LlamaForCausalLM
+// save_pretrained writes them ("transformer."/"model." prefixes, Conv1D weights transposed, fused
+// projections split); a tied head is left out. Contiguous CPU fp32 copies.
+TensorList to_hf_weights(const Transformer& model);
+
 }  // namespace hftrain::model

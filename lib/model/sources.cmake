@@ -3,6 +3,7 @@ set(HFTRAIN_MODEL_CORE_SOURCES
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp
+  hf_export.cpp
   hf_weights.cpp
   safetensors.cpp
   transformer.cpp)

@@ -110,4 +110,24 @@ run 0 generate bpe_model --prompt "Café au lait" --max-new-tokens 8 --seed 1 &&
 cp -r random mismatch && cp tok.json mismatch/tokenizer.json
 run 2 generate mismatch --prompt x && has "has 300 tokens, more than the vocab_size 258" err
 
+# --- export --hf: the Hugging Face layout (tests/conformance/export_roundtrip.py loads it in
+# transformers); never replaces a folder unless --force
+run 0 export llama --hf llama-hf
+has "from_pretrained" out
+for f in config.json model.safetensors tokenizer.json tokenizer_config.json generation_config.json; do
+  [ -s "llama-hf/$f" ] && ok || fail "export: llama-hf/$f missing"
+done
+grep -q '"LlamaForCausalLM"' llama-hf/config.json && ok || fail "export: config.json does not name LlamaForCausalLM"
+echo keep > llama-hf/mine.txt
+run 2 export random --hf llama-hf
+has "already exists" err
+[ -f llama-hf/mine.txt ] && grep -q LlamaForCausalLM llama-hf/config.json && ok || fail "a refused export changed the folder"
+run 0 export random --hf llama-hf --force
+grep -q '"GPT2LMHeadModel"' llama-hf/config.json && [ ! -f llama-hf/mine.txt ] && ok || fail "export --force did not replace the folder"
+run 2 export nowhere --hf out-hf
+has "nowhere" err
+[ ! -e out-hf ] && ok || fail "a failed export left out-hf behind"
+run 2 export random
+has "--hf" err
+
 finish

@@ -1,0 +1,83 @@
+"""`hftrain export --hf` against the real Hugging Face libraries.
+
+For GPT-2 and Llama models trained briefly by hftrain, with the byte tokenizer and with a BPE
+tokenizer hftrain trained itself: the exported directory loads with transformers'
+AutoModelForCausalLM and AutoTokenizer; the logits equal hftrain's (fp32, 1e-5 of their scale);
+AutoTokenizer gives hftrain's ids on a multilingual text and decodes them back to it.
+
+    .venv/bin/python tests/conformance/export_roundtrip.py path/to/hftrain path/to/hftrain_model_logits
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+TEXT = "Héllo wörld, 你好 👋\n\n  spaces   and\ttabs <|endoftext|> end"
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), check=True, capture_output=True, text=True, **kw).stdout
+
+
+def main():
+    hftrain, logits_bin = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="hftrain-export-") as work:
+        corpus = os.path.join(work, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            for i in range(200):
+                f.write(f"The cat {i} sat on the mat. Héllo wörld {i % 7}. 你好 👋 number {i}.\n%\n")
+        bpe = os.path.join(work, "bpe.json")
+        run(hftrain, "tokenizer", "train", "--data", corpus, "--output", bpe, "--vocab-size", "300")
+        env = dict(os.environ, HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
+        for arch in ("gpt2", "llama"):
+            for tokenizer in ("byte", "bpe"):
+                name = f"{arch}-{tokenizer}"
+                run_dir = os.path.join(work, name)
+                tok_args = ["tokenizer.type=bpe", f"tokenizer.path={bpe}"] if tokenizer == "bpe" else []
+                run(hftrain, "run", "quickstart", f"data.train={corpus}", "data.separator='%'", "model.arch=" + arch,
+                    "model.n_layer=2", "model.n_head=4", "model.d_model=32", "model.max_seq_len=64",
+                    "data.seq_len=32", "model.vocab_size=320", "trainer.max_steps=20", "scheduler.warmup_steps=2",
+                    "optimizer.lr=0.01", "trainer.eval_every=0", "data.validation_fraction=0",
+                    "checkpoint.at_end=false", f"run.output_dir={run_dir}", *tok_args, env=env)
+                model_dir = os.path.join(run_dir, "final")
+                out = os.path.join(work, name + "-hf")
+                run(hftrain, "export", model_dir, "--hf", out)
+
+                tok = AutoTokenizer.from_pretrained(out)
+                ours = [int(x) for x in run(hftrain, "tokenizer", "encode", "--tokenizer",
+                                            os.path.join(model_dir, "tokenizer.json"), "--text", TEXT).split("\n")[0].split()]
+                theirs = tok(TEXT, add_special_tokens=False)["input_ids"]
+                check(theirs == ours, f"{name}: AutoTokenizer ids {theirs[:20]}... differ from hftrain's {ours[:20]}...")
+                check(tok.decode(theirs) == TEXT, f"{name}: AutoTokenizer decodes to {tok.decode(theirs)!r}")
+
+                model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+                model.eval()
+                ids = ours[:40]
+                with torch.no_grad():
+                    hf_logits = model(torch.tensor([ids])).logits[0]
+                our_logits = torch.tensor(json.loads(run(logits_bin, model_dir, *map(str, ids))))
+                scale = our_logits.abs().max().item()
+                diff = (hf_logits - our_logits).abs().max().item()
+                check(scale > 1.0, f"{name}: logits too small to compare ({scale})")
+                check(diff <= 1e-5 * max(1.0, scale), f"{name}: logits differ by {diff} (scale {scale})")
+                print(f"{name}: {len(ids)} tokens, max |logit| {scale:.3f}, max difference {diff:.2e}")
+    if failures:
+        for m in failures:
+            print("FAIL:", m, file=sys.stderr)
+        return 1
+    print("ok: exported GPT-2 and Llama models (byte and BPE tokenizers) load in transformers with hftrain's logits and ids")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
