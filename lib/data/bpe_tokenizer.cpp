@@ -4,6 +4,7 @@
 
 #include "data/pretokenizer.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace hftrain::data {
 namespace {
@@ -12,14 +13,6 @@ constexpr size_t kCacheLimit = size_t{1} << 17;
 
 uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
-uint64_t fnv1a(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 }  // namespace
@@ -41,8 +34,9 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
     token_to_id_.emplace(token, static_cast<int32_t>(id));
     if (token.size() == 1) byte_ids_[static_cast<uint8_t>(token[0])] = static_cast<int32_t>(id);
   }
-  uint64_t h = fnv1a(1469598103934665603ull, model_.ignore_merges ? "im1" : "im0");
-  h = fnv1a(h, model_.add_prefix_space ? "ps1" : "ps0");
+  util::Hasher h;  // the fingerprint: everything that decides the ids
+  h.update(model_.ignore_merges ? "im1" : "im0");
+  h.update(model_.add_prefix_space ? "ps1" : "ps0");
   for (size_t rank = 0; rank < model_.merges.size(); ++rank) {
     const auto [a, b] = model_.merges[rank];
     const auto n = static_cast<int32_t>(model_.vocab.size());
@@ -53,11 +47,11 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
                             "the tokenizer file is inconsistent; re-export it");
     }
     merge_rank_.emplace(pair_key(a, b), std::make_pair(static_cast<int32_t>(rank), it->second));
-    h = fnv1a(h, std::to_string(a) + "," + std::to_string(b) + ";");
+    h.update(std::to_string(a) + "," + std::to_string(b) + ";");
   }
-  for (size_t id = 0; id < model_.vocab.size(); ++id) h = fnv1a(h, model_.vocab[id] + "\x1f");
-  for (const auto& [id, content] : model_.specials) h = fnv1a(h, std::to_string(id) + content);
-  fingerprint_ = "bpe-v1:" + std::to_string(model_.vocab.size()) + ":" + std::to_string(h);
+  for (size_t id = 0; id < model_.vocab.size(); ++id) h.update(model_.vocab[id] + "\x1f");
+  for (const auto& [id, content] : model_.specials) h.update(std::to_string(id) + content);
+  fingerprint_ = "bpe-v2:" + std::to_string(model_.vocab.size()) + ":" + h.hex();
   auto eot = special_id(kEndOfTextToken);
   if (!eot) {
     throw util::DataError(std::string("the BPE tokenizer has no ") + kEndOfTextToken + " special token",

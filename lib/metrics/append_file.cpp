@@ -10,14 +10,13 @@
 #include <utility>
 
 #include "util/error.h"
+#include "util/file_writer.h"
 
 namespace hftrain::metrics {
 namespace {
 
 [[noreturn]] void fail(const std::string& action, const std::filesystem::path& path, int err) {
-  throw util::IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err),
-                      err == ENOSPC ? "free some disk space"
-                                    : "check that the run directory exists and is writable");
+  throw util::io_error(action, path, err);  // names the cause (disk full, read-only) and its fix
 }
 
 }  // namespace

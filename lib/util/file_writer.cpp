@@ -24,8 +24,11 @@ IoError io_error(const std::string& action, const fs::path& path, int err) {
     case EPERM:
       return IoError(message + "permission denied",
                      "check the folder's permissions, or point run.output_dir elsewhere");
+    case ENOENT:
+    case ENOTDIR:
+      return IoError(message + std::strerror(err), "check that the folder exists (run.output_dir)");
     default:
-      return IoError(message + std::strerror(err));
+      return IoError(message + std::strerror(err), "check the folder and the filesystem it is on");
   }
 }
 
