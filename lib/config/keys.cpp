@@ -25,7 +25,7 @@ Schema build() {
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of an hftrain model directory (a run's final/ or checkpoint-N/) of the same shape.");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors: GPT-2, Llama, Mistral).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))

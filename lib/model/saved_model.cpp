@@ -296,6 +296,16 @@ fs::path resolve_model_dir(const fs::path& path) {
   return best_dir;
 }
 
+TensorList read_model_weights(const fs::path& dir) {
+  std::error_code ec;
+  const bool sharded =
+      !fs::exists(dir / kModelWeightsFile, ec) && fs::exists(dir / kModelWeightsIndexFile, ec);
+  const fs::path path = required_file(dir, sharded ? kModelWeightsIndexFile : kModelWeightsFile);
+  TensorList out;
+  for (auto& [name, t] : sharded ? read_sharded(path) : read_single(path)) out.emplace_back(name, std::move(t));
+  return out;
+}
+
 LoadedModel load_model_dir(const fs::path& path) {
   LoadedModel out;
   out.dir = resolve_model_dir(path);

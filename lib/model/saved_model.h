@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/tokenizer.h"
+#include "model/safetensors.h"
 #include "model/transformer.h"
 
 namespace hftrain::model {
@@ -65,6 +66,11 @@ std::filesystem::path resolve_model_dir(const std::filesystem::path& path);
 // or more than one, or in another shard than the index says), and for a tokenizer larger than the
 // model's vocabulary; DataError from the tokenizer.json parser.
 LoadedModel load_model_dir(const std::filesystem::path& path);
+
+// The weights of a directory, hftrain's or Hugging Face's: model.safetensors, or the shards that
+// model.safetensors.index.json lists (checked as load_model_dir checks them). Throws
+// CheckpointError naming the file.
+TensorList read_model_weights(const std::filesystem::path& dir);
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.
 // `kind`, when given, receives which. Throws DataError naming the file.

@@ -1,4 +1,5 @@
 set(HFTRAIN_MODEL_CORE_SOURCES
+  hf_config.cpp
   safetensors_header.cpp
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES

@@ -6,6 +6,8 @@
 
 #include "metrics/memory.h"
 #include "metrics/mfu.h"
+#include "model/hf_config.h"
+#include "model/hf_weights.h"
 #include "model/saved_model.h"
 #include "optim/lr_schedule.h"
 #include "train/baseline.h"
@@ -14,6 +16,7 @@
 #include "train/step_math.h"
 #include "train/wiring.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/log.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -110,27 +113,43 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
 Trainer::~Trainer() = default;
 
 void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what) {
-  if (std::filesystem::exists(std::filesystem::path(path) / "config.json") &&
-      !std::filesystem::exists(std::filesystem::path(path) / model::kModelSpecFile)) {
-    throw util::ConfigError(what + ": " + path + " is a Hugging Face model directory, which hftrain cannot read yet",
-                            "point model.from at an hftrain model directory (a run's final/ or checkpoint-N/)");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool hf = fs::exists(fs::path(path) / "config.json", ec) && !fs::exists(fs::path(path) / model::kModelSpecFile, ec);
+  model::ModelSpec have;
+  model::Transformer source{nullptr};
+  model::TensorList hf_weights;
+  fs::path dir = path;
+  if (hf) {  // a Hugging Face directory (config.json + safetensors), e.g. from save_pretrained
+    const fs::path config_json = fs::path(path) / "config.json";
+    have = model::spec_from_hf_config(util::read_file<util::CheckpointError>(config_json, "model config"),
+                                      config_json.string());
+    hf_weights = model::read_model_weights(path);
+  } else {
+    model::LoadedModel loaded = model::load_model_dir(path);
+    have = loaded.model->spec();
+    source = loaded.model;
+    dir = loaded.dir;
   }
-  model::LoadedModel loaded = model::load_model_dir(path);
-  const auto& have = loaded.model->spec();
   const bool same_shape = have.arch == spec.arch && have.n_layer == spec.n_layer && have.n_head == spec.n_head &&
                           have.n_kv_head == spec.n_kv_head && have.d_model == spec.d_model && have.d_ff == spec.d_ff &&
                           have.max_seq_len == spec.max_seq_len && have.vocab_size == spec.vocab_size &&
-                          have.tie_embeddings == spec.tie_embeddings;
+                          have.tie_embeddings == spec.tie_embeddings && have.norm_eps == spec.norm_eps &&
+                          (have.arch == config::ModelArch::kGpt2 || have.rope_theta == spec.rope_theta);
   if (!same_shape) {
-    throw util::ConfigError(what + ": the model in " + loaded.dir.string() + " has a different shape than model.*:\n" +
-                                loaded.model->spec().to_json(),
-                            "copy its sizes into model.* (or drop the overrides that changed them)");
+    throw util::ConfigError(what + ": the model in " + dir.string() + " has a different shape than model.*: it is " +
+                                model::shape_overrides(have) + "; model.* says " + model::shape_overrides(spec),
+                            "set these model.* values (as overrides, or in the recipe): " + model::shape_overrides(have));
   }
   torch::NoGradGuard no_grad;
-  auto src = loaded.model->parameters_by_name();
-  auto dst = model_->parameters_by_name();
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].second.copy_(src[i].second);
-  util::log::info(what + ": starting from the weights in " + loaded.dir.string());
+  if (hf) {
+    model::load_hf_weights(model_, hf_weights);
+  } else {
+    auto src = source->parameters_by_name();
+    auto dst = model_->parameters_by_name();
+    for (size_t i = 0; i < dst.size(); ++i) dst[i].second.copy_(src[i].second);
+  }
+  util::log::info(what + ": starting from the weights in " + dir.string() + (hf ? " (Hugging Face layout)" : ""));
 }
 
 int64_t Trainer::plan_total_steps() const {

@@ -3,7 +3,8 @@
 For GPT-2 and Llama models trained briefly by hftrain, with the byte tokenizer and with a BPE
 tokenizer hftrain trained itself: the exported directory loads with transformers'
 AutoModelForCausalLM and AutoTokenizer; the logits equal hftrain's (fp32, 1e-5 of their scale);
-AutoTokenizer gives hftrain's ids on a multilingual text and decodes them back to it.
+AutoTokenizer gives hftrain's ids on a multilingual text and decodes them back to it; and
+`model.from` the exported directory fine-tunes exactly like `model.from` hftrain's own.
 
     .venv/bin/python tests/conformance/export_roundtrip.py path/to/hftrain path/to/hftrain_model_logits
 """
@@ -44,11 +45,12 @@ def main():
                 name = f"{arch}-{tokenizer}"
                 run_dir = os.path.join(work, name)
                 tok_args = ["tokenizer.type=bpe", f"tokenizer.path={bpe}"] if tokenizer == "bpe" else []
-                run(hftrain, "run", "quickstart", f"data.train={corpus}", "data.separator='%'", "model.arch=" + arch,
-                    "model.n_layer=2", "model.n_head=4", "model.d_model=32", "model.max_seq_len=64",
-                    "data.seq_len=32", "model.vocab_size=320", "trainer.max_steps=20", "scheduler.warmup_steps=2",
-                    "optimizer.lr=0.01", "trainer.eval_every=0", "data.validation_fraction=0",
-                    "checkpoint.at_end=false", f"run.output_dir={run_dir}", *tok_args, env=env)
+                base_args = [f"data.train={corpus}", "data.separator='%'", "model.arch=" + arch, "model.n_layer=2",
+                             "model.n_head=4", "model.d_model=32", "model.max_seq_len=64", "data.seq_len=32",
+                             "model.vocab_size=320", "scheduler.warmup_steps=2", "optimizer.lr=0.01",
+                             "trainer.eval_every=0", "data.validation_fraction=0", "checkpoint.at_end=false"]
+                run(hftrain, "run", "quickstart", *base_args, "trainer.max_steps=20", f"run.output_dir={run_dir}",
+                    *tok_args, env=env)
                 model_dir = os.path.join(run_dir, "final")
                 out = os.path.join(work, name + "-hf")
                 run(hftrain, "export", model_dir, "--hf", out)
@@ -71,6 +73,19 @@ def main():
                 check(scale > 1.0, f"{name}: logits too small to compare ({scale})")
                 check(diff <= 1e-5 * max(1.0, scale), f"{name}: logits differ by {diff} (scale {scale})")
                 print(f"{name}: {len(ids)} tokens, max |logit| {scale:.3f}, max difference {diff:.2e}")
+
+                # model.from the exported directory trains exactly like model.from hftrain's own.
+                if name in ("gpt2-byte", "llama-bpe"):
+                    histories = []
+                    for source in (model_dir, out):
+                        tune = os.path.join(work, name + "-tune-" + os.path.basename(source))
+                        run(hftrain, "run", "quickstart", *base_args, "trainer.max_steps=5", "trainer.log_every=1",
+                            f"model.from={source}", f"run.output_dir={tune}", *tok_args, env=env)
+                        with open(os.path.join(tune, "metrics.jsonl"), encoding="utf-8") as f:
+                            histories.append([json.loads(line)["loss"] for line in f if '"loss"' in line])
+                    print(f"{name}: fine-tuning losses from the export {histories[1]}, from hftrain's directory {histories[0]}")
+                    check(len(histories[0]) == 5 and histories[0] == histories[1],
+                          f"{name}: fine-tuning from the export gives losses {histories[1]}, from hftrain's directory {histories[0]}")
     if failures:
         for m in failures:
             print("FAIL:", m, file=sys.stderr)

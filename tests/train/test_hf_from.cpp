@@ -1,0 +1,77 @@
+// model.from with a Hugging Face directory: config.json read into the model's spec (what the
+// conformance fixtures, written by transformers' save_pretrained, describe), unsupported options
+// refused by name, and a shape mismatch answered with the overrides to use.
+#include "../torch_catch.h"  // first: see the file
+
+#include "../config/helpers.h"
+#include "model/hf_config.h"
+#include "train/trainer.h"
+#include "util/fs.h"
+
+using namespace hftrain;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string fixture_text(const std::string& rel) {
+  return util::read_file<util::CheckpointError>(std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/" + rel, "fixture");
+}
+
+}  // namespace
+
+TEST_CASE("config.json of transformers' GPT-2 and Llama becomes the same spec", "[train][hf]") {
+  const auto g = model::spec_from_hf_config(fixture_text("tiny-gpt2/config.json"), "tiny-gpt2");
+  CHECK(g.arch == config::ModelArch::kGpt2);
+  CHECK(g.n_layer == 2);
+  CHECK(g.n_head == 4);
+  CHECK(g.d_model == 24);
+  CHECK(g.d_ff == 96);  // n_inner null: 4 x n_embd
+  CHECK(g.max_seq_len == 32);
+  CHECK(g.vocab_size == 67);
+  CHECK(g.tie_embeddings);
+  const auto l = model::spec_from_hf_config(fixture_text("tiny-llama/config.json"), "tiny-llama");
+  CHECK(l.arch == config::ModelArch::kLlama);
+  CHECK(l.n_kv_head == 2);
+  CHECK(l.d_ff == 56);
+  CHECK(l.max_seq_len == 64);
+  CHECK(l.rope_theta == 500000.0);  // from rope_parameters (transformers 5)
+  CHECK_FALSE(l.tie_embeddings);
+  CHECK_THAT(model::shape_overrides(l), Contains("model.arch=llama model.n_layer=2 model.n_head=4 model.n_kv_head=2"));
+}
+
+TEST_CASE("unsupported architectures and options are refused by name", "[train][hf]") {
+  auto err = [](const std::string& json) {
+    try {
+      model::spec_from_hf_config(json, "x/config.json");
+    } catch (const util::CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(err(R"({"architectures": ["BertModel"]})"), Contains("`BertModel` is not supported"));
+  const std::string llama =
+      R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+          "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
+  CHECK(err(llama + "}") == "no error");
+  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "linear", "factor": 2}})"), Contains("rope_scaling"));
+  CHECK_THAT(err(llama + R"(, "attention_bias": true})"), Contains("attention_bias"));
+  CHECK_THAT(err(llama + R"(, "sliding_window": 4096})"), Contains("sliding_window"));
+  CHECK_THAT(err(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})"), Contains("num_attention_heads"));
+  CHECK_THAT(err("[1, 2]"), Contains("not a JSON object"));
+}
+
+TEST_CASE("model.from a Hugging Face directory of another shape names the overrides to use", "[train][hf]") {
+  test::TempDir d;
+  const auto docs = d.write("docs.txt", "some text for a tiny run\n");
+  auto cfg = test::resolve("{}", {"data.train=" + docs.string(), "data.validation_fraction=0", "trainer.max_steps=1", "data.seq_len=8", "data.cache=false",
+                                  "model.from=" + std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/tiny-llama",
+                                  "run.output_dir=" + (d.path() / "run").string()})
+                 .values;
+  try {
+    train::Trainer t(cfg, cfg.run.output_dir);
+    FAIL("expected a ConfigError");
+  } catch (const util::ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("different shape"));
+    CHECK_THAT(e.hint(), Contains("model.arch=llama model.n_layer=2 model.n_head=4 model.n_kv_head=2 model.d_model=32"));
+  }
+}
