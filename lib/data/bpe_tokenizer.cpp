@@ -37,6 +37,9 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   util::Hasher h;  // the fingerprint: everything that decides the ids
   h.update(model_.ignore_merges ? "im1" : "im0");
   h.update(model_.add_prefix_space ? "ps1" : "ps0");
+  h.update(model_.byte_level_split ? "bl1" : "bl0");
+  h.update("split:" + model_.split_regex + "\x1f");
+  if (!model_.split_regex.empty()) splitter_ = std::make_shared<RegexSplitter>(model_.split_regex, "tokenizer");
   for (size_t rank = 0; rank < model_.merges.size(); ++rank) {
     const auto [a, b] = model_.merges[rank];
     const auto n = static_cast<int32_t>(model_.vocab.size());
@@ -102,7 +105,17 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
 }
 
 void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
-  for (std::string_view piece : gpt2_split(text)) {
+  // The pre-tokenizers in order: the Split regex (if any), then ByteLevel's own GPT-2 split.
+  std::vector<std::string_view> pieces = splitter_ ? splitter_->split(text) : std::vector<std::string_view>{text};
+  if (model_.byte_level_split) {
+    std::vector<std::string_view> finer;
+    for (std::string_view p : pieces) {
+      for (std::string_view q : gpt2_split(p)) finer.push_back(q);
+    }
+    pieces = std::move(finer);
+  }
+  for (std::string_view piece : pieces) {
+    if (piece.empty()) continue;
     {
       std::lock_guard<std::mutex> lock(cache_mutex_);
       if (auto it = cache_.find(std::string(piece)); it != cache_.end()) {

@@ -4,12 +4,14 @@
 // Special (added) tokens sit outside the merges.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "data/regex_split.h"
 #include "data/tokenizer.h"
 
 namespace hftrain::data {
@@ -24,6 +26,9 @@ struct BpeModel {
   std::vector<std::pair<int32_t, std::string>> specials;
   bool ignore_merges = false;     // a piece found whole in the vocabulary is one token
   bool add_prefix_space = false;  // ByteLevel pre-tokenizer option: prepend " " to the text
+  bool byte_level_split = true;   // ByteLevel's use_regex: split by the GPT-2 pattern
+  // A Split pre-tokenizer before ByteLevel (Llama-3, Qwen2): its regex, "Isolated"; empty: none.
+  std::string split_regex;
 };
 
 class BpeTokenizer : public Tokenizer {
@@ -52,6 +57,7 @@ class BpeTokenizer : public Tokenizer {
   int32_t eot_id_ = -1;
   int32_t pad_id_ = -1;
   std::string fingerprint_;
+  std::shared_ptr<const RegexSplitter> splitter_;  // when model_.split_regex is set
   // Pieces repeat (words); a bounded cache of their ids makes encoding several times faster.
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;

@@ -9,6 +9,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
   unicode.cpp
   unicode_tables.cpp
   pretokenizer.cpp
+  regex_split.cpp
   bpe_tokenizer.cpp
   bpe_trainer.cpp
   tokenizer_json.cpp

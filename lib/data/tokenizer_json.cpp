@@ -11,15 +11,23 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json byte_level(bool add_prefix_space, bool trim_offsets) {
+Json byte_level(bool add_prefix_space, bool trim_offsets, bool use_regex = true) {
   return Json{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", trim_offsets},
-              {"use_regex", true}};
+              {"use_regex", use_regex}};
+}
+
+Json pre_tokenizer_json(const BpeModel& model) {
+  const Json bl = byte_level(model.add_prefix_space, true, model.byte_level_split);
+  if (model.split_regex.empty()) return bl;
+  const Json split{{"type", "Split"}, {"pattern", {{"Regex", model.split_regex}}}, {"behavior", "Isolated"},
+                   {"invert", false}};
+  return Json{{"type", "Sequence"}, {"pretokenizers", Json::array({split, bl})}};
 }
 
 [[noreturn]] void unsupported(const std::string& name, const std::string& key, const std::string& what) {
   throw util::DataError("tokenizer " + name + ": " + key + " is " + what + ", which hftrain does not support",
-                        "hftrain loads byte-level BPE tokenizers (GPT-2 style: ByteLevel pre-tokenizer, BPE "
-                        "model, no normalizer)");
+                        "hftrain loads byte-level BPE tokenizers (a ByteLevel pre-tokenizer, alone or after a "
+                        "Split regex as in Llama-3; a BPE model; no normalizer)");
 }
 
 bool is_null_or_false(const Json& obj, const char* key) {
@@ -64,7 +72,7 @@ std::string tokenizer_json_text(const BpeTokenizer& tokenizer) {
       {"padding", nullptr},
       {"added_tokens", added},
       {"normalizer", nullptr},
-      {"pre_tokenizer", byte_level(model.add_prefix_space, true)},
+      {"pre_tokenizer", pre_tokenizer_json(model)},
       {"post_processor", byte_level(true, false)},
       {"decoder", byte_level(true, true)},
       {"model",
@@ -78,6 +86,33 @@ std::string tokenizer_json_text(const BpeTokenizer& tokenizer) {
 void save_tokenizer_json(const BpeTokenizer& tokenizer, const std::filesystem::path& path) {
   util::atomic_write_file(path, tokenizer_json_text(tokenizer));
 }
+
+namespace {
+
+// ByteLevel alone, or (Llama-3 / Qwen2 style) a Sequence of a Split regex and ByteLevel.
+void read_pre_tokenizer(const Json& pre, BpeModel& model, const std::string& name) {
+  auto read_byte_level = [&](const Json& bl) {
+    if (!bl.is_object() || bl.value("type", "") != "ByteLevel") return false;
+    model.add_prefix_space = bl.value("add_prefix_space", false);
+    model.byte_level_split = bl.value("use_regex", true);
+    return true;
+  };
+  if (read_byte_level(pre)) return;
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+      pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2) {
+    const Json& split = pre["pretokenizers"][0];
+    if (split.is_object() && split.value("type", "") == "Split" && split.contains("pattern") &&
+        split["pattern"].is_object() && split["pattern"].contains("Regex") && split["pattern"]["Regex"].is_string() &&
+        split.value("behavior", "") == "Isolated" && !split.value("invert", false) &&
+        read_byte_level(pre["pretokenizers"][1])) {
+      model.split_regex = split["pattern"]["Regex"].get<std::string>();
+      return;
+    }
+  }
+  unsupported(name, "pre_tokenizer", pre.dump());
+}
+
+}  // namespace
 
 std::unique_ptr<BpeTokenizer> parse_tokenizer_json(const std::string& text, const std::string& name) {
   Json doc;
@@ -93,11 +128,7 @@ std::unique_ptr<BpeTokenizer> parse_tokenizer_json(const std::string& text, cons
     }
     if (!is_null_or_false(doc, "normalizer")) unsupported(name, "normalizer", doc["normalizer"].dump());
     BpeModel model;
-    const Json& pre = doc["pre_tokenizer"];
-    if (!pre.is_object() || pre.value("type", "") != "ByteLevel" || !pre.value("use_regex", true)) {
-      unsupported(name, "pre_tokenizer", pre.dump());
-    }
-    model.add_prefix_space = pre.value("add_prefix_space", false);
+    read_pre_tokenizer(doc["pre_tokenizer"], model, name);
     const Json& m = doc["model"];
     if (m.value("type", "BPE") != "BPE") unsupported(name, "model.type", m.value("type", ""));
     for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {

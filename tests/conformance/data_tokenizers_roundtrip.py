@@ -4,6 +4,8 @@ library, both ways, with whatever tokenizers version is installed (tests/require
   1. hftrain trains a tokenizer and saves tokenizer.json; `tokenizers` loads it and must give the
      ids hftrain gives, and decode them back to the text.
   2. `tokenizers` trains a byte-level BPE and saves it; hftrain loads it and must give its ids.
+  3. The same for a Llama-3-style tokenizer (Split regex, then ByteLevel without its own split,
+     ignore_merges), and hftrain's re-written copy of it loads in `tokenizers` with the same ids.
 
 Usage: data_tokenizers_roundtrip.py <path to hftrain_tokenizer_tool>
 """
@@ -78,7 +80,33 @@ def main():
             if want != ids:
                 print(f"tokenizers-trained: ids differ for {text!r}:\n  hftrain   {ids}\n  tokenizers {want}")
                 failures += 1
-    print(f"{len(sample)} texts, both directions: {failures} failures")
+        # 3. tokenizers -> hftrain, Llama-3 style: a Split regex (lookaheads, \p{..} classes: PCRE2 in
+        #    hftrain) before a ByteLevel that does not split again, and ignore_merges.
+        from tokenizers import Regex
+        llama3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+        tok3 = Tokenizer(models.BPE(ignore_merges=True))
+        tok3.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(llama3), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok3.decoder = decoders.ByteLevel()
+        tok3.train([corpus], trainer)
+        regex_json = os.path.join(tmp, "llama3_style_tokenizer.json")
+        tok3.save(regex_json)
+        for text, ids in zip(sample, hftrain_encode(tool, regex_json, sample, tmp)):
+            want = tok3.encode(text, add_special_tokens=False).ids
+            if want != ids:
+                print(f"Llama-3-style: ids differ for {text!r}:\n  hftrain   {ids}\n  tokenizers {want}")
+                failures += 1
+        # hftrain writes it back the same way: tokenizers loads hftrain's copy and agrees.
+        copy = os.path.join(tmp, "llama3_style_copy.json")
+        subprocess.run([tool, "copy", regex_json, copy], check=True)
+        again = Tokenizer.from_file(copy)
+        for text in sample:
+            if again.encode(text, add_special_tokens=False).ids != tok3.encode(text, add_special_tokens=False).ids:
+                print(f"Llama-3-style copy written by hftrain encodes {text!r} differently")
+                failures += 1
+    print(f"{len(sample)} texts, three tokenizers: {failures} failures")
     return 1 if failures else 0
 
 

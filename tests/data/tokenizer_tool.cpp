@@ -2,6 +2,7 @@
 // tokenizers with the Python `tokenizers` library:
 //   hftrain_tokenizer_tool train <corpus.txt> <vocab_size> <out/tokenizer.json>
 //   hftrain_tokenizer_tool encode <tokenizer.json> <texts.json>   (prints [[ids...], ...] as JSON)
+//   hftrain_tokenizer_tool copy <tokenizer.json> <out.json>       (loads, then saves hftrain's copy)
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,11 @@ int main(int argc, char** argv) {
       std::cout << out.dump() << "\n";
       return 0;
     }
-    std::cerr << "usage: hftrain_tokenizer_tool train <corpus> <vocab_size> <out.json> | encode <tokenizer.json> <texts.json>\n";
+    if (args.size() == 3 && args[0] == "copy") {
+      data::save_tokenizer_json(*data::load_tokenizer_json(args[1]), args[2]);
+      return 0;
+    }
+    std::cerr << "usage: hftrain_tokenizer_tool train <corpus> <vocab_size> <out.json> | encode <tokenizer.json> <texts.json> | copy <in.json> <out.json>\n";
     return 2;
   } catch (const util::Error& e) {
     std::cerr << e.describe() << "\n";

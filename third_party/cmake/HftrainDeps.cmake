@@ -17,6 +17,14 @@ set(HFTRAIN_JSON_ONLY_INCLUDE_DIR ${CMAKE_BINARY_DIR}/include-json-only)
 file(MAKE_DIRECTORY ${HFTRAIN_JSON_ONLY_INCLUDE_DIR})
 file(CREATE_LINK ${_hftrain_json_root}/nlohmann ${HFTRAIN_JSON_ONLY_INCLUDE_DIR}/nlohmann SYMBOLIC)
 # xxHash (checksums) is used header-only (XXH_INLINE_ALL in util/hash.cpp): nothing to link.
+# PCRE2 (Debian libpcre2-dev): the Split pre-tokenizer regexes of Hugging Face tokenizer.json
+# files. Linked statically, so the binary needs nothing more at run time.
+find_path(HFTRAIN_PCRE2_INCLUDE_DIR pcre2.h)
+find_library(HFTRAIN_PCRE2_LIBRARY NAMES libpcre2-8.a pcre2-8)
+if(NOT HFTRAIN_PCRE2_INCLUDE_DIR OR NOT HFTRAIN_PCRE2_LIBRARY)
+  message(FATAL_ERROR "PCRE2 not found: install Debian's libpcre2-dev (scripts/setup.sh does)")
+endif()
+
 find_path(HFTRAIN_XXHASH_INCLUDE_DIR xxhash.h)
 if(NOT HFTRAIN_XXHASH_INCLUDE_DIR)
   message(FATAL_ERROR "xxhash.h not found: install the Debian package libxxhash-dev "
