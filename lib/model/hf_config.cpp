@@ -1,7 +1,6 @@
 #include "model/hf_config.h"
 
-#include <iomanip>
-#include <sstream>
+#include <charconv>
 
 #include <nlohmann/json.hpp>
 
@@ -116,9 +115,9 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
 
 std::string shape_overrides(const ModelSpec& s) {
   auto number = [](double v) {
-    std::ostringstream t;
-    t << std::setprecision(17) << v;
-    return t.str();
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // the shortest text that reads back as v
+    return std::string(buf, r.ptr);
   };
   std::string out = std::string("model.arch=") + (s.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") +
                     " model.n_layer=" + std::to_string(s.n_layer) + " model.n_head=" + std::to_string(s.n_head) +

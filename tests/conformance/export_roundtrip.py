@@ -4,7 +4,8 @@ For GPT-2 and Llama models trained briefly by hftrain, with the byte tokenizer a
 tokenizer hftrain trained itself: the exported directory loads with transformers'
 AutoModelForCausalLM and AutoTokenizer; the logits equal hftrain's (fp32, 1e-5 of their scale);
 AutoTokenizer gives hftrain's ids on a multilingual text and decodes them back to it; and
-`model.from` the exported directory fine-tunes exactly like `model.from` hftrain's own.
+`model.from` the exported directory fine-tunes exactly like `model.from` hftrain's own; and a
+directory transformers' save_pretrained wrote loads into hftrain and trains on.
 
     .venv/bin/python tests/conformance/export_roundtrip.py path/to/hftrain path/to/hftrain_model_logits
 """
@@ -86,6 +87,29 @@ def main():
                     print(f"{name}: fine-tuning losses from the export {histories[1]}, from hftrain's directory {histories[0]}")
                     check(len(histories[0]) == 5 and histories[0] == histories[1],
                           f"{name}: fine-tuning from the export gives losses {histories[1]}, from hftrain's directory {histories[0]}")
+        # A directory transformers wrote itself (save_pretrained of a fresh Llama with GQA and an
+        # odd intermediate size) loads into hftrain and trains on, with hftrain's BPE tokenizer.
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(0)
+        config = LlamaConfig(vocab_size=320, hidden_size=48, intermediate_size=72, num_hidden_layers=2,
+                             num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=64,
+                             rope_theta=10000.0, tie_word_embeddings=False, rms_norm_eps=1e-5)
+        pretrained = os.path.join(work, "transformers-llama")
+        LlamaForCausalLM(config).save_pretrained(pretrained)
+        tuned = os.path.join(work, "from-transformers")
+        run(hftrain, "run", "quickstart", f"data.train={corpus}", "data.separator='%'", "model.arch=llama",
+            "model.n_layer=2", "model.n_head=6", "model.n_kv_head=2", "model.d_model=48", "model.d_ff=72",
+            "model.max_seq_len=64", "model.vocab_size=320", "model.rope_theta=10000", "model.tie_embeddings=false",
+            "model.norm_eps=1e-5", "data.seq_len=32", "trainer.max_steps=30", "trainer.log_every=1", "scheduler.warmup_steps=2",
+            "optimizer.lr=0.01", "trainer.eval_every=0", "data.validation_fraction=0", "checkpoint.at_end=false",
+            "tokenizer.type=bpe", f"tokenizer.path={bpe}", f"model.from={pretrained}", f"run.output_dir={tuned}", env=env)
+        with open(os.path.join(tuned, "metrics.jsonl"), encoding="utf-8") as f:
+            losses = [json.loads(line)["loss"] for line in f if '"loss"' in line]
+        import math
+        check(len(losses) == 30 and abs(losses[0] - math.log(320)) < 0.5 and losses[-1] < losses[0] - 1.0,
+              f"training on from transformers' save_pretrained: losses {losses[:3]} ... {losses[-3:]}")
+        print(f"from transformers' save_pretrained: loss {losses[0]:.3f} (ln 320 = {math.log(320):.3f}) -> {losses[-1]:.3f}")
+
     if failures:
         for m in failures:
             print("FAIL:", m, file=sys.stderr)
