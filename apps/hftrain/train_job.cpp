@@ -7,6 +7,8 @@
 #include "ckpt/layout.h"
 #include "ckpt/resume_policy.h"
 #include "config/emit.h"
+#include "model/hf_export.h"
+#include "model/saved_model.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -83,6 +85,11 @@ int run_train_job(const TrainJob& job) {
   if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);
   if (result.unigram_baseline) summary += " (unigram baseline " + std::to_string(*result.unigram_baseline) + ")";
   util::log::info(summary + "; model saved to " + final_dir.string());
+  if (cfg.run.export_hf) {
+    const auto hf_dir = run_dir / "final-hf";
+    model::export_hf(model::load_model_dir(final_dir), hf_dir);
+    util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());
+  }
   if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";
   std::cout << "model: " << final_dir.string() << "\n";
   if (result.interrupted) {

@@ -36,6 +36,7 @@ struct RunConfig {
   std::string output_dir;
   int64_t seed = 0;
   std::map<std::string, std::string> tags;
+  bool export_hf = false;  // also write final-hf/ (Hugging Face layout) at the end
 };
 
 struct ModelConfig {

@@ -20,6 +20,8 @@ Schema build() {
       .def("1234").min(0).doc("Seed for initialisation, data order, dropout and sampling.");
   s.add("run.tags", Type::kStringMap, HFTRAIN_FIELD(run.tags))
       .def("{}").doc("Free-form labels stored with the run; add with +run.tags.NAME=VALUE.");
+  s.add("run.export_hf", Type::kBool, HFTRAIN_FIELD(run.export_hf))
+      .def("false").doc("At the end, also write final-hf/: the final model in the Hugging Face layout (as `hftrain export`).");
 
   s.section("model", "The model: architecture family and shape, or a model directory to load.", ResumeChange::kImpossible);
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))

@@ -19,8 +19,9 @@ common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fractio
         optimizer.lr=0.003 scheduler.warmup_steps=5 trainer.log_every=10)
 
 # --- a short run: the loss falls, the files are there
-run 0 run quickstart "${common[@]}" trainer.max_steps=60 trainer.eval_every=30 run.output_dir="$WORK/run1"
-for f in config.yaml metrics.jsonl train.log final/model.safetensors final/model.json final/tokenizer.json; do
+run 0 run quickstart "${common[@]}" trainer.max_steps=60 trainer.eval_every=30 run.output_dir="$WORK/run1" run.export_hf=true
+for f in config.yaml metrics.jsonl train.log final/model.safetensors final/model.json final/tokenizer.json \
+         final-hf/config.json final-hf/model.safetensors final-hf/tokenizer.json; do
   [ -s "run1/$f" ] && ok || fail "run1/$f missing or empty"
 done
 ls run1/events.out.tfevents.* >/dev/null 2>&1 && ok || fail "no TensorBoard event file"
