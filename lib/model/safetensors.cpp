@@ -25,19 +25,24 @@ struct DtypeName {
   torch::ScalarType type;
 };
 // The names safetensors_header.cpp knows, with their torch types.
-constexpr DtypeName kDtypes[] = {{"F64", torch::kFloat64}, {"F32", torch::kFloat32},
-                                 {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
-                                 {"I64", torch::kInt64},   {"I32", torch::kInt32},
-                                 {"I16", torch::kInt16},   {"I8", torch::kInt8},
-                                 {"U8", torch::kUInt8},    {"BOOL", torch::kBool}};
-
-torch::ScalarType type_by_name(const std::string& name) {
-  for (const auto& d : kDtypes) {
-    if (name == d.name) return d.type;
-  }
-  // parse_safetensors_header accepted it, so the two tables disagree.
-  throw std::logic_error("safetensors dtype " + name + " has no torch type");
-}
+constexpr DtypeName kDtypes[] = {{"F64", torch::kFloat64},
+                                 {"F32", torch::kFloat32},
+                                 {"F16", torch::kFloat16},
+                                 {"BF16", torch::kBFloat16},
+                                 {"I64", torch::kInt64},
+                                 {"I32", torch::kInt32},
+                                 {"I16", torch::kInt16},
+                                 {"I8", torch::kInt8},
+                                 {"U64", torch::kUInt64},
+                                 {"U32", torch::kUInt32},
+                                 {"U16", torch::kUInt16},
+                                 {"U8", torch::kUInt8},
+                                 {"BOOL", torch::kBool},
+                                 {"F8_E4M3", torch::kFloat8_e4m3fn},
+                                 {"F8_E5M2", torch::kFloat8_e5m2},
+                                 {"F8_E4M3FNUZ", torch::kFloat8_e4m3fnuz},
+                                 {"F8_E5M2FNUZ", torch::kFloat8_e5m2fnuz},
+                                 {"C64", torch::kComplexFloat}};
 
 // The whole file mapped read-only; unmapped when it goes out of scope.
 class MappedFile {
@@ -76,6 +81,14 @@ class MappedFile {
 
 }  // namespace
 
+torch::ScalarType safetensors_torch_type(const std::string& name) {
+  for (const auto& d : kDtypes) {
+    if (name == d.name) return d.type;
+  }
+  // parse_safetensors_header accepted it, so the two tables disagree.
+  throw std::logic_error("safetensors dtype " + name + " has no torch type");
+}
+
 std::string safetensors_dtype_name(torch::ScalarType type) {
   for (const auto& d : kDtypes) {
     if (d.type == type) return d.name;
@@ -93,9 +106,16 @@ TensorList read_safetensors(const std::filesystem::path& path,
   }
   TensorList out;
   for (const auto& e : header.tensors) {
-    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(type_by_name(e.dtype)));
-    if (e.end > e.begin)
-      std::memcpy(t.data_ptr(), bytes.data() + header.data_start + e.begin, e.end - e.begin);
+    const char* data = bytes.data() + header.data_start + e.begin;
+    // A bool byte other than 0 or 1 is undefined behaviour in C++ (and in LibTorch's kernels).
+    if (e.dtype == "BOOL" &&
+        std::any_of(data, data + (e.end - e.begin), [](char c) { return c != 0 && c != 1; })) {
+      throw CheckpointError(path.string() + ": not a valid safetensors file: BOOL tensor '" +
+                                e.name + "' holds a byte other than 0 or 1",
+                            "the file is damaged; re-create or re-download it");
+    }
+    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(safetensors_torch_type(e.dtype)));
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), data, e.end - e.begin);
     out.emplace_back(e.name, std::move(t));
   }
   return out;
@@ -121,7 +141,9 @@ SafetensorsHeader write_safetensors_to(util::FileWriter& out, const TensorList& 
   header.data_start = head.size();
   out.write(head);
   for (const auto* entry : sorted) {
-    const auto cpu = entry->second.detach().to(torch::kCPU).contiguous();
+    // resolve_conj/resolve_neg: a lazily conjugated or negated view holds the other values.
+    const auto cpu =
+        entry->second.detach().to(torch::kCPU).resolve_conj().resolve_neg().contiguous();
     out.write(cpu.data_ptr(), static_cast<size_t>(cpu.numel()) * cpu.element_size());
   }
   return header;

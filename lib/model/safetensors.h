@@ -28,7 +28,8 @@ TensorList read_safetensors(const std::filesystem::path& path,
                             std::map<std::string, std::string>* metadata = nullptr);
 
 // Writes CPU or GPU tensors (copied to contiguous CPU memory), names sorted, crash-safely
-// (temporary file, fsync, rename). Throws IoError naming the path.
+// (temporary file, fsync, rename). Throws IoError naming the path, and for a dtype safetensors
+// cannot store, a duplicate name, a tensor named "__metadata__" or a name that is not UTF-8.
 void write_safetensors(const std::filesystem::path& path, const TensorList& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
@@ -42,5 +43,8 @@ SafetensorsHeader write_safetensors_to(util::FileWriter& out, const TensorList& 
 // The safetensors dtype name of a torch dtype ("F32", "BF16", ...). Throws IoError for a dtype
 // safetensors cannot store here.
 std::string safetensors_dtype_name(torch::ScalarType type);
+
+// The torch dtype of one of safetensors_dtype_names() (std::logic_error for any other name).
+torch::ScalarType safetensors_torch_type(const std::string& name);
 
 }  // namespace hftrain::model

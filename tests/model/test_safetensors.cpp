@@ -1,6 +1,9 @@
+// safetensors reader and writer: every dtype round-trips byte for byte, and hostile files and
+// unwritable tensor lists get clear errors. (Interop with the Python library:
+// tests/conformance/safetensors_roundtrip.py; the header parser's fuzz target: tests/fuzz.)
 #include "../torch_catch.h"  // first: see the file
+#include <cstring>
 #include <fstream>
-
 
 #include "../config/helpers.h"
 #include "model/safetensors.h"
@@ -19,6 +22,24 @@ std::filesystem::path make_file(const test::TempDir& d, const std::string& name,
   out += header;
   out.append(data_bytes, '\x01');
   return d.write(name, out);
+}
+
+// A tensor's bytes (NaN payloads and float8 included, where torch::equal would not do).
+std::string bytes_of(const torch::Tensor& t) {
+  const auto c = t.contiguous();
+  return {static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size()};
+}
+
+// A tensor of `type` whose bytes follow a pattern (0 or 1 per byte for bool).
+torch::Tensor patterned(torch::ScalarType type, std::vector<int64_t> shape, unsigned seed) {
+  auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
+  auto* p = static_cast<unsigned char*>(t.data_ptr());
+  const size_t n = static_cast<size_t>(t.numel()) * t.element_size();
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned v = static_cast<unsigned>(i) * 37u + seed * 101u + 11u;
+    p[i] = static_cast<unsigned char>(type == torch::kBool ? v % 3 == 0 : v % 256);
+  }
+  return t;
 }
 }  // namespace
 
@@ -41,6 +62,72 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes, values and metada
     CHECK(it->second.sizes() == t.sizes());
     CHECK(torch::equal(it->second, t));
   }
+}
+
+TEST_CASE("safetensors round trip of every supported dtype, scalars and empty tensors", "[model][safetensors]") {
+  test::TempDir d;
+  const std::vector<std::vector<int64_t>> shapes = {{3, 5}, {7}, {}, {2, 0, 3}, {1, 3, 1, 5}};
+  model::TensorList in;
+  unsigned seed = 0;
+  for (const auto& name : model::safetensors_dtype_names()) {
+    const auto type = model::safetensors_torch_type(name);
+    CHECK(model::safetensors_dtype_name(type) == name);
+    CHECK(model::safetensors_dtype_size(name) == static_cast<size_t>(c10::elementSize(type)));
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      in.emplace_back(name + "." + std::to_string(s), patterned(type, shapes[s], seed++));
+    }
+  }
+  // A non-contiguous view is written as its values.
+  in.emplace_back("transposed", patterned(torch::kInt16, {3, 4}, 99).t());
+  model::write_safetensors(d.path() / "all.safetensors", in, {{"format", "pt"}});
+  const auto header = model::read_safetensors_header(d.path() / "all.safetensors");
+  CHECK(header.data_start % 8 == 0);
+  const auto out = model::read_safetensors(d.path() / "all.safetensors");
+  REQUIRE(out.size() == in.size());
+  for (const auto& [name, t] : in) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == name; });
+    REQUIRE(it != out.end());
+    INFO(name);
+    CHECK(it->second.scalar_type() == t.scalar_type());
+    CHECK(it->second.sizes() == t.sizes());
+    CHECK(bytes_of(it->second) == bytes_of(t));
+  }
+}
+
+TEST_CASE("empty tensors share their offset with the next tensor, in any header order", "[model][safetensors]") {
+  for (const std::string json : {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+                                 R"({"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+                                 R"({"e":{"dtype":"U8","shape":[0],"data_offsets":[4,4]},"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"}) {
+    std::string file(8, '\0');
+    file[0] = static_cast<char>(json.size());
+    file += json + "abcd";
+    const auto h = model::parse_safetensors_header(file, file.size(), "mem");
+    REQUIRE(h.tensors.size() == 2);
+    CHECK(h.tensors[0].begin <= h.tensors[1].begin);
+  }
+}
+
+TEST_CASE("safetensors writer resolves lazy conjugate and negative views", "[model][safetensors]") {
+  test::TempDir d;
+  auto z = torch::complex(torch::arange(4, torch::kFloat32), torch::ones({4}));
+  model::write_safetensors(d.path() / "c.safetensors", {{"conj", z.conj()}, {"neg", torch::imag(z.conj())}});
+  auto out = model::read_safetensors(d.path() / "c.safetensors");
+  REQUIRE(out.size() == 2);
+  CHECK(torch::equal(out[0].second, z.conj().resolve_conj()));
+  CHECK(torch::equal(out[1].second, -torch::ones({4})));
+}
+
+TEST_CASE("safetensors writer refuses what the format cannot hold", "[model][safetensors]") {
+  test::TempDir d;
+  const auto p = d.path() / "x.safetensors";
+  auto t = torch::zeros({2});
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"a", torch::zeros({2}, torch::kComplexDouble)}}), util::IoError);
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"a", torch::zeros({2}, torch::kFloat8_e8m0fnu)}}), util::IoError);
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"a", t}, {"a", t}}), util::IoError);
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"__metadata__", t}}), util::IoError);
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"bad\xff", t}}), util::IoError);
+  CHECK_THROWS_AS(model::write_safetensors(p, {{"a", t}}, {{"k", "bad\xff"}}), util::IoError);
+  CHECK_FALSE(std::filesystem::exists(p));
 }
 
 TEST_CASE("hostile safetensors files get clear errors", "[model][safetensors]") {
@@ -77,6 +164,43 @@ TEST_CASE("hostile safetensors files get clear errors", "[model][safetensors]") 
   CHECK_THAT(error(make_file(d, "hugeshape",
                              R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", 4)),
              Contains("overflows"));
+  // [0, 2^64-1] holds no bytes but no LibTorch shape has a dimension that large.
+  CHECK_THAT(error(make_file(d, "zerohuge", R"({"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", 0)),
+             Contains("overflows"));
+  CHECK_THAT(error(make_file(d, "zerobig",
+                             R"({"a":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})", 0)),
+             Contains("overflows"));
+  CHECK_THAT(error(make_file(d, "negative", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0)),
+             Contains("bad shape"));
+  CHECK_THAT(error(make_file(d, "float", R"({"a":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}})", 1)),
+             Contains("bad shape"));
+  CHECK_THAT(error(make_file(d, "f4", R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1)),
+             Contains("unsupported dtype 'F4'"));
+  CHECK_THAT(error(make_file(d, "metadata", R"({"__metadata__":{"k":1}})", 0)), Contains("is not a string"));
+  // A bool byte must be 0 or 1 (make_file's data bytes are 1s, so write a 2 by hand).
+  {
+    auto p = make_file(d, "bool", R"({"a":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", 2);
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x02');
+    f.close();
+    CHECK_THAT(error(p), Contains("other than 0 or 1"));
+  }
+  // A shape nested as deep as the header is long must not recurse in an error message.
+  {
+    const size_t depth = 2'000'000;
+    std::string header = R"({"a":{"dtype":"F32","data_offsets":[0,0],"shape":[)";
+    header.append(depth, '[');
+    header.append(depth, ']');
+    header += "]}}";
+    CHECK_THAT(error(make_file(d, "deep", header, 0)), Contains("bad shape"));
+  }
+  // Long names are cut in messages.
+  {
+    const std::string name(10'000, 'n');
+    const std::string msg = error(make_file(d, "longname", R"({")" + name + R"(":{"dtype":"F7","shape":[],"data_offsets":[0,0]}})", 0));
+    CHECK(msg.size() < 1000);
+  }
   CHECK_THAT(error(d.path()), Contains("not a regular file"));
 }
 
