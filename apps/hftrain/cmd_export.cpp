@@ -1,15 +1,20 @@
-// `hftrain export PATH --hf DIR [--force]`: writes a model directory (a run's final/, a checkpoint,
-// or a run directory) in the Hugging Face layout that transformers' from_pretrained loads.
+// `hftrain export PATH --hf DIR [--shard-size SIZE] [--force]`: writes a model directory (a run's
+// final/, a checkpoint, or a run directory) in the Hugging Face layout that transformers'
+// from_pretrained loads, the weights sharded above the shard size.
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <variant>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "config/resolve.h"
+#include "config/units.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace hftrain::app {
 namespace {
@@ -19,8 +24,37 @@ namespace fs = std::filesystem;
 struct ExportArgs {
   std::string path;
   std::string hf_dir;
+  std::string shard_size;
   bool force = false;
 };
+
+// --shard-size, else checkpoint.shard_size of the run the model comes from (the config.yaml in a
+// checkpoint, or in the run directory above final/), else its default.
+int64_t shard_bytes(const ExportArgs& a, const fs::path& model_dir) {
+  if (!a.shard_size.empty()) {
+    const auto parsed = config::parse_size(a.shard_size);
+    if (const auto* why = std::get_if<std::string>(&parsed)) {
+      throw util::UsageError("--shard-size " + a.shard_size + ": " + *why, "give a size such as 2GB, 500MiB or 1000000");
+    }
+    const int64_t bytes = std::get<int64_t>(parsed);
+    if (bytes < 1) throw util::UsageError("--shard-size must be at least 1 byte", "give a size such as 2GB");
+    return bytes;
+  }
+  std::error_code ec;
+  for (const fs::path& yaml : {model_dir / "config.yaml", model_dir.parent_path() / "config.yaml"}) {
+    if (!fs::exists(yaml, ec)) continue;
+    try {
+      config::ResolveOptions options;
+      options.checkpoint_config = yaml;
+      return config::resolve_config(options).values.checkpoint.shard_size;
+    } catch (const util::Error& e) {
+      util::log::warn("export: cannot read checkpoint.shard_size from " + yaml.string() + " (" + e.what() +
+                      "); using the default shard size");
+    }
+    break;
+  }
+  return model::kDefaultHfShardBytes;
+}
 
 int export_model(const ExportArgs& a) {
   const fs::path out = a.hf_dir;
@@ -31,7 +65,7 @@ int export_model(const ExportArgs& a) {
     }
   }
   const model::LoadedModel loaded = model::load_model_dir(a.path);
-  model::export_hf(loaded, out);
+  model::export_hf(loaded, out, shard_bytes(a, loaded.dir));
   std::cout << "exported " << loaded.dir.string() << " to " << out.string()
             << " (load it with transformers: AutoModelForCausalLM.from_pretrained(\"" << out.string() << "\"))\n";
   return util::kExitOk;
@@ -44,6 +78,9 @@ void add_export_command(CLI::App& app, Runner& runner) {
   CLI::App* sub = app.add_subcommand("export", "Write a model directory in the Hugging Face layout (from_pretrained loads it)");
   sub->add_option("path", a->path, "A model directory: a run's final/, a checkpoint-N/, or a run directory")->required();
   sub->add_option("--hf", a->hf_dir, "The folder to write (config.json, model.safetensors, tokenizer files)")->required();
+  sub->add_option("--shard-size", a->shard_size,
+                  "Split the weights into safetensors shards of at most this size (e.g. 2GB) with an index; "
+                  "default: the run's checkpoint.shard_size");
   sub->add_flag("--force", a->force, "Replace the folder if it exists");
   sub->callback([a, &runner] { runner = [a] { return export_model(*a); }; });
 }

@@ -9,6 +9,7 @@
 #include "ckpt/locate.h"
 #include "commands.h"
 #include "config/resolve.h"
+#include "launcher.h"
 #include "train_job.h"
 #include "util/error.h"
 
@@ -19,6 +20,7 @@ struct ResumeArgs {
   std::string path;
   std::vector<std::string> overrides;
   bool force = false;
+  LaunchArgs launch;
 };
 
 int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
@@ -42,6 +44,7 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
   job.force = a.force;
   job.resume_notes = plan_resume(located, job.resolved, a.force);
   job.resume_from = located.dir;
+  if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }
 
@@ -53,6 +56,7 @@ void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::st
   sub->add_option("path", a->path, "A checkpoint (runs/NAME/checkpoint-N) or a run directory (runs/NAME)")->required();
   sub->add_option("overrides", a->overrides, "Overrides: a.b=VALUE, ~a.b, +a.b=VALUE (checked against the resume policy)");
   sub->add_flag("--force", a->force, "Accept changes that alter the data order (data, batch size, seed)");
+  add_launch_options(sub, a->launch);
   sub->callback([a, &runner, command_line] { runner = [a, command_line] { return resume(*a, command_line); }; });
 }
 

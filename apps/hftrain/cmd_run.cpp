@@ -12,7 +12,10 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
+#include "launch/launch_env.h"
+#include "launcher.h"
 #include "train_job.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -26,6 +29,7 @@ struct RunArgs {
   bool resume = false;
   bool overwrite = false;
   bool force = false;
+  LaunchArgs launch;
 };
 
 // --overwrite: what an earlier run left that would mix with the new one. train.log is kept (the
@@ -66,7 +70,11 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   job.command_line = command_line;
   job.force = a.force;
   const fs::path run_dir = job.resolved.values.run.output_dir;
-  const auto existing = ckpt::list_checkpoints(run_dir);
+  // In a multi-process job the launcher (or rank 0 under mpirun) decides about the run directory;
+  // the workers only follow.
+  const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
+  const bool follower = env.launcher == launch::Launcher::kHftrain || env.rank != 0;
+  const auto existing = follower && a.overwrite ? std::vector<ckpt::CheckpointEntry>{} : ckpt::list_checkpoints(run_dir);
   if (!existing.empty()) {
     if (a.resume) {
       const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(run_dir);
@@ -83,6 +91,7 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   } else if (a.resume) {
     job.resume_notes.push_back("--resume: no checkpoint in " + run_dir.string() + " yet; starting from step 0");
   }
+  if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }
 
@@ -95,6 +104,7 @@ void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::strin
   sub->add_flag("--resume", a->resume, "If the run directory has checkpoints, continue from the newest that verifies");
   sub->add_flag("--overwrite", a->overwrite, "If the run directory has checkpoints, delete them and start over");
   sub->add_flag("--force", a->force, "With --resume: accept config changes that alter the data order");
+  add_launch_options(sub, a->launch);
   sub->callback([a, &runner, command_line] { runner = [a, command_line] { return run(*a, command_line); }; });
 }
 

@@ -5,6 +5,11 @@
 #include <iostream>
 
 #include "ckpt/layout.h"
+#include "config/schema.h"
+#include "dist/world.h"
+#include "launch/launch_env.h"
+#include "train/wiring.h"
+#include "util/env.h"
 #include "ckpt/resume_policy.h"
 #include "config/emit.h"
 #include "model/hf_export.h"
@@ -36,6 +41,24 @@ struct LogFileScope {
   ~LogFileScope() { util::log::set_file(""); }
 };
 
+const char* strategy_name(config::Strategy s) {
+  switch (s) {
+    case config::Strategy::kDdp: return "ddp";
+    case config::Strategy::kZero1: return "zero1";
+    case config::Strategy::kZero2: return "zero2";
+    case config::Strategy::kZero3: return "zero3";
+    case config::Strategy::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+int signal_exit_code(const config::Config& cfg, int signal) {
+  return cfg.checkpoint.signal_exit_code ? static_cast<int>(*cfg.checkpoint.signal_exit_code) : 128 + signal;
+}
+
+int train_with(const TrainJob& job, dist::World& world, const std::filesystem::path& run_dir,
+               const torch::Device& device);
+
 }  // namespace
 
 std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, const config::ResolvedConfig& now,
@@ -64,21 +87,52 @@ int run_train_job(const TrainJob& job) {
   const config::Config& cfg = job.resolved.values;
   util::log::set_level(log_level(cfg.logging.level));
 
+  // Where this process sits in the job (one process, or a rank under a launcher or mpirun).
+  const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
+  const bool main_rank = env.rank == 0;
+  if (env.distributed()) {
+    // hftrain's launcher prefixes each worker's lines itself; under mpirun or srun we do.
+    if (env.launcher != launch::Launcher::kHftrain) util::log::set_tag("[rank " + std::to_string(env.rank) + "] ");
+    if (!main_rank) util::log::set_console_level(util::log::Level::kWarn);  // rank 0 speaks for the job
+  }
   const std::filesystem::path run_dir = cfg.run.output_dir;
-  config::write_resolved_config(job.resolved, schema, run_dir);
-  LogFileScope log_file(run_dir / "train.log");
-  util::log::info("run " + cfg.run.name + ": config written to " + (run_dir / "config.yaml").string());
+  if (main_rank) config::write_resolved_config(job.resolved, schema, run_dir);
+  std::filesystem::create_directories(run_dir);
+  LogFileScope log_file(run_dir / (main_rank ? std::string("train.log") : "train-rank" + std::to_string(env.rank) + ".log"));
+  if (main_rank) util::log::info("run " + cfg.run.name + ": config written to " + (run_dir / "config.yaml").string());
   for (const auto& note : job.resume_notes) util::log::info(note);
-  ckpt::remove_stale_staging(run_dir);  // what a crash in an earlier save left behind
+  if (main_rank) ckpt::remove_stale_staging(run_dir);  // what a crash in an earlier save left behind
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resuming=*/job.resume_from.has_value());
+  const torch::Device device = train::pick_device(cfg, env.local_rank);
+  std::unique_ptr<dist::World> world = dist::World::create(env, cfg.distributed, device);
+  if (env.distributed()) {
+    util::log::info("distributed: " + std::to_string(env.world_size) + " ranks (" + env.describe() + "), backend " +
+                    world->comm().backend() + ", strategy " + strategy_name(cfg.distributed.strategy));
+  }
+  try {
+    return train_with(job, *world, run_dir, device);
+  } catch (const util::DistributedError&) {
+    world->mark_broken();  // a collective may be stuck: no orderly shutdown
+    throw;
+  }
+}
+
+namespace {
+
+int train_with(const TrainJob& job, dist::World& world, const std::filesystem::path& run_dir,
+               const torch::Device& device) {
+  const config::Schema& schema = config::product_schema();
+  const config::Config& cfg = job.resolved.values;
+  static_cast<void>(device);
+  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resuming=*/job.resume_from.has_value(), &world);
   trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();
 
   const auto final_dir = run_dir / "final";
+  if (!world.is_main()) return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;
   trainer.save_model(final_dir);
   std::string summary = "trained to step " + std::to_string(result.state.step) + ", last loss " +
                         std::to_string(result.last_loss);
@@ -87,15 +141,14 @@ int run_train_job(const TrainJob& job) {
   util::log::info(summary + "; model saved to " + final_dir.string());
   if (cfg.run.export_hf) {
     const auto hf_dir = run_dir / "final-hf";
-    model::export_hf(model::load_model_dir(final_dir), hf_dir);
+    model::export_hf(model::load_model_dir(final_dir), hf_dir, cfg.checkpoint.shard_size);
     util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());
   }
   if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";
   std::cout << "model: " << final_dir.string() << "\n";
-  if (result.interrupted) {
-    return cfg.checkpoint.signal_exit_code ? static_cast<int>(*cfg.checkpoint.signal_exit_code) : 128 + result.signal;
-  }
-  return util::kExitOk;
+  return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;
 }
+
+}  // namespace
 
 }  // namespace hftrain::app

@@ -56,10 +56,6 @@ ResumePlan check_resume_changes(const std::vector<ConfigChange>& changes, bool f
           hint = "drop the override, or pass --force to accept a different data order";
         }
         break;
-      case ResumeChange::kReshard:
-        refused.push_back(describe(c) + " needs the saved state resharded, which hftrain cannot do yet");
-        if (hint.empty()) hint = "resume with the saved value";
-        break;
       case ResumeChange::kImpossible:
       case ResumeChange::kUnset:
         refused.push_back(describe(c) + " cannot change on resume: the saved weights and optimizer state depend on it");

@@ -13,6 +13,8 @@ namespace hftrain::config {
 
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys.cpp).
 enum class ModelArch { kGpt2, kLlama };
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
+enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName { kAdamW, kSgd, kAdafactor, kLion };
 enum class SchedulerName {
@@ -39,6 +41,19 @@ struct RunConfig {
   bool export_hf = false;  // also write final-hf/ (Hugging Face layout) at the end
 };
 
+// RoPE scaling as transformers' rope_parameters describe it (llama family).
+struct RopeScalingConfig {
+  RopeType type = RopeType::kDefault;
+  double factor = 0;
+  std::optional<int64_t> original_max_seq_len;  // llama3, yarn; unset: model.max_seq_len
+  double low_freq_factor = 0;                   // llama3
+  double high_freq_factor = 0;                  // llama3
+  double beta_fast = 0;                         // yarn
+  double beta_slow = 0;                         // yarn
+  std::optional<double> attention_factor;       // yarn; unset: 0.1 ln(factor) + 1
+  bool truncate = true;                         // yarn
+};
+
 struct ModelConfig {
   ModelArch arch = ModelArch::kGpt2;
   std::optional<std::string> from;
@@ -53,6 +68,9 @@ struct ModelConfig {
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;
   std::optional<bool> tie_embeddings;   // unset: true (gpt2), false (llama)
+  std::optional<AttentionBias> attention_bias;  // unset: all (gpt2), none (llama)
+  std::optional<bool> mlp_bias;         // unset: true (gpt2), false (llama)
+  RopeScalingConfig rope_scaling;       // llama
   double init_std = 0;
   bool activation_checkpointing = false;
 };
@@ -176,9 +194,20 @@ struct CheckpointConfig {
   OnSaveError on_save_error = OnSaveError::kStop;
 };
 
+enum class ReduceDtype { kFp32, kParam };
+
 struct DistributedConfig {
   Strategy strategy = Strategy::kDdp;
   Backend backend = Backend::kAuto;
+  int64_t bucket_size = 0;           // bytes of gradients per all-reduce / reduce-scatter bucket
+  bool cpu_offload = false;          // optimizer state (zero3: also the parameter shards) in host memory
+  ReduceDtype reduce_dtype = ReduceDtype::kFp32;
+  // Time budgets of a collective, in seconds, by phase.
+  double timeout = 0;                // training steps
+  double startup_timeout = 0;        // rendezvous and the first collectives
+  double data_timeout = 0;           // data preparation (tokenizing, the token cache)
+  double eval_timeout = 0;
+  double checkpoint_timeout = 0;
 };
 
 struct LoggingConfig {

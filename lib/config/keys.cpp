@@ -27,7 +27,7 @@ Schema build() {
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors: GPT-2, Llama, Mistral).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -45,6 +45,26 @@ Schema build() {
       .doc("MLP hidden size; unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama).");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
+  s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))
+      .choices({"default", "linear", "dynamic", "llama3", "yarn"}).def("default")
+      .doc("llama: RoPE scaling as transformers' rope_type: default (none), linear, dynamic (NTK; no change up to max_seq_len), llama3, yarn.");
+  s.add("model.rope_scaling.factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.factor))
+      .def("1.0").min(1).max(1 << 20).doc("llama: RoPE scaling factor (linear, dynamic, llama3, yarn).");
+  s.add("model.rope_scaling.original_max_seq_len", Type::kInt, HFTRAIN_FIELD(model.rope_scaling.original_max_seq_len))
+      .nullable().min(1).max(1 << 24).unit("tokens")
+      .doc("llama3, yarn: the context length before scaling (original_max_position_embeddings); unset: model.max_seq_len.");
+  s.add("model.rope_scaling.low_freq_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.low_freq_factor))
+      .def("1.0").min(0).doc("llama3: wavelengths above original_max_seq_len / this are divided by the factor.");
+  s.add("model.rope_scaling.high_freq_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.high_freq_factor))
+      .def("4.0").min(0).doc("llama3: wavelengths below original_max_seq_len / this are kept; between, interpolated.");
+  s.add("model.rope_scaling.beta_fast", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.beta_fast))
+      .def("32.0").min(0).doc("yarn: rotations that bound the extrapolated (unscaled) dimensions.");
+  s.add("model.rope_scaling.beta_slow", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.beta_slow))
+      .def("1.0").min(0).doc("yarn: rotations that bound the interpolated (scaled) dimensions.");
+  s.add("model.rope_scaling.attention_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.attention_factor))
+      .nullable().min(0).doc("yarn: scale of cos/sin (attention temperature); unset: 0.1 ln(factor) + 1.");
+  s.add("model.rope_scaling.truncate", Type::kBool, HFTRAIN_FIELD(model.rope_scaling.truncate))
+      .def("true").doc("yarn: round the correction range to whole dimensions.");
   s.add("model.norm_eps", Type::kFloat, HFTRAIN_FIELD(model.norm_eps))
       .nullable().min(0).max(1).doc("Normalisation epsilon; unset: 1e-5 (gpt2), 1e-6 (llama).");
   s.add("model.dropout", Type::kFloat, HFTRAIN_FIELD(model.dropout))
@@ -52,6 +72,11 @@ Schema build() {
       .def("0.0").min(0).max(0.99).doc("Dropout on embeddings, attention weights and residual branches.");
   s.add("model.tie_embeddings", Type::kBool, HFTRAIN_FIELD(model.tie_embeddings))
       .nullable().doc("Share the input embedding with the output head; unset: true (gpt2), false (llama).");
+  s.add("model.attention_bias", Type::kChoice, HFTRAIN_FIELD(model.attention_bias))
+      .nullable().choices({"none", "qkv", "all"})
+      .doc("Attention biases: none, qkv (query/key/value, as Qwen2), all (also the output projection); unset: all (gpt2), none (llama).");
+  s.add("model.mlp_bias", Type::kBool, HFTRAIN_FIELD(model.mlp_bias))
+      .nullable().doc("Biases in the MLP projections; unset: true (gpt2), false (llama).");
   s.add("model.init_std", Type::kFloat, HFTRAIN_FIELD(model.init_std))
       .def("0.02").min(0).max(1)
       .doc("Standard deviation of the random initialisation (gpt2 scales residual projections by 1/sqrt(2 n_layer)).");
@@ -265,14 +290,47 @@ Schema build() {
       .choices({"stop", "continue"}).def("stop")
       .doc("A save that fails (disk full, read-only): stop the run with exit 1, or log it and train on.");
 
-  s.section("distributed", "Multi-process training.", ResumeChange::kReshard);
+  s.section("distributed", "Multi-process training.", ResumeChange::kSafe);
   s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))
+      .on_resume(ResumeChange::kTraining)
       .choices({"ddp", "zero1", "zero2", "zero3", "hybrid"}).alias("fsdp", "zero3").def("ddp")
       .doc("Sharding strategy; fsdp is an alias of zero3.");
   s.add("distributed.backend", Type::kChoice, HFTRAIN_FIELD(distributed.backend))
       .on_resume(ResumeChange::kSafe)
       .choices({"auto", "nccl", "mpi"}).def("auto")
       .doc("Communication backend; auto picks NCCL for CUDA, MPI for CPU.");
+  s.add("distributed.bucket_size", Type::kSize, HFTRAIN_FIELD(distributed.bucket_size))
+      .on_resume(ResumeChange::kSafe)
+      .def("25MiB").min(1).unit("bytes")
+      .doc("Gradients per all-reduce (ddp) or reduce-scatter (zero2/3) bucket, launched as soon as the bucket fills "
+           "during backward.");
+  s.add("distributed.cpu_offload", Type::kBool, HFTRAIN_FIELD(distributed.cpu_offload))
+      .on_resume(ResumeChange::kSafe)
+      .def("false")
+      .doc("Keep the optimizer state (and with zero3 the parameter shards) in pinned host memory; the update runs "
+           "on the CPU. Needs a zero strategy.");
+  s.add("distributed.reduce_dtype", Type::kChoice, HFTRAIN_FIELD(distributed.reduce_dtype))
+      .on_resume(ResumeChange::kTraining)
+      .choices({"fp32", "param"}).def("fp32")
+      .doc("Precision of gradient reduction: fp32, or the compute precision (trainer.precision) to halve traffic.");
+  s.add("distributed.timeout", Type::kDuration, HFTRAIN_FIELD(distributed.timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("10m").min(1).unit("seconds")
+      .doc("Longest wait for a collective during training steps; then the ranks that did not arrive are named and "
+           "every process exits.");
+  s.add("distributed.startup_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.startup_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("10m").min(1).unit("seconds").doc("The same budget for the rendezvous of all ranks at start-up.");
+  s.add("distributed.data_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.data_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("1h").min(1).unit("seconds")
+      .doc("The same budget while rank 0 prepares the data (tokenizing a corpus into the token cache).");
+  s.add("distributed.eval_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.eval_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("30m").min(1).unit("seconds").doc("The same budget during evaluation.");
+  s.add("distributed.checkpoint_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.checkpoint_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("30m").min(1).unit("seconds").doc("The same budget while a checkpoint is written.");
 
   s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))

@@ -93,7 +93,6 @@ std::string_view resume_change_name(ResumeChange change) {
     case ResumeChange::kSafe: return "safe";
     case ResumeChange::kTraining: return "changes training";
     case ResumeChange::kDataOrder: return "changes the data order";
-    case ResumeChange::kReshard: return "needs resharding";
     case ResumeChange::kImpossible: return "impossible";
   }
   return "?";

@@ -38,7 +38,6 @@ enum class ResumeChange {
   kSafe,        // logging, evaluation and save cadence, stopping, where things go: applied
   kTraining,    // changes the optimisation from the resumed step on (lr, clipping, precision): applied, logged
   kDataOrder,   // changes which samples come next (data, batch size, seed): refused unless --force
-  kReshard,     // the layout of the sharded state (strategy, world size): needs resharding
   kImpossible,  // the saved state cannot be used (model shape, tokenizer, optimizer type)
 };
 std::string_view resume_change_name(ResumeChange change);

@@ -19,6 +19,10 @@ LoaderOptions checked(const LoaderOptions& options) {
   if (options.batch_size < 1) throw util::ConfigError("the batch size must be at least 1");
   if (options.prefetch_batches < 0) throw util::ConfigError("prefetch_batches must be 0 or more");
   if (options.num_workers < 1) throw util::ConfigError("num_workers must be at least 1");
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    throw util::ConfigError("rank " + std::to_string(options.rank) + " is outside a world of " +
+                            std::to_string(options.world_size));
+  }
   return options;
 }
 
@@ -43,7 +47,7 @@ DataLoader::DataLoader(const DataOptions& options, const Tokenizer& tokenizer, t
 DataLoader::~DataLoader() = default;
 
 uint64_t DataLoader::batches_per_epoch() const {
-  const auto b = static_cast<uint64_t>(options_.batch_size);
+  const auto b = static_cast<uint64_t>(options_.batch_size) * static_cast<uint64_t>(options_.world_size);
   return (index_.size() + b - 1) / b;
 }
 
@@ -67,10 +71,11 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
 void DataLoader::restart() {
   prefetcher_.reset();
   if (options_.prefetch_batches == 0) return;
-  const uint64_t base = cursor_;
   const auto b = static_cast<uint64_t>(options_.batch_size);
+  const uint64_t base = cursor_ + static_cast<uint64_t>(options_.rank) * b;
+  const uint64_t stride = b * static_cast<uint64_t>(options_.world_size);
   prefetcher_ = std::make_unique<Prefetcher<HostTensors>>(
-      [this, base, b](uint64_t k) { return produce(base + k * b); }, static_cast<size_t>(options_.prefetch_batches),
+      [this, base, stride](uint64_t k) { return produce(base + k * stride); }, static_cast<size_t>(options_.prefetch_batches),
       static_cast<size_t>(options_.num_workers));
 }
 
@@ -83,7 +88,8 @@ void DataLoader::seek(uint64_t cursor) {
 
 Batch DataLoader::next() {
   const auto start = std::chrono::steady_clock::now();
-  HostTensors host = prefetcher_ ? prefetcher_->take() : produce(cursor_);
+  const auto b = static_cast<uint64_t>(options_.batch_size);
+  HostTensors host = prefetcher_ ? prefetcher_->take() : produce(cursor_ + static_cast<uint64_t>(options_.rank) * b);
   Batch batch;
   const bool async = host.input_ids.is_pinned();
   batch.input_ids = host.input_ids.to(device_, /*non_blocking=*/async);
@@ -92,7 +98,8 @@ Batch DataLoader::next() {
   batch.num_target_tokens = host.num_target_tokens;
   batch.cursor = host.cursor;
   batch.epoch = sampler_.epoch_of(host.cursor);
-  cursor_ = host.cursor + static_cast<uint64_t>(options_.batch_size);
+  // The next global batch: past this one's slices of every rank.
+  cursor_ = host.cursor - static_cast<uint64_t>(options_.rank) * b + b * static_cast<uint64_t>(options_.world_size);
   wait_last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   wait_total_ += wait_last_;
   ++batches_;

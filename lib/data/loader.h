@@ -24,6 +24,11 @@ struct LoaderOptions {
   int64_t prefetch_batches = 4;  // batches prepared ahead; 0 = synchronous loading
   int64_t num_workers = 2;       // threads preparing batches (with prefetch_batches > 0)
   bool pin_memory = true;        // page-locked host buffers when the device is CUDA
+  // Data parallelism: a global batch is world_size x batch_size consecutive samples and rank r
+  // takes the r-th slice, so the cursor stays global (a resume on another world size continues
+  // at the same sample).
+  int rank = 0;
+  int world_size = 1;
 };
 
 struct DataOptions {
@@ -54,13 +59,13 @@ class DataLoader {
 
   // The next batch; batches run on across epoch boundaries (no sample is dropped or repeated).
   Batch next();
-  // Samples served so far (what a checkpoint stores) and jumping there.
+  // Samples served so far by all ranks (what a checkpoint stores) and jumping there.
   uint64_t cursor() const { return cursor_; }
   void seek(uint64_t cursor);
   uint64_t epoch() const { return sampler_.epoch_of(cursor_); }
 
   uint64_t num_samples() const { return index_.size(); }
-  // Optimizer-independent: ceil(num_samples / batch_size).
+  // Global batches per epoch, optimizer-independent: ceil(num_samples / (batch_size x world_size)).
   uint64_t batches_per_epoch() const;
   int64_t batch_size() const { return options_.batch_size; }
 

@@ -1,6 +1,7 @@
 #include "model/hf_config.h"
 
 #include <charconv>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -10,34 +11,46 @@ namespace hftrain::model {
 namespace {
 
 using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+using config::AttentionBias;
+using config::ModelArch;
+using config::RopeType;
 
+constexpr const char* kHint =
+    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM configs "
+    "(see README, Hugging Face models)";
+
+// Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
   const Json& j;
   const std::string& source;
+  std::string prefix;
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw util::CheckpointError(source + ": " + what, "hftrain reads GPT2LMHeadModel, LlamaForCausalLM and "
-                                                      "MistralForCausalLM configs (see README, Hugging Face models)");
+  [[noreturn]] void fail(const std::string& what, const std::string& hint = kHint) const {
+    throw util::CheckpointError(source + ": " + what, hint);
   }
+  std::string name(const char* key) const { return "`" + prefix + key + "`"; }
+  bool has(const char* key) const { return j.contains(key) && !j.at(key).is_null(); }
   int64_t integer(const char* key) const {
-    if (!j.contains(key) || !j.at(key).is_number_integer() || j.at(key).get<int64_t>() <= 0) {
-      fail("`" + std::string(key) + "` is missing or not a positive integer");
+    if (!has(key) || !j.at(key).is_number_integer() || j.at(key).get<int64_t>() <= 0) {
+      fail(name(key) + " is missing or not a positive integer");
     }
     return j.at(key).get<int64_t>();
   }
-  double number(const char* key, double fallback) const {
-    if (!j.contains(key) || j.at(key).is_null()) return fallback;
-    if (!j.at(key).is_number()) fail("`" + std::string(key) + "` is not a number");
+  int64_t integer(const char* key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
+  double number(const char* key) const {
+    if (!has(key) || !j.at(key).is_number()) fail(name(key) + " is missing or not a number");
     return j.at(key).get<double>();
   }
+  double number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
   bool flag(const char* key, bool fallback) const {
-    if (!j.contains(key) || j.at(key).is_null()) return fallback;
-    if (!j.at(key).is_boolean()) fail("`" + std::string(key) + "` is not true or false");
+    if (!has(key)) return fallback;
+    if (!j.at(key).is_boolean()) fail(name(key) + " is not true or false");
     return j.at(key).get<bool>();
   }
   std::string text(const char* key, const std::string& fallback) const {
-    if (!j.contains(key) || j.at(key).is_null()) return fallback;
-    if (!j.at(key).is_string()) fail("`" + std::string(key) + "` is not a string");
+    if (!has(key)) return fallback;
+    if (!j.at(key).is_string()) fail(name(key) + " is not a string");
     return j.at(key).get<std::string>();
   }
   void unsupported_if(bool condition, const std::string& what) const {
@@ -45,12 +58,183 @@ struct Reader {
   }
 };
 
+// transformers' yarn attention factor: 0.1 * mscale * ln(scale) + 1 (1 for scale <= 1).
+double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+// RoPE theta and scaling. transformers 5 writes rope_parameters ({rope_type, rope_theta, factor,
+// ...}); 4.x wrote rope_theta and rope_scaling ({type or rope_type, factor, ...}). transformers 5
+// lets rope_scaling win when both are there, and so do we.
+void read_rope(const Reader& r, ModelSpec& s) {
+  s.rope_theta = r.number("rope_theta", 10000.0);
+  const char* key = r.has("rope_scaling") ? "rope_scaling" : r.has("rope_parameters") ? "rope_parameters" : nullptr;
+  if (!key) return;
+  if (!r.j.at(key).is_object()) r.fail("`" + std::string(key) + "` is not an object");
+  const Reader p{r.j.at(key), r.source, std::string(key) + "."};
+  for (const auto& [layer, value] : p.j.items()) {
+    p.unsupported_if(value.is_object(), "`" + std::string(key) + "` holds RoPE parameters per layer type (" + layer + ")");
+  }
+  s.rope_theta = p.number("rope_theta", s.rope_theta);
+  const double partial = p.number("partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
+  r.unsupported_if(partial != 1.0, "partial_rotary_factor is " + std::to_string(partial) + " (RoPE on part of a head)");
+  const std::string type = p.text("rope_type", p.text("type", "default"));
+  RopeScaling& out = s.rope_scaling;
+  // transformers takes a top-level original_max_position_embeddings over the one in the parameters.
+  const int64_t original =
+      r.integer("original_max_position_embeddings", p.integer("original_max_position_embeddings", s.max_seq_len));
+  if (type == "default") {
+    return;
+  } else if (type == "linear" || type == "dynamic") {
+    out.type = type == "linear" ? RopeType::kLinear : RopeType::kDynamic;
+    out.factor = p.number("factor");
+  } else if (type == "llama3") {
+    out.type = RopeType::kLlama3;
+    out.factor = p.number("factor");
+    out.low_freq_factor = p.number("low_freq_factor");
+    out.high_freq_factor = p.number("high_freq_factor");
+    out.original_max_seq_len = original;
+    p.unsupported_if(!(out.high_freq_factor > out.low_freq_factor && out.low_freq_factor > 0),
+                     "llama3 RoPE scaling with low_freq_factor " + std::to_string(out.low_freq_factor) +
+                         " and high_freq_factor " + std::to_string(out.high_freq_factor));
+  } else if (type == "yarn") {
+    out.type = RopeType::kYarn;
+    out.original_max_seq_len = original;
+    out.factor = p.number("factor", static_cast<double>(s.max_seq_len) / static_cast<double>(original));
+    const double mscale = p.number("mscale", 0);
+    const double mscale_all_dim = p.number("mscale_all_dim", 0);
+    out.attention_factor = p.number("attention_factor", mscale != 0 && mscale_all_dim != 0
+                                                            ? yarn_mscale(out.factor, mscale) / yarn_mscale(out.factor, mscale_all_dim)
+                                                            : yarn_mscale(out.factor, 1));
+    // transformers: `beta_fast or 32`, so 0 also means the default.
+    out.beta_fast = p.number("beta_fast", 0) != 0 ? p.number("beta_fast") : 32.0;
+    out.beta_slow = p.number("beta_slow", 0) != 0 ? p.number("beta_slow") : 1.0;
+    out.truncate = p.flag("truncate", true);
+  } else {
+    r.unsupported_if(true, "RoPE scaling type `" + type + "`");
+  }
+  r.unsupported_if(out.factor < 1, "a RoPE scaling factor below 1 (" + std::to_string(out.factor) + ")");
+  r.unsupported_if(original > s.max_seq_len, "original_max_position_embeddings " + std::to_string(original) +
+                                                 " above max_position_embeddings");
+}
+
+// A sliding window that covers every position is full causal attention; a shorter one is refused.
+void check_sliding_window(const Reader& r, const ModelSpec& s, bool qwen2) {
+  if (!r.has("sliding_window")) return;
+  if (qwen2 && !r.flag("use_sliding_window", false)) return;  // Qwen2 ignores the window then
+  const int64_t window = r.integer("sliding_window");
+  if (window >= s.max_seq_len) return;
+  if (qwen2) {  // only some layers may slide: those layer_types names, else those from max_window_layers on
+    bool sliding = false;
+    if (r.has("layer_types") && r.j.at("layer_types").is_array()) {
+      for (const auto& t : r.j.at("layer_types")) sliding = sliding || t == "sliding_attention";
+    } else {
+      const Json& m = r.j.contains("max_window_layers") ? r.j.at("max_window_layers") : Json(28);
+      sliding = !m.is_number_integer() || m.get<int64_t>() < s.n_layer;
+    }
+    if (!sliding) return;
+  }
+  r.fail("`sliding_window` is " + std::to_string(window) + ", shorter than max_position_embeddings " +
+             std::to_string(s.max_seq_len) + ": attention over a sliding window is not implemented",
+         "hftrain reads models whose window covers every position: sliding_window null or at least "
+         "max_position_embeddings (Qwen2: or use_sliding_window false)");
+}
+
+ModelSpec read_gpt2(const Reader& r) {
+  ModelSpec s;
+  s.arch = ModelArch::kGpt2;
+  s.n_layer = r.integer("n_layer");
+  s.n_head = r.integer("n_head");
+  s.n_kv_head = s.n_head;
+  s.d_model = r.integer("n_embd");
+  s.d_ff = r.integer("n_inner", 4 * s.d_model);
+  s.max_seq_len = r.integer("n_positions");
+  s.vocab_size = r.integer("vocab_size");
+  s.norm_eps = r.number("layer_norm_epsilon", 1e-5);
+  s.tie_embeddings = r.flag("tie_word_embeddings", true);
+  s.init_std = r.number("initializer_range", 0.02);
+  s.attention_bias = AttentionBias::kAll;
+  s.mlp_bias = true;
+  const std::string act = r.text("activation_function", "gelu_new");
+  r.unsupported_if(act != "gelu_new" && act != "gelu_pytorch_tanh", "activation_function is " + act);
+  r.unsupported_if(r.flag("scale_attn_by_inverse_layer_idx", false), "scale_attn_by_inverse_layer_idx is on");
+  r.unsupported_if(!r.flag("scale_attn_weights", true), "scale_attn_weights is off");
+  return s;
+}
+
+enum class LlamaFamily { kLlama, kMistral, kQwen2 };
+
+ModelSpec read_llama(const Reader& r, LlamaFamily family) {
+  ModelSpec s;
+  s.arch = ModelArch::kLlama;
+  s.n_layer = r.integer("num_hidden_layers");
+  s.n_head = r.integer("num_attention_heads");
+  s.n_kv_head = r.integer("num_key_value_heads", s.n_head);
+  s.d_model = r.integer("hidden_size");
+  s.d_ff = r.integer("intermediate_size");
+  s.max_seq_len = r.integer("max_position_embeddings");
+  s.vocab_size = r.integer("vocab_size");
+  s.norm_eps = r.number("rms_norm_eps", 1e-6);
+  s.tie_embeddings = r.flag("tie_word_embeddings", false);
+  s.init_std = r.number("initializer_range", 0.02);
+  // Llama's attention_bias covers all four projections; Mistral has none; Qwen2 has q, k and v only.
+  switch (family) {
+    case LlamaFamily::kLlama:
+      s.attention_bias = r.flag("attention_bias", false) ? AttentionBias::kAll : AttentionBias::kNone;
+      s.mlp_bias = r.flag("mlp_bias", false);
+      break;
+    case LlamaFamily::kMistral:
+      s.attention_bias = AttentionBias::kNone;
+      s.mlp_bias = false;
+      break;
+    case LlamaFamily::kQwen2:
+      s.attention_bias = AttentionBias::kQkv;
+      s.mlp_bias = false;
+      break;
+  }
+  read_rope(r, s);
+  if (family != LlamaFamily::kLlama) check_sliding_window(r, s, family == LlamaFamily::kQwen2);
+  const std::string act = r.text("hidden_act", "silu");
+  r.unsupported_if(act != "silu", "hidden_act is " + act);
+  if (r.has("head_dim")) {
+    r.unsupported_if(r.integer("head_dim") * s.n_head != s.d_model, "head_dim x num_attention_heads != hidden_size");
+  }
+  return s;
+}
+
+// rope_parameters for `s` (transformers 5): the type and what it reads; `theta` adds rope_theta.
+OrderedJson rope_json(const ModelSpec& s, bool theta) {
+  const RopeScaling& r = s.rope_scaling;
+  OrderedJson j{{"rope_type", rope_type_name(r.type)}};
+  if (theta) j["rope_theta"] = s.rope_theta;
+  if (r.type == RopeType::kDefault) return j;
+  j["factor"] = r.factor;
+  if (r.type == RopeType::kLlama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) {
+    j["original_max_position_embeddings"] = r.original_max_seq_len;
+  }
+  if (r.type == RopeType::kYarn) {
+    j["attention_factor"] = r.attention_factor;
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    j["truncate"] = r.truncate;
+  }
+  return j;
+}
+
+std::string number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // the shortest text that reads back as v
+  return std::string(buf, r.ptr);
+}
+
 }  // namespace
 
 ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& source) {
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw util::CheckpointError(source + " is not a JSON object", "is it a config.json?");
-  const Reader r{j, source};
+  const Reader r{j, source, ""};
   std::string arch;
   if (j.contains("architectures") && j["architectures"].is_array() && j["architectures"].size() == 1 &&
       j["architectures"][0].is_string()) {
@@ -59,74 +243,109 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     arch = r.text("model_type", "");
   }
   ModelSpec s;
-  s.dropout = 0;
   if (arch == "GPT2LMHeadModel" || arch == "GPT2Model" || arch == "gpt2") {
-    s.arch = config::ModelArch::kGpt2;
-    s.n_layer = r.integer("n_layer");
-    s.n_head = r.integer("n_head");
-    s.n_kv_head = s.n_head;
-    s.d_model = r.integer("n_embd");
-    s.d_ff = j.contains("n_inner") && !j["n_inner"].is_null() ? r.integer("n_inner") : 4 * s.d_model;
-    s.max_seq_len = r.integer("n_positions");
-    s.vocab_size = r.integer("vocab_size");
-    s.norm_eps = r.number("layer_norm_epsilon", 1e-5);
-    s.tie_embeddings = r.flag("tie_word_embeddings", true);
-    s.init_std = r.number("initializer_range", 0.02);
-    const std::string act = r.text("activation_function", "gelu_new");
-    r.unsupported_if(act != "gelu_new" && act != "gelu_pytorch_tanh", "activation_function is " + act);
-    r.unsupported_if(r.flag("scale_attn_by_inverse_layer_idx", false), "scale_attn_by_inverse_layer_idx is on");
-    r.unsupported_if(!r.flag("scale_attn_weights", true), "scale_attn_weights is off");
-  } else if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "llama" || arch == "mistral") {
-    s.arch = config::ModelArch::kLlama;
-    s.n_layer = r.integer("num_hidden_layers");
-    s.n_head = r.integer("num_attention_heads");
-    s.n_kv_head = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                      ? r.integer("num_key_value_heads")
-                      : s.n_head;
-    s.d_model = r.integer("hidden_size");
-    s.d_ff = r.integer("intermediate_size");
-    s.max_seq_len = r.integer("max_position_embeddings");
-    s.vocab_size = r.integer("vocab_size");
-    s.norm_eps = r.number("rms_norm_eps", 1e-6);
-    s.tie_embeddings = r.flag("tie_word_embeddings", false);
-    s.init_std = r.number("initializer_range", 0.02);
-    s.rope_theta = r.number("rope_theta", 10000.0);
-    if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {  // transformers 5.x
-      const Reader rp{j["rope_parameters"], source};
-      s.rope_theta = rp.number("rope_theta", s.rope_theta);
-      const std::string type = rp.text("rope_type", "default");
-      r.unsupported_if(type != "default", "rope_parameters.rope_type is " + type);
-    }
-    r.unsupported_if(j.contains("rope_scaling") && !j["rope_scaling"].is_null(), "rope_scaling is set");
-    r.unsupported_if(j.contains("sliding_window") && !j["sliding_window"].is_null(), "sliding_window is set");
-    r.unsupported_if(r.flag("attention_bias", false), "attention_bias is on");
-    r.unsupported_if(r.flag("mlp_bias", false), "mlp_bias is on");
-    const std::string act = r.text("hidden_act", "silu");
-    r.unsupported_if(act != "silu", "hidden_act is " + act);
-    if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-      r.unsupported_if(r.integer("head_dim") * s.n_head != s.d_model, "head_dim x num_attention_heads != hidden_size");
-    }
+    s = read_gpt2(r);
+  } else if (arch == "LlamaForCausalLM" || arch == "LlamaModel" || arch == "llama") {
+    s = read_llama(r, LlamaFamily::kLlama);
+  } else if (arch == "MistralForCausalLM" || arch == "MistralModel" || arch == "mistral") {
+    s = read_llama(r, LlamaFamily::kMistral);
+  } else if (arch == "Qwen2ForCausalLM" || arch == "Qwen2Model" || arch == "qwen2") {
+    s = read_llama(r, LlamaFamily::kQwen2);
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
+  s.dropout = 0;
   if (s.d_model % s.n_head != 0 || s.n_head % s.n_kv_head != 0) r.fail("the head counts do not divide the sizes");
   return s;
 }
 
+std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
+  OrderedJson j;
+  if (s.arch == ModelArch::kGpt2) {
+    j = {{"architectures", {"GPT2LMHeadModel"}},
+         {"model_type", "gpt2"},
+         {"vocab_size", s.vocab_size},
+         {"n_positions", s.max_seq_len},
+         {"n_embd", s.d_model},
+         {"n_layer", s.n_layer},
+         {"n_head", s.n_head},
+         {"n_inner", s.d_ff},
+         {"activation_function", "gelu_new"},  // the tanh approximation, as blocks.cpp computes it
+         {"layer_norm_epsilon", s.norm_eps},
+         {"resid_pdrop", s.dropout},
+         {"embd_pdrop", s.dropout},
+         {"attn_pdrop", s.dropout},
+         {"initializer_range", s.init_std}};
+  } else {
+    const bool qwen2 = s.attention_biases() == AttentionBias::kQkv;
+    if (qwen2 && s.mlp_biases()) {
+      throw util::UsageError("no Hugging Face architecture has query/key/value and MLP biases without output "
+                             "biases (model.attention_bias=qkv with model.mlp_bias=true)",
+                             "export models with attention_bias qkv and no MLP biases (Qwen2), or all and any "
+                             "(Llama)");
+    }
+    j = {{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+         {"model_type", qwen2 ? "qwen2" : "llama"},
+         {"vocab_size", s.vocab_size},
+         {"max_position_embeddings", s.max_seq_len},
+         {"hidden_size", s.d_model},
+         {"intermediate_size", s.d_ff},
+         {"num_hidden_layers", s.n_layer},
+         {"num_attention_heads", s.n_head},
+         {"num_key_value_heads", s.n_kv_head},
+         {"head_dim", s.head_dim()},
+         {"hidden_act", "silu"},
+         {"rms_norm_eps", s.norm_eps},
+         {"rope_theta", s.rope_theta},                // transformers 4.x
+         {"rope_parameters", rope_json(s, true)}};  // 5.x
+    if (s.rope_scaling.type != RopeType::kDefault) j["rope_scaling"] = rope_json(s, false);  // 4.x
+    if (qwen2) {
+      j["use_sliding_window"] = false;
+      j["sliding_window"] = nullptr;
+      j["max_window_layers"] = s.n_layer;
+    } else {
+      j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
+      j["mlp_bias"] = s.mlp_biases();
+    }
+    j["attention_dropout"] = s.dropout;
+    j["initializer_range"] = s.init_std;
+  }
+  j["tie_word_embeddings"] = s.tie_embeddings;
+  j["bos_token_id"] = ids.bos;
+  j["eos_token_id"] = ids.eos;
+  j["pad_token_id"] = ids.pad;
+  j["torch_dtype"] = "float32";
+  return j.dump(2) + "\n";
+}
+
 std::string shape_overrides(const ModelSpec& s) {
-  auto number = [](double v) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // the shortest text that reads back as v
-    return std::string(buf, r.ptr);
-  };
-  std::string out = std::string("model.arch=") + (s.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") +
+  std::string out = std::string("model.arch=") + (s.arch == ModelArch::kGpt2 ? "gpt2" : "llama") +
                     " model.n_layer=" + std::to_string(s.n_layer) + " model.n_head=" + std::to_string(s.n_head) +
                     " model.n_kv_head=" + std::to_string(s.n_kv_head) + " model.d_model=" + std::to_string(s.d_model) +
                     " model.d_ff=" + std::to_string(s.d_ff) + " model.max_seq_len=" + std::to_string(s.max_seq_len) +
                     " model.vocab_size=" + std::to_string(s.vocab_size) +
                     " model.tie_embeddings=" + (s.tie_embeddings ? "true" : "false");
   out += " model.norm_eps=" + number(s.norm_eps);
-  if (s.arch == config::ModelArch::kLlama) out += " model.rope_theta=" + number(s.rope_theta);
+  if (s.arch == ModelArch::kGpt2) return out;  // biases fixed, no RoPE
+  out += std::string(" model.attention_bias=") + attention_bias_name(s.attention_biases()) +
+         " model.mlp_bias=" + (s.mlp_biases() ? "true" : "false");
+  out += " model.rope_theta=" + number(s.rope_theta);
+  const RopeScaling& r = s.rope_scaling;
+  out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);
+  if (r.type == RopeType::kDefault) return out;
+  out += " model.rope_scaling.factor=" + number(r.factor);
+  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) {
+    out += " model.rope_scaling.original_max_seq_len=" + std::to_string(r.original_max_seq_len);
+  }
+  if (r.type == RopeType::kLlama3) {
+    out += " model.rope_scaling.low_freq_factor=" + number(r.low_freq_factor) +
+           " model.rope_scaling.high_freq_factor=" + number(r.high_freq_factor);
+  }
+  if (r.type == RopeType::kYarn) {
+    out += " model.rope_scaling.beta_fast=" + number(r.beta_fast) + " model.rope_scaling.beta_slow=" +
+           number(r.beta_slow) + " model.rope_scaling.attention_factor=" + number(r.attention_factor) +
+           " model.rope_scaling.truncate=" + (r.truncate ? "true" : "false");
+  }
   return out;
 }
 

@@ -1,8 +1,10 @@
-// A Hugging Face config.json as hftrain's ModelSpec, for the architectures hftrain's transformer
-// computes exactly: GPT2LMHeadModel, and LlamaForCausalLM / MistralForCausalLM without RoPE
-// scaling, sliding windows or biases. Anything else is refused with what differs.
+// Hugging Face config.json both ways, for the architectures hftrain's transformer computes exactly:
+// GPT2LMHeadModel, LlamaForCausalLM (attention and MLP biases, RoPE scaling), MistralForCausalLM
+// and Qwen2ForCausalLM (query/key/value biases) whose sliding window, if any, covers every
+// position. Anything else is refused with what differs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "model/spec.h"
@@ -12,6 +14,20 @@ namespace hftrain::model {
 // Throws CheckpointError naming `source` and the field for a missing or malformed field, an
 // unsupported architecture or an option hftrain does not implement.
 ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& source);
+
+// The special token ids a config.json names.
+struct HfTokenIds {
+  int64_t bos = 0;
+  int64_t eos = 0;
+  int64_t pad = 0;
+};
+
+// config.json for `spec`: GPT2LMHeadModel; for llama, LlamaForCausalLM, or Qwen2ForCausalLM when
+// only the query/key/value projections have biases. RoPE scaling goes into rope_parameters
+// (transformers 5) and rope_scaling + rope_theta (4.x). spec_from_hf_config reads it back to
+// `spec` (but dropout and init_std). Throws UsageError for a spec no Hugging Face architecture
+// holds (query/key/value biases with MLP biases).
+std::string hf_config_json(const ModelSpec& spec, const HfTokenIds& ids);
 
 // The model.* overrides that give `spec`'s shape ("model.arch=llama model.n_layer=2 ...").
 std::string shape_overrides(const ModelSpec& spec);

@@ -6,8 +6,9 @@
 #include <torch/torch.h>
 
 #include "data/unicode.h"
+#include "model/hf_config.h"
 #include "model/hf_weights.h"
-#include "model/safetensors.h"
+#include "model/stored_weights.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
@@ -60,62 +61,16 @@ std::string byte_tokenizer_json(const data::Tokenizer& t) {
   return j.dump(2) + "\n";
 }
 
-Json config_json(const ModelSpec& s, int32_t eot, int32_t pad) {
-  if (s.arch == config::ModelArch::kGpt2) {
-    return {{"architectures", {"GPT2LMHeadModel"}},
-            {"model_type", "gpt2"},
-            {"vocab_size", s.vocab_size},
-            {"n_positions", s.max_seq_len},
-            {"n_embd", s.d_model},
-            {"n_layer", s.n_layer},
-            {"n_head", s.n_head},
-            {"n_inner", s.d_ff},
-            {"activation_function", "gelu_new"},  // the tanh approximation, as blocks.cpp computes it
-            {"layer_norm_epsilon", s.norm_eps},
-            {"resid_pdrop", s.dropout},
-            {"embd_pdrop", s.dropout},
-            {"attn_pdrop", s.dropout},
-            {"initializer_range", s.init_std},
-            {"tie_word_embeddings", s.tie_embeddings},
-            {"bos_token_id", eot},
-            {"eos_token_id", eot},
-            {"pad_token_id", pad},
-            {"torch_dtype", "float32"}};
-  }
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
-          {"vocab_size", s.vocab_size},
-          {"max_position_embeddings", s.max_seq_len},
-          {"hidden_size", s.d_model},
-          {"intermediate_size", s.d_ff},
-          {"num_hidden_layers", s.n_layer},
-          {"num_attention_heads", s.n_head},
-          {"num_key_value_heads", s.n_kv_head},
-          {"head_dim", s.head_dim()},
-          {"hidden_act", "silu"},
-          {"rms_norm_eps", s.norm_eps},
-          {"rope_theta", s.rope_theta},  // transformers 4.x
-          {"rope_parameters", {{"rope_theta", s.rope_theta}, {"rope_type", "default"}}},  // 5.x
-          {"attention_bias", false},
-          {"mlp_bias", false},
-          {"attention_dropout", s.dropout},
-          {"initializer_range", s.init_std},
-          {"tie_word_embeddings", s.tie_embeddings},
-          {"bos_token_id", eot},
-          {"eos_token_id", eot},
-          {"pad_token_id", pad},
-          {"torch_dtype", "float32"}};
-}
-
 void write_text(const fs::path& path, const std::string& text) { util::atomic_write_file(path, text); }
 
 }  // namespace
 
-void export_hf(const LoadedModel& loaded, const fs::path& out) {
+void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard_bytes) {
   const ModelSpec& spec = loaded.model->spec();
   const data::Tokenizer& tok = *loaded.tokenizer;
   const int32_t eot = tok.eot_id();
   const int32_t pad = tok.pad_id();
+  const std::string config = hf_config_json(spec, {eot, eot, pad});  // refuses what no HF model holds
 
   fs::path staged = out;
   staged += ".tmp-" + std::to_string(::getpid());
@@ -124,8 +79,8 @@ void export_hf(const LoadedModel& loaded, const fs::path& out) {
   fs::create_directories(staged, ec);
   if (ec) throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the folder's permissions");
   try {
-    write_safetensors(staged / "model.safetensors", to_hf_weights(loaded.model), {{"format", "pt"}});
-    write_text(staged / "config.json", config_json(spec, eot, pad).dump(2) + "\n");
+    write_sharded_weights(staged, to_hf_weights(loaded.model), static_cast<uint64_t>(max_shard_bytes));
+    write_text(staged / "config.json", config);
     const std::string tokenizer = loaded.tokenizer_kind == data::TokenizerKind::kByte
                                       ? byte_tokenizer_json(tok)
                                       : util::read_file<util::CheckpointError>(loaded.dir / kTokenizerFile, "tokenizer");

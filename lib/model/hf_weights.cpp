@@ -1,5 +1,6 @@
 #include "model/hf_weights.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -55,18 +56,29 @@ std::map<std::string, Source> llama_sources(const ModelSpec& s) {
   for (int64_t i = 0; i < s.n_layer; ++i) {
     const std::string h = "layers." + std::to_string(i) + ".";
     const std::string l = layer(i);
+    const std::string a = h + "self_attn.";
     m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
-    m[l + "attn.qkv_proj.weight"] = {
-        {h + "self_attn.q_proj.weight", h + "self_attn.k_proj.weight", h + "self_attn.v_proj.weight"}, false, {q, kv, kv}};
-    m[l + "attn.o_proj.weight"] = {{h + "self_attn.o_proj.weight"}};
     m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
-    m[l + "mlp.gate_up_proj.weight"] = {{h + "mlp.gate_proj.weight", h + "mlp.up_proj.weight"}, false, {s.d_ff, s.d_ff}};
-    m[l + "mlp.down_proj.weight"] = {{h + "mlp.down_proj.weight"}};
+    for (const std::string kind : {"weight", "bias"}) {
+      if (kind == "bias" && !s.qkv_bias()) break;
+      m[l + "attn.qkv_proj." + kind] = {{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
+    }
+    m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
+    if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
+    for (const std::string kind : {"weight", "bias"}) {
+      if (kind == "bias" && !s.mlp_biases()) break;
+      m[l + "mlp.gate_up_proj." + kind] = {{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
+      m[l + "mlp.down_proj." + kind] = {{h + "mlp.down_proj." + kind}};
+    }
   }
   return m;
 }
 
-// GPT2LMHeadModel prefixes "transformer.", LlamaForCausalLM "model."; the bare models do not.
+std::map<std::string, Source> sources_of(const ModelSpec& spec) {
+  return spec.arch == config::ModelArch::kGpt2 ? gpt2_sources(spec) : llama_sources(spec);
+}
+
+// GPT2LMHeadModel prefixes "transformer.", the Llama family "model."; the bare models do not.
 std::string strip_prefix(const std::string& name) {
   for (const char* prefix : {"transformer.", "model."}) {
     if (util::starts_with(name, prefix)) return name.substr(std::string(prefix).size());
@@ -74,74 +86,125 @@ std::string strip_prefix(const std::string& name) {
   return name;
 }
 
+// Tensors a checkpoint may carry that are not weights: a tied head stored anyway, GPT-2's causal
+// mask buffers and older Llama checkpoints' rotary frequencies.
+bool ignorable(const std::string& name) {
+  return name == "lm_head.weight" || name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+         name.ends_with(".rotary_emb.inv_freq");
+}
+
+std::string shape_string(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(sizes[i]);
+  }
+  s += "]";
+  return s;
+}
+
+// One HF tensor and where it goes: rows [offset, offset + rows) of the parameter, transposed or not.
+struct Part {
+  std::string hf_name;  // as stored (with its prefix)
+  torch::Tensor param;
+  int64_t offset = 0;
+  int64_t rows = 0;
+  bool transpose = false;
+
+  torch::Tensor target() const { return param.narrow(0, offset, rows); }
+  std::vector<int64_t> expected_shape() const {
+    auto shape = target().sizes().vec();
+    if (transpose) std::reverse(shape.begin(), shape.end());
+    return shape;
+  }
+};
+
 }  // namespace
 
-void load_hf_weights(Transformer& model, const TensorList& hf) {
+void load_hf_weights(Transformer& model, const TensorSource& hf) {
   const ModelSpec& spec = model->spec();
-  const auto sources = spec.arch == config::ModelArch::kGpt2 ? gpt2_sources(spec) : llama_sources(spec);
-  std::map<std::string, torch::Tensor> by_name;
-  for (const auto& [name, t] : hf) by_name[strip_prefix(name)] = t;
+  const auto sources = sources_of(spec);
+  std::map<std::string, std::string> stored;  // name without prefix -> name as stored
+  for (const auto& name : hf.names()) stored[strip_prefix(name)] = name;
 
-  std::vector<std::string> problems;
+  // Plan every copy and check names and shapes before changing anything.
+  std::vector<std::string> missing, misshaped, no_source;
   std::set<std::string> used;
-  torch::NoGradGuard no_grad;
+  std::vector<Part> parts;
   for (auto& [name, param] : model->parameters_by_name()) {
     auto it = sources.find(name);
     if (it == sources.end()) {
-      problems.push_back("no Hugging Face source for " + name);
+      no_source.push_back(name);
       continue;
     }
-    std::vector<torch::Tensor> parts;
-    for (const auto& src : it->second.names) {
-      auto found = by_name.find(src);
-      if (found == by_name.end()) {
-        problems.push_back("missing tensor " + src);
+    const Source& src = it->second;
+    int64_t offset = 0;
+    for (size_t i = 0; i < src.names.size(); ++i) {
+      const int64_t rows = src.split.empty() ? param.size(0) : src.split[i];
+      Part part{"", param, offset, rows, src.transpose};
+      offset += rows;
+      auto found = stored.find(src.names[i]);
+      if (found == stored.end()) {
+        missing.push_back(src.names[i]);
         continue;
       }
-      used.insert(src);
-      parts.push_back(it->second.transpose ? found->second.t() : found->second);
+      used.insert(found->first);
+      part.hf_name = found->second;
+      const torch::Tensor t = hf.get(part.hf_name);
+      const auto want = part.expected_shape();
+      if (t.sizes() != c10::IntArrayRef(want) || !t.is_floating_point()) {
+        misshaped.push_back(part.hf_name + " (" + std::string(c10::toString(t.scalar_type())) + " " +
+                            shape_string(t.sizes()) + ", expected " + shape_string(want) + ")");
+        continue;
+      }
+      parts.push_back(std::move(part));
     }
-    if (parts.size() != it->second.names.size()) continue;
-    auto value = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
-    if (value.sizes() != param.sizes()) {
-      std::ostringstream msg;
-      msg << "tensor for " << name << " has shape " << value.sizes() << ", the model needs " << param.sizes();
-      problems.push_back(msg.str());
-      continue;
-    }
-    param.copy_(value);
   }
-  for (const auto& [name, t] : by_name) {
-    // A tied head may still be stored; GPT-2 checkpoints also carry attention-bias buffers.
-    const bool harmless = name == "lm_head.weight" || name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
-    if (!used.count(name) && !harmless) problems.push_back("unexpected tensor " + name);
+  std::vector<std::string> unexpected;
+  for (const auto& [name, as_stored] : stored) {
+    if (!used.count(name) && !ignorable(name)) unexpected.push_back(as_stored);
   }
-  if (!problems.empty()) {
-    throw util::CheckpointError("the weights do not fit the " + std::string(spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") +
-                                    " model: " + util::join(problems, "; "),
-                                "check that model.* matches the checkpoint's config.json");
+  if (!missing.empty() || !misshaped.empty() || !unexpected.empty() || !no_source.empty()) {
+    const std::string family = spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama";
+    std::string message = hf.where() + " does not hold the weights of the " + family + " model its config describes:";
+    if (!missing.empty()) message += " missing " + describe_names(missing) + ";";
+    if (!unexpected.empty()) message += " unexpected " + describe_names(unexpected) + ";";
+    if (!misshaped.empty()) message += " wrong shape or type " + describe_names(misshaped, 8, false) + ";";
+    if (!no_source.empty()) message += " no Hugging Face tensor for " + describe_names(no_source) + ";";
+    message.pop_back();
+    throw util::CheckpointError(message, "the weights and config.json come from different models, or the "
+                                         "architecture's options (biases, tied embeddings) differ from what the "
+                                         "weights hold; check config.json");
   }
+  torch::NoGradGuard no_grad;
+  for (const Part& p : parts) {
+    const torch::Tensor t = hf.get(p.hf_name);
+    p.target().copy_(p.transpose ? t.t() : t);
+  }
+}
+
+void load_hf_weights(Transformer& model, const TensorList& hf) {
+  load_hf_weights(model, TensorListSource(hf, "the Hugging Face weights"));
 }
 
 TensorList to_hf_weights(const Transformer& model) {
   const ModelSpec& spec = model->spec();
   const bool gpt2 = spec.arch == config::ModelArch::kGpt2;
-  const auto sources = gpt2 ? gpt2_sources(spec) : llama_sources(spec);
+  const auto sources = sources_of(spec);
   const std::string prefix = gpt2 ? "transformer." : "model.";
   TensorList out;
   torch::NoGradGuard no_grad;
   for (const auto& [name, param] : model->parameters_by_name()) {
     const Source& src = sources.at(name);
-    auto value = param.detach().to(torch::kCPU, torch::kFloat32);
+    auto value = param.detach().to(torch::kCPU, torch::kFloat32);  // the parameter itself when CPU fp32
     std::vector<torch::Tensor> parts =
         src.names.size() == 1 ? std::vector<torch::Tensor>{value} : value.split_with_sizes(src.split, 0);
     for (size_t i = 0; i < parts.size(); ++i) {
       const std::string hf = src.names[i] == "lm_head.weight" ? src.names[i] : prefix + src.names[i];
-      out.emplace_back(hf, (src.transpose ? parts[i].t() : parts[i]).contiguous().clone());
+      out.emplace_back(hf, src.transpose ? parts[i].t() : parts[i]);
     }
   }
   return out;
 }
 
 }  // namespace hftrain::model
-

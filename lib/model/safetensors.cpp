@@ -44,41 +44,6 @@ constexpr DtypeName kDtypes[] = {{"F64", torch::kFloat64},
                                  {"F8_E5M2FNUZ", torch::kFloat8_e5m2fnuz},
                                  {"C64", torch::kComplexFloat}};
 
-// The whole file mapped read-only; unmapped when it goes out of scope.
-class MappedFile {
- public:
-  explicit MappedFile(const std::filesystem::path& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0)
-      throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw CheckpointError(path.string() + " is not a regular file");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-      if (data_ == MAP_FAILED) {
-        ::close(fd_);
-        throw CheckpointError("cannot map " + path.string() + ": " + std::strerror(errno));
-      }
-    }
-  }
-  ~MappedFile() {
-    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
-
- private:
-  int fd_ = -1;
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 }  // namespace
 
 torch::ScalarType safetensors_torch_type(const std::string& name) {
@@ -96,28 +61,69 @@ std::string safetensors_dtype_name(torch::ScalarType type) {
   throw util::IoError(std::string("safetensors cannot store dtype ") + c10::toString(type));
 }
 
+// The whole file mapped read-only; unmapped when the last tensor viewing it is gone.
+struct MappedSafetensors::Mapping {
+  void* data = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (data) ::munmap(data, size);
+  }
+};
+
+MappedSafetensors::MappedSafetensors(const std::filesystem::path& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw CheckpointError(path.string() + " is not a regular file");
+  }
+  mapping_ = std::make_shared<Mapping>();
+  mapping_->size = static_cast<size_t>(st.st_size);
+  if (mapping_->size > 0) {
+    void* data = ::mmap(nullptr, mapping_->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      throw CheckpointError("cannot map " + path.string() + ": " + std::strerror(err));
+    }
+    mapping_->data = data;
+  }
+  ::close(fd);  // the mapping stays valid without the descriptor
+  const std::string_view bytes(static_cast<const char*>(mapping_->data), mapping_->size);
+  header_ = parse_safetensors_header(bytes, bytes.size(), path.string());
+}
+
+MappedSafetensors::~MappedSafetensors() = default;
+
+torch::Tensor MappedSafetensors::view(const SafetensorsEntry& e) const {
+  char* data = static_cast<char*>(mapping_->data) + header_.data_start + e.begin;
+  const size_t size = e.end - e.begin;
+  // A bool byte other than 0 or 1 is undefined behaviour in C++ (and in LibTorch's kernels).
+  if (e.dtype == "BOOL" && std::any_of(data, data + size, [](char c) { return c != 0 && c != 1; })) {
+    throw CheckpointError(path_.string() + ": not a valid safetensors file: BOOL tensor '" + e.name +
+                              "' holds a byte other than 0 or 1",
+                          "the file is damaged; re-create or re-download it");
+  }
+  const auto options = torch::TensorOptions().dtype(safetensors_torch_type(e.dtype));
+  const size_t align = safetensors_dtype_size(e.dtype);
+  if (size == 0 || reinterpret_cast<uintptr_t>(data) % align != 0) {
+    auto t = torch::empty(e.shape, options);
+    if (size > 0) std::memcpy(t.data_ptr(), data, size);
+    return t;
+  }
+  auto keep = mapping_;
+  return torch::from_blob(data, e.shape, [keep](void*) {}, options);
+}
+
 TensorList read_safetensors(const std::filesystem::path& path,
                             std::map<std::string, std::string>* metadata) {
-  MappedFile file(path);
-  const std::string_view bytes = file.bytes();
-  SafetensorsHeader header = parse_safetensors_header(bytes, bytes.size(), path.string());
+  const MappedSafetensors file(path);
   if (metadata) {
-    for (const auto& [key, value] : header.metadata) (*metadata)[key] = value;
+    for (const auto& [key, value] : file.header().metadata) (*metadata)[key] = value;
   }
   TensorList out;
-  for (const auto& e : header.tensors) {
-    const char* data = bytes.data() + header.data_start + e.begin;
-    // A bool byte other than 0 or 1 is undefined behaviour in C++ (and in LibTorch's kernels).
-    if (e.dtype == "BOOL" &&
-        std::any_of(data, data + (e.end - e.begin), [](char c) { return c != 0 && c != 1; })) {
-      throw CheckpointError(path.string() + ": not a valid safetensors file: BOOL tensor '" +
-                                e.name + "' holds a byte other than 0 or 1",
-                            "the file is damaged; re-create or re-download it");
-    }
-    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(safetensors_torch_type(e.dtype)));
-    if (e.end > e.begin) std::memcpy(t.data_ptr(), data, e.end - e.begin);
-    out.emplace_back(e.name, std::move(t));
-  }
+  for (const auto& e : file.header().tensors) out.emplace_back(e.name, file.view(e).clone());
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +24,35 @@ namespace hftrain::model {
 
 using TensorList = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// Reads every tensor (copied into CPU memory owned by the tensors), in file order.
+// One safetensors file memory-mapped read-only, its header parsed and checked. Tensors are read
+// straight from the mapping, so loading a model needs no second copy of its weights in memory.
+class MappedSafetensors {
+ public:
+  // Throws CheckpointError naming `path` (cannot open or map it, a header that fails the checks).
+  explicit MappedSafetensors(const std::filesystem::path& path);
+  ~MappedSafetensors();
+  MappedSafetensors(const MappedSafetensors&) = delete;
+  MappedSafetensors& operator=(const MappedSafetensors&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  const SafetensorsHeader& header() const { return header_; }
+
+  // A CPU tensor over the entry's bytes in the mapping: no copy, read-only (writing to it faults),
+  // keeping the mapping alive while it lives. Bytes not aligned for the dtype (legal in the
+  // format) are copied into an aligned tensor of their own. Throws CheckpointError for a BOOL
+  // tensor holding a byte other than 0 or 1.
+  torch::Tensor view(const SafetensorsEntry& entry) const;
+
+ private:
+  struct Mapping;
+  std::filesystem::path path_;
+  std::shared_ptr<Mapping> mapping_;
+  SafetensorsHeader header_;
+};
+
+
+// Reads every tensor (copied into CPU memory owned by the tensors), in file order. To load a model
+// without holding its weights twice, use MappedSafetensors (or StoredWeights for a directory).
 TensorList read_safetensors(const std::filesystem::path& path,
                             std::map<std::string, std::string>* metadata = nullptr);
 

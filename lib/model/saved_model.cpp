@@ -16,6 +16,7 @@
 #include "data/byte_tokenizer.h"
 #include "data/tokenizer_json.h"
 #include "model/safetensors.h"
+#include "model/stored_weights.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
@@ -58,15 +59,6 @@ std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
   return data::tokenizer_json_text(*bpe);
 }
 
-std::string list_some(const std::vector<std::string>& items) {
-  constexpr size_t kShown = 8;
-  std::vector<std::string> shown(items.begin(),
-                                 items.begin() + static_cast<long>(std::min(items.size(), kShown)));
-  std::string s = util::join(shown, ", ");
-  if (items.size() > kShown) s += " and " + std::to_string(items.size() - kShown) + " more";
-  return s;
-}
-
 std::string shape_string(const torch::Tensor& t) {
   // Appended piecewise: GCC 12 reports a false -Warray-bounds for "[" + std::string&&.
   std::string s = "[";
@@ -78,104 +70,37 @@ std::string shape_string(const torch::Tensor& t) {
   return s;
 }
 
-using StoredTensors = std::map<std::string, torch::Tensor>;
-
-// Copies `stored` (read from `source`, which names the weights in errors) into the parameters.
-void load_weights(Transformer& model, StoredTensors stored, const fs::path& source) {
+// Copies each stored tensor straight into its parameter (dtype converted in the copy), one at a
+// time, after checking every name and shape: nothing is changed when anything does not fit.
+void load_weights(Transformer& model, const TensorSource& stored) {
+  const auto names = stored.names();
+  std::set<std::string> unused(names.begin(), names.end());
   std::vector<std::string> missing, misshaped;
-  torch::NoGradGuard no_grad;
-  for (auto& [name, param] : model->parameters_by_name()) {
-    auto it = stored.find(name);
-    if (it == stored.end()) {
+  auto params = model->parameters_by_name();
+  for (const auto& [name, param] : params) {
+    if (!unused.erase(name)) {
       missing.push_back(name);
       continue;
     }
-    const torch::Tensor& t = it->second;
+    const torch::Tensor t = stored.get(name);
     if (t.sizes() != param.sizes() || !t.is_floating_point()) {
       misshaped.push_back(name + " (" + std::string(c10::toString(t.scalar_type())) + " " +
                           shape_string(t) + ", expected " + shape_string(param) + ")");
-    } else {
-      param.copy_(t);
-    }
-    stored.erase(it);
-  }
-  std::vector<std::string> unexpected;
-  for (const auto& entry : stored) unexpected.push_back(entry.first);
-  if (missing.empty() && misshaped.empty() && unexpected.empty()) return;
-  std::string message = source.string() + " does not match model.json:";
-  if (!missing.empty()) message += " missing " + list_some(missing) + ";";
-  if (!misshaped.empty()) message += " wrong shape or type " + list_some(misshaped) + ";";
-  if (!unexpected.empty()) message += " unexpected " + list_some(unexpected) + ";";
-  message.pop_back();
-  throw util::CheckpointError(message,
-                              "the weights and model.json come from different models, or the "
-                              "directory is damaged; use another checkpoint");
-}
-
-StoredTensors read_single(const fs::path& path) {
-  StoredTensors stored;
-  for (auto& [name, tensor] : read_safetensors(path)) stored.emplace(name, std::move(tensor));
-  return stored;
-}
-
-// The Hugging Face sharded layout: every shard the index lists must exist, and every tensor must
-// sit in exactly the shard the index names.
-StoredTensors read_sharded(const fs::path& index_path) {
-  const std::string where = index_path.string();
-  const char* hint = "the index and its shards do not belong together, or the directory is damaged";
-  const Json index =
-      Json::parse(util::read_file<util::CheckpointError>(index_path, "weights index"), nullptr,
-                  /*allow_exceptions=*/false);
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
-    throw util::CheckpointError(
-        where + ": not a safetensors index (a JSON object with a \"weight_map\" object)", hint);
-  }
-  std::map<std::string, std::string> shard_of;
-  std::set<std::string> shard_files;
-  for (const auto& [name, shard] : index["weight_map"].items()) {
-    const std::string file = shard.is_string() ? shard.get<std::string>() : "";
-    if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos) {
-      throw util::CheckpointError(where + ": weight_map[\"" + name + "\"] is " + shard.dump() +
-                                      ", not a file name in the same folder",
-                                  hint);
-    }
-    shard_of[name] = file;
-    shard_files.insert(file);
-  }
-  StoredTensors stored;
-  std::map<std::string, std::string> found_in;
-  std::vector<std::string> unlisted, misplaced, duplicated;
-  for (const auto& file : shard_files) {
-    const fs::path shard_path = index_path.parent_path() / file;
-    std::error_code ec;
-    if (!fs::exists(shard_path, ec)) {
-      throw util::CheckpointError(where + " lists shard " + file + ", which is missing", hint);
-    }
-    for (auto& [name, tensor] : read_safetensors(shard_path)) {
-      auto it = shard_of.find(name);
-      if (it == shard_of.end()) {
-        unlisted.push_back(name + " (in " + file + ")");
-      } else if (!found_in.emplace(name, file).second) {
-        duplicated.push_back(name + " (in " + found_in[name] + " and " + file + ")");
-      } else if (it->second != file) {
-        misplaced.push_back(name + " (in " + file + ", listed in " + it->second + ")");
-      } else {
-        stored.emplace(name, std::move(tensor));
-      }
     }
   }
-  std::vector<std::string> absent;
-  for (const auto& [name, file] : shard_of) {
-    if (!found_in.count(name)) absent.push_back(name + " (listed in " + file + ")");
+  const std::vector<std::string> unexpected(unused.begin(), unused.end());
+  if (!missing.empty() || !misshaped.empty() || !unexpected.empty()) {
+    std::string message = stored.where() + " does not match model.json:";
+    if (!missing.empty()) message += " missing " + describe_names(missing) + ";";
+    if (!misshaped.empty()) message += " wrong shape or type " + describe_names(misshaped, 8, false) + ";";
+    if (!unexpected.empty()) message += " unexpected " + describe_names(unexpected) + ";";
+    message.pop_back();
+    throw util::CheckpointError(message,
+                                "the weights and model.json come from different models, or the "
+                                "directory is damaged; use another checkpoint");
   }
-  if (unlisted.empty() && misplaced.empty() && duplicated.empty() && absent.empty()) return stored;
-  std::string message = where + " does not match its shards:";
-  if (!absent.empty()) message += " missing " + list_some(absent) + ";";
-  if (!unlisted.empty()) message += " not in the weight_map " + list_some(unlisted) + ";";
-  if (!misplaced.empty()) message += " in the wrong shard " + list_some(misplaced) + ";";
-  if (!duplicated.empty()) message += " in more than one shard " + list_some(duplicated) + ";";
-  message.pop_back();
-  throw util::CheckpointError(message, hint);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, param] : params) param.copy_(stored.get(name));
 }
 
 fs::path required_file(const fs::path& dir, const char* name) {
@@ -296,28 +221,21 @@ fs::path resolve_model_dir(const fs::path& path) {
   return best_dir;
 }
 
-TensorList read_model_weights(const fs::path& dir) {
-  std::error_code ec;
-  const bool sharded =
-      !fs::exists(dir / kModelWeightsFile, ec) && fs::exists(dir / kModelWeightsIndexFile, ec);
-  const fs::path path = required_file(dir, sharded ? kModelWeightsIndexFile : kModelWeightsFile);
-  TensorList out;
-  for (auto& [name, t] : sharded ? read_sharded(path) : read_single(path)) out.emplace_back(name, std::move(t));
-  return out;
+ModelSpec read_model_spec(const fs::path& dir) {
+  const fs::path spec_path = required_file(dir, kModelSpecFile);
+  return ModelSpec::from_json(util::read_file<util::CheckpointError>(spec_path, "model description"),
+                              spec_path.string());
 }
+
+void load_model_weights(Transformer& model, const fs::path& dir) { load_weights(model, StoredWeights(dir)); }
 
 LoadedModel load_model_dir(const fs::path& path) {
   LoadedModel out;
   out.dir = resolve_model_dir(path);
-  const fs::path spec_path = required_file(out.dir, kModelSpecFile);
-  std::error_code ec;
-  const bool sharded = !fs::exists(out.dir / kModelWeightsFile, ec) &&
-                       fs::exists(out.dir / kModelWeightsIndexFile, ec);
-  const fs::path weights_path =
-      required_file(out.dir, sharded ? kModelWeightsIndexFile : kModelWeightsFile);
+  const fs::path spec_path = out.dir / kModelSpecFile;
+  const ModelSpec spec = read_model_spec(out.dir);
+  if (!has_model_weights(out.dir)) required_file(out.dir, kModelWeightsFile);
   const fs::path tokenizer_path = required_file(out.dir, kTokenizerFile);
-  const ModelSpec spec = ModelSpec::from_json(
-      util::read_file<util::CheckpointError>(spec_path, "model description"), spec_path.string());
   out.tokenizer = load_tokenizer_file(tokenizer_path, &out.tokenizer_kind);
   if (out.tokenizer->vocab_size() > spec.vocab_size) {
     throw util::CheckpointError(
@@ -334,8 +252,7 @@ LoadedModel load_model_dir(const fs::path& path) {
     out.model = Transformer(spec);
     global.set_state(state);
   }
-  load_weights(out.model, sharded ? read_sharded(weights_path) : read_single(weights_path),
-               weights_path);
+  load_model_weights(out.model, out.dir);
   out.model->eval();
   return out;
 }

@@ -60,17 +60,22 @@ struct LoadedModel {
 std::filesystem::path resolve_model_dir(const std::filesystem::path& path);
 
 // Loads a model directory (or a run directory, via resolve_model_dir), with model.safetensors or,
-// when that is absent, the sharded model.safetensors.index.json. Throws CheckpointError naming the
+// when that is absent, the sharded model.safetensors.index.json (through load_model_weights). Throws CheckpointError naming the
 // file for anything missing, malformed or inconsistent (every missing, unexpected or mis-shaped
 // tensor at once; for sharded weights also a listed shard that is missing, a tensor in no shard
 // or more than one, or in another shard than the index says), and for a tokenizer larger than the
 // model's vocabulary; DataError from the tokenizer.json parser.
 LoadedModel load_model_dir(const std::filesystem::path& path);
 
-// The weights of a directory, hftrain's or Hugging Face's: model.safetensors, or the shards that
-// model.safetensors.index.json lists (checked as load_model_dir checks them). Throws
-// CheckpointError naming the file.
-TensorList read_model_weights(const std::filesystem::path& dir);
+// The ModelSpec of a model directory's model.json. Throws CheckpointError naming the file.
+ModelSpec read_model_spec(const std::filesystem::path& dir);
+
+// Copies the weights of model directory `dir` (model.safetensors or the sharded layout, memory-
+// mapped; see stored_weights.h) into `model`'s parameters, one tensor at a time, converting each
+// to the parameter's dtype: no second copy of the weights is held. Throws CheckpointError naming
+// the file and listing every missing, unexpected or mis-shaped tensor at once (the parameters are
+// then untouched).
+void load_model_weights(Transformer& model, const std::filesystem::path& dir);
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.
 // `kind`, when given, receives which. Throws DataError naming the file.

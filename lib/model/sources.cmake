@@ -6,7 +6,9 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp
   hf_export.cpp
   hf_weights.cpp
+  rope.cpp
   safetensors.cpp
+  stored_weights.cpp
   transformer.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)

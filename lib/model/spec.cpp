@@ -1,14 +1,83 @@
 #include "model/spec.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
 
 namespace hftrain::model {
+namespace {
+
+using config::AttentionBias;
+using config::ModelArch;
+using config::RopeType;
+
+constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kLlama3,
+                                   RopeType::kYarn};
+constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
+
+// Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
+// compute the same tables compare equal.
+RopeScaling normalized(const RopeScaling& r) {
+  RopeScaling out;
+  out.type = r.type;
+  if (r.type == RopeType::kDefault) return out;
+  out.factor = r.factor;
+  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) out.original_max_seq_len = r.original_max_seq_len;
+  if (r.type == RopeType::kLlama3) {
+    out.low_freq_factor = r.low_freq_factor;
+    out.high_freq_factor = r.high_freq_factor;
+  }
+  if (r.type == RopeType::kYarn) {
+    out.beta_fast = r.beta_fast;
+    out.beta_slow = r.beta_slow;
+    out.attention_factor = r.attention_factor;
+    out.truncate = r.truncate;
+  }
+  return out;
+}
+
+// The checks from_config and from_json share; `fail` throws.
+template <class Fail>
+void check_rope(const ModelSpec& s, Fail fail) {
+  const RopeScaling& r = s.rope_scaling;
+  if (r.type == RopeType::kDefault) return;
+  if (s.arch == ModelArch::kGpt2) fail("model.rope_scaling.type", "gpt2 has learned positions, no RoPE to scale");
+  if (!(r.factor >= 1)) fail("model.rope_scaling.factor", "the factor must be at least 1");
+  if ((r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) &&
+      (r.original_max_seq_len < 1 || r.original_max_seq_len > s.max_seq_len)) {
+    fail("model.rope_scaling.original_max_seq_len", "it must lie between 1 and model.max_seq_len");
+  }
+  if (r.type == RopeType::kLlama3 && !(r.high_freq_factor > r.low_freq_factor && r.low_freq_factor > 0)) {
+    fail("model.rope_scaling.high_freq_factor", "llama3 needs high_freq_factor > low_freq_factor > 0");
+  }
+}
+
+}  // namespace
+
+const char* rope_type_name(RopeType type) {
+  static const char* const kNames[] = {"default", "linear", "dynamic", "llama3", "yarn"};
+  return kNames[static_cast<size_t>(type)];
+}
+
+const char* attention_bias_name(AttentionBias bias) {
+  static const char* const kNames[] = {"none", "qkv", "all"};
+  return kNames[static_cast<size_t>(bias)];
+}
+
+bool ModelSpec::same_shape(const ModelSpec& o) const {
+  return arch == o.arch && n_layer == o.n_layer && n_head == o.n_head && n_kv_head == o.n_kv_head &&
+         d_model == o.d_model && d_ff == o.d_ff && max_seq_len == o.max_seq_len && vocab_size == o.vocab_size &&
+         tie_embeddings == o.tie_embeddings && norm_eps == o.norm_eps && attention_biases() == o.attention_biases() &&
+         mlp_biases() == o.mlp_biases() &&
+         (arch == ModelArch::kGpt2 ||
+          (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
+}
 
 ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   ModelSpec s;
-  const bool gpt2 = c.arch == config::ModelArch::kGpt2;
+  const bool gpt2 = c.arch == ModelArch::kGpt2;
   s.arch = c.arch;
   s.n_layer = c.n_layer;
   s.n_head = c.n_head;
@@ -22,31 +91,77 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.dropout = c.dropout;
   s.tie_embeddings = c.tie_embeddings.value_or(gpt2);
   s.init_std = c.init_std;
+  s.attention_bias = s.attention_biases();
+  s.mlp_bias = s.mlp_biases();
+  if (c.attention_bias) s.attention_bias = *c.attention_bias;
+  if (c.mlp_bias) s.mlp_bias = *c.mlp_bias;
+  if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
+    throw util::ConfigError(std::string("model.arch=gpt2 always has biases, but model.attention_bias=") +
+                                attention_bias_name(s.attention_biases()) +
+                                " model.mlp_bias=" + (s.mlp_biases() ? "true" : "false"),
+                            "leave model.attention_bias and model.mlp_bias unset for gpt2, or use model.arch=llama");
+  }
+  const auto& r = c.rope_scaling;
+  s.rope_scaling.type = r.type;
+  s.rope_scaling.factor = r.factor;
+  s.rope_scaling.original_max_seq_len = r.original_max_seq_len.value_or(c.max_seq_len);
+  s.rope_scaling.low_freq_factor = r.low_freq_factor;
+  s.rope_scaling.high_freq_factor = r.high_freq_factor;
+  s.rope_scaling.beta_fast = r.beta_fast;
+  s.rope_scaling.beta_slow = r.beta_slow;
+  // transformers' default for yarn (get_mscale): 0.1 ln(factor) + 1, and 1 for factor <= 1.
+  s.rope_scaling.attention_factor = r.attention_factor.value_or(r.factor > 1 ? 0.1 * std::log(r.factor) + 1.0 : 1.0);
+  s.rope_scaling.truncate = r.truncate;
+  check_rope(s, [&](const std::string& key, const std::string& why) {
+    throw util::ConfigError(key + " does not fit model.rope_scaling.type=" + rope_type_name(r.type) + ": " + why,
+                            "fix " + key + ", or set model.rope_scaling.type=default");
+  });
+  s.rope_scaling = normalized(s.rope_scaling);
   return s;
 }
 
 std::string ModelSpec::to_json() const {
-  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 1},
-                           {"arch", arch == config::ModelArch::kGpt2 ? "gpt2" : "llama"},
+  const RopeScaling r = normalized(rope_scaling);
+  nlohmann::ordered_json rope{{"type", rope_type_name(r.type)},
+                              {"factor", r.factor},
+                              {"original_max_seq_len", r.original_max_seq_len},
+                              {"low_freq_factor", r.low_freq_factor},
+                              {"high_freq_factor", r.high_freq_factor},
+                              {"beta_fast", r.beta_fast},
+                              {"beta_slow", r.beta_slow},
+                              {"attention_factor", r.attention_factor},
+                              {"truncate", r.truncate}};
+  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 2},
+                           {"arch", arch == ModelArch::kGpt2 ? "gpt2" : "llama"},
                            {"n_layer", n_layer},          {"n_head", n_head},
                            {"n_kv_head", n_kv_head},      {"d_model", d_model},
                            {"d_ff", d_ff},                {"max_seq_len", max_seq_len},
                            {"vocab_size", vocab_size},    {"rope_theta", rope_theta},
                            {"norm_eps", norm_eps},        {"dropout", dropout},
-                           {"tie_embeddings", tie_embeddings}, {"init_std", init_std}};
+                           {"tie_embeddings", tie_embeddings}, {"init_std", init_std},
+                           {"attention_bias", attention_bias_name(attention_biases())},
+                           {"mlp_bias", mlp_biases()},        {"rope_scaling", rope}};
   return j.dump(2) + "\n";
 }
 
 ModelSpec ModelSpec::from_json(const std::string& text, const std::string& source) {
+  const char* damaged = "the checkpoint is damaged; use another one";
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.value("format", "") != "hftrain-model") {
       throw util::CheckpointError(source + " is not an hftrain model description (format is not hftrain-model)");
     }
+    // Version 1 had no biases or RoPE-scaling fields: the family defaults.
+    const int version = j.value("version", 1);
+    if (version > 2) {
+      throw util::CheckpointError(source + " is model description version " + std::to_string(version) +
+                                      ", newer than this hftrain reads (2)",
+                                  "use the hftrain that wrote it, or a newer one");
+    }
     ModelSpec s;
     const std::string arch = j.at("arch").get<std::string>();
     if (arch != "gpt2" && arch != "llama") throw util::CheckpointError(source + ": unknown arch '" + arch + "'");
-    s.arch = arch == "gpt2" ? config::ModelArch::kGpt2 : config::ModelArch::kLlama;
+    s.arch = arch == "gpt2" ? ModelArch::kGpt2 : ModelArch::kLlama;
     j.at("n_layer").get_to(s.n_layer);
     j.at("n_head").get_to(s.n_head);
     j.at("n_kv_head").get_to(s.n_kv_head);
@@ -59,14 +174,45 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     j.at("dropout").get_to(s.dropout);
     j.at("tie_embeddings").get_to(s.tie_embeddings);
     j.at("init_std").get_to(s.init_std);
-    if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
-        s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 || s.d_model % s.n_head != 0) {
-      throw util::CheckpointError(source + ": inconsistent model sizes");
+    const bool gpt2 = s.arch == ModelArch::kGpt2;
+    s.attention_bias = s.attention_biases();
+    s.mlp_bias = s.mlp_biases();
+    if (version >= 2) {
+      const std::string bias = j.at("attention_bias").get<std::string>();
+      bool known = false;
+      for (AttentionBias b : kBiases) {
+        if (bias == attention_bias_name(b)) s.attention_bias = b, known = true;
+      }
+      if (!known) throw util::CheckpointError(source + ": unknown attention_bias '" + bias + "'", damaged);
+      s.mlp_bias = j.at("mlp_bias").get<bool>();
+      const auto& r = j.at("rope_scaling");
+      const std::string type = r.at("type").get<std::string>();
+      known = false;
+      for (RopeType t : kRopeTypes) {
+        if (type == rope_type_name(t)) s.rope_scaling.type = t, known = true;
+      }
+      if (!known) throw util::CheckpointError(source + ": unknown rope_scaling type '" + type + "'", damaged);
+      r.at("factor").get_to(s.rope_scaling.factor);
+      r.at("original_max_seq_len").get_to(s.rope_scaling.original_max_seq_len);
+      r.at("low_freq_factor").get_to(s.rope_scaling.low_freq_factor);
+      r.at("high_freq_factor").get_to(s.rope_scaling.high_freq_factor);
+      r.at("beta_fast").get_to(s.rope_scaling.beta_fast);
+      r.at("beta_slow").get_to(s.rope_scaling.beta_slow);
+      r.at("attention_factor").get_to(s.rope_scaling.attention_factor);
+      r.at("truncate").get_to(s.rope_scaling.truncate);
     }
+    if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
+        s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 || s.d_model % s.n_head != 0 ||
+        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases()))) {
+      throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
+    }
+    check_rope(s, [&](const std::string& key, const std::string& why) {
+      throw util::CheckpointError(source + ": rope_scaling does not fit (" + key + ": " + why + ")", damaged);
+    });
+    s.rope_scaling = normalized(s.rope_scaling);
     return s;
   } catch (const nlohmann::json::exception& e) {
-    throw util::CheckpointError(source + ": malformed model description: " + e.what(),
-                                "the checkpoint is damaged; use another one");
+    throw util::CheckpointError(source + ": malformed model description: " + e.what(), damaged);
   }
 }
 

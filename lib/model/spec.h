@@ -3,11 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
 
 namespace hftrain::model {
+
+// RoPE scaling with every default resolved (transformers' rope_parameters, rope_type != default).
+struct RopeScaling {
+  config::RopeType type = config::RopeType::kDefault;
+  double factor = 1;
+  int64_t original_max_seq_len = 0;  // llama3, yarn
+  double low_freq_factor = 1;        // llama3
+  double high_freq_factor = 4;       // llama3
+  double beta_fast = 32;             // yarn
+  double beta_slow = 1;              // yarn
+  double attention_factor = 1;       // yarn: cos and sin are scaled by this
+  bool truncate = true;              // yarn
+
+  bool operator==(const RopeScaling&) const = default;
+};
 
 struct ModelSpec {
   config::ModelArch arch = config::ModelArch::kGpt2;
@@ -23,18 +39,39 @@ struct ModelSpec {
   double dropout = 0;
   bool tie_embeddings = true;
   double init_std = 0.02;
+  // Biases; unset: the family's (gpt2: all and MLP, llama: none). Read them through
+  // attention_biases() and mlp_biases().
+  std::optional<config::AttentionBias> attention_bias;
+  std::optional<bool> mlp_bias;
+  RopeScaling rope_scaling;  // llama
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
   bool layer_norm() const { return arch == config::ModelArch::kGpt2; }         // else RMSNorm
   bool gated_mlp() const { return arch == config::ModelArch::kLlama; }         // SwiGLU, else GELU
-  bool biases() const { return arch == config::ModelArch::kGpt2; }
+  config::AttentionBias attention_biases() const {
+    return attention_bias.value_or(arch == config::ModelArch::kGpt2 ? config::AttentionBias::kAll
+                                                                    : config::AttentionBias::kNone);
+  }
+  bool mlp_biases() const { return mlp_bias.value_or(arch == config::ModelArch::kGpt2); }
+  bool qkv_bias() const { return attention_biases() != config::AttentionBias::kNone; }
+  bool o_bias() const { return attention_biases() == config::AttentionBias::kAll; }
   int64_t head_dim() const { return d_model / n_head; }
 
+  // Everything that decides the parameters and what the model computes (not dropout or init_std).
+  bool same_shape(const ModelSpec& other) const;
+
+  // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2
+  // without biases or with RoPE scaling, an original_max_seq_len above max_seq_len, ...).
   static ModelSpec from_config(const config::ModelConfig& config);
   std::string to_json() const;
   // Throws CheckpointError naming `source` for a missing or malformed field.
   static ModelSpec from_json(const std::string& text, const std::string& source);
 };
+
+// "default", "linear", ... (the rope_type names of transformers, and model.rope_scaling.type's).
+const char* rope_type_name(config::RopeType type);
+// "none", "qkv", "all" (model.attention_bias's choices).
+const char* attention_bias_name(config::AttentionBias bias);
 
 }  // namespace hftrain::model

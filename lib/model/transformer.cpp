@@ -6,6 +6,7 @@
 
 #include "model/blocks.h"
 #include "model/checkpointing.h"
+#include "model/rope.h"
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
@@ -15,13 +16,9 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec) : spec_(spec) {
   if (spec.learned_positions()) {
     embed_positions_ = register_module("embed_positions", torch::nn::Embedding(spec.max_seq_len, spec.d_model));
   } else {
-    // RoPE tables in the Hugging Face layout: the frequencies repeated over both halves of a head.
-    const int64_t d = spec.head_dim();
-    auto inv_freq = 1.0 / torch::pow(spec.rope_theta, torch::arange(0, d, 2, torch::kFloat64) / static_cast<double>(d));
-    auto freqs = torch::outer(torch::arange(spec.max_seq_len, torch::kFloat64), inv_freq);  // (T, D/2)
-    auto emb = torch::cat({freqs, freqs}, -1);                                                  // (T, D)
-    rope_cos_ = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
-    rope_sin_ = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
+    const RopeTables rope = rope_tables(spec);
+    rope_cos_ = register_buffer("rope_cos", rope.cos);
+    rope_sin_ = register_buffer("rope_sin", rope.sin);
   }
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec));

@@ -1,11 +1,13 @@
 // One decoder-only transformer; GPT-2 (learned positions, LayerNorm, GELU, biases, tied
-// embeddings) and Llama (RoPE, RMSNorm, SwiGLU, grouped-query attention, untied head) are two
+// embeddings) and Llama (RoPE with optional scaling, RMSNorm, SwiGLU, grouped-query attention,
+// untied head; Mistral and Qwen2 are Llamas, Qwen2 with query/key/value biases) are
 // configurations of it (ModelSpec). Attention goes through LibTorch's scaled_dot_product_attention.
 //
 // Parameter names (what optimizer globs, checkpoints and the Hugging Face mapping use):
 //   embed_tokens.weight, embed_positions.weight (gpt2), final_norm.{weight,bias}, lm_head.weight (untied)
-//   layers.N.attn_norm.*, layers.N.attn.qkv_proj.*, layers.N.attn.o_proj.*, layers.N.mlp_norm.*,
-//   layers.N.mlp.up_proj.* (gpt2) or layers.N.mlp.gate_up_proj.weight (llama), layers.N.mlp.down_proj.*
+//   layers.N.attn_norm.*, layers.N.attn.qkv_proj.{weight,bias}, layers.N.attn.o_proj.{weight,bias},
+//   layers.N.mlp_norm.*, layers.N.mlp.up_proj.* (gpt2) or layers.N.mlp.gate_up_proj.* (llama),
+//   layers.N.mlp.down_proj.*; each bias only where the spec has it (attention_bias, mlp_bias)
 #pragma once
 
 #include <vector>

@@ -35,14 +35,20 @@ GradScaler::GradScaler(bool enabled, double init_scale, int64_t growth_interval,
 torch::Tensor GradScaler::scale(const torch::Tensor& loss) const { return enabled_ ? loss * scale_ : loss; }
 
 void GradScaler::unscale(const std::vector<torch::Tensor>& params) {
-  if (!enabled_) return;
-  found_inf_.zero_();
   std::vector<torch::Tensor> grads;
   for (const auto& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
+  unscale_grads(grads);
+}
+
+void GradScaler::unscale_grads(const std::vector<torch::Tensor>& grads,
+                               const std::function<void(torch::Tensor&)>& max_over_ranks) {
+  if (!enabled_) return;
+  found_inf_.zero_();
   auto inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
-  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+  if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+  if (max_over_ranks) max_over_ranks(found_inf_);
 }
 
 bool GradScaler::found_inf() const { return enabled_ && found_inf_.item<float>() > 0; }

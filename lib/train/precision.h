@@ -3,6 +3,7 @@
 // (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <torch/types.h>
@@ -37,6 +38,10 @@ class GradScaler {
   torch::Tensor scale(const torch::Tensor& loss) const;
   // Unscales the gradients in place and records whether any is inf/NaN (on the device).
   void unscale(const std::vector<torch::Tensor>& params);
+  // The same over gradient tensors directly; `max_over_ranks` (sharded gradients) makes every
+  // rank see an inf/NaN that any rank found.
+  void unscale_grads(const std::vector<torch::Tensor>& grads,
+                     const std::function<void(torch::Tensor&)>& max_over_ranks = {});
   // After unscale: true when the step should be skipped. Synchronises with the device.
   bool found_inf() const;
   // Adjusts the scale for the next step.

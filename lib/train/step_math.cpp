@@ -19,10 +19,23 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   for (const auto& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (grads.empty()) return torch::zeros({}, torch::kFloat32);
-  auto norms = at::_foreach_norm(grads, 2);
-  auto total = torch::linalg_vector_norm(torch::stack(norms).to(torch::kFloat32), 2, std::nullopt, false, std::nullopt);
-  if (std::isfinite(max_norm)) {
+  return clip_grads(grads, max_norm);
+}
+
+torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
+                         const std::function<void(torch::Tensor&)>& sum_over_ranks) {
+  if (grads.empty() && !sum_over_ranks) return torch::zeros({}, torch::kFloat32);
+  torch::Tensor total;
+  if (sum_over_ranks) {
+    auto squares = grads.empty() ? torch::zeros({1}, torch::kFloat32)
+                                 : torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square().sum().reshape({1});
+    sum_over_ranks(squares);
+    total = squares.sqrt().reshape({});
+  } else {
+    auto norms = at::_foreach_norm(grads, 2);
+    total = torch::linalg_vector_norm(torch::stack(norms).to(torch::kFloat32), 2, std::nullopt, false, std::nullopt);
+  }
+  if (std::isfinite(max_norm) && !grads.empty()) {
     auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
     at::_foreach_mul_(grads, coef);
   }

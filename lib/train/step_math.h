@@ -1,6 +1,7 @@
 // The arithmetic of one optimizer step that has to be exactly right.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <torch/types.h>
@@ -17,5 +18,9 @@ torch::Tensor token_loss_sum(const torch::Tensor& logits, const torch::Tensor& l
 // `max_norm` is finite, gradients are scaled so that the norm is at most max_norm (as
 // torch.nn.utils.clip_grad_norm_ does, with its 1e-6).
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+// The same over gradient tensors directly. With `sum_over_ranks` (sharded gradients: each rank
+// holds a disjoint part), the squared norms are summed over the ranks before the square root.
+torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
+                         const std::function<void(torch::Tensor&)>& sum_over_ranks = {});
 
 }  // namespace hftrain::train

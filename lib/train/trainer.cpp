@@ -1,6 +1,10 @@
 #include "train/trainer.h"
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -15,6 +19,10 @@
 #include "train/precision.h"
 #include "train/step_math.h"
 #include "train/wiring.h"
+#include "dist/memory_plan.h"
+#include "dist/monitor.h"
+#include "launch/launch_env.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -67,11 +75,13 @@ std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, cons
 }  // namespace
 
 Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal,
-                 bool resuming)
+                 bool resuming, dist::World* world)
     : config_(config),
       run_dir_(std::move(run_dir)),
       stop_signal_(stop_signal),
-      device_(pick_device(config)),
+      own_world_(world ? nullptr : dist::World::create(launch::LaunchEnv{}, config.distributed, torch::kCPU)),
+      world_(world ? world : own_world_.get()),
+      device_(pick_device(config, world_->local_rank())),
       scaler_(config.trainer.precision == config::Precision::kFp16, config.trainer.fp16_init_scale,
               config.trainer.fp16_growth_interval, device_) {
   const auto& t = config_.trainer;
@@ -91,7 +101,14 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
                                 std::to_string(tokenizer_->vocab_size()) + ")",
                             "set model.vocab_size=" + std::to_string(tokenizer_->vocab_size()) + " or more");
   }
-  loaders_ = data::make_loaders(data_options(config_), *tokenizer_, device_);
+  {
+    // Rank 0 tokenizes into the token cache first; the other ranks then map it.
+    dist::PhaseScope phase(world_->monitor(), dist::Phase::kData);
+    const bool many = world_->size() > 1;
+    if (many && !world_->is_main()) world_->comm().barrier();
+    loaders_ = data::make_loaders(data_options(config_, world_->rank(), world_->size()), *tokenizer_, device_);
+    if (many && world_->is_main()) world_->comm().barrier();
+  }
   if (t.eval_every > 0 && !loaders_.validation) {
     throw util::DataError("trainer.eval_every is set but the validation split is empty",
                           "name data.validation sources or a data.validation_fraction large enough to hold a document");
@@ -101,7 +118,13 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   if (config_.model.from && !resuming) start_from(*config_.model.from, spec, "model.from");
   model_->set_activation_checkpointing(config_.model.activation_checkpointing);
   model_->to(device_);
-  optimizer_ = optim::make_optimizer(config_.optimizer, model_->parameters_by_name());
+  {
+    dist::PhaseScope phase(world_->monitor(), dist::Phase::kStartup);
+    strategy_ = dist::ShardingStrategy::create(*world_, config_, model_->parameters_by_name());
+  }
+  // Every rank initialised the same weights from the same seed; from here on (dropout) each
+  // rank draws its own numbers.
+  if (world_->size() > 1) torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * world_->rank());
   total_steps_ = plan_total_steps();
   state_.total_steps = total_steps_;
   if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
@@ -116,38 +139,26 @@ void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, 
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool hf = fs::exists(fs::path(path) / "config.json", ec) && !fs::exists(fs::path(path) / model::kModelSpecFile, ec);
+  // Only the spec is read first; the weights are memory-mapped and copied straight into model_.
   model::ModelSpec have;
-  model::Transformer source{nullptr};
-  model::TensorList hf_weights;
   fs::path dir = path;
   if (hf) {  // a Hugging Face directory (config.json + safetensors), e.g. from save_pretrained
     const fs::path config_json = fs::path(path) / "config.json";
     have = model::spec_from_hf_config(util::read_file<util::CheckpointError>(config_json, "model config"),
                                       config_json.string());
-    hf_weights = model::read_model_weights(path);
   } else {
-    model::LoadedModel loaded = model::load_model_dir(path);
-    have = loaded.model->spec();
-    source = loaded.model;
-    dir = loaded.dir;
+    dir = model::resolve_model_dir(path);
+    have = model::read_model_spec(dir);
   }
-  const bool same_shape = have.arch == spec.arch && have.n_layer == spec.n_layer && have.n_head == spec.n_head &&
-                          have.n_kv_head == spec.n_kv_head && have.d_model == spec.d_model && have.d_ff == spec.d_ff &&
-                          have.max_seq_len == spec.max_seq_len && have.vocab_size == spec.vocab_size &&
-                          have.tie_embeddings == spec.tie_embeddings && have.norm_eps == spec.norm_eps &&
-                          (have.arch == config::ModelArch::kGpt2 || have.rope_theta == spec.rope_theta);
-  if (!same_shape) {
+  if (!have.same_shape(spec)) {
     throw util::ConfigError(what + ": the model in " + dir.string() + " has a different shape than model.*: it is " +
                                 model::shape_overrides(have) + "; model.* says " + model::shape_overrides(spec),
                             "set these model.* values (as overrides, or in the recipe): " + model::shape_overrides(have));
   }
-  torch::NoGradGuard no_grad;
   if (hf) {
-    model::load_hf_weights(model_, hf_weights);
+    model::load_hf_weights(model_, model::StoredWeights(dir));
   } else {
-    auto src = source->parameters_by_name();
-    auto dst = model_->parameters_by_name();
-    for (size_t i = 0; i < dst.size(); ++i) dst[i].second.copy_(src[i].second);
+    model::load_model_weights(model_, dir);
   }
   util::log::info(what + ": starting from the weights in " + dir.string() + (hf ? " (Hugging Face layout)" : ""));
 }
@@ -161,13 +172,14 @@ int64_t Trainer::plan_total_steps() const {
     total = std::min(total, *t.max_epochs * ceil_div(static_cast<int64_t>(loaders_.train->batches_per_epoch()), micro));
   }
   if (t.max_tokens) {
-    const int64_t per_step = t.micro_batch_size * config_.data.seq_len * micro;
+    const int64_t per_step = t.micro_batch_size * config_.data.seq_len * micro * world_->size();
     total = std::min(total, ceil_div(*t.max_tokens, per_step));
   }
   return std::max<int64_t>(total, 1);
 }
 
 double Trainer::evaluate() {
+  dist::PhaseScope phase(world_->monitor(), dist::Phase::kEval);
   torch::NoGradGuard no_grad;
   model_->eval();
   auto& loader = *loaders_.validation;
@@ -187,12 +199,58 @@ double Trainer::evaluate() {
     targets += b.num_target_tokens;
   }
   model_->train();
+  if (world_->size() > 1) {
+    world_->comm().all_reduce(loss_sum)->wait();
+    targets = reduce_over_ranks(targets, dist::ReduceOp::kSum);
+  }
   return targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
+}
+
+int64_t Trainer::reduce_over_ranks(int64_t value, dist::ReduceOp op) {
+  if (world_->size() == 1) return value;
+  auto t = torch::full({1}, value, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  world_->comm().all_reduce(t, op)->wait();
+  return t.item<int64_t>();
 }
 
 void Trainer::save_model(const std::filesystem::path& dir) {
   model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
   for (auto& cb : callbacks_) cb->on_save(state_, dir);
+}
+
+void Trainer::report_memory() {
+  const dist::MemoryReport m = strategy_->memory();
+  int64_t psi = 0;
+  for (const auto& [name, p] : model_->parameters_by_name()) psi += p.numel();
+  const config::Strategy s = world_->size() == 1 ? config::Strategy::kDdp : config_.distributed.strategy;
+  const dist::MemoryEstimate e =
+      dist::estimate_memory(s, psi, world_->size(), config_.optimizer, config_.distributed.bucket_size);
+  auto part = [](const char* what, int64_t have, double formula) {
+    return std::string(what) + " " + std::to_string(have) + " B (" + dist::format_bytes(static_cast<double>(have)) +
+           "; formula " + std::to_string(static_cast<int64_t>(formula)) + " B)";
+  };
+  util::log::info("memory on rank " + std::to_string(world_->rank()) + " (" + strategy_->name() + ", " +
+                  std::to_string(world_->size()) + " ranks, Ψ = " + std::to_string(psi) + ", per rank " + e.formula +
+                  "): " + part("parameters", m.parameters, e.parameters) + ", " +
+                  part("gradients", m.gradients, e.gradients) + ", " +
+                  part("optimizer state", m.optimizer_state, e.optimizer_state) + ", buffers " +
+                  std::to_string(m.buffers) + " B (" + dist::format_bytes(static_cast<double>(m.buffers)) + ")");
+}
+
+// Test hook for the distributed end-to-end tests: HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall
+// makes that rank SIGKILL itself, or stop answering, after that step.
+void Trainer::inject_test_fault() {
+  static const std::optional<std::string> spec = util::Environment::process().get("HFTRAIN_TEST_FAULT");
+  if (!spec) return;
+  int rank = -1;
+  long long step = -1;
+  char what[16] = {};
+  if (std::sscanf(spec->c_str(), "%d:%lld:%15s", &rank, &step, what) != 3) return;
+  if (rank != world_->rank() || step != state_.step) return;
+  if (std::string(what) == "kill") std::raise(SIGKILL);
+  if (std::string(what) == "stall") {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
 }
 
 void Trainer::notify(const std::string& line) {
@@ -201,35 +259,53 @@ void Trainer::notify(const std::string& line) {
 
 bool Trainer::train_step(double lr_factor) {
   const auto& t = config_.trainer;
-  optimizer_->set_lr_factor(lr_factor);
+  dist::PhaseScope phase(world_->monitor(), dist::Phase::kTrain);
+  optimizer().set_lr_factor(lr_factor);
   // All micro-batches of the step first: their total target count normalises each one's loss.
   std::vector<data::Batch> micro;
   int64_t step_targets = 0;
   for (int64_t m = 0; m < t.grad_accum_steps; ++m) {
     micro.push_back(loaders_.train->next());
     step_targets += micro.back().num_target_tokens;
-    state_.tokens_seen += micro.back().input_ids.numel();
+    // Every rank's micro-batch has this shape (exactly so with packing; with padding to the
+    // longest, approximately).
+    state_.tokens_seen += micro.back().input_ids.numel() * world_->size();
   }
+  // The loss is divided by the step's target tokens over ALL ranks, so the summed gradients equal
+  // one process's over the same global batch. The count is all-reduced on the device: no sync.
   const double denom = static_cast<double>(std::max<int64_t>(1, step_targets));
-  for (auto& b : micro) {
+  torch::Tensor global_denom;
+  if (world_->size() > 1) {
+    auto count = torch::full({1}, step_targets, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    world_->comm().all_reduce(count)->wait();
+    global_denom = count.clamp_min(1).to(torch::kFloat32).reshape({});
+  }
+  for (size_t m = 0; m < micro.size(); ++m) {
+    auto& b = micro[m];
     torch::Tensor logits;
     {
       AutocastScope autocast(t.precision, device_);
       logits = model_->forward(b.input_ids);
     }
     auto loss_sum = token_loss_sum(logits, b.labels, t.label_smoothing);
-    scaler_.scale(loss_sum / denom).backward();
+    strategy_->before_backward(m + 1 == micro.size());
+    scaler_.scale(global_denom.defined() ? loss_sum / global_denom : loss_sum / denom).backward();
     window_loss_ += loss_sum.detach();
   }
+  strategy_->after_backward();
   window_targets_ += step_targets;
-  std::vector<torch::Tensor> params;
-  for (auto& [name, p] : model_->parameters_by_name()) params.push_back(p);
-  scaler_.unscale(params);
-  grad_norm_ = clip_grad_norm(params, t.max_grad_norm);
+  std::function<void(torch::Tensor&)> sum_shards, max_shards;
+  if (dist::Communicator* shards = strategy_->shard_comm()) {
+    sum_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, dist::ReduceOp::kSum)->wait(); };
+    max_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, dist::ReduceOp::kMax)->wait(); };
+  }
+  const std::vector<torch::Tensor> grads = strategy_->grads();
+  scaler_.unscale_grads(grads, max_shards);
+  grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards);
   const bool skipped = scaler_.found_inf();
-  if (!skipped) optimizer_->step();
+  if (!skipped) strategy_->step();
   scaler_.update();
-  optimizer_->zero_grad();
+  strategy_->zero_grad();
   return skipped;
 }
 
@@ -284,6 +360,9 @@ TrainResult Trainer::train() {
                   " to step " + std::to_string(total_steps_));
 
   const double samples = static_cast<double>(std::max<uint64_t>(1, loaders_.train->num_samples()));
+  // Collectives between steps (logging, the stop agreement) count as training; evaluation and
+  // checkpoints set their own phases.
+  dist::PhaseScope training(world_->monitor(), dist::Phase::kTrain);
   while (state_.step < total_steps_) {
     const int64_t step = state_.step;
     const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
@@ -294,9 +373,15 @@ TrainResult Trainer::train() {
     state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
     state_.data_wait_s = loaders_.train->data_wait_seconds();
     for (auto& cb : callbacks_) cb->on_step_end(state_);
+    inject_test_fault();
+    if (state_.step == start_step_ + 1) report_memory();  // the optimizer state exists from the first step
 
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
       StepStats s;
+      if (world_->size() > 1) {  // the window's loss over every rank's tokens
+        window_targets_ = reduce_over_ranks(window_targets_, dist::ReduceOp::kSum);
+        world_->comm().all_reduce(window_loss_)->wait();
+      }
       s.loss = window_loss_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets_));
       s.lr = config_.optimizer.lr * factor;
       s.grad_norm = grad_norm_.item<double>();
@@ -313,7 +398,9 @@ TrainResult Trainer::train() {
       run_evaluation();
       new_best = state_.best_step == state_.step && state_.best_step != best_before;
     }
-    const int signal = stop_signal_ ? stop_signal_->load() : 0;
+    int signal = stop_signal_ ? stop_signal_->load() : 0;
+    // The ranks must stop after the same step: a signal any rank saw counts for all.
+    if (world_->size() > 1) signal = static_cast<int>(reduce_over_ranks(signal, dist::ReduceOp::kMax));
     const bool last = state_.step == total_steps_ || state_.should_stop;
     const std::string reason =
         save_reason(new_best, loaders_.train->epoch() != epoch_before, last, signal != 0);

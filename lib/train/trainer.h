@@ -14,6 +14,9 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "dist/strategy.h"
+#include "dist/world.h"
+#include "model/safetensors.h"
 #include "model/transformer.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
@@ -45,8 +48,11 @@ class Trainer {
   // finish the current step and return.
   // `resuming`: a checkpoint will be restored, so model.from is not read (its weights would be
   // replaced, and the directory may be gone by now).
+  // `world`: this process's place in a multi-process job (dist/world.h); null for one process.
+  // Every rank constructs its Trainer with the same config; rank 0 prepares the data first and
+  // the others then read its token cache.
   Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal = nullptr,
-          bool resuming = false);
+          bool resuming = false, dist::World* world = nullptr);
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
@@ -78,6 +84,8 @@ class Trainer {
   model::Transformer& model() { return model_; }
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
   const torch::Device& device() const { return device_; }
+  dist::World& world() { return *world_; }
+  const dist::ShardingStrategy& strategy() const { return *strategy_; }
   int64_t total_steps() const { return total_steps_; }
 
  private:
@@ -89,18 +97,26 @@ class Trainer {
   // skipped (fp16 overflow).
   bool train_step(double lr_factor);
   void run_evaluation();
+  // Rank 0's part of save_checkpoint(): the files, the commit, rotation, callbacks.
+  std::filesystem::path write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
+                                         const optim::OptimizerState& optimizer_state);
   // Why a checkpoint is due after the current step ("" when none).
   std::string save_reason(bool evaluated_new_best, bool epoch_ended, bool last_step, bool signalled) const;
   void notify(const std::string& line);
+  void inject_test_fault();
+  // Logs the bytes this rank holds next to the ZeRO formula for its strategy (dist/memory_plan.h).
+  void report_memory();
 
   config::Config config_;
   std::filesystem::path run_dir_;
   const std::atomic<int>* stop_signal_;
+  std::unique_ptr<dist::World> own_world_;  // when constructed without one: a world of one
+  dist::World* world_ = nullptr;
   torch::Device device_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   data::Loaders loaders_;
   model::Transformer model_{nullptr};
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<dist::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   RunRecord record_;
@@ -113,6 +129,10 @@ class Trainer {
   int64_t window_targets_ = 0;  // target tokens in that window
   torch::Tensor grad_norm_;
   int64_t start_step_ = 0;      // the restored step (0 for a new run)
+
+  // A host value summed (or maxed) over all ranks (no-op for one rank).
+  int64_t reduce_over_ranks(int64_t value, dist::ReduceOp op);
+  optim::Optimizer& optimizer() { return strategy_->optimizer(); }
 };
 
 }  // namespace hftrain::train

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "ckpt/layout.h"
 #include "ckpt/rotation.h"
 #include "ckpt/writer.h"
 #include "model/safetensors.h"
@@ -77,7 +78,7 @@ std::optional<double> optional_field(const Json& j, const std::string& key, cons
   return field<double>(j, key, file);
 }
 
-Json environment_record(const torch::Device& device, const std::vector<std::string>& command_line) {
+Json environment_record(const torch::Device& device, const std::vector<std::string>& command_line, int world_size) {
   Json env;
   env["hftrain"] = {{"version", util::kBuildFlags.version}, {"revision", util::kBuildFlags.revision}};
   env["libtorch"] = TORCH_VERSION;
@@ -100,7 +101,7 @@ Json environment_record(const torch::Device& device, const std::vector<std::stri
 #endif
   env["devices"] = devices;
   env["device"] = device.str();
-  env["world_size"] = 1;
+  env["world_size"] = world_size;
   env["rank"] = 0;
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) == 0) env["host"] = host;
@@ -110,6 +111,20 @@ Json environment_record(const torch::Device& device, const std::vector<std::stri
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   env["saved_at"] = stamp;
   return env;
+}
+
+// This rank's generator states out of a checkpoint's: its own where the saving job had this
+// rank, else none (the caller then seeds afresh).
+model::TensorList rank_rng_states(const model::TensorList& saved, int rank) {
+  if (rank == 0) return saved;
+  model::TensorList out;
+  const std::string suffix = ".rank" + std::to_string(rank);
+  for (const auto& [name, state] : saved) {
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.emplace_back(name.substr(0, name.size() - suffix.size()), state);
+    }
+  }
+  return out;
 }
 
 model::TensorList rng_states(const torch::Device& device) {
@@ -151,9 +166,64 @@ void restore_rng(const model::TensorList& states, const torch::Device& device, c
   if (!cpu) throw util::CheckpointError(file.string() + " has no `cpu` generator state", "the checkpoint is damaged");
 }
 
+// Every rank's generator states, as rank 0 writes them: rank 0's under their own names ("cpu",
+// "cuda"), rank r's as "cpu.rank<r>" (collective).
+model::TensorList gather_rng_states(dist::World& world, const torch::Device& device) {
+  model::TensorList mine = rng_states(device);
+  if (world.size() == 1) return mine;
+  model::TensorList out;
+  for (const auto& [name, state] : mine) {
+    auto local = state.to(device).contiguous();
+    auto all = torch::empty({world.size() * local.numel()}, local.options());
+    world.comm().all_gather(all, local)->wait();
+    all = all.cpu();
+    out.emplace_back(name, state);
+    for (int r = 1; r < world.size(); ++r) {
+      out.emplace_back(name + ".rank" + std::to_string(r), all.narrow(0, r * local.numel(), local.numel()).clone());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 fs::path Trainer::save_checkpoint() {
+  dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
+  // The collective parts first, on every rank: the generator states, the logging window over all
+  // ranks, and the optimizer state (gathered from the shards under zero).
+  const model::TensorList rng = gather_rng_states(*world_, device_);
+  torch::Tensor window = window_loss_.clone();
+  int64_t window_targets = window_targets_;
+  if (world_->size() > 1) {
+    world_->comm().all_reduce(window)->wait();
+    window_targets = reduce_over_ranks(window_targets_, dist::ReduceOp::kSum);
+  }
+  optim::OptimizerState opt = strategy_->full_optimizer_state();
+  if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, opt);
+
+  // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
+  std::optional<util::IoError> failure;
+  fs::path dir = run_dir_ / ckpt::checkpoint_dir_name(state_.step);
+  if (world_->is_main()) {
+    try {
+      dir = write_checkpoint(rng, window.item<double>(), window_targets, opt);
+    } catch (const util::IoError& e) {
+      failure = e;
+    }
+  }
+  if (reduce_over_ranks(failure ? 1 : 0, dist::ReduceOp::kMax) != 0) {
+    if (failure) throw *failure;
+    throw util::IoError("rank 0 could not write the checkpoint of step " + std::to_string(state_.step),
+                        "see rank 0's message (train.log)");
+  }
+  if (!world_->is_main()) {
+    for (auto& cb : callbacks_) cb->on_save(state_, dir);
+  }
+  return dir;
+}
+
+fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
+                                   const optim::OptimizerState& opt) {
   ckpt::CheckpointWriter writer(run_dir_, state_.step);
 
   model::TensorList weights;
@@ -163,7 +233,6 @@ fs::path Trainer::save_checkpoint() {
     writer.add_bytes(name, text);
   }
 
-  optim::OptimizerState opt = optimizer_->state();
   writer.add_safetensors(kOptimizerTensors, opt.tensors);
   writer.add_json(kOptimizerMeta, opt.meta);
 
@@ -176,7 +245,7 @@ fs::path Trainer::save_checkpoint() {
   writer.add_json(kSchedulerFile, scheduler);
   const GradScaler::State sc = scaler_.state();
   writer.add_json(kScalerFile, {{"enabled", scaler_.enabled()}, {"scale", sc.scale}, {"growth_tracker", sc.growth_tracker}});
-  writer.add_safetensors(kRngFile, rng_states(device_));
+  writer.add_safetensors(kRngFile, rng);
 
   const auto& loader = *loaders_.train;
   writer.add_json(kDataFile, {{"cursor", loader.cursor()},
@@ -196,11 +265,11 @@ fs::path Trainer::save_checkpoint() {
   ts["early_stopping_best"] = optional_number(state_.early_stopping_best);
   ts["early_stopping_bad"] = state_.early_stopping_bad;
   // The running loss of the logging window: a float32 sum, exact in a double.
-  ts["window_loss_sum"] = window_loss_.item<double>();
-  ts["window_targets"] = window_targets_;
+  ts["window_loss_sum"] = window_loss_sum;
+  ts["window_targets"] = window_targets;
   writer.add_json(kTrainerStateFile, ts);
   writer.add_bytes(kConfigFile, record_.config_yaml);
-  writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line));
+  writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line, world_->size()));
 
   const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
   std::optional<int64_t> keep;
@@ -217,7 +286,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   start_from(dir.string(), spec, "resume");
 
   const Json meta = read_json(dir / kOptimizerMeta);
-  optimizer_->load_state({model::read_safetensors(dir / kOptimizerTensors), meta});
+  strategy_->load_full_optimizer_state({model::read_safetensors(dir / kOptimizerTensors), meta});
 
   const fs::path sched_file = dir / kSchedulerFile;
   const Json sched = read_json(sched_file);
@@ -235,7 +304,15 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   if (scaler_.enabled() && field<bool>(sc, "enabled", scaler_file)) {
     scaler_.load_state({field<double>(sc, "scale", scaler_file), field<int64_t>(sc, "growth_tracker", scaler_file)});
   }
-  restore_rng(model::read_safetensors(dir / kRngFile), device_, dir / kRngFile);
+  const model::TensorList rng = rank_rng_states(model::read_safetensors(dir / kRngFile), world_->rank());
+  if (rng.empty() && world_->rank() > 0) {
+    // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
+    torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * static_cast<uint64_t>(world_->rank()) +
+                       104729u * static_cast<uint64_t>(field<int64_t>(read_json(dir / kTrainerStateFile), "step",
+                                                                         dir / kTrainerStateFile)));
+  } else {
+    restore_rng(rng, device_, dir / kRngFile);
+  }
 
   const fs::path data_file = dir / kDataFile;
   const Json data = read_json(data_file);
@@ -259,8 +336,9 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   state_.last_eval_step = field<int64_t>(ts, "last_eval_step", state_file);
   state_.early_stopping_best = optional_field(ts, "early_stopping_best", state_file);
   state_.early_stopping_bad = field<int64_t>(ts, "early_stopping_bad", state_file);
-  window_loss_.fill_(field<double>(ts, "window_loss_sum", state_file));
-  window_targets_ = field<int64_t>(ts, "window_targets", state_file);
+  // The window is the sum over all ranks; rank 0 carries it on.
+  window_loss_.fill_(world_->is_main() ? field<double>(ts, "window_loss_sum", state_file) : 0.0);
+  window_targets_ = world_->is_main() ? field<int64_t>(ts, "window_targets", state_file) : 0;
   start_step_ = state_.step;
   if (state_.step >= total_steps_) {
     throw util::ConfigError(dir.string() + " is at step " + std::to_string(state_.step) +

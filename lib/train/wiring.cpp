@@ -34,8 +34,10 @@ data::SourceSpec source(const std::string& path, const config::DataConfig& d) {
 
 }  // namespace
 
-data::DataOptions data_options(const config::Config& c) {
+data::DataOptions data_options(const config::Config& c, int rank, int world_size) {
   data::DataOptions o;
+  o.loader.rank = rank;
+  o.loader.world_size = world_size;
   for (const auto& p : c.data.train) o.dataset.train.push_back(source(p, c.data));
   for (const auto& p : c.data.validation) o.dataset.validation.push_back(source(p, c.data));
   o.dataset.validation_fraction = c.data.validation_fraction;
@@ -53,8 +55,9 @@ data::DataOptions data_options(const config::Config& c) {
   return o;
 }
 
-torch::Device pick_device(const config::Config& c) {
+torch::Device pick_device(const config::Config& c, int local_rank) {
   const bool cuda = torch::cuda::is_available();
+  bool use_cuda = cuda;
   switch (c.trainer.device) {
     case config::DeviceChoice::kCpu: return torch::kCPU;
     case config::DeviceChoice::kCuda:
@@ -62,10 +65,18 @@ torch::Device pick_device(const config::Config& c) {
         throw util::ConfigError("trainer.device is cuda, but no CUDA device is visible",
                                 "use trainer.device=cpu or auto, or check CUDA_VISIBLE_DEVICES and the driver");
       }
-      return torch::Device(torch::kCUDA, 0);
+      break;
     case config::DeviceChoice::kAuto: break;
   }
-  return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (!use_cuda) return torch::kCPU;
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (local_rank >= count) {
+    throw util::ConfigError("local rank " + std::to_string(local_rank) + " needs CUDA device " +
+                                std::to_string(local_rank) + ", but only " + std::to_string(count) + " are visible",
+                            "start at most " + std::to_string(count) + " processes per node (--nproc-per-node), "
+                            "or check CUDA_VISIBLE_DEVICES");
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
 }  // namespace hftrain::train

@@ -99,8 +99,8 @@ has "changes the data order" err
 has "--force" err
 run 0 resume half/checkpoint-6 data.seq_len=16 --force run.output_dir="$WORK/forced"
 has "--force" err
-run 2 resume half/checkpoint-6 distributed.strategy=zero1
-has "resharded" err
+run 0 resume half/checkpoint-6 distributed.strategy=zero1 run.output_dir="$WORK/strategy"
+has "distributed.strategy" err
 run 2 resume half/checkpoint-6 model.n_layer=3
 has "model.n_layer" err
 has "cannot change on resume" err

@@ -1,14 +1,18 @@
-// hftrain's transformer against the real transformers library: tiny random GPT-2 and Llama (GQA,
-// untied head, RoPE) made by tests/conformance/gen_model_fixtures.py, same logits and loss.
+// hftrain's transformer against the real transformers library: tiny random GPT-2, Llama (GQA,
+// untied head, RoPE), Qwen2 (q/k/v biases, tied) and Llama with llama3 RoPE scaling and biases,
+// made by tests/conformance/gen_model_fixtures.py, same logits and loss. (The full set of families,
+// with gradients: tests/conformance/hf_decoders.py.)
 #include "../torch_catch.h"  // first: see the file
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/hf_config.h"
 #include "model/hf_weights.h"
 #include "model/transformer.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 using namespace hftrain;
 using Json = nlohmann::json;
@@ -33,10 +37,16 @@ model::ModelSpec tiny_llama() {
   return s;
 }
 
+// The fixture's own config.json read by hftrain.
+model::ModelSpec fixture_spec(const std::string& dir) {
+  return model::spec_from_hf_config(util::read_file<util::CheckpointError>(fixture(dir + "/config.json"), "config"),
+                                    dir + "/config.json");
+}
+
 void check_against_reference(const model::ModelSpec& spec, const std::string& dir) {
   torch::manual_seed(0);
   model::Transformer m(spec);
-  model::load_hf_weights(m, model::read_safetensors(fixture(dir + "/model.safetensors")));
+  model::load_hf_weights(m, model::StoredWeights(fixture(dir)));
   m->eval();
   std::ifstream in(fixture(dir + "/reference.json"));
   const Json ref = Json::parse(in);
@@ -70,6 +80,28 @@ TEST_CASE("Llama (GQA, RoPE, untied) logits and loss equal transformers'", "[mod
   check_against_reference(tiny_llama(), "tiny-llama");
 }
 
+TEST_CASE("config.json read by hftrain gives the same logits", "[model][conformance]") {
+  CHECK(fixture_spec("tiny-gpt2").same_shape(tiny_gpt2()));
+  CHECK(fixture_spec("tiny-llama").same_shape(tiny_llama()));
+  check_against_reference(fixture_spec("tiny-llama"), "tiny-llama");
+}
+
+TEST_CASE("Qwen2 (q/k/v biases, tied head) logits and loss equal transformers'", "[model][conformance]") {
+  const auto spec = fixture_spec("tiny-qwen2");
+  CHECK(spec.attention_biases() == config::AttentionBias::kQkv);
+  CHECK_FALSE(spec.mlp_biases());
+  CHECK(spec.tie_embeddings);
+  check_against_reference(spec, "tiny-qwen2");
+}
+
+TEST_CASE("Llama with llama3 RoPE scaling and biases equals transformers'", "[model][conformance]") {
+  const auto spec = fixture_spec("tiny-llama-scaled");
+  CHECK(spec.rope_scaling.type == config::RopeType::kLlama3);
+  CHECK(spec.attention_biases() == config::AttentionBias::kAll);
+  CHECK(spec.mlp_biases());
+  check_against_reference(spec, "tiny-llama-scaled");
+}
+
 TEST_CASE("decoding with the KV cache equals a full forward", "[model]") {
   for (const auto& spec : {tiny_gpt2(), tiny_llama()}) {
     torch::manual_seed(3);
@@ -91,15 +123,41 @@ TEST_CASE("decoding with the KV cache equals a full forward", "[model]") {
 }
 
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
-  model::Transformer m(tiny_llama());
-  auto hf = model::read_safetensors(fixture("tiny-gpt2/model.safetensors"));
-  try {
-    model::load_hf_weights(m, hf);
+  using Catch::Matchers::Contains;
+  auto load_error = [](model::ModelSpec spec, const std::string& dir) {
+    model::Transformer m(spec);
+    const auto before = m->parameters_by_name().front().second.clone();
+    try {
+      model::load_hf_weights(m, model::StoredWeights(fixture(dir)));
+    } catch (const util::CheckpointError& e) {
+      CHECK(torch::equal(before, m->parameters_by_name().front().second));  // nothing changed
+      return std::string(e.what());
+    }
     FAIL("expected a CheckpointError");
-  } catch (const util::CheckpointError& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("missing tensor embed_tokens.weight") &&
-                             Catch::Matchers::Contains("unexpected tensor wte.weight"));
-  }
+    return std::string();
+  };
+  // Another family altogether: every name differs.
+  CHECK_THAT(load_error(tiny_llama(), "tiny-gpt2"),
+             Contains("tiny-gpt2/model.safetensors does not hold the weights") &&
+                 Contains("missing embed_tokens.weight") && Contains("unexpected transformer.h.*.attn.c_attn.bias (in 2 layers)"));
+  // Qwen2's q/k/v biases read as a Llama without biases: the extra tensors, folded over layers.
+  auto spec = fixture_spec("tiny-qwen2");
+  spec.attention_bias = config::AttentionBias::kNone;
+  CHECK_THAT(load_error(spec, "tiny-qwen2"),
+             Contains("unexpected model.layers.*.self_attn.k_proj.bias (in 2 layers), model.layers.*.self_attn.q_proj.bias "
+                      "(in 2 layers), model.layers.*.self_attn.v_proj.bias (in 2 layers)"));
+  // An untied head the checkpoint lacks, and biases it lacks.
+  spec = fixture_spec("tiny-qwen2");
+  spec.tie_embeddings = false;
+  spec.attention_bias = config::AttentionBias::kAll;
+  CHECK_THAT(load_error(spec, "tiny-qwen2"),
+             Contains("missing layers.*.self_attn.o_proj.bias (in 2 layers), lm_head.weight"));
+  // A shape that differs.
+  spec = fixture_spec("tiny-qwen2");
+  spec.d_ff = 48;
+  CHECK_THAT(load_error(spec, "tiny-qwen2"),
+             Contains("wrong shape or type model.layers.0.mlp.gate_proj.weight (Float [40, 32], expected [48, 32])") &&
+                 Contains("model.layers.0.mlp.down_proj.weight (Float [32, 40], expected [32, 48])"));
 }
 
 TEST_CASE("initialisation follows the family's scheme", "[model]") {

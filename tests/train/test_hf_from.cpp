@@ -53,9 +53,11 @@ TEST_CASE("unsupported architectures and options are refused by name", "[train][
       R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
           "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK(err(llama + "}") == "no error");
-  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "linear", "factor": 2}})"), Contains("rope_scaling"));
-  CHECK_THAT(err(llama + R"(, "attention_bias": true})"), Contains("attention_bias"));
-  CHECK_THAT(err(llama + R"(, "sliding_window": 4096})"), Contains("sliding_window"));
+  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"), Contains("longrope"));
+  CHECK_THAT(err(llama + R"(, "hidden_act": "gelu"})"), Contains("hidden_act"));
+  const std::string mistral = R"({"architectures": ["MistralForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
+          "hidden_size": 32, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
+  CHECK_THAT(err(mistral + R"(, "sliding_window": 16})"), Contains("sliding_window"));
   CHECK_THAT(err(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})"), Contains("num_attention_heads"));
   CHECK_THAT(err("[1, 2]"), Contains("not a JSON object"));
 }

@@ -1,0 +1,68 @@
+// `hftrain plan RECIPE [overrides] --nproc N`: what each rank would hold under every sharding
+// strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers), without
+// training. The parameter count comes from building the model once on the CPU.
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "commands.h"
+#include "config/overrides.h"
+#include "config/recipe.h"
+#include "config/resolve.h"
+#include "dist/memory_plan.h"
+#include "model/spec.h"
+#include "model/transformer.h"
+#include "util/env.h"
+#include "util/error.h"
+
+namespace hftrain::app {
+namespace {
+
+struct PlanArgs {
+  std::vector<std::string> args;
+  int nproc = 0;
+};
+
+int run_plan(const PlanArgs& a) {
+  config::RecipeArgs split = config::split_recipe_args(a.args);
+  if (!split.recipe) {
+    throw util::UsageError("`hftrain plan` needs a RECIPE before the overrides", "hftrain plan gpt2-124m --nproc 8");
+  }
+  config::ResolveOptions options;
+  options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
+  options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
+  options.overrides = split.overrides;
+  const config::Config cfg = config::resolve_config(options).values;
+  int64_t psi = 0;
+  int64_t non_embedding = 0;
+  {
+    torch::NoGradGuard no_grad;
+    const model::Transformer model(model::ModelSpec::from_config(cfg.model));
+    for (const auto& p : model->parameters()) psi += p.numel();
+    non_embedding = model->non_embedding_parameters();
+  }
+  std::cout << "model: Ψ = " << psi << " parameters (" << non_embedding << " outside the embeddings)\n"
+            << "ranks: N = " << a.nproc << "; optimizer state K = "
+            << dist::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
+            << dist::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
+            << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
+               "activations not included):\n\n"
+            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size);
+  return util::kExitOk;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Runner& runner) {
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand("plan", "Print the memory each rank would hold under every sharding strategy");
+  sub->add_option("args", a->args, "RECIPE (a file or a shipped recipe name), then overrides: a.b=VALUE");
+  sub->add_option("--nproc", a->nproc, "Number of ranks (processes in the whole job)")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+  sub->callback([a, &runner] { runner = [a] { return run_plan(*a); }; });
+}
+
+}  // namespace hftrain::app

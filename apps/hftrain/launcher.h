@@ -1,0 +1,31 @@
+// `run` and `resume` with --nproc-per-node: this process becomes the launcher of one worker per
+// local device (lib/launch/spawner.h), each running the same command line. A process started
+// by the launcher (HFTRAIN_LAUNCHER set) is a worker and ignores these flags.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace hftrain::app {
+
+struct LaunchArgs {
+  int nproc_per_node = 0;  // 0: no launcher
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;     // 0: a free port (single node only)
+};
+
+void add_launch_options(CLI::App* sub, LaunchArgs& args);
+// True when this process should start workers instead of training.
+bool should_launch(const LaunchArgs& args);
+// Hosts the rendezvous store (node 0), starts the workers with `command_line`, waits for them;
+// returns the exit code (the first failed worker's). Throws UsageError for inconsistent flags.
+int launch_workers(const LaunchArgs& args, const std::vector<std::string>& command_line);
+
+}  // namespace hftrain::app

@@ -1,0 +1,70 @@
+// Gradient reduction overlapped with backward. A post-accumulate hook on every parameter counts
+// the gradients of its bucket (grad_buckets.h); when a bucket is complete its flat buffer is
+// filled and its collective launched at once, while backward goes on with earlier layers.
+// Buckets are launched strictly in order on every rank (a bucket that completes early waits
+// for the ones before it), so the ranks' collectives always match. Only an armed backward
+// reduces: the other micro-batches of an accumulation cycle accumulate locally.
+//
+// Gradients are SUMMED over ranks: the training loop already divides the loss by the target
+// tokens of the whole step across all ranks.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "dist/communicator.h"
+#include "dist/grad_buckets.h"
+
+namespace hftrain::dist {
+
+class GradReducer {
+ public:
+  enum class Mode {
+    kAllReduce,      // every rank gets every summed gradient back in param.grad() (ddp, zero1)
+    kReduceScatter,  // rank r gets chunk r of each bucket (zero2, zero3); param.grad() is freed
+  };
+
+  // `write_back` (kAllReduce): finish() copies the sums into param.grad(); zero1 reads them from
+  // flat() instead.
+  GradReducer(Communicator& comm, std::vector<torch::Tensor> params, std::vector<Bucket> buckets, Mode mode,
+              torch::ScalarType reduce_dtype, bool write_back = true);
+  ~GradReducer();
+  GradReducer(const GradReducer&) = delete;
+  GradReducer& operator=(const GradReducer&) = delete;
+
+  // The next backward pass reduces (call before the last micro-batch's backward).
+  void arm();
+  // After that backward: launches what is left (buckets with unused parameters), waits for
+  // every bucket, and writes the results (param.grad(), or chunk()).
+  void finish();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // This rank's summed chunk of bucket b, in the reduce dtype (kReduceScatter; after finish()).
+  const torch::Tensor& chunk(size_t b) const { return chunks_[b]; }
+  // The whole summed bucket b (kAllReduce; after finish()).
+  const torch::Tensor& flat(size_t b) const { return flats_[b]; }
+  // Bytes of the communication buffers (flat buckets and chunks), for the memory report.
+  int64_t buffer_bytes() const;
+
+ private:
+  void on_grad_ready(size_t param);
+  void launch(size_t bucket);
+
+  Communicator& comm_;
+  std::vector<torch::Tensor> params_;
+  std::vector<Bucket> buckets_;
+  Mode mode_;
+  bool write_back_;
+  std::vector<size_t> bucket_of_;         // per parameter
+  std::vector<int64_t> pending_;          // per bucket: gradients still to come
+  std::vector<torch::Tensor> flats_;      // per bucket: (padded_numel,) in the reduce dtype
+  std::vector<torch::Tensor> chunks_;     // per bucket: (chunk,) (kReduceScatter)
+  std::vector<WorkPtr> works_;
+  std::vector<std::shared_ptr<void>> accumulators_;  // keeps the hooked grad accumulators alive
+  size_t next_launch_ = 0;
+  bool armed_ = false;
+};
+
+}  // namespace hftrain::dist

@@ -1,0 +1,2 @@
+set(HFTRAIN_DIST_CORE_SOURCES grad_buckets.cpp memory_plan.cpp monitor.cpp)
+set(HFTRAIN_DIST_TORCH_SOURCES communicator.cpp grad_reducer.cpp mpi_communicator.cpp nccl_communicator.cpp strategy.cpp world.cpp)

@@ -1,0 +1,69 @@
+// The sharding strategy (distributed.strategy) as the training loop drives it, one step at a
+// time: before_backward() for each micro-batch, after_backward() once, then grads() to unscale
+// and clip, step(), zero_grad(). The strategy owns the optimizer, since under ZeRO each rank's
+// optimizer holds only its shard.
+//
+//   single  one process: the optimizer over the parameters, nothing communicated
+//   ddp     gradients all-reduced in buckets during the last backward; every rank steps alike
+//   zero1   as ddp, then each rank updates only its chunk of every bucket (optimizer state 1/N)
+//           and the updated parameters are all-gathered
+//   zero2   gradients reduce-scattered: each rank receives only its chunk (gradients 1/N between
+//           steps), then as zero1
+// Parameters are fp32 masters on every rank (autocast computes in bf16/fp16), so the memory
+// follows the fp32 column of the ZeRO formulas (memory_plan.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "config/config.h"
+#include "dist/world.h"
+#include "optim/optimizer.h"
+
+namespace hftrain::dist {
+
+// Bytes this rank holds, for the start-up report and the memory-plan checks.
+struct MemoryReport {
+  int64_t parameters = 0;
+  int64_t gradients = 0;        // held between backward and step
+  int64_t optimizer_state = 0;  // after the first step (Adam: 2 tensors per element)
+  int64_t buffers = 0;          // bucket and gather buffers
+};
+
+class ShardingStrategy {
+ public:
+  virtual ~ShardingStrategy() = default;
+
+  // Builds the strategy named by config.distributed (single when the world has one rank).
+  // Throws ConfigError for combinations it does not support, with a hint.
+  static std::unique_ptr<ShardingStrategy> create(World& world, const config::Config& config,
+                                                  const optim::NamedParams& params);
+
+  virtual std::string name() const = 0;
+  // Before a micro-batch's backward; `last`: the last of the step, whose backward reduces.
+  virtual void before_backward(bool last) = 0;
+  // After the last backward: the reduction is complete.
+  virtual void after_backward() = 0;
+  // The gradients this rank steps with: every parameter's, or its shard's.
+  virtual std::vector<torch::Tensor> grads() = 0;
+  // Non-null when grads() is a shard: norms and inf checks must be summed over this communicator.
+  virtual Communicator* shard_comm() = 0;
+  // The update (and for zero, the all-gather of the updated parameters).
+  virtual void step() = 0;
+  virtual void zero_grad() = 0;
+  virtual optim::Optimizer& optimizer() = 0;
+  // The optimizer state of every parameter, whole, in the single-process layout (optim::
+  // OptimizerState): what a checkpoint stores, so that it resumes under any strategy and world
+  // size. Collective under zero (the shards are all-gathered bucket by bucket); every rank gets it.
+  virtual optim::OptimizerState full_optimizer_state() = 0;
+  // Loads such a state, each rank keeping its shard. Throws CheckpointError for one that does
+  // not fit.
+  virtual void load_full_optimizer_state(const optim::OptimizerState& state) = 0;
+  // Present bytes; optimizer state counts what exists now (nothing before the first step).
+  virtual MemoryReport memory() const = 0;
+};
+
+}  // namespace hftrain::dist

@@ -1,0 +1,39 @@
+// hftrain's own launcher: starts one worker process per local device, relays their output with
+// a rank prefix, forwards Ctrl-C / SIGTERM to every worker, and when one worker fails stops the
+// others and says which rank failed and how. No worker outlives the launcher: each runs in its
+// own process group with PR_SET_PDEATHSIG, so even a SIGKILLed launcher takes them down.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hftrain::launch {
+
+struct SpawnOptions {
+  std::string program;             // the executable (normally this one, /proc/self/exe)
+  std::vector<std::string> argv;   // argv[0] onwards, the same for every worker
+  int nproc_per_node = 1;
+  int node_rank = 0;
+  int num_nodes = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;             // the rendezvous store, already listening
+  // Extra variables for every worker (on top of RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+  // GROUP_RANK, MASTER_ADDR, MASTER_PORT, HFTRAIN_LAUNCHER, HFTRAIN_NNODES).
+  std::vector<std::pair<std::string, std::string>> env;
+  double kill_grace_seconds = 10;  // after a failure or signal: SIGTERM, then SIGKILL after this
+};
+
+struct SpawnResult {
+  int exit_code = 0;    // 0 when every worker succeeded; else the first failure's code (128+N for a signal)
+  std::string failure;  // "rank 1 (pid 4242) was killed by signal 9 (Killed)"; empty on success
+};
+
+// Runs the workers to the end. Lines a worker writes to stdout or stderr reach the launcher's
+// stdout or stderr as "[rank R] line". The first worker to fail (non-zero exit or a signal) makes
+// the launcher SIGTERM the rest (SIGKILL after kill_grace_seconds). SIGINT/SIGTERM/SIGHUP to the
+// launcher are forwarded to every worker; a second SIGINT kills them at once. Throws
+// util::ConfigError when a worker cannot be started (fork or exec failing).
+SpawnResult run_workers(const SpawnOptions& options);
+
+}  // namespace hftrain::launch

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# End-to-end: multi-process training on the CPU with 2 ranks, through hftrain's own launcher and
+# through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2) gives the losses and final
+# weights of 1 rank with grad_accum_steps 2 (1e-5 relative); checkpoints move between world sizes
+# and strategies; a killed rank, a stalled rank (collective timeout) and Ctrl-C end every process
+# with a clear message and no orphans.
+# Usage: dist_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: dist_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${HFTRAIN_PYTHON:-python3}
+source "$SRC/tests/e2e/harness.sh"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # mpirun as root (CI containers)
+
+mkdir corpus
+for i in $(seq 1 80); do
+  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+done > corpus/cookies
+common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2 model.n_head=2
+        model.d_model=32 model.max_seq_len=64 data.seq_len=32 model.vocab_size=260 trainer.micro_batch_size=4
+        trainer.max_grad_norm=0.5 optimizer.lr=0.003 optimizer.weight_decay=0.1 scheduler.name=cosine
+        scheduler.warmup_steps=3 trainer.log_every=1 trainer.max_steps=8 checkpoint.at_end=false trainer.device=cpu)
+
+# close A B FROM TO: training loss and grad_norm of runs A and B agree within 1e-5 relative at
+# every step FROM..TO.
+close() {
+  "$PY" - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" "$4" <<'PY'
+import json, sys
+def load(path):
+    return {r["step"]: r for r in map(json.loads, open(path)) if "loss" in r and "eval_loss" not in r}
+a, b, lo, hi = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for step in range(lo, hi + 1):
+    assert step in a and step in b, f"step {step} missing"
+    for key in ("loss", "grad_norm"):
+        x, y = a[step][key], b[step][key]
+        assert abs(x - y) <= 1e-5 * max(abs(x), abs(y)), f"step {step} {key}: {x} vs {y}"
+PY
+}
+# same_weights A B: the final models agree within 1e-5 relative (L2 norm of the difference over
+# all weights / L2 norm of the weights). Not per tensor: the attention's key bias has a zero
+# gradient in exact arithmetic (softmax ignores a constant per query), so Adam turns rounding
+# noise there into different updates, about 1e-5 of that tensor's own size.
+same_weights() {
+  "$PY" - "$WORK/$1/final/model.safetensors" "$WORK/$2/final/model.safetensors" <<'PY'
+import sys
+import numpy as np
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert a.keys() == b.keys()
+diff = sum(float(((a[k] - b[k]) ** 2).sum()) for k in a) ** 0.5
+norm = sum(float((a[k] ** 2).sum()) for k in a) ** 0.5
+assert diff <= 1e-5 * norm, f"weights differ by {diff / norm:.3g} relative"
+PY
+}
+# memory_matches DIR: each rank's "memory on rank" line: parameters, gradients and optimizer state
+# equal the ZeRO formula within that rank's reported buffers (the padding of the buckets).
+memory_matches() {
+  "$PY" - "$WORK/$1" <<'PY'
+import glob, re, sys
+lines = [l for f in glob.glob(sys.argv[1] + "/train*.log") for l in open(f) if "memory on rank" in l]
+assert len(lines) == 2, f"{len(lines)} memory lines"
+for l in lines:
+    buffers = int(re.search(r"buffers (\d+) B", l).group(1))
+    for what in ("parameters", "gradients", "optimizer state"):
+        have, want = map(int, re.search(what + r" (\d+) B \([^;]*; formula (\d+) B\)", l).groups())
+        assert abs(have - want) <= buffers, f"{what}: {have} B, formula {want} B, buffers {buffers} B: {l}"
+PY
+}
+check() {  # check WHAT COMMAND...: runs a python check, counts it
+  local what=$1
+  shift
+  if "$@" 2>"$WORK/check.err"; then ok; else fail "$what: $(tail -c 400 "$WORK/check.err")"; fi
+}
+no_orphans() {  # no_orphans DIR: no process still has DIR on its command line
+  sleep 0.5
+  if pgrep -f "output_dir=$WORK/$1" >/dev/null; then fail "processes of $1 outlived the job: $(pgrep -af "output_dir=$WORK/$1")"; else ok; fi
+}
+
+# --- the reference: one process, two micro-batches per step
+run 0 run quickstart "${common[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref"
+
+# --- hftrain's own launcher: the same global batch on 2 ranks, each strategy
+for s in ddp zero1 zero2; do
+  run 0 run quickstart "${common[@]}" distributed.strategy=$s run.output_dir="$WORK/own-$s" --nproc-per-node 2 || continue
+  has "[rank 0]" err
+  has "backend mpi, strategy $s" err
+  [ -s "own-$s/train.log" ] && [ -s "own-$s/train-rank1.log" ] && ok || fail "own-$s: a log file per rank is missing"
+  check "own launcher $s vs 1 rank: losses" close ref "own-$s" 1 8
+  check "own launcher $s vs 1 rank: weights" same_weights ref "own-$s"
+  check "own launcher $s: bytes per rank follow the ZeRO formulas" memory_matches "own-$s"
+done
+no_orphans own-ddp
+
+# --- mpirun, the same binary
+if command -v mpirun >/dev/null; then
+  for s in ddp zero1 zero2; do
+    "$HFTRAIN" --version >/dev/null
+    mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR \
+      "$HFTRAIN" run quickstart "${common[@]}" distributed.strategy=$s run.output_dir="$WORK/mpi-$s" \
+      >"$WORK/mpi.out" 2>"$WORK/mpi.err" && ok || { fail "mpirun $s: $(tail -c 600 "$WORK/mpi.err")"; continue; }
+    grep -q "\[rank 0\] distributed: 2 ranks" "$WORK/mpi.err" && ok || fail "mpirun $s: no rank-tagged start line"
+    check "mpirun $s vs 1 rank: losses" close ref "mpi-$s" 1 8
+    check "mpirun $s vs 1 rank: weights" same_weights ref "mpi-$s"
+  done
+else
+  echo "SKIP: mpirun not found; the mpirun half of this test did not run"
+fi
+
+# --- checkpoints move between world sizes and strategies: 2 ranks zero2 -> 1 rank ddp, and back
+run 0 run quickstart "${common[@]}" distributed.strategy=zero2 checkpoint.every_steps=4 run.output_dir="$WORK/z2" \
+  --nproc-per-node 2
+mkdir one && cp -r z2/checkpoint-4 one/
+run 0 resume one/checkpoint-4 distributed.strategy=ddp trainer.grad_accum_steps=2 --force
+check "zero2 on 2 ranks, resumed on 1 rank: losses" close ref one 5 8
+run 0 run quickstart "${common[@]}" trainer.grad_accum_steps=2 checkpoint.every_steps=4 run.output_dir="$WORK/single"
+mkdir two && cp -r single/checkpoint-4 two/
+run 0 resume two/checkpoint-4 distributed.strategy=zero1 trainer.grad_accum_steps=1 --force --nproc-per-node 2
+check "1 rank, resumed as zero1 on 2 ranks: losses" close ref two 5 8
+check "1 rank, resumed as zero1 on 2 ranks: weights" same_weights ref two
+
+# --- a rank killed mid-run: everything stops, the launcher names the rank and the signal
+start=$(date +%s)
+HFTRAIN_TEST_FAULT=1:3:kill run 137 run quickstart "${common[@]}" run.output_dir="$WORK/killed" --nproc-per-node 2
+has "rank 1 (pid" err
+has "was killed by signal 9" err
+[ $(( $(date +%s) - start )) -lt 60 ] && ok || fail "the job took $(( $(date +%s) - start )) s to stop after a rank died"
+no_orphans killed
+if command -v mpirun >/dev/null; then
+  HFTRAIN_TEST_FAULT=1:3:kill timeout 120 mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_TEST_FAULT \
+    -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR "$HFTRAIN" run quickstart "${common[@]}" \
+    run.output_dir="$WORK/mpi-killed" >"$WORK/mpi.out" 2>"$WORK/mpi.err"
+  code=$?
+  [ "$code" != 0 ] && [ "$code" != 124 ] && ok || fail "mpirun with a killed rank exited $code"
+  no_orphans mpi-killed
+fi
+
+# --- a stalled rank: the others time out, name it and the phase, and every process ends
+HFTRAIN_TEST_FAULT=1:3:stall run 1 run quickstart "${common[@]}" trainer.max_steps=20 distributed.timeout=3s \
+  run.output_dir="$WORK/stalled" --nproc-per-node 2
+has "did not complete within 3.0 s, the budget of the training step phase" err
+has "did not arrive: rank 1 (at collective #" err
+no_orphans stalled
+
+# --- Ctrl-C reaches every worker: they save a checkpoint and exit 130, and so does the launcher
+"$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/interrupted" --nproc-per-node 2 \
+  >"$WORK/int.out" 2>"$WORK/int.err" &
+launcher=$!
+for _ in $(seq 1 300); do grep -q "step 3/" "$WORK/int.err" 2>/dev/null && break; sleep 0.1; done
+kill -INT $launcher
+wait $launcher
+code=$?
+[ "$code" = 130 ] && ok || fail "after Ctrl-C the launcher exited $code, expected 130: $(tail -c 600 "$WORK/int.err")"
+ls interrupted/checkpoint-* >/dev/null 2>&1 && ok || fail "no checkpoint saved on Ctrl-C"
+no_orphans interrupted
+
+# --- plan: the table for every strategy, without training
+run 0 plan quickstart "${common[@]}" --nproc 4
+has "zero2    4Ψ + (4 + 8)Ψ/N" out
+has "Ψ = 35840 parameters" out
+
+# --- bad input is reported once, by the launcher, before any worker starts
+run 2 run quickstart "${common[@]}" trainer.max_stepz=3 --nproc-per-node 2
+has "trainer.max_stepz" err
+run 2 run quickstart "${common[@]}" --nproc-per-node 2 --nnodes 2
+has "--master-addr" err
+
+finish

@@ -1,0 +1,244 @@
+// Hugging Face config.json both ways (Llama, Mistral, Qwen2: biases, sliding windows, RoPE
+// scaling in transformers 5's rope_parameters and 4.x's rope_scaling), the model.* keys that hold
+// the same options, and the RoPE tables each scaling type gives.
+#include "../torch_catch.h"  // first: see the file
+
+#include <cmath>
+#include <numbers>
+
+#include "../config/helpers.h"
+#include "model/hf_config.h"
+#include "model/rope.h"
+#include "model/spec.h"
+
+using namespace hftrain;
+using Catch::Matchers::Contains;
+using config::AttentionBias;
+using config::RopeType;
+
+namespace {
+
+// A Llama-family config.json with `extra` fields appended (", ..." JSON members).
+std::string family(const std::string& arch, const std::string& extra = "") {
+  return R"({"architectures": [")" + arch + R"("], "num_hidden_layers": 2, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "hidden_size": 32, "intermediate_size": 40, "max_position_embeddings": 64,
+             "vocab_size": 100)" + extra + "}";
+}
+
+model::ModelSpec read(const std::string& json) { return model::spec_from_hf_config(json, "x/config.json"); }
+
+std::string error(const std::string& json) {
+  try {
+    read(json);
+  } catch (const util::CheckpointError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string config_error(const std::vector<std::string>& overrides) {
+  try {
+    model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
+  } catch (const util::ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("Qwen2, Mistral and Llama biases", "[model][hf]") {
+  const auto qwen2 = read(family("Qwen2ForCausalLM", R"(, "tie_word_embeddings": true)"));
+  CHECK(qwen2.arch == config::ModelArch::kLlama);
+  CHECK(qwen2.attention_biases() == AttentionBias::kQkv);
+  CHECK_FALSE(qwen2.mlp_biases());
+  CHECK(qwen2.tie_embeddings);
+  CHECK_FALSE(read(family("Qwen2ForCausalLM")).tie_embeddings);
+  const auto llama = read(family("LlamaForCausalLM", R"(, "attention_bias": true, "mlp_bias": true)"));
+  CHECK(llama.attention_biases() == AttentionBias::kAll);
+  CHECK(llama.mlp_biases());
+  const auto plain = read(family("LlamaForCausalLM"));
+  CHECK(plain.attention_biases() == AttentionBias::kNone);
+  CHECK_FALSE(plain.mlp_biases());
+  // Mistral has no biases whatever attention_bias says (transformers ignores it there).
+  CHECK(read(family("MistralForCausalLM", R"(, "attention_bias": true)")).attention_biases() == AttentionBias::kNone);
+}
+
+TEST_CASE("sliding windows that cover every position are full attention, shorter ones are refused", "[model][hf]") {
+  CHECK(error(family("MistralForCausalLM", R"(, "sliding_window": null)")) == "no error");
+  CHECK(error(family("MistralForCausalLM", R"(, "sliding_window": 64)")) == "no error");
+  CHECK_THAT(error(family("MistralForCausalLM", R"(, "sliding_window": 4096, "max_position_embeddings": 32768)")),
+             Contains("`sliding_window` is 4096, shorter than max_position_embeddings 32768"));
+  // Qwen2 slides only with use_sliding_window, and only in the layers from max_window_layers on.
+  CHECK(error(family("Qwen2ForCausalLM", R"(, "sliding_window": 8)")) == "no error");
+  CHECK(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)")) ==
+        "no error");
+  CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1)")),
+             Contains("sliding_window"));
+  CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                                 "layer_types": ["full_attention", "sliding_attention"])")),
+             Contains("sliding_window"));
+  CHECK(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                            "layer_types": ["full_attention", "full_attention"])")) == "no error");
+}
+
+TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (4.x)", "[model][hf]") {
+  const auto llama3 = read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16})"));
+  CHECK(llama3.rope_theta == 500000.0);
+  CHECK(llama3.rope_scaling.type == RopeType::kLlama3);
+  CHECK(llama3.rope_scaling.factor == 8.0);
+  CHECK(llama3.rope_scaling.original_max_seq_len == 16);
+  const auto linear = read(family("LlamaForCausalLM", R"(, "rope_theta": 5000.0, "rope_scaling": {"type": "linear", "factor": 2.0})"));
+  CHECK(linear.rope_theta == 5000.0);
+  CHECK(linear.rope_scaling.type == RopeType::kLinear);
+  CHECK(linear.rope_scaling.factor == 2.0);
+  // yarn's defaults: the original length is the model's, the attention factor 0.1 ln(factor) + 1.
+  const auto yarn = read(family("Qwen2ForCausalLM", R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})"));
+  CHECK(yarn.rope_scaling.type == RopeType::kYarn);
+  CHECK(yarn.rope_scaling.original_max_seq_len == 64);
+  CHECK(yarn.rope_scaling.attention_factor == Approx(0.1 * std::log(4.0) + 1.0));
+  CHECK(yarn.rope_scaling.beta_fast == 32.0);
+  CHECK(yarn.rope_scaling.truncate);
+  const auto mscale = read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+      "mscale": 0.8, "mscale_all_dim": 0.5, "original_max_position_embeddings": 16, "truncate": false})"));
+  CHECK(mscale.rope_scaling.attention_factor ==
+        Approx((0.08 * std::log(4.0) + 1.0) / (0.05 * std::log(4.0) + 1.0)));
+  CHECK_FALSE(mscale.rope_scaling.truncate);
+  // transformers 5 lets rope_scaling win over rope_parameters.
+  CHECK(read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default"},
+                                           "rope_scaling": {"type": "dynamic", "factor": 2.0})"))
+            .rope_scaling.type == RopeType::kDynamic);
+  // Refused by name.
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "longrope", "factor": 2.0})")),
+             Contains("RoPE scaling type `longrope`"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "linear"})")),
+             Contains("`rope_scaling.factor` is missing"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})")),
+             Contains("partial_rotary_factor"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_parameters": {"full_attention": {"rope_type": "default"}})")),
+             Contains("per layer type"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"type": "linear", "factor": 0.5})")),
+             Contains("factor below 1"));
+}
+
+TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
+  const std::vector<std::vector<std::string>> cases = {
+      {"model.arch=gpt2", "model.d_model=48", "model.n_head=4", "model.d_ff=100", "model.tie_embeddings=false"},
+      {"model.arch=llama", "model.n_kv_head=4", "model.attention_bias=qkv", "model.tie_embeddings=true"},
+      {"model.arch=llama", "model.attention_bias=all", "model.mlp_bias=true", "model.rope_theta=500000",
+       "model.rope_scaling.type=llama3", "model.rope_scaling.factor=8", "model.rope_scaling.original_max_seq_len=256",
+       "model.rope_scaling.high_freq_factor=3.5"},
+      {"model.arch=llama", "model.rope_scaling.type=yarn", "model.rope_scaling.factor=4",
+       "model.rope_scaling.beta_fast=16", "model.rope_scaling.truncate=false", "model.rope_scaling.attention_factor=1.25"},
+      {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2.5", "model.norm_eps=1e-5"},
+      {"model.arch=llama", "model.rope_scaling.type=dynamic", "model.rope_scaling.factor=3"},
+  };
+  for (const auto& overrides : cases) {
+    const auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
+    const std::string json = model::hf_config_json(spec, {1, 2, 3});
+    INFO(json);
+    const auto back = read(json);
+    CHECK(back.same_shape(spec));
+    CHECK(back.init_std == spec.init_std);
+    // And through model.json.
+    CHECK(model::ModelSpec::from_json(spec.to_json(), "model.json").same_shape(spec));
+  }
+  auto qwen2 = model::ModelSpec::from_config(
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.attention_bias=qkv"}).values.model);
+  CHECK_THAT(model::hf_config_json(qwen2, {}), Contains("\"Qwen2ForCausalLM\""));
+  qwen2.mlp_bias = true;
+  CHECK_THROWS_AS(model::hf_config_json(qwen2, {}), util::UsageError);
+}
+
+TEST_CASE("shape_overrides name the biases and RoPE scaling", "[model][hf]") {
+  const auto spec = read(family("Qwen2ForCausalLM", R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                       "original_max_position_embeddings": 16})"));
+  const std::string o = model::shape_overrides(spec);
+  CHECK_THAT(o, Contains("model.attention_bias=qkv model.mlp_bias=false model.rope_theta=10000 "
+                         "model.rope_scaling.type=yarn model.rope_scaling.factor=4 "
+                         "model.rope_scaling.original_max_seq_len=16"));
+  // The overrides give the same spec back.
+  std::vector<std::string> overrides;
+  for (size_t start = 0, end; start < o.size(); start = end + 1) {
+    end = o.find(' ', start);
+    if (end == std::string::npos) end = o.size();
+    overrides.push_back(o.substr(start, end - start));
+  }
+  CHECK(model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model).same_shape(spec));
+}
+
+TEST_CASE("model.* combinations a family cannot have are refused by key", "[model][config]") {
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.attention_bias=qkv"}), Contains("model.arch=gpt2 always has biases"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.mlp_bias=false"}), Contains("model.mlp_bias=false"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}),
+             Contains("model.rope_scaling.type"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=yarn", "model.rope_scaling.factor=2",
+                           "model.rope_scaling.original_max_seq_len=4096"}),
+             Contains("model.rope_scaling.original_max_seq_len"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=llama3", "model.rope_scaling.factor=2",
+                           "model.rope_scaling.low_freq_factor=4"}),
+             Contains("high_freq_factor > low_freq_factor"));
+  CHECK(config_error({"model.arch=llama", "model.attention_bias=qkv", "model.mlp_bias=true"}) == "no error");
+  // Fields of other types do not make two specs differ.
+  const auto a = model::ModelSpec::from_config(
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}).values.model);
+  const auto b = model::ModelSpec::from_config(test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear",
+                                                                              "model.rope_scaling.factor=2",
+                                                                              "model.rope_scaling.beta_fast=3"})
+                                                   .values.model);
+  CHECK(a.same_shape(b));
+}
+
+TEST_CASE("model.json of version 1 reads with the family defaults", "[model]") {
+  const std::string v1 = R"({"format": "hftrain-model", "version": 1, "arch": "llama", "n_layer": 2, "n_head": 4,
+      "n_kv_head": 2, "d_model": 32, "d_ff": 64, "max_seq_len": 16, "vocab_size": 50, "rope_theta": 10000.0,
+      "norm_eps": 1e-6, "dropout": 0.0, "tie_embeddings": false, "init_std": 0.02})";
+  const auto s = model::ModelSpec::from_json(v1, "model.json");
+  CHECK(s.attention_biases() == AttentionBias::kNone);
+  CHECK_FALSE(s.mlp_biases());
+  CHECK(s.rope_scaling.type == RopeType::kDefault);
+  std::string v3 = s.to_json();
+  v3.replace(v3.find("\"version\": 2"), 12, "\"version\": 3");
+  CHECK_THROWS_WITH(model::ModelSpec::from_json(v3, "model.json"), Contains("newer than this hftrain reads"));
+}
+
+TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {
+  auto spec = read(family("LlamaForCausalLM", R"(, "hidden_size": 64, "rope_theta": 10000.0)"));  // head_dim 16
+  const auto base = model::rope_inv_freq(spec);
+  REQUIRE(base.size(0) == 8);
+  for (int64_t i = 0; i < 8; ++i) {
+    CHECK(base[i].item<double>() == Approx(std::pow(10000.0, -2.0 * static_cast<double>(i) / 16.0)).epsilon(1e-6));
+  }
+  auto scaled = spec;
+  scaled.rope_scaling.type = RopeType::kLinear;
+  scaled.rope_scaling.factor = 4;
+  CHECK(torch::allclose(model::rope_inv_freq(scaled), base / 4));
+  scaled.rope_scaling.type = RopeType::kDynamic;  // unchanged up to max_seq_len
+  CHECK(torch::equal(model::rope_inv_freq(scaled), base));
+  // llama3: wavelengths 2 pi / f; short ones kept, long ones divided, the band between blended.
+  scaled.rope_scaling = {RopeType::kLlama3, 8, 16, 1, 4};
+  const auto l3 = model::rope_inv_freq(scaled);
+  for (int64_t i = 0; i < 8; ++i) {
+    const double wavelen = 2 * std::numbers::pi / base[i].item<double>();
+    INFO("dimension " << i << ", wavelength " << wavelen);
+    if (wavelen < 4) CHECK(l3[i].item<double>() == Approx(base[i].item<double>()));
+    if (wavelen > 16) CHECK(l3[i].item<double>() == Approx(base[i].item<double>() / 8));
+    if (wavelen >= 4 && wavelen <= 16) {
+      CHECK(l3[i].item<double>() < base[i].item<double>());
+      CHECK(l3[i].item<double>() > base[i].item<double>() / 8);
+    }
+  }
+  // yarn: cos and sin carry the attention factor.
+  scaled.rope_scaling = {};
+  scaled.rope_scaling.type = RopeType::kYarn;
+  scaled.rope_scaling.factor = 4;
+  scaled.rope_scaling.original_max_seq_len = 16;
+  scaled.rope_scaling.attention_factor = 1.5;
+  const auto tables = model::rope_tables(scaled);
+  CHECK(tables.cos.sizes().vec() == std::vector<int64_t>{64, 16});
+  CHECK(tables.cos[0][0].item<float>() == 1.5f);
+  const auto f = model::rope_inv_freq(scaled);
+  CHECK(f[0].item<float>() == base[0].item<float>());           // the fastest dimension is extrapolated
+  CHECK(f[7].item<double>() == Approx(base[7].item<double>() / 4));  // the slowest interpolated
+}
