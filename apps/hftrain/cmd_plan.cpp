@@ -1,11 +1,10 @@
 // `hftrain plan RECIPE [overrides] --nproc N`: what each rank would hold under every sharding
 // strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers), without
-// training. The parameter count comes from building the model once on the CPU.
+// training. The parameter count comes from the model's shape (nothing is allocated).
 #include <iostream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
 
 #include "commands.h"
 #include "config/overrides.h"
@@ -13,7 +12,6 @@
 #include "config/resolve.h"
 #include "dist/memory_plan.h"
 #include "model/spec.h"
-#include "model/transformer.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -35,15 +33,8 @@ int run_plan(const PlanArgs& a) {
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
   const config::Config cfg = config::resolve_config(options).values;
-  int64_t psi = 0;
-  int64_t non_embedding = 0;
-  {
-    torch::NoGradGuard no_grad;
-    const model::Transformer model(model::ModelSpec::from_config(cfg.model));
-    for (const auto& p : model->parameters()) psi += p.numel();
-    non_embedding = model->non_embedding_parameters();
-  }
-  std::cout << "model: Ψ = " << psi << " parameters (" << non_embedding << " outside the embeddings)\n"
+  const int64_t psi = model::ModelSpec::from_config(cfg.model).parameter_count();
+  std::cout << "model: Ψ = " << psi << " parameters\n"
             << "ranks: N = " << a.nproc << "; optimizer state K = "
             << dist::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << dist::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"

@@ -60,6 +60,9 @@ struct ModelSpec {
 
   // Everything that decides the parameters and what the model computes (not dropout or init_std).
   bool same_shape(const ModelSpec& other) const;
+  // How many parameters the transformer built from this spec has, without building it (what
+  // `hftrain plan` needs for models that would not fit in host memory).
+  int64_t parameter_count() const;
 
   // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2
   // without biases or with RoPE scaling, an original_max_seq_len above max_seq_len, ...).

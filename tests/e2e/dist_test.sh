@@ -107,6 +107,20 @@ else
   echo "SKIP: mpirun not found; the mpirun half of this test did not run"
 fi
 
+# --- NCCL: 2 ranks on 2 GPUs where there are; a clear skip elsewhere
+gpus=$("$HFTRAIN" --version | grep -o "cuda:[0-9]*" | wc -l)
+if [ "$gpus" -ge 2 ]; then
+  cuda=("${common[@]/trainer.device=cpu/trainer.device=cuda}")
+  run 0 run quickstart "${cuda[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/gpu-ref"
+  for s in ddp zero1 zero2; do
+    run 0 run quickstart "${cuda[@]}" distributed.strategy=$s run.output_dir="$WORK/nccl-$s" --nproc-per-node 2 || continue
+    has "backend nccl, strategy $s" err
+    check "nccl $s vs 1 GPU: losses" close gpu-ref "nccl-$s" 1 8
+  done
+else
+  echo "SKIP: the NCCL half of this test needs 2 CUDA devices; this machine has $gpus"
+fi
+
 # --- checkpoints move between world sizes and strategies: 2 ranks zero2 -> 1 rank ddp, and back
 run 0 run quickstart "${common[@]}" distributed.strategy=zero2 checkpoint.every_steps=4 run.output_dir="$WORK/z2" \
   --nproc-per-node 2

@@ -201,3 +201,21 @@ TEST_CASE("activation checkpointing gives the same loss and gradients", "[model]
     }
   }
 }
+
+TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
+  auto count = [](const model::ModelSpec& s) {
+    int64_t n = 0;
+    for (const auto& p : model::Transformer(s)->parameters()) n += p.numel();
+    return n;
+  };
+  std::vector<model::ModelSpec> specs = {tiny_gpt2(), tiny_llama()};
+  auto untied = tiny_gpt2();
+  untied.tie_embeddings = false;
+  auto biased = tiny_llama();
+  biased.attention_bias = config::AttentionBias::kQkv;
+  biased.mlp_bias = true;
+  auto all_biases = tiny_llama();
+  all_biases.attention_bias = config::AttentionBias::kAll;
+  specs.insert(specs.end(), {untied, biased, all_biases});
+  for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
+}
