@@ -1,5 +1,6 @@
 #include "data/bpe_tokenizer.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "data/pretokenizer.h"
@@ -54,14 +55,62 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   }
   for (size_t id = 0; id < model_.vocab.size(); ++id) h.update(model_.vocab[id] + "\x1f");
   for (const auto& [id, content] : model_.specials) h.update(std::to_string(id) + content);
+  // Only what older files never set joins the hash, so that their fingerprints (token caches) stay.
+  if (!model_.eos_token.empty()) h.update("eos:" + model_.eos_token + "\x1f");
+  if (!model_.pad_token.empty()) h.update("pad:" + model_.pad_token + "\x1f");
+  for (int32_t id : model_.post_prefix) h.update("pre:" + std::to_string(id));
+  for (int32_t id : model_.post_suffix) h.update("post:" + std::to_string(id));
   fingerprint_ = "bpe-v2:" + std::to_string(model_.vocab.size()) + ":" + h.hex();
-  auto eot = special_id(kEndOfTextToken);
+  const std::string eos = model_.eos_token.empty() ? std::string(kEndOfTextToken) : model_.eos_token;
+  auto eot = token_id(eos);
   if (!eot) {
-    throw util::DataError(std::string("the BPE tokenizer has no ") + kEndOfTextToken + " special token",
-                          "add it to the tokenizer's added_tokens (special: true)");
+    throw util::DataError("the BPE tokenizer has no " + eos + " token to end documents with",
+                          "add " + std::string(kEndOfTextToken) +
+                              " to the tokenizer's added_tokens (special: true), or name its end-of-text token in a "
+                              "tokenizer_config.json (\"eos_token\") next to it");
   }
   eot_id_ = *eot;
-  pad_id_ = special_id(kPadToken).value_or(eot_id_);
+  if (!model_.pad_token.empty()) {
+    auto pad = token_id(model_.pad_token);
+    if (!pad) throw util::DataError("the BPE tokenizer has no " + model_.pad_token + " token to pad with");
+    pad_id_ = *pad;
+  } else {
+    pad_id_ = special_id(kPadToken).value_or(eot_id_);
+  }
+  for (int32_t id : model_.post_prefix) check_id(id, "post-processor");
+  for (int32_t id : model_.post_suffix) check_id(id, "post-processor");
+}
+
+std::optional<int32_t> BpeTokenizer::token_id(const std::string& content) const {
+  if (auto id = special_id(content)) return id;
+  if (auto it = token_to_id_.find(content); it != token_to_id_.end()) return it->second;
+  return std::nullopt;
+}
+
+void BpeTokenizer::check_id(int32_t id, const char* what) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw util::DataError(std::string("the BPE tokenizer's ") + what + " names token id " + std::to_string(id) +
+                          ", outside its vocabulary of " + std::to_string(vocab_size()));
+  }
+}
+
+std::vector<int32_t> BpeTokenizer::encode_with_special_tokens(std::string_view text) const {
+  std::vector<int32_t> out = model_.post_prefix;
+  const std::vector<int32_t> ids = encode(text, true);
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), model_.post_suffix.begin(), model_.post_suffix.end());
+  return out;
+}
+
+std::string BpeTokenizer::decode_without_special(std::span<const int32_t> ids) const {
+  std::vector<int32_t> kept;
+  kept.reserve(ids.size());
+  for (int32_t id : ids) {
+    const bool special = std::any_of(model_.specials.begin(), model_.specials.end(),
+                                     [&](const auto& s) { return s.first == id; });
+    if (!special) kept.push_back(id);
+  }
+  return decode(kept);
 }
 
 std::optional<int32_t> BpeTokenizer::special_id(std::string_view content) const {

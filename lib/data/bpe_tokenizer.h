@@ -29,16 +29,25 @@ struct BpeModel {
   bool byte_level_split = true;   // ByteLevel's use_regex: split by the GPT-2 pattern
   // A Split pre-tokenizer before ByteLevel (Llama-3, Qwen2): its regex, "Isolated"; empty: none.
   std::string split_regex;
+  // The end-of-text and padding tokens (contents of specials); empty: <|endoftext|>, and <|pad|>
+  // or else the end-of-text token.
+  std::string eos_token;
+  std::string pad_token;
+  // What the post-processor puts before and after a sequence (Llama-3: <|begin_of_text|>).
+  std::vector<int32_t> post_prefix;
+  std::vector<int32_t> post_suffix;
 };
 
 class BpeTokenizer : public Tokenizer {
  public:
-  // Throws DataError when a merge's result is missing from the vocabulary or the specials lack
-  // <|endoftext|> (the pad token falls back to <|endoftext|> when there is no <|pad|>).
+  // Throws DataError when a merge's result is missing from the vocabulary or the end-of-text
+  // token is (eos_token, or <|endoftext|> when that is empty; the pad token falls back to it).
   explicit BpeTokenizer(BpeModel model);
 
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const override;
+  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const override;
   std::string decode(std::span<const int32_t> ids) const override;
+  std::string decode_without_special(std::span<const int32_t> ids) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(model_.vocab.size()); }
   int32_t eot_id() const override { return eot_id_; }
   int32_t pad_id() const override { return pad_id_; }
@@ -49,6 +58,8 @@ class BpeTokenizer : public Tokenizer {
  private:
   void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
   void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
+  std::optional<int32_t> token_id(const std::string& content) const;  // a special or a model token
+  void check_id(int32_t id, const char* what) const;
 
   BpeModel model_;
   std::unordered_map<std::string, int32_t> token_to_id_;  // raw bytes -> id (model tokens)

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hftrain::data {
@@ -21,6 +22,9 @@ class RegexSplitter {
 
   // The pieces of `text` (valid UTF-8), in order; they concatenate back to `text`.
   std::vector<std::string_view> split(std::string_view text) const;
+  // The non-empty matches of `text` (valid UTF-8) as [begin, end) byte ranges, left to right and
+  // non-overlapping; empty matches are stepped over one character at a time.
+  std::vector<std::pair<size_t, size_t>> matches(std::string_view text) const;
   const std::string& pattern() const { return pattern_; }
 
  private:

@@ -1,5 +1,6 @@
 # The data stage's sources (relative to lib/data), included by lib/CMakeLists.txt.
-# Torch-free: sources, tokenizers, corpus and cache, packing, sampler.
+# Torch-free: sources, tokenizers (byte, BPE, tokenizer.json: hf_* is the general pipeline),
+# corpus and cache, packing, sampler.
 set(HFTRAIN_DATA_CORE_SOURCES
   source.cpp
   text_checks.cpp
@@ -8,11 +9,25 @@ set(HFTRAIN_DATA_CORE_SOURCES
   byte_tokenizer.cpp
   unicode.cpp
   unicode_tables.cpp
+  unicode_norm_tables.cpp
+  unicode_normalize.cpp
   pretokenizer.cpp
   regex_split.cpp
   bpe_tokenizer.cpp
   bpe_trainer.cpp
   tokenizer_json.cpp
+  tokenizer_specials.cpp
+  hf_json.cpp
+  hf_split.cpp
+  hf_normalizer.cpp
+  hf_pre_tokenizer.cpp
+  hf_model.cpp
+  hf_bpe.cpp
+  hf_wordpiece.cpp
+  hf_added_tokens.cpp
+  hf_post_processor.cpp
+  hf_decoder.cpp
+  hf_tokenizer.cpp
   mapped_file.cpp
   token_corpus.cpp
   token_shard.cpp

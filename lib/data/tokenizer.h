@@ -1,6 +1,7 @@
 // The tokenizer interface the data stage needs: text to ids and back, plus the special tokens
-// that packing and padding use. Implementations: ByteTokenizer (byte_tokenizer.h) and
-// BpeTokenizer (bpe_tokenizer.h, Hugging Face tokenizer.json compatible).
+// that packing and padding use. Implementations: ByteTokenizer (byte_tokenizer.h), BpeTokenizer
+// (bpe_tokenizer.h: byte-level BPE, Hugging Face tokenizer.json compatible) and HfTokenizer
+// (hf_tokenizer.h: any other supported tokenizer.json: SentencePiece-style BPE, WordPiece, ...).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,11 @@ class Tokenizer {
   // Decodes ids; special tokens decode to their text. Bytes that do not form valid UTF-8 on
   // their own (a cut multi-byte character) are kept as they are.
   virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  // As Hugging Face's encode(text, add_special_tokens=True): encode(text, true) plus what the
+  // tokenizer's post-processor puts around a sequence (a BOS token; [CLS] ... [SEP]).
+  virtual std::vector<int32_t> encode_with_special_tokens(std::string_view text) const { return encode(text, true); }
+  // As Hugging Face's decode(ids, skip_special_tokens=True). The default leaves out eot and pad.
+  virtual std::string decode_without_special(std::span<const int32_t> ids) const;
 
   virtual int32_t vocab_size() const = 0;
   virtual int32_t eot_id() const = 0;  // ends every document
@@ -41,8 +47,13 @@ enum class TokenizerKind { kByte, kBpe };
 
 struct TokenizerOptions {
   TokenizerKind kind = TokenizerKind::kByte;
-  // kBpe: a Hugging Face tokenizer.json (byte-level BPE), written by hftrain or by `tokenizers`.
+  // kBpe: a Hugging Face tokenizer.json, written by hftrain or by `tokenizers` (byte-level BPE,
+  // SentencePiece-style BPE, WordPiece, WordLevel; tokenizer_json.h).
   std::string path;
+  // The tokens that end documents and fill padding; empty: the tokenizer's own (its
+  // tokenizer_config.json, post-processor or a well-known name; tokenizer_specials.h).
+  std::string eos_token;
+  std::string pad_token;
 };
 
 // Builds the tokenizer the options name. Throws DataError for a missing or unusable file.

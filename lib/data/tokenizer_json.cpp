@@ -1,7 +1,11 @@
 #include "data/tokenizer_json.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "data/hf_added_tokens.h"
+#include "data/hf_post_processor.h"
+#include "data/hf_tokenizer.h"
 #include "data/unicode.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -24,15 +28,30 @@ Json pre_tokenizer_json(const BpeModel& model) {
   return Json{{"type", "Sequence"}, {"pretokenizers", Json::array({split, bl})}};
 }
 
-[[noreturn]] void unsupported(const std::string& name, const std::string& key, const std::string& what) {
-  throw util::DataError("tokenizer " + name + ": " + key + " is " + what + ", which hftrain does not support",
-                        "hftrain loads byte-level BPE tokenizers (a ByteLevel pre-tokenizer, alone or after a "
-                        "Split regex as in Llama-3; a BPE model; no normalizer)");
-}
-
-bool is_null_or_false(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() || (it->is_boolean() && !it->get<bool>());
+// ByteLevel (nothing around a sequence), or a template with the special tokens a loaded file put
+// before and after it (Llama-3: "<|begin_of_text|> $A").
+Json post_processor_json(const BpeModel& model) {
+  if (model.post_prefix.empty() && model.post_suffix.empty()) return byte_level(true, false);
+  Json single = Json::array();
+  Json specials = Json::object();
+  auto add_special = [&](int32_t id) {
+    const std::string& name = model.vocab[static_cast<size_t>(id)];
+    const bool is_special = std::any_of(model.specials.begin(), model.specials.end(),
+                                        [&](const auto& s) { return s.first == id; });
+    const std::string token = is_special ? name : unicode::byte_level_encode(name);
+    single.push_back(Json{{"SpecialToken", {{"id", token}, {"type_id", 0}}}});
+    specials[token] = Json{{"id", token}, {"ids", Json::array({id})}, {"tokens", Json::array({token})}};
+  };
+  for (int32_t id : model.post_prefix) add_special(id);
+  single.push_back(Json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  for (int32_t id : model.post_suffix) add_special(id);
+  Json pair = single;
+  for (const Json& item : single) {
+    Json copy = item;
+    if (copy.contains("Sequence")) copy["Sequence"] = Json{{"id", "B"}, {"type_id", 1}};
+    pair.push_back(copy);
+  }
+  return Json{{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
 }
 
 }  // namespace
@@ -73,7 +92,7 @@ std::string tokenizer_json_text(const BpeTokenizer& tokenizer) {
       {"added_tokens", added},
       {"normalizer", nullptr},
       {"pre_tokenizer", pre_tokenizer_json(model)},
-      {"post_processor", byte_level(true, false)},
+      {"post_processor", post_processor_json(model)},
       {"decoder", byte_level(true, true)},
       {"model",
        {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
@@ -87,111 +106,209 @@ void save_tokenizer_json(const BpeTokenizer& tokenizer, const std::filesystem::p
   util::atomic_write_file(path, tokenizer_json_text(tokenizer));
 }
 
+std::string tokenizer_json_text(const Tokenizer& tokenizer) {
+  if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tokenizer)) return tokenizer_json_text(*bpe);
+  if (const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer)) return hf->json_text();
+  if (const auto* byte = dynamic_cast<const ByteTokenizer*>(&tokenizer)) {
+    return tokenizer_json_text(BpeTokenizer(byte_tokenizer_model(*byte)));
+  }
+  throw util::UsageError("this tokenizer has no tokenizer.json form");
+}
+
+void save_tokenizer_json(const Tokenizer& tokenizer, const std::filesystem::path& path) {
+  util::atomic_write_file(path, tokenizer_json_text(tokenizer));
+}
+
 namespace {
 
-// ByteLevel alone, or (Llama-3 / Qwen2 style) a Sequence of a Split regex and ByteLevel.
-void read_pre_tokenizer(const Json& pre, BpeModel& model, const std::string& name) {
-  auto read_byte_level = [&](const Json& bl) {
-    if (!bl.is_object() || bl.value("type", "") != "ByteLevel") return false;
-    model.add_prefix_space = bl.value("add_prefix_space", false);
-    model.byte_level_split = bl.value("use_regex", true);
-    return true;
+using InJson = hf::Json;
+
+bool null_or(const InJson& obj, const char* key, bool value) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() || (it->is_boolean() && it->get<bool>() == value);
+}
+
+bool null_or_empty(const InJson& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty());
+}
+
+bool byte_level_without_prefix(const InJson& j) {
+  return j.is_object() && j.value("type", "") == "ByteLevel" && null_or(j, "add_prefix_space", false);
+}
+
+// The byte-level BPE files BpeTokenizer runs exactly as `tokenizers` does: no normalizer; a
+// ByteLevel pre-tokenizer without a prefix space, alone or after a Split regex ("Isolated"); a
+// BPE model without unk token, subword affixes, byte fallback or dropout; a ByteLevel decoder;
+// added tokens that are all special, without strip or single-word options, at the ids the
+// vocabulary gives them. Anything else goes to HfTokenizer.
+bool is_plain_byte_level(const InJson& doc) {
+  static const InJson kNull;
+  auto get = [](const InJson& obj, const char* key) -> const InJson& {
+    if (!obj.is_object()) return kNull;
+    auto it = obj.find(key);
+    return it == obj.end() ? kNull : *it;
   };
-  if (read_byte_level(pre)) return;
-  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
-      pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2) {
-    const Json& split = pre["pretokenizers"][0];
-    if (split.is_object() && split.value("type", "") == "Split" && split.contains("pattern") &&
-        split["pattern"].is_object() && split["pattern"].contains("Regex") && split["pattern"]["Regex"].is_string() &&
-        split.value("behavior", "") == "Isolated" && !split.value("invert", false) &&
-        read_byte_level(pre["pretokenizers"][1])) {
-      model.split_regex = split["pattern"]["Regex"].get<std::string>();
-      return;
+  if (!doc.is_object() || !null_or(doc, "normalizer", false)) return false;
+  const InJson& pre = get(doc, "pre_tokenizer");
+  bool pre_ok = byte_level_without_prefix(pre);
+  if (!pre_ok && pre.is_object() && pre.value("type", "") == "Sequence") {
+    const InJson& list = get(pre, "pretokenizers");
+    if (list.is_array() && list.size() == 2 && list[0].is_object() && byte_level_without_prefix(list[1])) {
+      const InJson& split = list[0];
+      const InJson& regex = get(get(split, "pattern"), "Regex");
+      pre_ok = split.value("type", "") == "Split" && regex.is_string() && split.value("behavior", "") == "Isolated" &&
+               null_or(split, "invert", false);
     }
   }
-  unsupported(name, "pre_tokenizer", pre.dump());
+  if (!pre_ok) return false;
+  const InJson& model = get(doc, "model");
+  if (!model.is_object() || model.value("type", "BPE") != "BPE" || !model.contains("merges")) return false;
+  const InJson& dropout = get(model, "dropout");
+  if (!(dropout.is_null() || (dropout.is_number() && dropout.get<double>() == 0.0))) return false;
+  if (!get(model, "unk_token").is_null() || !null_or_empty(model, "continuing_subword_prefix") ||
+      !null_or_empty(model, "end_of_word_suffix") || !null_or(model, "byte_fallback", false)) {
+    return false;
+  }
+  const InJson& decoder = get(doc, "decoder");
+  if (!decoder.is_null() && !(decoder.is_object() && decoder.value("type", "") == "ByteLevel")) return false;
+  const InJson& added = get(doc, "added_tokens");
+  if (!added.is_null() && !added.is_array()) return false;
+  const InJson& vocab = get(model, "vocab");
+  for (const InJson& t : added) {
+    if (!t.is_object() || !get(t, "content").is_string() || !get(t, "special").is_boolean() ||
+        !null_or(t, "special", true) || !null_or(t, "lstrip", false) || !null_or(t, "rstrip", false) ||
+        !null_or(t, "single_word", false)) {
+      return false;
+    }
+    if (vocab.is_object()) {  // tokenizers gives a token the vocabulary has the vocabulary's id
+      auto it = vocab.find(t["content"].get<std::string>());
+      if (it != vocab.end() && *it != get(t, "id")) return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::string& name,
+                                               const SpecialTokenChoice& choice) {
+  const hf::Where top{&name, ""};
+  BpeModel model;
+  const InJson& pre = doc["pre_tokenizer"];
+  const InJson& bl = pre.value("type", "") == "Sequence" ? pre["pretokenizers"][1] : pre;
+  model.byte_level_split = hf::get_bool(bl, "use_regex", top / "pre_tokenizer", true);
+  if (pre.value("type", "") == "Sequence") model.split_regex = pre["pretokenizers"][0]["pattern"]["Regex"].get<std::string>();
+  const InJson& m = doc["model"];
+  const hf::Where at = top / "model";
+  model.ignore_merges = hf::get_bool(m, "ignore_merges", at, false);
+  const InJson& vocab = hf::get_object(m, "vocab", at);
+  std::unordered_map<std::string, int32_t> by_text;
+  for (const auto& [token, id_json] : vocab.items()) {
+    const auto id = static_cast<int32_t>(hf::as_int(id_json, at / "vocab" / hf::shown(token), 0, hf::kMaxTokenId));
+    if (static_cast<size_t>(id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(id) + 1);
+    // A vocabulary entry outside the byte alphabet (a special token listed in the vocab) keeps its text.
+    model.vocab[static_cast<size_t>(id)] = unicode::byte_level_decode(token).value_or(token);
+    by_text[token] = id;
+  }
+  for (const hf::AddedToken& t : hf::parse_added_tokens(hf::member(doc, "added_tokens", top), top / "added_tokens")) {
+    if (static_cast<size_t>(t.id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(t.id) + 1);
+    model.specials.emplace_back(t.id, t.content);
+  }
+  const InJson& merges = hf::get_array(m, "merges", at);
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const InJson& merge = merges[rank];
+    const hf::Where where = (at / "merges")[rank];
+    std::string left, right;
+    if (merge.is_string()) {  // the older "a b" form
+      const auto s = merge.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos) hf::fail(where, "is " + hf::shown(s) + ", not two tokens separated by a space");
+      left = s.substr(0, space);
+      right = s.substr(space + 1);
+    } else if (merge.is_array() && merge.size() == 2) {
+      left = hf::as_string(merge[0], where[0]);
+      right = hf::as_string(merge[1], where[1]);
+    } else {
+      hf::fail(where, "is neither \"left right\" nor [\"left\", \"right\"]");
+    }
+    auto a = by_text.find(left);
+    auto b = by_text.find(right);
+    if (a == by_text.end() || b == by_text.end()) {
+      hf::fail(where, "(" + hf::shown(left) + " " + hf::shown(right) + ") names a token missing from the vocabulary");
+    }
+    model.merges.emplace_back(a->second, b->second);
+  }
+  // The post-processor's special tokens around a sequence (encode_with_special_tokens).
+  std::unique_ptr<hf::PostProcessor> post =
+      hf::parse_post_processor(doc.value("post_processor", InJson()), top / "post_processor");
+  if (post) {
+    model.post_prefix = post->single_prefix();
+    model.post_suffix = post->single_suffix();
+  }
+  // The end-of-text and padding tokens.
+  SpecialCandidates c;
+  std::unordered_map<std::string, int32_t> specials;
+  for (const auto& [id, content] : model.specials) {
+    specials.emplace(content, id);
+    c.specials.push_back(content);
+  }
+  c.id_of = [&](const std::string& token) -> std::optional<int32_t> {
+    if (auto it = specials.find(token); it != specials.end()) return it->second;
+    if (auto it = by_text.find(token); it != by_text.end()) return it->second;
+    return std::nullopt;
+  };
+  if (!model.post_suffix.empty()) c.post_processor_eos = model.post_suffix.back();
+  if (const InJson* padding = hf::member(doc, "padding", top)) {
+    c.padding_token = hf::get_optional_string(*padding, "pad_token", top / "padding");
+  }
+  const SpecialIds ids = choose_special_ids(choice, c, name);
+  auto content_of = [&](int32_t id) {
+    for (const auto& [sid, content] : model.specials) {
+      if (sid == id) return content;
+    }
+    if (id < 0 || static_cast<size_t>(id) >= model.vocab.size()) hf::fail(top / "post_processor", "names an unknown token id");
+    return model.vocab[static_cast<size_t>(id)];
+  };
+  const auto legacy_eot = c.id_of(kEndOfTextToken);
+  if (ids.eot != legacy_eot) model.eos_token = content_of(ids.eot);
+  const int32_t legacy_pad = c.id_of(kPadToken).value_or(ids.eot);
+  if (!model.eos_token.empty() || ids.pad != legacy_pad) model.pad_token = content_of(ids.pad);
+  try {
+    return std::make_unique<BpeTokenizer>(std::move(model));
+  } catch (const util::DataError& e) {
+    throw util::DataError("tokenizer " + name + ": " + e.what(), e.hint());
+  }
 }
 
 }  // namespace
 
-std::unique_ptr<BpeTokenizer> parse_tokenizer_json(const std::string& text, const std::string& name) {
-  Json doc;
+std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& text, const std::string& name,
+                                                const SpecialTokenChoice& choice) {
+  InJson doc;
   try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+    doc = InJson::parse(text);
+  } catch (const InJson::parse_error& e) {
     throw util::DataError("tokenizer " + name + ": malformed JSON at byte " + std::to_string(e.byte),
                           "the file is damaged or not a tokenizer.json");
+  } catch (const InJson::exception&) {
+    throw util::DataError("tokenizer " + name + ": malformed JSON", "the file is damaged or not a tokenizer.json");
+  }
+  if (!doc.is_object() || !doc.contains("model")) {
+    throw util::DataError("tokenizer " + name + " has no \"model\"", "is it a Hugging Face tokenizer.json?");
   }
   try {
-    if (!doc.is_object() || !doc.contains("model")) {
-      throw util::DataError("tokenizer " + name + " has no \"model\"", "is it a Hugging Face tokenizer.json?");
-    }
-    if (!is_null_or_false(doc, "normalizer")) unsupported(name, "normalizer", doc["normalizer"].dump());
-    BpeModel model;
-    read_pre_tokenizer(doc["pre_tokenizer"], model, name);
-    const Json& m = doc["model"];
-    if (m.value("type", "BPE") != "BPE") unsupported(name, "model.type", m.value("type", ""));
-    for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {
-      if (!is_null_or_false(m, key)) unsupported(name, std::string("model.") + key, m[key].dump());
-    }
-    if (m.value("byte_fallback", false)) unsupported(name, "model.byte_fallback", "true");
-    model.ignore_merges = m.value("ignore_merges", false);
-    if (!m.at("vocab").is_object()) {
-      throw util::DataError("tokenizer " + name + ": model.vocab is not an object of token -> id",
-                            "is it a Hugging Face tokenizer.json for a BPE model?");
-    }
-    std::unordered_map<std::string, int32_t> by_text;
-    for (const auto& [token, id_json] : m.at("vocab").items()) {
-      const auto id = id_json.get<int32_t>();
-      if (id < 0) throw util::DataError("tokenizer " + name + ": token '" + token + "' has a negative id");
-      if (static_cast<size_t>(id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(id) + 1);
-      // A vocabulary entry outside the byte alphabet (a special token listed in the vocab) keeps its text.
-      model.vocab[static_cast<size_t>(id)] = unicode::byte_level_decode(token).value_or(token);
-      by_text[token] = id;
-    }
-    for (const auto& added : doc.value("added_tokens", Json::array())) {
-      const auto id = added.at("id").get<int32_t>();
-      const auto content = added.at("content").get<std::string>();
-      if (id < 0) throw util::DataError("tokenizer " + name + ": added token '" + content + "' has a negative id");
-      if (static_cast<size_t>(id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(id) + 1);
-      model.specials.emplace_back(id, content);
-    }
-    size_t rank = 0;
-    for (const auto& merge : m.at("merges")) {
-      std::string left;
-      std::string right;
-      if (merge.is_string()) {  // the older "a b" form
-        const auto s = merge.get<std::string>();
-        const size_t space = s.find(' ');
-        if (space == std::string::npos) throw util::DataError("tokenizer " + name + ": merge '" + s + "' has no space");
-        left = s.substr(0, space);
-        right = s.substr(space + 1);
-      } else {
-        left = merge.at(0).get<std::string>();
-        right = merge.at(1).get<std::string>();
-      }
-      auto a = by_text.find(left);
-      auto b = by_text.find(right);
-      if (a == by_text.end() || b == by_text.end()) {
-        throw util::DataError("tokenizer " + name + ": merge " + std::to_string(rank) + " (" + left + " " + right +
-                              ") names a token missing from the vocabulary");
-      }
-      model.merges.emplace_back(a->second, b->second);
-      ++rank;
-    }
-    try {
-      return std::make_unique<BpeTokenizer>(std::move(model));
-    } catch (const util::DataError& e) {
-      throw util::DataError("tokenizer " + name + ": " + e.what(), e.hint());
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw util::DataError("tokenizer " + name + ": unexpected structure (" + std::string(e.what()) + ")",
-                          "is it a Hugging Face tokenizer.json for a BPE model?");
+    if (is_plain_byte_level(doc)) return parse_byte_level(doc, name, choice);
+    return std::make_unique<HfTokenizer>(doc, text, name, choice);
+  } catch (const InJson::exception&) {
+    // Every access checks its types; this is a last line of defence, with no library text.
+    throw util::DataError("tokenizer " + name + ": unexpected structure",
+                          "is it a Hugging Face tokenizer.json written by the tokenizers library?");
   }
 }
 
-std::unique_ptr<BpeTokenizer> load_tokenizer_json(const std::filesystem::path& path) {
-  return parse_tokenizer_json(util::read_file<util::DataError>(path, "tokenizer", size_t{1} << 30), path.string());
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& path, SpecialTokenChoice choice) {
+  const std::string text = util::read_file<util::DataError>(path, "tokenizer", size_t{1} << 30);
+  read_tokenizer_config(path.parent_path() / "tokenizer_config.json", choice);
+  return parse_tokenizer_json(text, path.string(), choice);
 }
 
 }  // namespace hftrain::data

@@ -87,6 +87,48 @@ bool is_whitespace(uint32_t cp) {
          cp == 0x3000;
 }
 
+#define HFTRAIN_RANGE_CLASS(fn, table) \
+  bool fn(uint32_t cp) { return in_ranges(unicode_tables::table, unicode_tables::table##Size, cp); }
+HFTRAIN_RANGE_CLASS(is_combining_mark, kCombiningMarks)
+HFTRAIN_RANGE_CLASS(is_nonspacing_mark, kNonspacingMarks)
+HFTRAIN_RANGE_CLASS(is_bert_control, kBertControl)
+HFTRAIN_RANGE_CLASS(is_chinese, kChinese)
+HFTRAIN_RANGE_CLASS(is_punctuation, kPunctuation)
+HFTRAIN_RANGE_CLASS(is_numeric, kNumeric)
+HFTRAIN_RANGE_CLASS(is_word, kWord)
+#undef HFTRAIN_RANGE_CLASS
+
+std::u32string to_code_points(std::string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    size_t len = 0;
+    const uint32_t cp = decode(text, i, len);
+    // decode() passes a stray byte through as its own value; here it is an error character, as
+    // are overlong forms, surrogates and values past U+10FFFF (one byte at a time).
+    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    const bool bad = (len == 1 && static_cast<unsigned char>(text[i]) >= 0x80) || cp < kMinimum[len] ||
+                     (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF;
+    out.push_back(bad ? 0xFFFD : cp);
+    i += bad ? 1 : len;
+  }
+  return out;
+}
+
+std::string to_utf8(std::u32string_view cps) {
+  std::string out;
+  out.reserve(cps.size());
+  for (char32_t cp : cps) append_utf8(out, cp);
+  return out;
+}
+
+std::string valid_utf8(std::string_view text) {
+  bool ascii = true;
+  for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(text);
+  return to_utf8(to_code_points(text));
+}
+
 uint32_t byte_to_char(uint8_t b) { return byte_map().to_char[b]; }
 
 std::optional<std::string> byte_level_decode(std::string_view text) {

@@ -112,7 +112,7 @@ TEST_CASE("tokenizer.json: save and load give the same ids", "[data][bpe]") {
   auto loaded = data::load_tokenizer_json(path);
   CHECK(loaded->fingerprint() == tok.fingerprint());
   for (const auto& text : test::kMultilingual) CHECK(loaded->encode(text) == tok.encode(text));
-  auto via_factory = data::make_tokenizer({data::TokenizerKind::kBpe, path.string()});
+  auto via_factory = data::make_tokenizer({data::TokenizerKind::kBpe, path.string(), "", ""});
   CHECK(via_factory->vocab_size() == tok.vocab_size());
 }
 
@@ -136,11 +136,11 @@ TEST_CASE("tokenizer.json: damaged or unsupported files are DataErrors naming th
   test::TempDir dir;
   auto bad = dir.write("bad.json", "{\"model\": ");
   CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(bad); }), Catch::Contains("bad.json: malformed JSON"));
-  auto wordpiece = dir.write("wp.json",
-                             R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "WordPiece", "vocab": {}}})");
-  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(wordpiece); }), Catch::Contains("model.type"));
-  auto normalized = dir.write("n.json", R"({"normalizer": {"type": "NFC"}, "model": {"type": "BPE"}})");
-  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(normalized); }), Catch::Contains("normalizer"));
+  auto unigram = dir.write("u.json",
+                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "Unigram", "vocab": []}})");
+  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(unigram); }), Catch::Contains("model.type is 'Unigram'"));
+  auto normalized = dir.write("n.json", R"({"normalizer": {"type": "Precompiled"}, "model": {"type": "BPE"}})");
+  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(normalized); }), Catch::Contains("normalizer.type"));
   auto no_eot = dir.write("e.json",
                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [],
                               "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})");

@@ -35,6 +35,6 @@ TEST_CASE("byte tokenizer: special-token text is plain text unless allowed", "[d
 TEST_CASE("make_tokenizer builds the byte tokenizer and asks for a path for BPE", "[data][tokenizer]") {
   auto tok = data::make_tokenizer({});
   CHECK(tok->vocab_size() == 258);
-  CHECK_THROWS_AS(data::make_tokenizer({data::TokenizerKind::kBpe, ""}), util::ConfigError);
-  CHECK_THROWS_AS(data::make_tokenizer({data::TokenizerKind::kBpe, "/nonexistent/tokenizer.json"}), util::DataError);
+  CHECK_THROWS_AS(data::make_tokenizer({data::TokenizerKind::kBpe, "", "", ""}), util::ConfigError);
+  CHECK_THROWS_AS(data::make_tokenizer({data::TokenizerKind::kBpe, "/nonexistent/tokenizer.json", "", ""}), util::DataError);
 }

@@ -1,17 +1,63 @@
-// A small driver for tests/conformance/data_tokenizers_roundtrip.py, which compares hftrain's
-// tokenizers with the Python `tokenizers` library:
+// A small driver for the conformance tests that compare hftrain's tokenizers with the Python
+// `tokenizers` library (tests/conformance/data_tokenizers_roundtrip.py, data_hf_tokenizers.py):
 //   hftrain_tokenizer_tool train <corpus.txt> <vocab_size> <out/tokenizer.json>
-//   hftrain_tokenizer_tool encode <tokenizer.json> <texts.json>   (prints [[ids...], ...] as JSON)
-//   hftrain_tokenizer_tool copy <tokenizer.json> <out.json>       (loads, then saves hftrain's copy)
+//   hftrain_tokenizer_tool encode <tokenizer.json> <texts.json>   (prints [[ids...], ...] as JSON;
+//                                                                  fails unless decode(encode(x))
+//                                                                  == x)
+//   hftrain_tokenizer_tool copy <tokenizer.json> <out.json>       (loads, then saves hftrain's
+//   copy) hftrain_tokenizer_tool inspect <tokenizer.json> <texts.json>  (prints, per text,
+//   everything the
+//       tokenizer makes of it: ids with and without special-token handling and post-processing,
+//       decodings, and for HfTokenizer the normalized text and the pre-tokenized pieces)
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "data/bpe_trainer.h"
+#include "data/hf_tokenizer.h"
 #include "data/tokenizer_json.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 using namespace hftrain;
+
+namespace {
+
+// JSON strings must be valid UTF-8; decoded text that is not (a cut character) is shown lossily.
+std::string printable(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int inspect(const std::string& tokenizer_path, const std::string& texts_path) {
+  auto tok = data::load_tokenizer_json(tokenizer_path);
+  const auto* hf = dynamic_cast<const data::HfTokenizer*>(tok.get());
+  auto texts = nlohmann::json::parse(util::read_file<util::DataError>(texts_path, "texts"));
+  std::cout << "{\"class\": \"" << (hf ? "hf" : "bpe") << "\", \"eot\": " << tok->eot_id()
+            << ", \"pad\": " << tok->pad_id() << ", \"vocab_size\": " << tok->vocab_size()
+            << ", \"texts\": [\n";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto text = texts[i].get<std::string>();
+    const auto ids = tok->encode(text, /*allow_special=*/true);
+    const auto plain = tok->encode(text, /*allow_special=*/false);
+    const auto with_special = tok->encode_with_special_tokens(text);
+    std::cout << (i ? ",\n" : "") << "{\"ids\": " << nlohmann::json(ids).dump()
+              << ", \"plain\": " << nlohmann::json(plain).dump()
+              << ", \"with_special\": " << nlohmann::json(with_special).dump()
+              << ", \"decoded\": " << printable(tok->decode(ids))
+              << ", \"decoded_plain\": " << printable(tok->decode(plain))
+              << ", \"decoded_skip\": " << printable(tok->decode_without_special(with_special));
+    if (hf) {
+      std::cout << ", \"normalized\": " << printable(hf->normalized(text))
+                << ", \"pre_tokenized\": "
+                << nlohmann::json(hf->pre_tokenized(hf->normalized(text)))
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    std::cout << "}";
+  }
+  std::cout << "\n]}\n";
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -41,7 +87,11 @@ int main(int argc, char** argv) {
       data::save_tokenizer_json(*data::load_tokenizer_json(args[1]), args[2]);
       return 0;
     }
-    std::cerr << "usage: hftrain_tokenizer_tool train <corpus> <vocab_size> <out.json> | encode <tokenizer.json> <texts.json> | copy <in.json> <out.json>\n";
+    if (args.size() == 3 && args[0] == "inspect") return inspect(args[1], args[2]);
+    std::cerr
+        << "usage: hftrain_tokenizer_tool train <corpus> <vocab_size> <out.json> | encode "
+           "<tokenizer.json> "
+           "<texts.json> | copy <in.json> <out.json> | inspect <tokenizer.json> <texts.json>\n";
     return 2;
   } catch (const util::Error& e) {
     std::cerr << e.describe() << "\n";

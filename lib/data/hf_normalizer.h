@@ -1,0 +1,25 @@
+// The normalizers of Hugging Face tokenizer.json files: NFD, NFKD, NFC, NFKC, Lowercase,
+// StripAccents, Strip, Replace, Prepend, Nmt, ByteLevel, BertNormalizer and Sequence, applied to
+// a text as the `tokenizers` library applies them (hftrain needs no alignments, so they work on
+// plain strings).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "data/hf_json.h"
+
+namespace hftrain::data::hf {
+
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  // `text` is valid UTF-8 and stays so.
+  virtual void normalize(std::string& text) const = 0;
+};
+
+// The normalizer a tokenizer.json "normalizer" value describes; nullptr for null. Throws
+// DataError naming the JSON path for an unknown or unsupported type (Precompiled) or option.
+std::unique_ptr<Normalizer> parse_normalizer(const Json& json, const Where& where);
+
+}  // namespace hftrain::data::hf

@@ -1,0 +1,182 @@
+#include "data/hf_post_processor.h"
+
+#include <map>
+#include <string>
+
+#include "data/hf_model.h"
+
+namespace hftrain::data::hf {
+namespace {
+
+// A template: special tokens (their ids) and the places of sequence A and B.
+struct Item {
+  int sequence = -1;  // 0: A, 1: B, -1: special tokens
+  std::vector<int32_t> ids;
+};
+
+std::vector<int32_t> expand(const std::vector<Item>& items, const std::vector<int32_t>& a,
+                            const std::vector<int32_t>* b) {
+  std::vector<int32_t> out;
+  for (const Item& it : items) {
+    if (it.sequence == 0) {
+      out.insert(out.end(), a.begin(), a.end());
+    } else if (it.sequence == 1) {
+      if (b) out.insert(out.end(), b->begin(), b->end());
+    } else {
+      out.insert(out.end(), it.ids.begin(), it.ids.end());
+    }
+  }
+  return out;
+}
+
+class Template : public PostProcessor {
+ public:
+  Template(std::vector<Item> single, std::vector<Item> pair)
+      : single_(std::move(single)), pair_(std::move(pair)) {}
+  std::vector<int32_t> process(const std::vector<int32_t>& a,
+                               const std::vector<int32_t>* b) const override {
+    return b ? expand(pair_, a, b) : expand(single_, a, nullptr);
+  }
+  std::vector<int32_t> single_prefix() const override {
+    std::vector<int32_t> out;
+    for (const Item& it : single_) {
+      if (it.sequence >= 0) break;
+      out.insert(out.end(), it.ids.begin(), it.ids.end());
+    }
+    return out;
+  }
+  std::vector<int32_t> single_suffix() const override {
+    std::vector<int32_t> out;
+    for (auto it = single_.rbegin(); it != single_.rend() && it->sequence < 0; ++it) {
+      out.insert(out.begin(), it->ids.begin(), it->ids.end());
+    }
+    return out;
+  }
+
+ private:
+  std::vector<Item> single_, pair_;
+};
+
+class Sequence : public PostProcessor {
+ public:
+  explicit Sequence(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
+  std::vector<int32_t> process(const std::vector<int32_t>& a,
+                               const std::vector<int32_t>* b) const override {
+    // Only the first processor sees a pair; the rest see its output as one sequence.
+    std::vector<int32_t> out = a;
+    bool first = true;
+    for (const auto& p : parts_) {
+      out = p->process(out, first ? b : nullptr);
+      first = false;
+    }
+    return out;
+  }
+  std::vector<int32_t> single_prefix() const override {
+    std::vector<int32_t> out;
+    for (const auto& p : parts_) {
+      auto pre = p->single_prefix();
+      out.insert(out.begin(), pre.begin(), pre.end());
+    }
+    return out;
+  }
+  std::vector<int32_t> single_suffix() const override {
+    std::vector<int32_t> out;
+    for (const auto& p : parts_) {
+      auto suf = p->single_suffix();
+      out.insert(out.end(), suf.begin(), suf.end());
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<PostProcessor>> parts_;
+};
+
+// ["[SEP]", 102]
+int32_t token_pair_id(const Json& obj, const char* key, const Where& where) {
+  const Json& v = get_array(obj, key, where);
+  if (v.size() != 2) fail(where / key, "is not [token, id]");
+  as_string(v[0], (where / key)[0]);
+  return static_cast<int32_t>(as_int(v[1], (where / key)[1], 0, kMaxTokenId));
+}
+
+std::vector<Item> parse_template(const Json& obj, const char* key,
+                                 const std::map<std::string, std::vector<int32_t>>& specials,
+                                 const Where& where) {
+  std::vector<Item> out;
+  const Json* list = member(obj, key, where);
+  if (!list) return out;
+  if (!list->is_array())
+    fail(where / key, "is not a list of {\"Sequence\": ...} and {\"SpecialToken\": ...}");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Where at = (where / key)[i];
+    const Json& piece = (*list)[i];
+    if (const Json* seq = member(piece, "Sequence", at)) {
+      const std::string id = get_string(*seq, "id", at / "Sequence");
+      if (id != "A" && id != "B") fail(at / "Sequence" / "id", "is " + shown(id) + ", not A or B");
+      out.push_back(Item{id == "A" ? 0 : 1, {}});
+    } else if (const Json* sp = member(piece, "SpecialToken", at)) {
+      const std::string id = get_string(*sp, "id", at / "SpecialToken");
+      auto it = specials.find(id);
+      if (it == specials.end())
+        fail(at / "SpecialToken" / "id", "names " + shown(id) + ", missing from special_tokens");
+      out.push_back(Item{-1, it->second});
+    } else {
+      fail(at, "is neither {\"Sequence\": ...} nor {\"SpecialToken\": ...}");
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<PostProcessor> parse_template_processing(const Json& json, const Where& where) {
+  std::map<std::string, std::vector<int32_t>> specials;
+  if (const Json* map = member(json, "special_tokens", where)) {
+    if (!map->is_object()) fail(where / "special_tokens", "is not an object");
+    for (const auto& [name, value] : map->items()) {
+      const Where at = where / "special_tokens" / shown(name);
+      const Json& ids = get_array(value, "ids", at);
+      std::vector<int32_t> list;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        list.push_back(static_cast<int32_t>(as_int(ids[i], (at / "ids")[i], 0, kMaxTokenId)));
+      }
+      specials[name] = std::move(list);
+    }
+  }
+  return std::make_unique<Template>(parse_template(json, "single", specials, where),
+                                    parse_template(json, "pair", specials, where));
+}
+
+}  // namespace
+
+std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where) {
+  if (json.is_null()) return nullptr;
+  const std::string type = type_of(json, where);
+  if (type == "TemplateProcessing") return parse_template_processing(json, where);
+  if (type == "BertProcessing" || type == "RobertaProcessing") {
+    const int32_t cls = token_pair_id(json, "cls", where);
+    const int32_t sep = token_pair_id(json, "sep", where);
+    std::vector<Item> single{{-1, {cls}}, {0, {}}, {-1, {sep}}};
+    std::vector<Item> pair{{-1, {cls}}, {0, {}}, {-1, {sep}}};
+    if (type == "RobertaProcessing") pair.push_back({-1, {sep}});
+    pair.push_back({1, {}});
+    pair.push_back({-1, {sep}});
+    return std::make_unique<Template>(std::move(single), std::move(pair));
+  }
+  if (type == "ByteLevel")
+    return std::make_unique<Template>(std::vector<Item>{{0, {}}},
+                                      std::vector<Item>{{0, {}}, {1, {}}});
+  if (type == "Sequence") {
+    const Json& list = get_array(json, "processors", where);
+    std::vector<std::unique_ptr<PostProcessor>> parts;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (auto p = parse_post_processor(list[i], (where / "processors")[i]))
+        parts.push_back(std::move(p));
+    }
+    return std::make_unique<Sequence>(std::move(parts));
+  }
+  unsupported(where / "type", type,
+              "the post-processors TemplateProcessing, BertProcessing, RobertaProcessing, "
+              "ByteLevel and Sequence");
+}
+
+}  // namespace hftrain::data::hf

@@ -1,0 +1,73 @@
+// A Hugging Face tokenizer.json of any supported kind, run as the `tokenizers` library runs it:
+// added tokens cut out, then per segment normalizer -> pre-tokenizer -> model, and on request the
+// post-processor; decoding maps ids to tokens and runs the decoder. The byte-level BPE files
+// hftrain writes (and GPT-2 / Llama-3 style files) load as the faster BpeTokenizer instead
+// (tokenizer_json.h decides); this class takes everything else: SentencePiece-style BPE with
+// byte fallback (Llama-2, Mistral), WordPiece (BERT), WordLevel, normalizers and so on.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/hf_added_tokens.h"
+#include "data/hf_decoder.h"
+#include "data/hf_json.h"
+#include "data/hf_model.h"
+#include "data/hf_normalizer.h"
+#include "data/hf_post_processor.h"
+#include "data/hf_pre_tokenizer.h"
+#include "data/tokenizer.h"
+#include "data/tokenizer_specials.h"
+
+namespace hftrain::data {
+
+class HfTokenizer : public Tokenizer {
+ public:
+  // `doc` is the parsed file, `text` its bytes (kept to be written out again), `name` its path
+  // for messages. Throws DataError naming the JSON path of anything unsupported or malformed.
+  HfTokenizer(const hf::Json& doc, std::string text, const std::string& name,
+              const SpecialTokenChoice& choice);
+
+  // As `tokenizers`' encode(text, add_special_tokens=False); without allow_special, special
+  // tokens' text is encoded as text (encode_special_tokens=True). Text that is not valid UTF-8 has
+  // its bad bytes replaced by U+FFFD first.
+  std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const override;
+  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const override;
+  std::string decode(std::span<const int32_t> ids) const override { return decode(ids, false); }
+  std::string decode_without_special(std::span<const int32_t> ids) const override {
+    return decode(ids, true);
+  }
+  int32_t vocab_size() const override { return vocab_size_; }
+  int32_t eot_id() const override { return ids_.eot; }
+  int32_t pad_id() const override { return ids_.pad; }
+  std::optional<int32_t> special_id(std::string_view content) const override;
+  std::string fingerprint() const override { return fingerprint_; }
+
+  // The stages on their own, for tests and diagnosis: the normalized text (no added tokens cut
+  // out), and the pieces the pre-tokenizer cuts it into.
+  std::string normalized(std::string_view text) const;
+  std::vector<std::string> pre_tokenized(std::string_view text) const;
+
+  // The tokenizer.json text this tokenizer was loaded from.
+  const std::string& json_text() const { return text_; }
+  // The model's kind ("BPE", "WordPiece", "WordLevel").
+  std::string model_kind() const { return model_->kind(); }
+
+ private:
+  std::string decode(std::span<const int32_t> ids, bool skip_special) const;
+
+  std::string text_;
+  std::unique_ptr<hf::Normalizer> normalizer_;
+  std::unique_ptr<hf::PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<hf::Model> model_;
+  std::unique_ptr<hf::PostProcessor> post_processor_;
+  std::unique_ptr<hf::Decoder> decoder_;
+  std::unique_ptr<hf::AddedVocabulary> added_;
+  int32_t vocab_size_ = 0;
+  SpecialIds ids_;
+  std::string fingerprint_;
+};
+
+}  // namespace hftrain::data

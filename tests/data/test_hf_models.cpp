@@ -1,0 +1,209 @@
+// The tokenizer.json models on their own (BPE with byte fallback, unk, subword affixes and
+// ignore_merges; WordPiece; WordLevel) and the added-token vocabulary (lstrip, rstrip,
+// single_word, normalized, special). Expected ids come from the `tokenizers` library.
+#include <catch2/catch.hpp>
+
+#include "data/bpe_trainer.h"
+#include "data/hf_added_tokens.h"
+#include "data/hf_model.h"
+#include "data/hf_tokenizer.h"
+#include "data/tokenizer_json.h"
+#include "helpers.h"
+
+using namespace hftrain;
+using namespace hftrain::data;
+using Ids = std::vector<int32_t>;
+
+namespace {
+
+const std::string kName = "m.json";
+
+std::unique_ptr<hf::Model> model(const std::string& json) {
+  return hf::parse_model(hf::Json::parse(json), hf::Where{&kName, "model"});
+}
+
+Ids tokenize(const hf::Model& m, const std::string& piece) {
+  Ids out;
+  m.tokenize(piece, out);
+  return out;
+}
+
+const std::string kFallbackVocab =
+    R"("vocab": {"<unk>": 0, "a": 1, "b": 2, "ab": 3, "<0xC3>": 4, "<0xA9>": 5, "c": 6},
+                                      "merges": [["a", "b"]])";
+
+}  // namespace
+
+TEST_CASE("BPE: byte fallback, then a fused unk for characters without byte tokens", "[data][hf]") {
+  auto m =
+      model(R"({"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true, )" +
+            kFallbackVocab + "}");
+  CHECK(tokenize(*m, "abé c") == Ids{3, 4, 5, 0, 6});  // no <0x20>: the space is unknown
+  CHECK(tokenize(*m, "abécxyzb") == Ids{3, 4, 5, 6, 0, 2});
+}
+
+TEST_CASE("BPE: unknown characters, fused or one unk each, or dropped without an unk token",
+          "[data][hf]") {
+  auto fused =
+      model(R"({"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, )" + kFallbackVocab + "}");
+  CHECK(tokenize(*fused, "abéxyb") == Ids{3, 0, 2});
+  auto separate =
+      model(R"({"type": "BPE", "unk_token": "<unk>", "fuse_unk": false, )" + kFallbackVocab + "}");
+  CHECK(tokenize(*separate, "abéxyb") == Ids{3, 0, 0, 0, 2});
+  auto none = model(R"({"type": "BPE", )" + kFallbackVocab + "}");
+  CHECK(tokenize(*none, "abéxyb") == Ids{3, 2});
+}
+
+TEST_CASE("BPE: continuing-subword prefix, end-of-word suffix, ignore_merges", "[data][hf]") {
+  auto prefixed = model(R"({"type": "BPE", "unk_token": "<unk>", "continuing_subword_prefix": "##",
+      "vocab": {"<unk>": 0, "a": 1, "##b": 2, "##c": 3, "##bc": 4}, "merges": [["##b", "##c"]]})");
+  CHECK(tokenize(*prefixed, "abc") == Ids{1, 4});
+  auto suffixed = model(R"({"type": "BPE", "unk_token": "<unk>", "end_of_word_suffix": "</w>",
+      "vocab": {"<unk>": 0, "a": 1, "b": 2, "c</w>": 3, "ab": 4, "abc</w>": 5, "b</w>": 6},
+      "merges": [["a", "b"], ["ab", "c</w>"]]})");
+  CHECK(tokenize(*suffixed, "abc") == Ids{5});
+  CHECK(tokenize(*suffixed, "ab") == Ids{1, 6});
+  const std::string vocab =
+      R"("vocab": {"a": 0, "b": 1, "c": 2, "abc": 3, "ab": 4}, "merges": ["a b"])";
+  CHECK(tokenize(*model(R"({"type": "BPE", "ignore_merges": true, )" + vocab + "}"), "abc") ==
+        Ids{3});
+  CHECK(tokenize(*model(R"({"type": "BPE", "ignore_merges": true, )" + vocab + "}"), "abcab") ==
+        Ids{4, 2, 4});
+  CHECK(tokenize(*model(R"({"type": "BPE", "ignore_merges": false, )" + vocab + "}"), "abc") ==
+        Ids{4, 2});
+}
+
+TEST_CASE("BPE: the general model gives the fast byte-level BPE's ids", "[data][hf]") {
+  data::BpeTrainer trainer({.vocab_size = 600, .min_frequency = 2});
+  for (int i = 0; i < 3; ++i) {
+    for (const auto& text : test::kMultilingual) trainer.add_text(text);
+  }
+  const auto fast = trainer.train();
+  // An empty normalizer sequence changes nothing but sends the file down the general pipeline.
+  auto doc = hf::Json::parse(data::tokenizer_json_text(fast));
+  doc["normalizer"] = hf::Json{{"type", "Sequence"}, {"normalizers", hf::Json::array()}};
+  auto general = data::parse_tokenizer_json(doc.dump(), "general.json");
+  REQUIRE(dynamic_cast<const data::HfTokenizer*>(general.get()));
+  for (const auto& text : test::kMultilingual) {
+    INFO(text);
+    CHECK(general->encode(text, true) == fast.encode(text, true));
+    CHECK(general->encode(text, false) == fast.encode(text, false));
+    CHECK(general->decode(fast.encode(text)) == text);
+  }
+  CHECK(general->eot_id() == fast.eot_id());
+  CHECK(general->pad_id() == fast.pad_id());
+}
+
+TEST_CASE("BPE: inconsistent files are DataErrors naming the merge or key", "[data][hf]") {
+  auto error = [](const std::string& json) { return test::data_error([&] { model(json); }); };
+  CHECK_THAT(
+      error(R"({"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [["a", "b"]]})"),
+      Catch::Contains("model.merges[0] merges 'a' and 'b', but the result is not in model.vocab"));
+  CHECK_THAT(error(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a b c"]})"),
+             Catch::Contains("model.merges[0]"));
+  CHECK_THAT(error(R"({"type": "BPE", "unk_token": "<unk>", "vocab": {"a": 0}, "merges": []})"),
+             Catch::Contains("model.unk_token names '<unk>', which is not in model.vocab"));
+  CHECK_THAT(error(R"({"type": "BPE", "dropout": 0.1, "vocab": {"a": 0}, "merges": []})"),
+             Catch::Contains("model.dropout"));
+  CHECK_THAT(error(R"({"type": "BPE", "vocab": {"a": -1}, "merges": []})"),
+             Catch::Contains("model.vocab.'a' is -1"));
+  CHECK_THAT(error(R"({"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []})"),
+             Catch::Contains("gives id 0 to both"));
+  CHECK_THAT(error(R"({"type": "BPE", "vocab": {"a": 99999999999}, "merges": []})"),
+             Catch::Contains("above"));
+  CHECK_THAT(error(R"({"type": "Unigram", "vocab": [["a", 0.0]]})"),
+             Catch::Contains("model.type is 'Unigram'"));
+}
+
+TEST_CASE("WordPiece: longest prefix first, ## continuations, unk for what cannot be covered",
+          "[data][hf]") {
+  auto m = model(R"({"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+      "max_input_chars_per_word": 8,
+      "vocab": {"[UNK]": 0, "un": 1, "##aff": 2, "##able": 3, "aff": 4, "##a": 5, "u": 6, "##n": 7}})");
+  CHECK(tokenize(*m, "unaffable") == Ids{0});  // 9 characters: longer than max_input_chars_per_word
+  CHECK(tokenize(*m, "unaff") == Ids{1, 2});
+  CHECK(tokenize(*m, "unx") == Ids{0});
+  CHECK_THAT(test::data_error([] { model(R"({"type": "WordPiece", "vocab": {"a": 0}})"); }),
+             Catch::Contains("model.unk_token names '[UNK]', which is not in model.vocab"));
+}
+
+TEST_CASE("WordLevel: whole pieces or unk", "[data][hf]") {
+  auto m = model(
+      R"({"type": "WordLevel", "unk_token": "<unk>", "vocab": {"<unk>": 0, "hello": 1, "world": 2}})");
+  CHECK(tokenize(*m, "hello") == Ids{1});
+  CHECK(tokenize(*m, "there") == Ids{0});
+}
+
+namespace {
+
+hf::AddedToken token(int32_t id, std::string content, bool special, bool normalized,
+                     bool lstrip = false, bool rstrip = false, bool single_word = false) {
+  hf::AddedToken t;
+  t.id = id;
+  t.content = std::move(content);
+  t.special = special;
+  t.normalized = normalized;
+  t.lstrip = lstrip;
+  t.rstrip = rstrip;
+  t.single_word = single_word;
+  return t;
+}
+
+hf::AddedVocabulary added(const std::vector<hf::AddedToken>& tokens,
+                          const hf::Normalizer* n = nullptr) {
+  static const hf::Vocab kVocab = [] {
+    hf::Vocab v;
+    v.ids = {{"x", 0}, {"[CLS]", 1}};
+    v.tokens = {"x", "[CLS]"};
+    v.present = {true, true};
+    return v;
+  }();
+  return hf::AddedVocabulary(tokens, kVocab, n);
+}
+
+std::vector<std::pair<std::string, int32_t>> segments(const hf::AddedVocabulary& v,
+                                                      const std::string& text,
+                                                      bool normalized_set = false,
+                                                      bool allow_special = true) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  for (const auto& s : v.split(text, normalized_set, allow_special))
+    out.emplace_back(text.substr(s.begin, s.end - s.begin), s.id);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("added tokens: ids as tokenizers assigns them, leftmost-longest matches", "[data][hf]") {
+  const auto cls = token(7, "[CLS]", true, false);
+  const auto a = token(2, "<a>", true, false);
+  const auto ab = token(3, "<a>b", false, false);
+  auto v = added({cls, a, ab});
+  CHECK(v.id_of("[CLS]") == 1);  // the model's id wins over the file's
+  CHECK(v.id_of("<a>") == 2);
+  CHECK(v.id_of("<a>b") == 3);
+  using Segs = std::vector<std::pair<std::string, int32_t>>;
+  CHECK(segments(v, "x<a>b<a>[CLS]") == Segs{{"x", -1}, {"<a>b", 3}, {"<a>", 2}, {"[CLS]", 1}});
+  // Without special tokens their text is text; the ordinary added token is still found.
+  CHECK(segments(v, "x<a>b<a>", false, false) == Segs{{"x", -1}, {"<a>b", 3}, {"<a>", -1}});
+}
+
+TEST_CASE("added tokens: lstrip, rstrip, single_word", "[data][hf]") {
+  using Segs = std::vector<std::pair<std::string, int32_t>>;
+  const auto mask = token(5, "<mask>", true, false, /*lstrip=*/true);
+  CHECK(segments(added({mask}), "A  <mask> b") == Segs{{"A", -1}, {"  <mask>", 2}, {" b", -1}});
+  const auto r = token(5, "ab", false, false, false, /*rstrip=*/true);
+  CHECK(segments(added({r}), "xab  cd") == Segs{{"x", -1}, {"ab  ", 2}, {"cd", -1}});
+  const auto word = token(5, "yy", false, false, /*lstrip=*/true, false, /*single_word=*/true);
+  CHECK(segments(added({word}), "x  yy z yyx  yy") ==
+        Segs{{"x", -1}, {"  yy", 2}, {" z yyx", -1}, {"  yy", 2}});
+}
+
+TEST_CASE("added tokens: normalized ones are matched after normalization", "[data][hf]") {
+  auto lower = hf::parse_normalizer(hf::Json::parse(R"({"type": "Lowercase"})"),
+                                    hf::Where{&kName, "normalizer"});
+  const auto hello = token(5, "Hello", false, /*normalized=*/true);
+  auto v = added({hello}, lower.get());
+  using Segs = std::vector<std::pair<std::string, int32_t>>;
+  CHECK(segments(v, "say hello", true) == Segs{{"say ", -1}, {"hello", 2}});
+  CHECK(segments(v, "say hello", false) == Segs{{"say hello", -1}});  // not in the raw set
+}
