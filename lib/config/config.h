@@ -78,6 +78,8 @@ struct ModelConfig {
 struct TokenizerConfig {
   TokenizerType type = TokenizerType::kByte;
   std::optional<std::string> path;
+  std::optional<std::string> eos_token;  // unset: the tokenizer's own (tokenizer_config.json, post-processor, name)
+  std::optional<std::string> pad_token;
 };
 
 struct DataConfig {

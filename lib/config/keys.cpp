@@ -90,6 +90,12 @@ Schema build() {
       .doc("byte: 256 byte tokens plus specials; bpe: hftrain's own byte-level BPE; hf: a tokenizer.json.");
   s.add("tokenizer.path", Type::kString, HFTRAIN_FIELD(tokenizer.path))
       .nullable().doc("tokenizer.json to load (bpe, hf).");
+  s.add("tokenizer.eos_token", Type::kString, HFTRAIN_FIELD(tokenizer.eos_token))
+      .nullable()
+      .doc("The token that ends every document (e.g. <|im_end|>); unset: the tokenizer's own, from "
+           "tokenizer_config.json next to the file, its post-processor, or a well-known name.");
+  s.add("tokenizer.pad_token", Type::kString, HFTRAIN_FIELD(tokenizer.pad_token))
+      .nullable().doc("The padding token; unset: the tokenizer's own, else the end-of-text token.");
 
   s.section("data", "Training and validation data.", ResumeChange::kDataOrder);
   s.add("data.train", Type::kStringList, HFTRAIN_FIELD(data.train))

@@ -53,10 +53,9 @@ std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
       throw util::UsageError("save_model_dir: tokenizer kind is byte but the tokenizer is not");
     return byte_tokenizer_text(byte ? byte->specials() : data::ByteTokenizer().specials());
   }
-  const auto* bpe = dynamic_cast<const data::BpeTokenizer*>(tokenizer);
-  if (!bpe)
-    throw util::UsageError("save_model_dir: tokenizer kind is bpe but no BPE tokenizer was given");
-  return data::tokenizer_json_text(*bpe);
+  if (!tokenizer || dynamic_cast<const data::ByteTokenizer*>(tokenizer))
+    throw util::UsageError("save_model_dir: tokenizer kind is bpe but no tokenizer.json tokenizer was given");
+  return data::tokenizer_json_text(*tokenizer);  // BpeTokenizer as hftrain writes it, HfTokenizer as loaded
 }
 
 std::string shape_string(const torch::Tensor& t) {

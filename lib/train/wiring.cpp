@@ -10,6 +10,8 @@ data::TokenizerOptions tokenizer_options(const config::Config& c) {
   data::TokenizerOptions o;
   o.kind = c.tokenizer.type == config::TokenizerType::kByte ? data::TokenizerKind::kByte : data::TokenizerKind::kBpe;
   o.path = c.tokenizer.path.value_or("");
+  o.eos_token = c.tokenizer.eos_token.value_or("");
+  o.pad_token = c.tokenizer.pad_token.value_or("");
   return o;
 }
 
