@@ -119,11 +119,18 @@ int run_generate(const GenerateArgs& a) {
     }
     std::cout << a.prompt << std::flush;
     const auto start = std::chrono::steady_clock::now();
+    // Tokens are decoded in context, prompt included: a WordPiece "##ing" joins the word before
+    // it and a Metaspace "▁cat" becomes " cat" only next to what precedes them. Each step prints
+    // what the whole text gained (for byte-level tokens, exactly that token's bytes).
+    std::vector<int32_t> context(prompt_ids.begin(), prompt_ids.end());
+    std::string printed = loaded.tokenizer->decode(context);
     auto stream = [&](int64_t token) {
-      const int32_t id = static_cast<int32_t>(token);
-      // Byte-level tokens decode to raw bytes; a character cut between two tokens is completed
-      // by the next one, so writing each token's bytes as they come gives the same text.
-      std::cout << loaded.tokenizer->decode(std::span<const int32_t>(&id, 1)) << std::flush;
+      context.push_back(static_cast<int32_t>(token));
+      const std::string text = loaded.tokenizer->decode(context);
+      size_t common = 0;
+      while (common < printed.size() && common < text.size() && printed[common] == text[common]) ++common;
+      std::cout << text.substr(common) << std::flush;
+      printed = text;
     };
     const model::Generation g =
         model::generate(loaded.model, request, a.sampling, generator, stream);

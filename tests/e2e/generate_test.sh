@@ -130,4 +130,14 @@ has "nowhere" err
 run 2 export random
 has "--hf" err
 
+# generate decodes in context: a WordPiece model prints words, not ##pieces
+python3 -c 'print("the cat sat on the mat.\n%\n" * 200)' > cats.txt
+run 0 run quickstart data.train="$WORK/cats.txt" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=1 \
+  model.n_head=2 model.d_model=32 model.max_seq_len=64 data.seq_len=32 tokenizer.type=hf \
+  tokenizer.path="$SRC/tests/fixtures/data/hf_bert_tokenizer.json" model.vocab_size=2000 trainer.max_steps=40 \
+  scheduler.warmup_steps=5 optimizer.lr=0.01 checkpoint.at_end=false run.output_dir="$WORK/wordpiece"
+run 0 generate wordpiece --prompt "the cat" --max-new-tokens 8 --seed 1 --greedy
+has "the cat sat" out
+[[ "$out" != *"##"* ]] && ok || fail "generate printed WordPiece pieces: $out"
+
 finish
