@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "ckpt/layout.h"
+#include "model/stored_weights.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
 
@@ -36,12 +37,6 @@ std::optional<std::pair<int64_t, int64_t>> parse_crash_hook(const std::string& v
   auto n = number(std::string_view(value).substr(colon + 1));
   if (!step || !n) return std::nullopt;
   return std::make_pair(*step, *n);
-}
-
-std::string shard_name(const std::string& stem, size_t index, size_t count) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "-%05zu-of-%05zu", index + 1, count);
-  return stem + buf + ".safetensors";
 }
 
 }  // namespace
@@ -135,31 +130,9 @@ void CheckpointWriter::add_sharded_safetensors(const std::string& stem,
                                                const model::TensorList& tensors,
                                                uint64_t max_shard_bytes,
                                                const std::map<std::string, std::string>& metadata) {
-  std::vector<model::TensorList> shards(1);
-  uint64_t shard_bytes = 0;
-  uint64_t total = 0;
-  for (const auto& [name, t] : tensors) {
-    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
-      shards.emplace_back();
-      shard_bytes = 0;
-    }
-    shards.back().emplace_back(name, t);
-    shard_bytes += bytes;
-    total += bytes;
-  }
-  if (shards.size() == 1) {
-    add_safetensors(stem + ".safetensors", tensors, metadata);
-    return;
-  }
-  Json weight_map = Json::object();
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string file = shard_name(stem, i, shards.size());
-    add_safetensors(file, shards[i], metadata);
-    for (const auto& entry : shards[i]) weight_map[entry.first] = file;
-  }
-  add_json(stem + ".safetensors.index.json",
-           Json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
+  const model::WeightShards plan = model::plan_weight_shards(tensors, max_shard_bytes, stem);
+  for (size_t i = 0; i < plan.shards.size(); ++i) add_safetensors(plan.files[i], plan.shards[i], metadata);
+  if (plan.shards.size() > 1) add_bytes(stem + ".safetensors.index.json", plan.index_json());
 }
 
 fs::path CheckpointWriter::commit(const std::string& config_hash, const Json& extra) {

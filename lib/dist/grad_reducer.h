@@ -45,6 +45,9 @@ class GradReducer {
   const torch::Tensor& chunk(size_t b) const { return chunks_[b]; }
   // The whole summed bucket b (kAllReduce; after finish()).
   const torch::Tensor& flat(size_t b) const { return flats_[b]; }
+  // The same buffer to write: it is free between finish() and the next arm(), where the zero
+  // strategies all-gather the updated parameters into it instead of allocating a second copy.
+  torch::Tensor& scratch(size_t b) { return flats_[b]; }
   // Bytes of the communication buffers (flat buckets and chunks), for the memory report.
   int64_t buffer_bytes() const;
 

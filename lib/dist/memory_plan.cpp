@@ -33,12 +33,12 @@ MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, in
       break;
     case config::Strategy::kZero1:
       e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi / n;
-      e.buffers = 4 * psi + bucket;  // flat buffers, and one bucket gathered at a time
+      e.buffers = 4 * psi + 4 * psi / n;  // flat buckets (reused for the all-gather), this rank's chunks
       e.formula = "4Ψ + 4Ψ + " + ks + "Ψ/N";
       break;
     case config::Strategy::kZero2:
       e.parameters = 4 * psi, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
-      e.buffers = 4 * psi + 4 * psi / n + bucket;
+      e.buffers = 4 * psi + 8 * psi / n;  // flat buckets, reduce-scatter chunks, this rank's chunks
       e.formula = "4Ψ + (4 + " + ks + ")Ψ/N";
       break;
     case config::Strategy::kZero3:

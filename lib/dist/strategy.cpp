@@ -130,6 +130,12 @@ class ZeroStrategy final : public ShardingStrategy {
       shard.emplace_back(params[i].first, views_.back());
     }
     optimizer_ = optim::make_optimizer(config.optimizer, shard);
+    for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
+      const auto& bucket = reducer_->buckets()[b];
+      const auto options = params_[bucket.entries.front().param].options();
+      owns_.push_back(torch::zeros({bucket.chunk()}, options));
+      if (dtype != params_.front().scalar_type()) fulls_.push_back(torch::empty({bucket.padded_numel}, options));
+    }
   }
 
   std::string name() const override { return stage_ == 1 ? "zero1" : "zero2"; }
@@ -157,24 +163,21 @@ class ZeroStrategy final : public ShardingStrategy {
 
   void step() override {
     optimizer_->step();
-    // All-gather the updated chunks, every bucket in flight at once.
+    // All-gather the updated chunks, every bucket in flight at once, into the buffers allocated
+    // at start: this rank's chunk, and the bucket's flat buffer (free now that the gradients
+    // are used) or, when that holds another dtype, a buffer of the parameters' own.
     torch::NoGradGuard no_grad;
     const auto& buckets = reducer_->buckets();
-    std::vector<torch::Tensor> owns, fulls;
     std::vector<WorkPtr> works;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      const auto options = params_[buckets[b].entries.front().param].options();
-      auto own = torch::zeros({buckets[b].chunk()}, options);
       for (const auto& piece : pieces_) {
-        if (piece.bucket == b) own.narrow(0, piece.chunk_offset, piece.numel).copy_(views_[piece.param]);
+        if (piece.bucket == b) owns_[b].narrow(0, piece.chunk_offset, piece.numel).copy_(views_[piece.param]);
       }
-      owns.push_back(own);
-      fulls.push_back(torch::empty({buckets[b].padded_numel}, options));
-      works.push_back(comm_.all_gather(fulls.back(), owns.back()));
+      works.push_back(comm_.all_gather(gathered(b), owns_[b]));
     }
     for (size_t b = 0; b < buckets.size(); ++b) {
       works[b]->wait();
-      for (const auto& e : buckets[b].entries) params_[e.param].view(-1).copy_(fulls[b].narrow(0, e.offset, e.numel));
+      for (const auto& e : buckets[b].entries) params_[e.param].view(-1).copy_(gathered(b).narrow(0, e.offset, e.numel));
     }
   }
   void zero_grad() override {
@@ -269,16 +272,16 @@ class ZeroStrategy final : public ShardingStrategy {
 
   MemoryReport memory() const override {
     MemoryReport m;
-    int64_t max_bucket = 0;
     for (const auto& p : params_) m.parameters += bytes_of(p);
-    for (const auto& b : reducer_->buckets()) max_bucket = std::max(max_bucket, b.padded_numel);
     if (stage_ == 1) {
       m.gradients = m.parameters;  // every rank accumulates full gradients
     } else {
       for (size_t b = 0; b < reducer_->buckets().size(); ++b) m.gradients += bytes_of(reducer_->chunk(b));
     }
     m.optimizer_state = state_bytes(*optimizer_);
-    m.buffers = reducer_->buffer_bytes() + max_bucket * 4;
+    m.buffers = reducer_->buffer_bytes();
+    for (const auto& t : owns_) m.buffers += bytes_of(t);
+    for (const auto& t : fulls_) m.buffers += bytes_of(t);
     return m;
   }
 
@@ -305,6 +308,10 @@ class ZeroStrategy final : public ShardingStrategy {
   std::vector<torch::Tensor> views_;       // per parameter: this rank's piece, a view of the parameter
   std::vector<torch::Tensor> grad_chunks_;  // per bucket: this rank's summed gradient chunk (fp32)
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> owns_;   // per bucket: this rank's updated chunk, sent by the all-gather
+  std::vector<torch::Tensor> fulls_;  // per bucket: the gathered parameters, only when the reduce dtype differs
+
+  torch::Tensor& gathered(size_t b) { return fulls_.empty() ? reducer_->scratch(b) : fulls_[b]; }
 };
 
 }  // namespace

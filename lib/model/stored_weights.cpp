@@ -21,12 +21,6 @@ using Json = nlohmann::json;
 constexpr const char* kWeightsFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
 
-std::string shard_name(size_t index, size_t count) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "model-%05zu-of-%05zu.safetensors", index + 1, count);
-  return buf;
-}
-
 }  // namespace
 
 TensorListSource::TensorListSource(const TensorList& tensors, std::string where) : where_(std::move(where)) {
@@ -128,33 +122,43 @@ torch::Tensor StoredWeights::get(const std::string& name) const {
   return file->view(*entry);
 }
 
-void write_sharded_weights(const fs::path& dir, const TensorList& tensors, uint64_t max_shard_bytes,
-                           const std::map<std::string, std::string>& metadata) {
-  std::vector<TensorList> shards(1);
+WeightShards plan_weight_shards(const TensorList& tensors, uint64_t max_shard_bytes, const std::string& stem) {
+  WeightShards out;
+  out.shards.emplace_back();
   uint64_t shard_bytes = 0;
-  uint64_t total = 0;
   for (const auto& [name, t] : tensors) {
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
-      shards.emplace_back();
+    if (!out.shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      out.shards.emplace_back();
       shard_bytes = 0;
     }
-    shards.back().emplace_back(name, t);
+    out.shards.back().emplace_back(name, t);
     shard_bytes += bytes;
-    total += bytes;
+    out.total_bytes += bytes;
   }
-  if (shards.size() == 1) {
-    write_safetensors(dir / kWeightsFile, tensors, metadata);
-    return;
+  const size_t n = out.shards.size();
+  for (size_t i = 0; i < n; ++i) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof(suffix), "-%05zu-of-%05zu", i + 1, n);
+    out.files.push_back(stem + (n == 1 ? std::string() : std::string(suffix)) + ".safetensors");
   }
+  return out;
+}
+
+std::string WeightShards::index_json() const {
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
   for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string file = shard_name(i, shards.size());
-    write_safetensors(dir / file, shards[i], metadata);
-    for (const auto& entry : shards[i]) weight_map[entry.first] = file;
+    for (const auto& entry : shards[i]) weight_map[entry.first] = files[i];
   }
-  const nlohmann::ordered_json index{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-  util::atomic_write_file(dir / kIndexFile, index.dump(2) + "\n");
+  const nlohmann::ordered_json index{{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+  return index.dump(2) + "\n";
+}
+
+void write_sharded_weights(const fs::path& dir, const TensorList& tensors, uint64_t max_shard_bytes,
+                           const std::map<std::string, std::string>& metadata) {
+  const WeightShards plan = plan_weight_shards(tensors, max_shard_bytes, "model");
+  for (size_t i = 0; i < plan.shards.size(); ++i) write_safetensors(dir / plan.files[i], plan.shards[i], metadata);
+  if (plan.shards.size() > 1) util::atomic_write_file(dir / kIndexFile, plan.index_json());
 }
 
 std::string describe_names(const std::vector<std::string>& names, size_t shown, bool fold_layers) {

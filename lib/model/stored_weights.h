@@ -67,6 +67,18 @@ class StoredWeights : public TensorSource {
 // True when `dir` holds model.safetensors or model.safetensors.index.json.
 bool has_model_weights(const std::filesystem::path& dir);
 
+// How `tensors` are cut into Hugging Face shards: in the given order, a new shard when the next
+// tensor would pass `max_shard_bytes` (a larger tensor gets a shard of its own). The one layout
+// that model directories, exports and checkpoints share.
+struct WeightShards {
+  std::vector<TensorList> shards;  // one when everything fits
+  std::vector<std::string> files;  // "<stem>.safetensors", or "<stem>-0000i-of-0000N.safetensors"
+  uint64_t total_bytes = 0;
+  // The "<stem>.safetensors.index.json" text (total size and a weight map), for several shards.
+  std::string index_json() const;
+};
+WeightShards plan_weight_shards(const TensorList& tensors, uint64_t max_shard_bytes, const std::string& stem = "model");
+
 // Writes `tensors` into the existing folder `dir` in the Hugging Face layout: model.safetensors
 // when they fit in `max_shard_bytes`, else model-00001-of-0000N.safetensors shards filled in the
 // given order (a tensor larger than the limit gets a shard of its own) plus
