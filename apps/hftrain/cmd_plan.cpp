@@ -21,6 +21,7 @@ namespace {
 struct PlanArgs {
   std::vector<std::string> args;
   int nproc = 0;
+  int nproc_per_node = 0;
 };
 
 int run_plan(const PlanArgs& a) {
@@ -33,14 +34,21 @@ int run_plan(const PlanArgs& a) {
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
   const config::Config cfg = config::resolve_config(options).values;
-  const int64_t psi = model::ModelSpec::from_config(cfg.model).parameter_count();
+  const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
+  const int64_t psi = spec.parameter_count();
+  if (a.nproc_per_node > 0 && a.nproc % a.nproc_per_node != 0) {
+    throw util::UsageError("--nproc " + std::to_string(a.nproc) + " is not a multiple of --nproc-per-node " +
+                               std::to_string(a.nproc_per_node),
+                           "give the job's ranks and the ranks of each node, e.g. --nproc 16 --nproc-per-node 8");
+  }
   std::cout << "model: Ψ = " << psi << " parameters\n"
             << "ranks: N = " << a.nproc << "; optimizer state K = "
             << dist::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << dist::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations not included):\n\n"
-            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size);
+            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
+                                  {spec.root_parameter_count(), spec.block_parameter_count()}, a.nproc_per_node);
   return util::kExitOk;
 }
 
@@ -52,6 +60,9 @@ void add_plan_command(CLI::App& app, Runner& runner) {
   sub->add_option("args", a->args, "RECIPE (a file or a shipped recipe name), then overrides: a.b=VALUE");
   sub->add_option("--nproc", a->nproc, "Number of ranks (processes in the whole job)")
       ->required()
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--nproc-per-node", a->nproc_per_node,
+                  "Ranks in each node: adds the hybrid row (zero3 inside a node, replicated across nodes)")
       ->check(CLI::Range(1, 1000000));
   sub->callback([a, &runner] { runner = [a] { return run_plan(*a); }; });
 }

@@ -6,6 +6,7 @@
 
 #include "ckpt/layout.h"
 #include "config/schema.h"
+#include "dist/memory_plan.h"
 #include "dist/world.h"
 #include "launch/launch_env.h"
 #include "train/wiring.h"
@@ -40,17 +41,6 @@ struct LogFileScope {
   explicit LogFileScope(const std::filesystem::path& path) { util::log::set_file(path.string()); }
   ~LogFileScope() { util::log::set_file(""); }
 };
-
-const char* strategy_name(config::Strategy s) {
-  switch (s) {
-    case config::Strategy::kDdp: return "ddp";
-    case config::Strategy::kZero1: return "zero1";
-    case config::Strategy::kZero2: return "zero2";
-    case config::Strategy::kZero3: return "zero3";
-    case config::Strategy::kHybrid: return "hybrid";
-  }
-  return "?";
-}
 
 int signal_exit_code(const config::Config& cfg, int signal) {
   return cfg.checkpoint.signal_exit_code ? static_cast<int>(*cfg.checkpoint.signal_exit_code) : 128 + signal;
@@ -109,7 +99,7 @@ int run_train_job(const TrainJob& job) {
   std::unique_ptr<dist::World> world = dist::World::create(env, cfg.distributed, device);
   if (env.distributed()) {
     util::log::info("distributed: " + std::to_string(env.world_size) + " ranks (" + env.describe() + "), backend " +
-                    world->comm().backend() + ", strategy " + strategy_name(cfg.distributed.strategy));
+                    world->comm().backend() + ", strategy " + dist::strategy_name(cfg.distributed.strategy));
   }
   try {
     return train_with(job, *world, run_dir, device);
@@ -132,8 +122,8 @@ int train_with(const TrainJob& job, dist::World& world, const std::filesystem::p
   train::TrainResult result = trainer.train();
 
   const auto final_dir = run_dir / "final";
+  trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0
   if (!world.is_main()) return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;
-  trainer.save_model(final_dir);
   std::string summary = "trained to step " + std::to_string(result.state.step) + ", last loss " +
                         std::to_string(result.last_loss);
   if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);

@@ -1,8 +1,8 @@
 #include "dist/grad_reducer.h"
 
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
-#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
+
+#include "dist/grad_hook.h"
 
 namespace hftrain::dist {
 
@@ -19,13 +19,7 @@ GradReducer::GradReducer(Communicator& comm, std::vector<torch::Tensor> params, 
   pending_.assign(buckets_.size(), 0);
   works_.resize(buckets_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
-    acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
-          on_grad_ready(i);
-          return outputs;
-        }));
-    accumulators_.push_back(std::move(acc));
+    accumulators_.push_back(after_grad_accumulated(params_[i], [this, i] { on_grad_ready(i); }));
   }
 }
 

@@ -6,6 +6,23 @@
 
 namespace hftrain::dist {
 
+std::string strategy_name(config::Strategy s) {
+  switch (s) {
+    case config::Strategy::kDdp: return "ddp";
+    case config::Strategy::kZero1: return "zero1";
+    case config::Strategy::kZero2: return "zero2";
+    case config::Strategy::kZero3: return "zero3";
+    case config::Strategy::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes) {
+  const double largest = static_cast<double>(std::max(units.root, units.block));
+  const double reduce = largest * static_cast<double>(reduce_element_bytes);
+  return 4.0 * static_cast<double>(units.root + 2 * units.block) + 2 * reduce + 2 * reduce / std::max(1, shard_ranks);
+}
+
 int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
   switch (o.name) {
     case config::OptimizerName::kAdamW: return 8;
@@ -17,7 +34,7 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
 }
 
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
-                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes) {
+                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units) {
   const double psi = static_cast<double>(parameters), n = std::max(1, world_size);
   const double k = static_cast<double>(optimizer_state_bytes_per_parameter(optimizer));
   const std::string ks = std::to_string(static_cast<int>(k));
@@ -44,7 +61,8 @@ MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, in
     case config::Strategy::kZero3:
     case config::Strategy::kHybrid:
       e.parameters = 4 * psi / n, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
-      e.buffers = 2 * bucket;
+      // Units whole while in use, and their reductions (fp32; or two buckets when the units are unknown).
+      e.buffers = units.root + units.block > 0 ? zero3_buffer_bytes(units, world_size, 4) : 2 * bucket;
       e.formula = "(8 + " + ks + ")Ψ/N";
       break;
   }
@@ -61,24 +79,26 @@ std::string format_bytes(double bytes) {
 }
 
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes) {
+                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node) {
   std::ostringstream out;
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy", "per rank (fp32 master)",
                 "parameters", "gradients", "optimizer", "total", "buffers");
   out << line;
-  for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
-    const MemoryEstimate e = estimate_memory(s, parameters, world_size, optimizer, bucket_bytes);
-    const char* name = s == config::Strategy::kDdp     ? "ddp"
-                       : s == config::Strategy::kZero1 ? "zero1"
-                       : s == config::Strategy::kZero2 ? "zero2"
-                                                       : "zero3";
+  std::vector<config::Strategy> rows = {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2,
+                                        config::Strategy::kZero3};
+  const bool hybrid = ranks_per_node > 0 && ranks_per_node < world_size;
+  if (hybrid) rows.push_back(config::Strategy::kHybrid);
+  for (auto s : rows) {
+    const int n = s == config::Strategy::kHybrid ? ranks_per_node : world_size;
+    const MemoryEstimate e = estimate_memory(s, parameters, n, optimizer, bucket_bytes, units);
+    std::string name = strategy_name(s);
     // Ψ takes two bytes and one column: pad by columns, not bytes.
-    std::string formula = e.formula;
+    std::string formula = s == config::Strategy::kHybrid ? e.formula + " (N=" + std::to_string(n) + ")" : e.formula;
     size_t columns = 0;
     for (unsigned char c : formula) columns += (c & 0xC0) != 0x80;
     formula.append(columns < 22 ? 22 - columns : 0, ' ');
-    std::snprintf(line, sizeof line, "%-8s %s %12s %12s %12s %12s %12s\n", name, formula.c_str(),
+    std::snprintf(line, sizeof line, "%-8s %s %12s %12s %12s %12s %12s\n", name.c_str(), formula.c_str(),
                   format_bytes(e.parameters).c_str(), format_bytes(e.gradients).c_str(),
                   format_bytes(e.optimizer_state).c_str(), format_bytes(e.total()).c_str(),
                   format_bytes(e.buffers).c_str());

@@ -30,16 +30,30 @@ struct MemoryEstimate {
   double total() const { return parameters + gradients + optimizer_state; }
 };
 
+// "ddp", "zero1", ..., "hybrid"
+std::string strategy_name(config::Strategy strategy);
+
+// Elements of zero3's largest units (model/parameter_units.h): its gather buffers hold the root and
+// two blocks whole, and two reductions in flight. Zero: unknown (two buckets are assumed).
+struct UnitSizes {
+  int64_t root = 0;
+  int64_t block = 0;
+};
+
 // K: optimizer-state bytes per parameter (see above).
 int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& optimizer);
 
 // The estimate for one strategy (`bucket_bytes`: distributed.bucket_size).
+// For hybrid, `world_size` is the ranks of one node.
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
-                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes);
+                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units = {});
+// zero3's gather and reduction buffers for units of these sizes (elements; fp32).
+double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes);
 
-// The table `hftrain plan` prints: one row per strategy (ddp, zero1, zero2, zero3).
+// The table `hftrain plan` prints: one row per strategy (ddp, zero1, zero2, zero3, and hybrid with
+// `ranks_per_node` in each node when that is fewer than world_size).
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes);
+                         int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0);
 
 // "1.23 GiB"
 std::string format_bytes(double bytes);

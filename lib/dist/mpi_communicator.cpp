@@ -200,6 +200,15 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
+  // Frees the communicator (local; MPI_Finalize then disconnects the ranks joined through
+  // MPI_Comm_connect/accept, once, over the whole world).
+  ~MpiCommunicator() override {
+    try {
+      submit("free", [comm = comm_]() mutable { return MPI_Comm_free(&comm); })->wait();
+    } catch (const std::exception&) {
+      // A peer is gone: MPI_Finalize copes with what is left.
+    }
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -9,6 +9,13 @@
 //           and the updated parameters are all-gathered
 //   zero2   gradients reduce-scattered: each rank receives only its chunk (gradients 1/N between
 //           steps), then as zero1
+//   zero3   the parameters sharded too, per unit (transformer block): gathered before the unit's
+//           forward and again before its backward, freed after each, the next unit prefetched;
+//           gradients reduce-scattered as each unit's backward ends (zero3.h)
+//   hybrid  zero3 inside a node, replicated across nodes (the shard chunks all-reduced between
+//           the nodes' ranks of the same local rank)
+// distributed.cpu_offload keeps the optimizer state (and under zero3 the master shards) in CPU
+// memory, pinned on GPUs; the update runs there.
 // Parameters are fp32 masters on every rank (autocast computes in bf16/fp16), so the memory
 // follows the fp32 column of the ZeRO formulas (memory_plan.h).
 #pragma once
@@ -21,6 +28,7 @@
 
 #include "config/config.h"
 #include "dist/world.h"
+#include "model/parameter_units.h"
 #include "optim/optimizer.h"
 
 namespace hftrain::dist {
@@ -31,6 +39,7 @@ struct MemoryReport {
   int64_t gradients = 0;        // held between backward and step
   int64_t optimizer_state = 0;  // after the first step (Adam: 2 tensors per element)
   int64_t buffers = 0;          // bucket and gather buffers
+  int64_t host = 0;             // of the above, bytes in CPU memory (distributed.cpu_offload)
 };
 
 class ShardingStrategy {
@@ -39,8 +48,10 @@ class ShardingStrategy {
 
   // Builds the strategy named by config.distributed (single when the world has one rank).
   // Throws ConfigError for combinations it does not support, with a hint.
+  // `units`: the model's parameter units (model/parameter_units.h), which zero3 and hybrid shard
+  // one by one.
   static std::unique_ptr<ShardingStrategy> create(World& world, const config::Config& config,
-                                                  const optim::NamedParams& params);
+                                                  const optim::NamedParams& params, const model::ParameterUnits& units);
 
   virtual std::string name() const = 0;
   // Before a micro-batch's backward; `last`: the last of the step, whose backward reduces.
@@ -64,6 +75,26 @@ class ShardingStrategy {
   virtual void load_full_optimizer_state(const optim::OptimizerState& state) = 0;
   // Present bytes; optimizer state counts what exists now (nothing before the first step).
   virtual MemoryReport memory() const = 0;
+
+  // What the model calls around each unit (zero3, hybrid); null when its parameters stay whole.
+  virtual model::UnitHooks* unit_hooks() { return nullptr; }
+  // Makes every parameter whole (collective under zero3), for reading or writing them outside
+  // a forward: checkpoints, the final model, weights loaded on resume. release_parameters() keeps
+  // what was written into them (each rank copies its chunk back into its shard) and frees them.
+  virtual void gather_parameters() {}
+  virtual void release_parameters() {}
+};
+
+// gather_parameters() for a scope.
+class WholeParameters {
+ public:
+  explicit WholeParameters(ShardingStrategy& strategy) : strategy_(strategy) { strategy_.gather_parameters(); }
+  ~WholeParameters() { strategy_.release_parameters(); }
+  WholeParameters(const WholeParameters&) = delete;
+  WholeParameters& operator=(const WholeParameters&) = delete;
+
+ private:
+  ShardingStrategy& strategy_;
 };
 
 }  // namespace hftrain::dist

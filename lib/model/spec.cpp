@@ -216,17 +216,23 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
   }
 }
 
-int64_t ModelSpec::parameter_count() const {
+int64_t ModelSpec::block_parameter_count() const {
   const int64_t d = d_model, hd = head_dim();
   const int64_t norm = layer_norm() ? 2 * d : d;  // LayerNorm has a bias, RMSNorm not
   const int64_t qkv_out = (n_head + 2 * n_kv_head) * hd;
   const int64_t attention = d * qkv_out + (qkv_bias() ? qkv_out : 0) + n_head * hd * d + (o_bias() ? d : 0);
   const int64_t up_out = gated_mlp() ? 2 * d_ff : d_ff;
   const int64_t mlp = d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
-  int64_t total = vocab_size * d + n_layer * (2 * norm + attention + mlp) + norm;
-  if (learned_positions()) total += max_seq_len * d;
-  if (!tie_embeddings) total += d * vocab_size;
+  return 2 * norm + attention + mlp;
+}
+
+int64_t ModelSpec::root_parameter_count() const {
+  int64_t total = vocab_size * d_model + (layer_norm() ? 2 * d_model : d_model);
+  if (learned_positions()) total += max_seq_len * d_model;
+  if (!tie_embeddings) total += d_model * vocab_size;
   return total;
 }
+
+int64_t ModelSpec::parameter_count() const { return root_parameter_count() + n_layer * block_parameter_count(); }
 
 }  // namespace hftrain::model

@@ -63,6 +63,10 @@ struct ModelSpec {
   // How many parameters the transformer built from this spec has, without building it (what
   // `hftrain plan` needs for models that would not fit in host memory).
   int64_t parameter_count() const;
+  // Of these, one block's, and the root's (embeddings, final norm, untied head): the units zero3
+  // gathers one at a time (parameter_units.h).
+  int64_t block_parameter_count() const;
+  int64_t root_parameter_count() const;
 
   // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2
   // without biases or with RoPE scaling, an original_max_seq_len above max_seq_len, ...).

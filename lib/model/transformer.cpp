@@ -52,6 +52,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
   const int64_t offset = cache ? cache->length : 0;
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
               spec_.max_seq_len);
+  if (hooks_) hooks_->before_forward(0);
   auto x = embed_tokens_(input_ids);  // (B, T, C)
   torch::Tensor cos, sin;
   if (spec_.learned_positions()) {
@@ -65,15 +66,18 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
     auto block = layers_->ptr<BlockImpl>(i);
+    if (hooks_) hooks_->before_forward(i + 1);
     if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
       x = checkpointed([block, cos, sin](const torch::Tensor& h) { return block->forward(h, cos, sin, nullptr); }, x);
     } else {
       x = block->forward(x, cos, sin, cache ? &layer_cache : nullptr);
     }
+    if (hooks_) x = hooks_->after_forward(i + 1, x);
   }
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;
-  return spec_.tie_embeddings ? F::linear(x, embed_tokens_->weight) : lm_head_(x);  // (B, T, V)
+  auto logits = spec_.tie_embeddings ? F::linear(x, embed_tokens_->weight) : lm_head_(x);  // (B, T, V)
+  return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 
 KvCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) const {
@@ -90,6 +94,18 @@ std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::parameters_b
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
   return out;
+}
+
+ParameterUnits TransformerImpl::parameter_units() const {
+  ParameterUnits units(static_cast<size_t>(spec_.n_layer) + 1);
+  const auto params = parameters_by_name();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = params[i].first;
+    size_t unit = 0;
+    if (name.rfind("layers.", 0) == 0) unit = std::stoul(name.substr(7, name.find('.', 7) - 7)) + 1;
+    units[unit].push_back(i);
+  }
+  return units;
 }
 
 int64_t TransformerImpl::non_embedding_parameters() const {

@@ -18,6 +18,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "model/parameter_units.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -48,10 +49,15 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
   // Parameters without the embeddings, for the PaLM FLOPs formula.
   int64_t non_embedding_parameters() const;
+  // The units a parameter-sharding strategy gathers one at a time (parameter_units.h), and the
+  // hooks it calls them through (null: the parameters are always whole).
+  ParameterUnits parameter_units() const;
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
  private:
   ModelSpec spec_;
   bool activation_checkpointing_ = false;
+  UnitHooks* hooks_ = nullptr;
   torch::nn::Embedding embed_tokens_{nullptr};
   torch::nn::Embedding embed_positions_{nullptr};
   torch::nn::ModuleList layers_{nullptr};

@@ -120,7 +120,9 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   model_->to(device_);
   {
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kStartup);
-    strategy_ = dist::ShardingStrategy::create(*world_, config_, model_->parameters_by_name());
+    strategy_ = dist::ShardingStrategy::create(*world_, config_, model_->parameters_by_name(),
+                                               model_->parameter_units());
+    model_->set_unit_hooks(strategy_->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each
   // rank draws its own numbers.
@@ -133,7 +135,9 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   window_loss_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (model_) model_->set_unit_hooks(nullptr);
+}
 
 void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what) {
   namespace fs = std::filesystem;
@@ -214,17 +218,26 @@ int64_t Trainer::reduce_over_ranks(int64_t value, dist::ReduceOp op) {
 }
 
 void Trainer::save_model(const std::filesystem::path& dir) {
-  model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
-  for (auto& cb : callbacks_) cb->on_save(state_, dir);
+  {
+    dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
+    dist::WholeParameters whole(*strategy_);
+    if (world_->is_main()) model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
+  }
+  if (world_->is_main()) {
+    for (auto& cb : callbacks_) cb->on_save(state_, dir);
+  }
 }
 
 void Trainer::report_memory() {
   const dist::MemoryReport m = strategy_->memory();
   int64_t psi = 0;
   for (const auto& [name, p] : model_->parameters_by_name()) psi += p.numel();
-  const config::Strategy s = world_->size() == 1 ? config::Strategy::kDdp : config_.distributed.strategy;
-  const dist::MemoryEstimate e =
-      dist::estimate_memory(s, psi, world_->size(), config_.optimizer, config_.distributed.bucket_size);
+  const config::Strategy s = strategy_->name() == "single" ? config::Strategy::kDdp : config_.distributed.strategy;
+  // hybrid shards inside a node: its N is the node's ranks.
+  const int n = s == config::Strategy::kHybrid ? world_->env().local_world_size : world_->size();
+  const model::ModelSpec& spec = model_->spec();
+  const dist::MemoryEstimate e = dist::estimate_memory(s, psi, n, config_.optimizer, config_.distributed.bucket_size,
+                                                       {spec.root_parameter_count(), spec.block_parameter_count()});
   auto part = [](const char* what, int64_t have, double formula) {
     return std::string(what) + " " + std::to_string(have) + " B (" + dist::format_bytes(static_cast<double>(have)) +
            "; formula " + std::to_string(static_cast<int64_t>(formula)) + " B)";
@@ -234,7 +247,8 @@ void Trainer::report_memory() {
                   "): " + part("parameters", m.parameters, e.parameters) + ", " +
                   part("gradients", m.gradients, e.gradients) + ", " +
                   part("optimizer state", m.optimizer_state, e.optimizer_state) + ", buffers " +
-                  std::to_string(m.buffers) + " B (" + dist::format_bytes(static_cast<double>(m.buffers)) + ")");
+                  std::to_string(m.buffers) + " B (" + dist::format_bytes(static_cast<double>(m.buffers)) + ")" +
+                  (m.host > 0 ? "; of these in CPU memory (distributed.cpu_offload) " + std::to_string(m.host) + " B" : ""));
 }
 
 // Test hook for the distributed end-to-end tests: HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall

@@ -199,6 +199,7 @@ fs::path Trainer::save_checkpoint() {
     window_targets = reduce_over_ranks(window_targets_, dist::ReduceOp::kSum);
   }
   optim::OptimizerState opt = strategy_->full_optimizer_state();
+  dist::WholeParameters whole(*strategy_);  // zero3: every unit gathered (rank 0 writes them)
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, opt);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -283,7 +284,10 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   const auto spec = model::ModelSpec::from_config(config_.model);
-  start_from(dir.string(), spec, "resume");
+  {
+    dist::WholeParameters whole(*strategy_);  // each rank keeps its shard of what is loaded
+    start_from(dir.string(), spec, "resume");
+  }
 
   const Json meta = read_json(dir / kOptimizerMeta);
   strategy_->load_full_optimizer_state({model::read_safetensors(dir / kOptimizerTensors), meta});

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end: multi-process training on the CPU with 2 ranks, through hftrain's own launcher and
-# through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2) gives the losses and final
-# weights of 1 rank with grad_accum_steps 2 (1e-5 relative); checkpoints move between world sizes
-# and strategies; a killed rank, a stalled rank (collective timeout) and Ctrl-C end every process
-# with a clear message and no orphans.
+# through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2, zero3, with and without
+# cpu_offload) and on 2 nodes of 2 ranks (hybrid) gives the losses and final weights of 1 rank with
+# grad_accum_steps 2 (1e-5 relative); checkpoints move between world sizes and strategies; a
+# killed rank, a stalled rank (collective timeout) and Ctrl-C end every process with a clear
+# message and no orphans.
 # Usage: dist_test.sh path/to/hftrain
 set -u
 HFTRAIN=$(realpath "${1:?usage: dist_test.sh path/to/hftrain}")
@@ -53,13 +54,13 @@ norm = sum(float((a[k] ** 2).sum()) for k in a) ** 0.5
 assert diff <= 1e-5 * norm, f"weights differ by {diff / norm:.3g} relative"
 PY
 }
-# memory_matches DIR: each rank's "memory on rank" line: parameters, gradients and optimizer state
-# equal the ZeRO formula within that rank's reported buffers (the padding of the buckets).
+# memory_matches DIR [RANKS]: each rank's "memory on rank" line: parameters, gradients and optimizer
+# state equal the ZeRO formula within that rank's reported buffers (the padding of the buckets).
 memory_matches() {
-  "$PY" - "$WORK/$1" <<'PY'
+  "$PY" - "$WORK/$1" "${2:-2}" <<'PY'
 import glob, re, sys
 lines = [l for f in glob.glob(sys.argv[1] + "/train*.log") for l in open(f) if "memory on rank" in l]
-assert len(lines) == 2, f"{len(lines)} memory lines"
+assert len(lines) == int(sys.argv[2]), f"{len(lines)} memory lines"
 for l in lines:
     buffers = int(re.search(r"buffers (\d+) B", l).group(1))
     for what in ("parameters", "gradients", "optimizer state"):
@@ -81,7 +82,7 @@ no_orphans() {  # no_orphans DIR: no process still has DIR on its command line
 run 0 run quickstart "${common[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref"
 
 # --- hftrain's own launcher: the same global batch on 2 ranks, each strategy
-for s in ddp zero1 zero2; do
+for s in ddp zero1 zero2 zero3; do
   run 0 run quickstart "${common[@]}" distributed.strategy=$s run.output_dir="$WORK/own-$s" --nproc-per-node 2 || continue
   has "[rank 0]" err
   has "backend mpi, strategy $s" err
@@ -91,10 +92,46 @@ for s in ddp zero1 zero2; do
   check "own launcher $s: bytes per rank follow the ZeRO formulas" memory_matches "own-$s"
 done
 no_orphans own-ddp
+# zero3 shards the weights too: 4Ψ/N bytes of parameters on each rank
+grep -q "per rank (8 + 8)Ψ/N): parameters 71680 B" own-zero3/train.log && ok || fail "zero3: parameters are not 4Ψ/N"
+
+# --- cpu_offload: the optimizer state (and zero3's master shards) in CPU memory, the update there
+for s in zero2 zero3; do
+  run 0 run quickstart "${common[@]}" distributed.strategy=$s distributed.cpu_offload=true \
+    run.output_dir="$WORK/off-$s" --nproc-per-node 2 || continue
+  has "in CPU memory (distributed.cpu_offload)" err
+  check "$s with cpu_offload vs 1 rank: losses" close ref "off-$s" 1 8
+  check "$s with cpu_offload vs 1 rank: weights" same_weights ref "off-$s"
+done
+run 2 run quickstart "${common[@]}" distributed.cpu_offload=true --nproc-per-node 2
+has "distributed.cpu_offload needs a zero strategy" err
+
+# --- zero3 with two micro-batches per step on each rank and activation checkpointing: the units
+# are gathered again for the recomputation, and the gradients reduced after every micro-batch
+half=("${common[@]/trainer.micro_batch_size=4/trainer.micro_batch_size=2}")
+run 0 run quickstart "${half[@]}" distributed.strategy=zero3 trainer.grad_accum_steps=2 \
+  model.activation_checkpointing=true run.output_dir="$WORK/z3-accum" --nproc-per-node 2
+check "zero3, 2 micro-batches, activation checkpointing vs 1 rank: losses" close ref z3-accum 1 8
+check "zero3, 2 micro-batches, activation checkpointing vs 1 rank: weights" same_weights ref z3-accum
+
+# --- hybrid on 2 "nodes" of 2 ranks (two launchers on this machine): zero3 inside each node,
+# replicated across them; the same global batch (4 ranks x 2 sequences)
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes=(--nproc-per-node 2 --nnodes 2 --master-addr 127.0.0.1 --master-port "$port")
+"$HFTRAIN" run quickstart "${half[@]}" distributed.strategy=hybrid run.output_dir="$WORK/hybrid" "${nodes[@]}" \
+  --node-rank 1 >"$WORK/node1.out" 2>"$WORK/node1.err" &
+node1=$!
+run 0 run quickstart "${half[@]}" distributed.strategy=hybrid run.output_dir="$WORK/hybrid" "${nodes[@]}" --node-rank 0
+wait $node1 && ok || fail "hybrid: node 1 exited $?: $(tail -c 600 "$WORK/node1.err")"
+has "4 ranks" err
+check "hybrid on 2 nodes x 2 ranks vs 1 rank: losses" close ref hybrid 1 8
+check "hybrid on 2 nodes x 2 ranks vs 1 rank: weights" same_weights ref hybrid
+check "hybrid: bytes per rank follow the ZeRO-3 formula with N = 2 (a node)" memory_matches hybrid 4
+no_orphans hybrid
 
 # --- mpirun, the same binary
 if command -v mpirun >/dev/null; then
-  for s in ddp zero1 zero2; do
+  for s in ddp zero1 zero2 zero3; do
     "$HFTRAIN" --version >/dev/null
     mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR \
       "$HFTRAIN" run quickstart "${common[@]}" distributed.strategy=$s run.output_dir="$WORK/mpi-$s" \
@@ -112,7 +149,7 @@ gpus=$("$HFTRAIN" --version | grep -o "cuda:[0-9]*" | wc -l)
 if [ "$gpus" -ge 2 ]; then
   cuda=("${common[@]/trainer.device=cpu/trainer.device=cuda}")
   run 0 run quickstart "${cuda[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/gpu-ref"
-  for s in ddp zero1 zero2; do
+  for s in ddp zero1 zero2 zero3; do
     run 0 run quickstart "${cuda[@]}" distributed.strategy=$s run.output_dir="$WORK/nccl-$s" --nproc-per-node 2 || continue
     has "backend nccl, strategy $s" err
     check "nccl $s vs 1 GPU: losses" close gpu-ref "nccl-$s" 1 8
@@ -121,17 +158,23 @@ else
   echo "SKIP: the NCCL half of this test needs 2 CUDA devices; this machine has $gpus"
 fi
 
-# --- checkpoints move between world sizes and strategies: 2 ranks zero2 -> 1 rank ddp, and back
-run 0 run quickstart "${common[@]}" distributed.strategy=zero2 checkpoint.every_steps=4 run.output_dir="$WORK/z2" \
-  --nproc-per-node 2
-mkdir one && cp -r z2/checkpoint-4 one/
-run 0 resume one/checkpoint-4 distributed.strategy=ddp trainer.grad_accum_steps=2 --force
-check "zero2 on 2 ranks, resumed on 1 rank: losses" close ref one 5 8
+# --- checkpoints move between world sizes and strategies: 2 ranks zero2 or zero3 -> 1 rank ddp,
+# and 1 rank -> 2 ranks zero1 or zero3
+for s in zero2 zero3; do
+  run 0 run quickstart "${common[@]}" distributed.strategy=$s checkpoint.every_steps=4 run.output_dir="$WORK/save-$s" \
+    --nproc-per-node 2
+  mkdir "one-$s" && cp -r "save-$s/checkpoint-4" "one-$s/"
+  run 0 resume "one-$s/checkpoint-4" distributed.strategy=ddp trainer.grad_accum_steps=2 --force
+  check "$s on 2 ranks, resumed on 1 rank: losses" close ref "one-$s" 5 8
+  check "$s on 2 ranks, resumed on 1 rank: weights" same_weights ref "one-$s"
+done
 run 0 run quickstart "${common[@]}" trainer.grad_accum_steps=2 checkpoint.every_steps=4 run.output_dir="$WORK/single"
-mkdir two && cp -r single/checkpoint-4 two/
-run 0 resume two/checkpoint-4 distributed.strategy=zero1 trainer.grad_accum_steps=1 --force --nproc-per-node 2
-check "1 rank, resumed as zero1 on 2 ranks: losses" close ref two 5 8
-check "1 rank, resumed as zero1 on 2 ranks: weights" same_weights ref two
+for s in zero1 zero3; do
+  mkdir "two-$s" && cp -r single/checkpoint-4 "two-$s/"
+  run 0 resume "two-$s/checkpoint-4" distributed.strategy=$s trainer.grad_accum_steps=1 --force --nproc-per-node 2
+  check "1 rank, resumed as $s on 2 ranks: losses" close ref "two-$s" 5 8
+  check "1 rank, resumed as $s on 2 ranks: weights" same_weights ref "two-$s"
+done
 
 # --- a rank killed mid-run: everything stops, the launcher names the rank and the signal
 start=$(date +%s)
@@ -169,8 +212,10 @@ ls interrupted/checkpoint-* >/dev/null 2>&1 && ok || fail "no checkpoint saved o
 no_orphans interrupted
 
 # --- plan: the table for every strategy, without training
-run 0 plan quickstart "${common[@]}" --nproc 4
+run 0 plan quickstart "${common[@]}" --nproc 4 --nproc-per-node 2
 has "zero2    4Ψ + (4 + 8)Ψ/N" out
+has "zero3    (8 + 8)Ψ/N" out
+has "hybrid   (8 + 8)Ψ/N (N=2)" out
 has "Ψ = 35840 parameters" out
 
 # --- bad input is reported once, by the launcher, before any worker starts

@@ -1,0 +1,16 @@
+// A callback after a parameter's gradient has been accumulated in a backward pass (once per
+// backward, with the sum of every use), through the parameter's AccumulateGrad node.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <torch/types.h>
+
+namespace hftrain::dist {
+
+// Returns the hooked node: keep it alive as long as the hook must stay (the parameter holds it
+// only weakly, and a new node without the hook would replace a dropped one).
+std::shared_ptr<void> after_grad_accumulated(const torch::Tensor& param, std::function<void()> callback);
+
+}  // namespace hftrain::dist

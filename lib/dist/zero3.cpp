@@ -1,0 +1,290 @@
+#include "dist/zero3.h"
+
+#include <deque>
+
+#include <torch/torch.h>
+
+#include "dist/grad_hook.h"
+
+#include "dist/shard_layout.h"
+#include "dist/strategy_common.h"
+#include "dist/unit_storage.h"
+#include "util/error.h"
+
+namespace hftrain::dist {
+namespace {
+
+class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
+ public:
+  Zero3Strategy(World& world, const config::Config& config, const optim::NamedParams& params,
+                const model::ParameterUnits& units, bool hybrid)
+      : shards_(hybrid ? world.intra_node() : world.comm()),
+        hybrid_(hybrid),
+        offload_(config.distributed.cpu_offload),
+        reduce_dtype_(reduce_dtype(config)),
+        params_(tensors_of(params)) {
+    broadcast_parameters(world.comm(), params);
+    if (hybrid && world.inter_node().size() > 1) replicas_ = &world.inter_node();
+    const int n = shards_.size();
+    std::vector<Bucket> groups;
+    unit_of_.assign(params_.size(), 0);
+    for (size_t u = 0; u < units.size(); ++u) {
+      Bucket g;
+      g.world_size = n;
+      for (size_t i : units[u]) {
+        g.entries.push_back({i, g.numel, params_[i].numel()});
+        g.numel += params_[i].numel();
+        unit_of_[i] = u;
+      }
+      g.padded_numel = (g.numel + n - 1) / n * n;
+      groups.push_back(std::move(g));
+    }
+    layout_ = std::make_unique<ShardLayout>(groups, shards_.rank(), names_of(params), shapes_of(params));
+
+    torch::NoGradGuard no_grad;
+    const auto options = params_.front().options();
+    for (size_t u = 0; u < groups.size(); ++u) {
+      const Bucket& g = groups[u];
+      Unit unit;
+      unit.full = torch::zeros({g.padded_numel}, options);
+      for (const auto& e : g.entries) {
+        auto view = unit.full.narrow(0, e.offset, e.numel);
+        view.copy_(params_[e.param].detach().reshape(-1));
+        params_[e.param].set_data(view.view(params_[e.param].sizes()));
+      }
+      auto own = unit.full.narrow(0, shards_.rank() * g.chunk(), g.chunk());
+      unit.shard = offload_ ? offload_copy(own) : own.clone();
+      if (offload_) unit.send = torch::empty({g.chunk()}, options);
+      unit.grad = torch::zeros({g.chunk()}, options.dtype(torch::kFloat32));
+      free_storage(unit.full);
+      units_.push_back(std::move(unit));
+    }
+    // The optimizer updates this rank's piece of every parameter (empty where it holds none, so
+    // that the groups, matched by name, are the same on every rank).
+    optim::NamedParams pieces;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const ShardPiece* piece = layout_->piece_of(i);
+      const Unit& unit = units_[unit_of_[i]];
+      pieces_.push_back(piece ? unit.shard.narrow(0, piece->chunk_offset, piece->numel) : unit.shard.narrow(0, 0, 0));
+      pieces.emplace_back(params[i].first, pieces_.back());
+    }
+    optimizer_ = optim::make_optimizer(config.optimizer, pieces);
+    // Backward order: the blocks from the last, then the root.
+    for (size_t u = units_.size(); u-- > 1;) order_.push_back(u);
+    order_.push_back(0);
+    pending_.assign(units_.size(), 0);
+    reduced_.assign(units_.size(), true);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      accumulators_.push_back(after_grad_accumulated(params_[i], [this, i] { on_grad_ready(i); }));
+    }
+  }
+
+  std::string name() const override { return hybrid_ ? "hybrid" : "zero3"; }
+  model::UnitHooks* unit_hooks() override { return this; }
+
+  // --- the model's calls (model::UnitHooks) ---
+  void before_forward(size_t u) override {
+    ensure_whole(u);
+    if (u + 1 < units_.size()) prefetch(u + 1);
+  }
+  torch::Tensor after_forward(size_t u, const torch::Tensor& out) override {
+    if (!(torch::GradMode::is_enabled() && out.requires_grad())) {
+      release(u);  // no backward follows (evaluation)
+      return out;
+    }
+    if (u == 0) return out;  // the root stays whole until its gradients are reduced
+    release(u);
+    out.register_hook([this, u](const torch::Tensor&) {
+      ensure_whole(u);
+      if (u > 1) prefetch(u - 1);
+    });
+    return out;
+  }
+
+  // --- the training loop's calls ---
+  void before_backward(bool) override {
+    flush();
+    for (size_t u = 0; u < units_.size(); ++u) {
+      pending_[u] = 0;
+      for (const auto& e : layout_->groups()[u].entries) pending_[u] += params_[e.param].requires_grad() ? 1 : 0;
+      reduced_[u] = false;
+    }
+    next_ = 0;
+  }
+  void after_backward() override { flush(); }
+  std::vector<torch::Tensor> grads() override {
+    std::vector<torch::Tensor> out;
+    for (const auto& unit : units_) out.push_back(unit.grad);
+    return out;
+  }
+  Communicator* shard_comm() override { return &shards_; }
+  void step() override {
+    torch::NoGradGuard no_grad;
+    for (const auto& piece : layout_->pieces()) {
+      auto g = units_[piece.bucket].grad.narrow(0, piece.chunk_offset, piece.numel);
+      pieces_[piece.param].mutable_grad() = offload_ ? g.to(torch::kCPU) : g;
+    }
+    optimizer_->step();  // the next forward gathers the updated shards
+  }
+  void zero_grad() override {
+    for (auto& unit : units_) unit.grad.zero_();
+    for (auto& p : pieces_) p.mutable_grad() = torch::Tensor();
+  }
+  optim::Optimizer& optimizer() override { return *optimizer_; }
+  optim::OptimizerState full_optimizer_state() override {
+    return layout_->gather(shards_, optimizer_->state(), params_.front().options());
+  }
+  void load_full_optimizer_state(const optim::OptimizerState& state) override {
+    optimizer_->load_state(layout_->slice(state));
+  }
+
+  void gather_parameters() override {
+    for (size_t u = 0; u < units_.size(); ++u) prefetch(u);
+    for (size_t u = 0; u < units_.size(); ++u) ensure_whole(u);
+  }
+  void release_parameters() override {
+    torch::NoGradGuard no_grad;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      ensure_whole(u);
+      const int64_t chunk = layout_->groups()[u].chunk();
+      units_[u].shard.copy_(units_[u].full.narrow(0, shards_.rank() * chunk, chunk));
+      release(u);
+    }
+  }
+
+  MemoryReport memory() const override {
+    MemoryReport m;
+    int64_t root = 0, block = 0, reduce = 0;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const Unit& unit = units_[u];
+      m.parameters += bytes_of(unit.shard);
+      m.gradients += bytes_of(unit.grad);
+      m.buffers += bytes_of(unit.send);
+      const int64_t whole = unit.full.numel() * static_cast<int64_t>(unit.full.element_size());
+      (u == 0 ? root : block) = std::max(u == 0 ? root : block, whole);
+      reduce = std::max(reduce, unit.full.numel() * static_cast<int64_t>(c10::elementSize(reduce_dtype_)));
+    }
+    m.optimizer_state = state_bytes(*optimizer_);
+    // The most the gathers and reductions hold at once: the root and two blocks whole (one in
+    // use, one prefetched), and two reductions in flight with their chunks.
+    m.buffers += root + 2 * block + 2 * reduce + 2 * reduce / shards_.size();
+    if (offload_) m.host = m.parameters + m.optimizer_state;
+    return m;
+  }
+
+ private:
+  enum class State { kFree, kGathering, kWhole };
+  struct Unit {
+    torch::Tensor full;   // (padded,) fp32: the parameters' storage, present only while gathered
+    torch::Tensor shard;  // (chunk,) fp32 master: this rank's chunk (CPU under cpu_offload)
+    torch::Tensor send;   // (chunk,) on the device: the shard's copy sent by the all-gather (offload)
+    torch::Tensor grad;   // (chunk,) fp32: this rank's summed gradient chunk
+    State state = State::kFree;
+    WorkPtr gather;
+  };
+  struct Reduction {
+    size_t unit;
+    torch::Tensor flat, chunk;
+    WorkPtr work;
+  };
+
+  void prefetch(size_t u) {
+    Unit& unit = units_[u];
+    if (unit.state != State::kFree) return;
+    torch::NoGradGuard no_grad;
+    allocate_storage(unit.full);
+    if (offload_) unit.send.copy_(unit.shard);
+    unit.gather = shards_.all_gather(unit.full, offload_ ? unit.send : unit.shard);
+    unit.state = State::kGathering;
+  }
+  void ensure_whole(size_t u) {
+    prefetch(u);
+    Unit& unit = units_[u];
+    if (unit.state == State::kGathering) {
+      unit.gather->wait();
+      unit.gather.reset();
+      unit.state = State::kWhole;
+    }
+  }
+  void release(size_t u) {
+    Unit& unit = units_[u];
+    if (unit.state == State::kFree) return;
+    if (unit.gather) unit.gather->wait(), unit.gather.reset();
+    free_storage(unit.full);
+    unit.state = State::kFree;
+  }
+
+  void on_grad_ready(size_t param) {
+    const size_t u = unit_of_[param];
+    if (--pending_[u] > 0) return;
+    // Reductions go out strictly in backward order on every rank, so the collectives match.
+    while (next_ < order_.size() && pending_[order_[next_]] <= 0) reduce(order_[next_++]);
+  }
+  void reduce(size_t u) {
+    torch::NoGradGuard no_grad;
+    const Bucket& g = layout_->groups()[u];
+    const auto options = units_[u].grad.options().dtype(reduce_dtype_);
+    auto flat = torch::empty({g.padded_numel}, options);
+    for (const auto& e : g.entries) {
+      auto& p = params_[e.param];
+      auto slot = flat.narrow(0, e.offset, e.numel);
+      if (p.grad().defined()) {
+        slot.copy_(p.grad().reshape(-1));
+      } else {
+        slot.zero_();  // a parameter this backward did not use
+      }
+      p.mutable_grad() = torch::Tensor();
+    }
+    if (g.padded_numel > g.numel) flat.narrow(0, g.numel, g.padded_numel - g.numel).zero_();
+    release(u);  // the unit's backward is over
+    auto chunk = torch::empty({g.chunk()}, options);
+    WorkPtr work = shards_.reduce_scatter(chunk, flat, ReduceOp::kSum);
+    reduced_[u] = true;
+    in_flight_.push_back({u, flat, chunk, work});
+    while (in_flight_.size() > 2) complete_oldest();
+  }
+  void complete_oldest() {
+    Reduction r = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    r.work->wait();
+    if (replicas_) replicas_->all_reduce(r.chunk, ReduceOp::kSum)->wait();
+    torch::NoGradGuard no_grad;
+    units_[r.unit].grad.add_(r.chunk);
+  }
+  // Completes the reductions of the last backward: units it left out (parameters it did not use
+  // at all) are reduced as zeros, in order, so that every rank issues the same collectives.
+  void flush() {
+    for (; next_ < order_.size(); ++next_) {
+      if (!reduced_[order_[next_]]) reduce(order_[next_]);
+    }
+    while (!in_flight_.empty()) complete_oldest();
+  }
+
+  Communicator& shards_;
+  Communicator* replicas_ = nullptr;
+  bool hybrid_;
+  bool offload_;
+  torch::ScalarType reduce_dtype_;
+  std::vector<torch::Tensor> params_;
+  std::vector<size_t> unit_of_;
+  std::unique_ptr<ShardLayout> layout_;
+  std::vector<Unit> units_;
+  std::vector<torch::Tensor> pieces_;  // per parameter: this rank's piece of its unit's shard
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<size_t> order_;          // the units in backward order
+  std::vector<int64_t> pending_;       // per unit: gradients still to come in this backward
+  std::vector<bool> reduced_;
+  size_t next_ = 0;                    // into order_: the next unit to reduce
+  std::deque<Reduction> in_flight_;
+  std::vector<std::shared_ptr<void>> accumulators_;  // keeps the hooked grad accumulators alive
+};
+
+}  // namespace
+
+std::unique_ptr<ShardingStrategy> make_zero3_strategy(World& world, const config::Config& config,
+                                                      const optim::NamedParams& params,
+                                                      const model::ParameterUnits& units, bool hybrid) {
+  return std::make_unique<Zero3Strategy>(world, config, params, units, hybrid);
+}
+
+}  // namespace hftrain::dist
