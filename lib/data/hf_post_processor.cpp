@@ -1,6 +1,7 @@
 #include "data/hf_post_processor.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "data/hf_model.h"
@@ -8,23 +9,22 @@
 namespace hftrain::data::hf {
 namespace {
 
-// A template: special tokens (their ids) and the places of sequence A and B.
+// A template: special tokens (their ids) and the places of sequence A and B, each with its type id.
 struct Item {
   int sequence = -1;  // 0: A, 1: B, -1: special tokens
   std::vector<int32_t> ids;
+  int32_t type_id = 0;
 };
 
-std::vector<int32_t> expand(const std::vector<Item>& items, const std::vector<int32_t>& a,
-                            const std::vector<int32_t>* b) {
-  std::vector<int32_t> out;
+TypedIds expand(const std::vector<Item>& items, const TypedIds& a, const TypedIds* b) {
+  TypedIds out;
   for (const Item& it : items) {
-    if (it.sequence == 0) {
-      out.insert(out.end(), a.begin(), a.end());
-    } else if (it.sequence == 1) {
-      if (b) out.insert(out.end(), b->begin(), b->end());
-    } else {
-      out.insert(out.end(), it.ids.begin(), it.ids.end());
-    }
+    const std::vector<int32_t>* ids = it.sequence == 0   ? &a.ids
+                                      : it.sequence == 1 ? (b ? &b->ids : nullptr)
+                                                         : &it.ids;
+    if (!ids) continue;
+    out.ids.insert(out.ids.end(), ids->begin(), ids->end());
+    out.type_ids.insert(out.type_ids.end(), ids->size(), it.type_id);
   }
   return out;
 }
@@ -33,8 +33,7 @@ class Template : public PostProcessor {
  public:
   Template(std::vector<Item> single, std::vector<Item> pair)
       : single_(std::move(single)), pair_(std::move(pair)) {}
-  std::vector<int32_t> process(const std::vector<int32_t>& a,
-                               const std::vector<int32_t>* b) const override {
+  TypedIds process_typed(const TypedIds& a, const TypedIds* b) const override {
     return b ? expand(pair_, a, b) : expand(single_, a, nullptr);
   }
   std::vector<int32_t> single_prefix() const override {
@@ -57,19 +56,36 @@ class Template : public PostProcessor {
   std::vector<Item> single_, pair_;
 };
 
+// ByteLevel: ids and type ids unchanged; a pair stays two sequences until a later processor.
+class PassThrough : public PostProcessor {
+ public:
+  TypedIds process_typed(const TypedIds& a, const TypedIds* b) const override {
+    if (!b) return a;
+    TypedIds out = a;
+    out.ids.insert(out.ids.end(), b->ids.begin(), b->ids.end());
+    out.type_ids.insert(out.type_ids.end(), b->type_ids.begin(), b->type_ids.end());
+    return out;
+  }
+  std::vector<int32_t> single_prefix() const override { return {}; }
+  std::vector<int32_t> single_suffix() const override { return {}; }
+  bool passes_through() const override { return true; }
+};
+
 class Sequence : public PostProcessor {
  public:
   explicit Sequence(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
-  std::vector<int32_t> process(const std::vector<int32_t>& a,
-                               const std::vector<int32_t>* b) const override {
-    // Only the first processor sees a pair; the rest see its output as one sequence.
-    std::vector<int32_t> out = a;
-    bool first = true;
+  TypedIds process_typed(const TypedIds& a, const TypedIds* b) const override {
+    // As `tokenizers`: processors that pass through keep a pair apart; the first one that adds
+    // tokens joins it, and the rest see one sequence.
+    TypedIds out = a;
+    std::optional<TypedIds> pair;
+    if (b) pair = *b;
     for (const auto& p : parts_) {
-      out = p->process(out, first ? b : nullptr);
-      first = false;
+      if (p->passes_through()) continue;
+      out = p->process_typed(out, pair ? &*pair : nullptr);
+      pair.reset();
     }
-    return out;
+    return pair ? PassThrough().process_typed(out, &*pair) : out;
   }
   std::vector<int32_t> single_prefix() const override {
     std::vector<int32_t> out;
@@ -100,6 +116,10 @@ int32_t token_pair_id(const Json& obj, const char* key, const Where& where) {
   return static_cast<int32_t>(as_int(v[1], (where / key)[1], 0, kMaxTokenId));
 }
 
+int32_t type_id(const Json& piece, const Where& where) {
+  return static_cast<int32_t>(get_int(piece, "type_id", where, 0, kMaxTokenId, 0));
+}
+
 std::vector<Item> parse_template(const Json& obj, const char* key,
                                  const std::map<std::string, std::vector<int32_t>>& specials,
                                  const Where& where) {
@@ -114,13 +134,13 @@ std::vector<Item> parse_template(const Json& obj, const char* key,
     if (const Json* seq = member(piece, "Sequence", at)) {
       const std::string id = get_string(*seq, "id", at / "Sequence");
       if (id != "A" && id != "B") fail(at / "Sequence" / "id", "is " + shown(id) + ", not A or B");
-      out.push_back(Item{id == "A" ? 0 : 1, {}});
+      out.push_back(Item{id == "A" ? 0 : 1, {}, type_id(*seq, at / "Sequence")});
     } else if (const Json* sp = member(piece, "SpecialToken", at)) {
       const std::string id = get_string(*sp, "id", at / "SpecialToken");
       auto it = specials.find(id);
       if (it == specials.end())
         fail(at / "SpecialToken" / "id", "names " + shown(id) + ", missing from special_tokens");
-      out.push_back(Item{-1, it->second});
+      out.push_back(Item{-1, it->second, type_id(*sp, at / "SpecialToken")});
     } else {
       fail(at, "is neither {\"Sequence\": ...} nor {\"SpecialToken\": ...}");
     }
@@ -148,6 +168,20 @@ std::unique_ptr<PostProcessor> parse_template_processing(const Json& json, const
 
 }  // namespace
 
+TypedIds post_process(const PostProcessor* processor, const std::vector<int32_t>& a,
+                      const std::vector<int32_t>* b) {
+  const TypedIds typed_a{a, std::vector<int32_t>(a.size(), 0)};
+  std::optional<TypedIds> typed_b;
+  if (b) typed_b = TypedIds{*b, std::vector<int32_t>(b->size(), 1)};
+  const PassThrough join;
+  return (processor ? *processor : join).process_typed(typed_a, typed_b ? &*typed_b : nullptr);
+}
+
+std::vector<int32_t> PostProcessor::process(const std::vector<int32_t>& a,
+                                            const std::vector<int32_t>* b) const {
+  return post_process(this, a, b).ids;
+}
+
 std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where) {
   if (json.is_null()) return nullptr;
   const std::string type = type_of(json, where);
@@ -155,16 +189,16 @@ std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Wher
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     const int32_t cls = token_pair_id(json, "cls", where);
     const int32_t sep = token_pair_id(json, "sep", where);
+    // `tokenizers`: BERT puts the second sequence and its [SEP] in segment 1, RoBERTa keeps 0.
+    const int32_t second = type == "BertProcessing" ? 1 : 0;
     std::vector<Item> single{{-1, {cls}}, {0, {}}, {-1, {sep}}};
     std::vector<Item> pair{{-1, {cls}}, {0, {}}, {-1, {sep}}};
     if (type == "RobertaProcessing") pair.push_back({-1, {sep}});
-    pair.push_back({1, {}});
-    pair.push_back({-1, {sep}});
+    pair.push_back({1, {}, second});
+    pair.push_back({-1, {sep}, second});
     return std::make_unique<Template>(std::move(single), std::move(pair));
   }
-  if (type == "ByteLevel")
-    return std::make_unique<Template>(std::vector<Item>{{0, {}}},
-                                      std::vector<Item>{{0, {}}, {1, {}}});
+  if (type == "ByteLevel") return std::make_unique<PassThrough>();
   if (type == "Sequence") {
     const Json& list = get_array(json, "processors", where);
     std::vector<std::unique_ptr<PostProcessor>> parts;

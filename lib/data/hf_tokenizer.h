@@ -35,6 +35,15 @@ class HfTokenizer : public Tokenizer {
   // its bad bytes replaced by U+FFFD first.
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const override;
   std::vector<int32_t> encode_with_special_tokens(std::string_view text) const override;
+  // The post-processor's part of `tokenizers`' encode(a, b, add_special_tokens=True) on ids that
+  // encode() gave (b null for one sequence): the special tokens around them ([CLS] a [SEP] b [SEP])
+  // and each position's type id (BERT's token_type_ids). Callers truncate a and b first, as
+  // `tokenizers` does, to leave room for the special tokens (with_special_tokens({}, &{}) counts
+  // them).
+  hf::TypedIds with_special_tokens(const std::vector<int32_t>& a,
+                                   const std::vector<int32_t>* b) const {
+    return hf::post_process(post_processor_.get(), a, b);
+  }
   std::string decode(std::span<const int32_t> ids) const override { return decode(ids, false); }
   std::string decode_without_special(std::span<const int32_t> ids) const override {
     return decode(ids, true);

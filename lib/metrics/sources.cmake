@@ -14,3 +14,5 @@ set(HFTRAIN_METRICS_CORE_SOURCES
   tb_writer.cpp
   throughput.cpp)
 set(HFTRAIN_METRICS_TORCH_SOURCES)
+# Accuracy and F1 of classification, from a mergeable confusion matrix.
+list(APPEND HFTRAIN_METRICS_CORE_SOURCES classification.cpp)

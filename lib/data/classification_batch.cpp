@@ -1,0 +1,118 @@
+#include "data/classification_batch.h"
+
+#include <algorithm>
+
+#include "data/bpe_tokenizer.h"
+#include "data/hf_tokenizer.h"
+#include "util/error.h"
+
+namespace hftrain::data {
+namespace {
+
+// The special tokens and type ids around a (and b): what the tokenizer's post-processor adds.
+hf::TypedIds frame(const Tokenizer& tokenizer, const std::vector<int32_t>& a,
+                   const std::vector<int32_t>* b, const std::string& origin) {
+  if (const auto* hf_tokenizer = dynamic_cast<const HfTokenizer*>(&tokenizer)) {
+    return hf_tokenizer->with_special_tokens(a, b);
+  }
+  std::vector<int32_t> prefix, suffix;  // byte-level BPE keeps only the single-sequence template
+  if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tokenizer)) {
+    prefix = bpe->model().post_prefix;
+    suffix = bpe->model().post_suffix;
+  }
+  if (prefix.empty() && suffix.empty()) return hf::post_process(nullptr, a, b);
+  if (b) {
+    throw util::DataError(
+        "data file " + origin +
+            ": a text pair, but this byte-level BPE tokenizer only says how "
+            "to frame one sequence",
+        "use single texts, or a tokenizer.json whose post-processor has a pair template (BERT's)");
+  }
+  hf::TypedIds out;
+  out.ids = prefix;
+  out.ids.insert(out.ids.end(), a.begin(), a.end());
+  out.ids.insert(out.ids.end(), suffix.begin(), suffix.end());
+  out.type_ids.assign(out.ids.size(), 0);
+  return out;
+}
+
+}  // namespace
+
+std::pair<size_t, size_t> truncated_lengths(size_t a_len, std::optional<size_t> b_len,
+                                            size_t budget) {
+  if (!b_len) return {std::min(a_len, budget), 0};
+  if (a_len + *b_len <= budget) return {a_len, *b_len};
+  // `tokenizers`' LongestFirst: the shorter (n1) keeps its length if the longer (n2) still gets at
+  // least as much; otherwise both get half of the budget, the longer one the odd token.
+  const bool swapped = a_len > *b_len;
+  size_t n1 = std::min(a_len, *b_len);
+  size_t n2 = n1 > budget ? n1 : std::max(n1, budget - n1);
+  if (n1 + n2 > budget) {
+    n1 = budget / 2;
+    n2 = n1 + budget % 2;
+  }
+  return swapped ? std::pair{n2, n1} : std::pair{n1, n2};
+}
+
+EncodedExample encode_example(const Tokenizer& tokenizer, const LabelledExample& example,
+                              int64_t label, int64_t max_length) {
+  const bool pair = !example.text_pair.empty();
+  const std::vector<int32_t> none;
+  const size_t specials = frame(tokenizer, none, pair ? &none : nullptr, example.origin).ids.size();
+  const size_t needed = specials + (pair ? 2 : 1);
+  if (max_length < static_cast<int64_t>(needed)) {
+    throw util::ConfigError("a maximum sequence length of " + std::to_string(max_length) +
+                                " leaves no room for text beside the tokenizer's " +
+                                std::to_string(specials) + " special tokens" +
+                                (pair ? " of a pair" : ""),
+                            "raise it to at least " + std::to_string(needed));
+  }
+  std::vector<int32_t> a = tokenizer.encode(example.text);
+  std::vector<int32_t> b = pair ? tokenizer.encode(example.text_pair) : std::vector<int32_t>{};
+  const auto [keep_a, keep_b] =
+      truncated_lengths(a.size(), pair ? std::optional(b.size()) : std::nullopt,
+                        static_cast<size_t>(max_length) - specials);
+  a.resize(keep_a);
+  b.resize(keep_b);
+  hf::TypedIds framed = frame(tokenizer, a, pair ? &b : nullptr, example.origin);
+  return {std::move(framed.ids), std::move(framed.type_ids), label};
+}
+
+std::vector<EncodedExample> encode_examples(const Tokenizer& tokenizer,
+                                            const std::vector<LabelledExample>& examples,
+                                            const std::vector<int64_t>& labels,
+                                            int64_t max_length) {
+  std::vector<EncodedExample> out;
+  out.reserve(examples.size());
+  for (size_t i = 0; i < examples.size(); ++i)
+    out.push_back(encode_example(tokenizer, examples[i], labels.at(i), max_length));
+  return out;
+}
+
+ClassificationBatch collate_classification(std::span<const EncodedExample> examples, int32_t pad_id,
+                                           int64_t pad_to_multiple_of) {
+  ClassificationBatch batch;
+  batch.batch_size = static_cast<int64_t>(examples.size());
+  int64_t longest = 0;
+  for (const auto& e : examples)
+    longest = std::max(longest, static_cast<int64_t>(e.input_ids.size()));
+  const int64_t multiple = std::max<int64_t>(1, pad_to_multiple_of);
+  batch.seq_len = (longest + multiple - 1) / multiple * multiple;
+  const size_t cells = static_cast<size_t>(batch.batch_size * batch.seq_len);
+  batch.input_ids.assign(cells, pad_id);
+  batch.attention_mask.assign(cells, 0);
+  batch.token_type_ids.assign(cells, 0);
+  for (size_t row = 0; row < examples.size(); ++row) {
+    const auto& e = examples[row];
+    const size_t base = row * static_cast<size_t>(batch.seq_len);
+    std::copy(e.input_ids.begin(), e.input_ids.end(),
+              batch.input_ids.begin() + static_cast<long>(base));
+    std::copy(e.token_type_ids.begin(), e.token_type_ids.end(),
+              batch.token_type_ids.begin() + static_cast<long>(base));
+    std::fill_n(batch.attention_mask.begin() + static_cast<long>(base), e.input_ids.size(), 1);
+    batch.labels.push_back(e.label);
+  }
+  return batch;
+}
+
+}  // namespace hftrain::data

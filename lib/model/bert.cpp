@@ -1,0 +1,199 @@
+#include "model/bert.h"
+
+#include <torch/torch.h>
+
+#include "model/checkpointing.h"
+#include "util/error.h"
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+namespace {
+
+using torch::nn::Linear;
+using torch::nn::Module;
+
+// A named level of the Hugging Face module tree that holds nothing of its own ("attention",
+// "self", "encoder"): plain Modules, so that parameter names come out as HF's.
+std::shared_ptr<Module> level(Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<Module>());
+}
+
+torch::nn::LayerNorm layer_norm(Module& parent, const BertSpec& s) {
+  return parent.register_module(
+      "LayerNorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
+}
+
+Linear dense(Module& parent, const char* name, int64_t in, int64_t out) {
+  return parent.register_module(name, Linear(in, out));
+}
+
+torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
+  return F::dropout(x, F::DropoutFuncOptions().p(p).training(training));
+}
+
+// One post-norm encoder layer, BertLayer.
+class BertLayerImpl : public Module {
+ public:
+  explicit BertLayerImpl(const BertSpec& s) : spec_(s) {
+    auto attention = level(*this, "attention");
+    auto self = level(*attention, "self");
+    query_ = dense(*self, "query", s.hidden_size, s.hidden_size);
+    key_ = dense(*self, "key", s.hidden_size, s.hidden_size);
+    value_ = dense(*self, "value", s.hidden_size, s.hidden_size);
+    auto attention_output = level(*attention, "output");
+    attention_dense_ = dense(*attention_output, "dense", s.hidden_size, s.hidden_size);
+    attention_norm_ = layer_norm(*attention_output, s);
+    intermediate_ =
+        dense(*level(*this, "intermediate"), "dense", s.hidden_size, s.intermediate_size);
+    auto output = level(*this, "output");
+    output_dense_ = dense(*output, "dense", s.intermediate_size, s.hidden_size);
+    output_norm_ = layer_norm(*output, s);
+  }
+
+  // x (B, T, C); mask (B, 1, 1, T) bool, true where a key may be attended, or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
+    auto heads = [&](Linear& proj) {
+      return proj(x).view({B, T, H, D}).transpose(1, 2);
+    };  // (B, H, T, D)
+    const double p_attn = is_training() ? spec_.attention_probs_dropout_prob : 0.0;
+    // An undefined tensor inside the optional is not "no mask" to sdpa: pass nullopt.
+    const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
+    auto y = at::scaled_dot_product_attention(heads(query_), heads(key_), heads(value_), attn_mask,
+                                              p_attn,
+                                              /*is_causal=*/false);
+    y = y.transpose(1, 2).reshape({B, T, H * D});
+    const double p = spec_.hidden_dropout_prob;
+    auto h = attention_norm_(dropped_out(attention_dense_(y), p, is_training()) + x);
+    auto f = intermediate_(h);
+    switch (spec_.hidden_act) {
+      case BertActivation::kGelu:
+        f = F::gelu(f);
+        break;  // exact (erf), as transformers' "gelu"
+      case BertActivation::kGeluTanh:
+        f = F::gelu(f, F::GELUFuncOptions().approximate("tanh"));
+        break;
+      case BertActivation::kRelu:
+        f = torch::relu(f);
+        break;
+    }
+    return output_norm_(dropped_out(output_dense_(f), p, is_training()) + h);
+  }
+
+ private:
+  BertSpec spec_;
+  Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
+  Linear intermediate_{nullptr}, output_dense_{nullptr};
+  torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
+};
+TORCH_MODULE(BertLayer);
+
+}  // namespace
+
+BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
+  spec.validate();
+  auto bert = level(*this, "bert");
+  auto embeddings = level(*bert, "embeddings");
+  auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
+  if (spec.pad_token_id)
+    word.padding_idx(*spec.pad_token_id);  // no gradient for the pad row, as in HF
+  word_embeddings_ = embeddings->register_module("word_embeddings", torch::nn::Embedding(word));
+  position_embeddings_ = embeddings->register_module(
+      "position_embeddings", torch::nn::Embedding(spec.max_position_embeddings, spec.hidden_size));
+  token_type_embeddings_ = embeddings->register_module(
+      "token_type_embeddings", torch::nn::Embedding(spec.type_vocab_size, spec.hidden_size));
+  embeddings_norm_ = layer_norm(*embeddings, spec);
+  layers_ = level(*bert, "encoder")->register_module("layer", torch::nn::ModuleList());
+  for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(BertLayer(spec));
+  pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
+  if (spec.with_classifier)
+    classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
+
+  // transformers' _init_weights: N(0, std) for Linear weights and embeddings, zero biases, the
+  // padding row zero; LayerNorms keep their ones and zeros.
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find("LayerNorm") != std::string::npos) continue;
+    if (name.ends_with(".bias")) {
+      item.value().zero_();
+    } else {
+      item.value().normal_(0.0, spec.initializer_range);
+    }
+  }
+  if (spec.pad_token_id) word_embeddings_->weight[*spec.pad_token_id].zero_();
+}
+
+torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
+                                     const torch::Tensor& token_type_ids) {
+  const int64_t T = input_ids.size(1);
+  if (T > spec_.max_position_embeddings) {
+    throw util::UsageError(
+        "a sequence of " + std::to_string(T) + " tokens is longer than the BERT model's " +
+            std::to_string(spec_.max_position_embeddings) + " positions",
+        "truncate the inputs to max_position_embeddings (the data's max length)");
+  }
+  const auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
+  auto x = word_embeddings_(input_ids) + token_type_embeddings_(types);  // HF's order of the sums
+  x = x + position_embeddings_(torch::arange(T, input_ids.options().dtype(torch::kInt64)));
+  return dropped_out(embeddings_norm_(x), spec_.hidden_dropout_prob, is_training());  // (B, T, C)
+}
+
+BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
+                                   const torch::Tensor& attention_mask,
+                                   const torch::Tensor& token_type_ids) {
+  auto x = embed(input_ids, token_type_ids);
+  torch::Tensor mask;  // (B, 1, 1, T): padded keys are never attended; padded queries still compute
+  if (attention_mask.defined())
+    mask = attention_mask.ne(0).view({input_ids.size(0), 1, 1, input_ids.size(1)});
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    auto layer = layers_->ptr<BertLayerImpl>(i);
+    if (activation_checkpointing_ && is_training() && x.requires_grad() &&
+        torch::GradMode::is_enabled()) {
+      x = checkpointed([layer, mask](const torch::Tensor& h) { return layer->forward(h, mask); },
+                       x);
+    } else {
+      x = layer->forward(x, mask);
+    }
+  }
+  auto pooled = torch::tanh(pooler_(x.select(1, 0)));
+  return {x, pooled};
+}
+
+torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
+                                       const torch::Tensor& attention_mask,
+                                       const torch::Tensor& token_type_ids) {
+  if (!classifier_) {
+    throw util::UsageError(
+        "this BERT model has no classifier (a BertModel); it computes encode(), not logits",
+        "build it with with_classifier (BertForSequenceClassification) to classify");
+  }
+  auto pooled = encode(input_ids, attention_mask, token_type_ids).pooled;
+  return classifier_(
+      dropped_out(pooled, spec_.classifier_dropout_prob(), is_training()));  // (B, num_labels)
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_by_name() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true))
+    out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+int64_t BertEncoderImpl::non_embedding_parameters() const {
+  int64_t n = 0;
+  for (const auto& [name, p] : parameters_by_name()) {
+    if (!name.ends_with("_embeddings.weight")) n += p.numel();
+  }
+  return n;
+}
+
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
+                                  double label_smoothing) {
+  return F::cross_entropy(
+      logits.to(torch::kFloat32), labels,
+      F::CrossEntropyFuncOptions().ignore_index(-100).label_smoothing(label_smoothing));
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,90 @@
+// A BERT-style encoder computed as Hugging Face's BertModel / BertForSequenceClassification do:
+// embeddings (word + absolute position + token type, LayerNorm, dropout), post-norm layers
+// (self-attention over the unpadded positions, then a GELU/ReLU feed-forward, each followed by
+// dropout, the residual and a LayerNorm), a pooler (tanh(dense) on the first token, [CLS]) and
+// optionally dropout + a linear classifier. Attention goes through LibTorch's
+// scaled_dot_product_attention with the padding mask as a boolean mask over the keys.
+//
+// Parameter names are Hugging Face's, exactly as BertForSequenceClassification's state_dict has
+// them, so loading and export are a mapping without renames (bert_weights.h), and optimizer globs,
+// checkpoints and HF tooling all speak the same names:
+//   bert.embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight,
+//   bert.embeddings.LayerNorm.{weight,bias},
+//   bert.encoder.layer.N.attention.self.{query,key,value}.{weight,bias},
+//   bert.encoder.layer.N.attention.output.{dense,LayerNorm}.{weight,bias},
+//   bert.encoder.layer.N.intermediate.dense.{weight,bias},
+//   bert.encoder.layer.N.output.{dense,LayerNorm}.{weight,bias},
+//   bert.pooler.dense.{weight,bias}, classifier.{weight,bias} (with_classifier only).
+// A BertModel (spec.with_classifier false) keeps the "bert." prefix here too, so both shapes share
+// their names; its Hugging Face files have no prefix, which bert_weights.h adds and strips.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/bert_spec.h"
+
+namespace hftrain::model {
+
+// What the encoder computes before the classifier (BertModel's outputs).
+struct BertOutput {
+  torch::Tensor last_hidden_state;  // (B, T, C), padded positions included
+  torch::Tensor pooled;             // (B, C): tanh(pooler.dense(last_hidden_state[:, 0]))
+};
+
+class BertEncoderImpl : public torch::nn::Module {
+ public:
+  // Random initialisation as transformers' BertPreTrainedModel does it: weights and embeddings
+  // N(0, initializer_range), biases zero, LayerNorm ones and zeros, the padding token's word
+  // embedding zero; from torch's global generator (seed it first). Throws UsageError for a spec
+  // that fails BertSpec::validate().
+  explicit BertEncoderImpl(const BertSpec& spec);
+
+  // input_ids (B, T) int64; attention_mask (B, T), nonzero = token, 0 = padding (undefined: all
+  // tokens); token_type_ids (B, T) int64 (undefined: all 0). T <= max_position_embeddings.
+  // Returns the classifier's logits (B, num_labels); throws UsageError for a spec without one.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
+                        const torch::Tensor& token_type_ids = {});
+  // The encoder's outputs, for BertModel (same arguments).
+  BertOutput encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
+                    const torch::Tensor& token_type_ids = {});
+
+  const BertSpec& spec() const { return spec_; }
+  // Recompute each layer's activations during backward instead of keeping them (training only).
+  void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  // Parameters by name (the names above), in registration order.
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
+  // Parameters without the three embedding tables, for FLOPs estimates.
+  int64_t non_embedding_parameters() const;
+
+ private:
+  torch::Tensor embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids);
+
+  BertSpec spec_;
+  bool activation_checkpointing_ = false;
+  torch::nn::Embedding word_embeddings_{nullptr};  // bert.embeddings.*
+  torch::nn::Embedding position_embeddings_{nullptr};
+  torch::nn::Embedding token_type_embeddings_{nullptr};
+  torch::nn::LayerNorm embeddings_norm_{nullptr};
+  torch::nn::ModuleList layers_{nullptr};  // bert.encoder.layer
+  torch::nn::Linear pooler_{nullptr};      // bert.pooler.dense
+  torch::nn::Linear classifier_{nullptr};  // classifier (with_classifier)
+};
+TORCH_MODULE(BertEncoder);
+
+// Single-label classification loss, as BertForSequenceClassification computes it: the mean
+// cross-entropy of logits (B, K) against labels (B) int64, in fp32; labels equal to -100 are
+// left out (PyTorch's ignore_index). label_smoothing in [0, 1) as the HF Trainer's
+// label_smoothing_factor.
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
+                                  double label_smoothing = 0.0);
+
+}  // namespace hftrain::model

@@ -1,0 +1,87 @@
+// The shape of a BERT-style encoder (Hugging Face BertModel / BertForSequenceClassification) and
+// its config.json both ways. Torch-free: the trainer, `plan` and the config checks read it without
+// LibTorch. The model itself is bert.h, its weights bert_weights.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hftrain::model {
+
+// The intermediate (feed-forward) activation; config.json's hidden_act.
+enum class BertActivation {
+  kGelu,      // "gelu": exact, with erf (BERT's own)
+  kGeluTanh,  // "gelu_new" / "gelu_pytorch_tanh": the tanh approximation
+  kRelu,      // "relu"
+};
+
+// Hugging Face's BertConfig fields that change what the model computes, with its defaults
+// (bert-base-uncased's shape). Field names are config.json's.
+struct BertSpec {
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  BertActivation hidden_act = BertActivation::kGelu;
+  int64_t max_position_embeddings = 512;  // the longest input, [CLS] and [SEP] included
+  int64_t type_vocab_size = 2;            // token_type_ids (segments) are in [0, type_vocab_size)
+  double layer_norm_eps = 1e-12;
+  double hidden_dropout_prob = 0.1;           // embeddings, attention output, feed-forward output
+  double attention_probs_dropout_prob = 0.1;  // on the attention weights
+  std::optional<double> classifier_dropout;   // before the classifier; unset: hidden_dropout_prob
+  // The padding token: its word embedding starts at zero and gets no gradient (nn.Embedding's
+  // padding_idx, as transformers builds it). Unset: none.
+  std::optional<int64_t> pad_token_id = 0;
+  // BertForSequenceClassification (pooler + dropout + classifier over num_labels, single-label
+  // cross-entropy) when true; BertModel (the encoder and pooler only) when false.
+  bool with_classifier = true;
+  int64_t num_labels = 2;
+  double initializer_range = 0.02;  // N(0, initializer_range) for weights and embeddings
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  double classifier_dropout_prob() const {
+    return classifier_dropout.value_or(hidden_dropout_prob);
+  }
+  // Parameters the model holds (embeddings, layers, pooler, classifier when with_classifier).
+  int64_t parameter_count() const;
+  // Throws UsageError naming the field for sizes that cannot build a model (zero or negative
+  // sizes, heads that do not divide hidden_size, pad_token_id outside the vocabulary, fewer than
+  // two labels with a classifier, dropout outside [0, 1)).
+  void validate() const;
+};
+
+// config.json's name of an activation ("gelu", "gelu_new", "relu").
+const char* bert_activation_name(BertActivation act);
+
+// True when the config.json text is a BERT model's: "model_type" is "bert" or "architectures" names
+// one of kBertArchitectures. For dispatching between the model families: bert_spec_from_hf_config
+// then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
+bool is_bert_config(const std::string& json_text);
+// The architectures bert_spec_from_hf_config accepts. BertForSequenceClassification gives a spec
+// with_classifier; the others give the encoder (their heads' tensors are dropped when loading:
+// cls.* of BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction).
+inline constexpr const char* kBertArchitectures[] = {"BertModel", "BertForSequenceClassification",
+                                                     "BertForMaskedLM", "BertForPreTraining",
+                                                     "BertForNextSentencePrediction"};
+
+// Reads a Hugging Face BERT config.json. num_labels is the size of id2label (transformers
+// derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
+// id order ("LABEL_i" where the file has none). Throws CheckpointError naming `source` and the
+// field for a missing or malformed field, an architecture that is not a BERT encoder, or an
+// option hftrain's encoder does not implement: position_embedding_type other than "absolute",
+// is_decoder, add_cross_attention, an unknown hidden_act, and for BertForSequenceClassification a
+// problem_type other than single_label_classification (regression, multi-label) or one label
+// (transformers' regression).
+BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
+                                  std::vector<std::string>* id2label = nullptr);
+
+// config.json for `spec`: BertForSequenceClassification with id2label / label2id from `id2label`
+// (num_labels names; empty: "LABEL_i"), or BertModel when !spec.with_classifier. Loads in
+// transformers' AutoConfig / from_pretrained, and bert_spec_from_hf_config reads it back to `spec`.
+// Throws UsageError when id2label has the wrong size or a name twice (label2id would lose one).
+std::string bert_config_json(const BertSpec& spec, const std::vector<std::string>& id2label = {});
+
+}  // namespace hftrain::model

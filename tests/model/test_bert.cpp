@@ -1,0 +1,356 @@
+// BERT encoders: config.json both ways and its refusals; the model's Hugging Face parameter names
+// and count; padding that changes nothing; activation checkpointing that changes no gradient; the
+// loss; loading with every kind of difference listed at once, and what transformers tolerates
+// (heads dropped or freshly initialised, TensorFlow's gamma/beta, either prefix).
+#include "../torch_catch.h"  // first: see the file
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "../config/helpers.h"
+#include "model/bert.h"
+#include "model/bert_spec.h"
+#include "model/bert_weights.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+using namespace hftrain;
+using Catch::Matchers::Contains;
+using Json = nlohmann::json;
+
+namespace {
+
+model::BertSpec tiny(bool with_classifier = true) {
+  model::BertSpec s;
+  s.vocab_size = 40;
+  s.hidden_size = 24;
+  s.num_hidden_layers = 2;
+  s.num_attention_heads = 3;
+  s.intermediate_size = 37;
+  s.max_position_embeddings = 16;
+  s.num_labels = 3;
+  s.with_classifier = with_classifier;
+  s.hidden_dropout_prob = s.attention_probs_dropout_prob = 0;
+  return s;
+}
+
+std::string checkpoint_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const util::CheckpointError& e) {
+    return e.what();
+  }
+  FAIL("expected a CheckpointError");
+  return {};
+}
+
+std::string config_error(Json j) {
+  return checkpoint_error([&] { model::bert_spec_from_hf_config(j.dump(), "m/config.json"); });
+}
+
+Json config_of(const model::BertSpec& s) {
+  return Json::parse(model::bert_config_json(s, {"neg", "neu", "pos"}));
+}
+
+model::TensorList renamed(const model::TensorList& in,
+                          const std::function<std::string(const std::string&)>& f) {
+  model::TensorList out;
+  for (const auto& [name, t] : in) {
+    const std::string to = f(name);
+    if (!to.empty()) out.emplace_back(to, t.clone());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bert config: written config.json reads back, labels included", "[model][bert]") {
+  auto s = tiny();
+  s.hidden_act = model::BertActivation::kGeluTanh;
+  s.classifier_dropout = 0.2;
+  s.pad_token_id.reset();
+  std::vector<std::string> labels;
+  const auto text = model::bert_config_json(s, {"neg", "neu", "pos"});
+  const auto back = model::bert_spec_from_hf_config(text, "config.json", &labels);
+  CHECK(labels == std::vector<std::string>{"neg", "neu", "pos"});
+  CHECK(back.vocab_size == 40);
+  CHECK(back.intermediate_size == 37);
+  CHECK(back.hidden_act == model::BertActivation::kGeluTanh);
+  CHECK(back.classifier_dropout == 0.2);
+  CHECK_FALSE(back.pad_token_id);
+  CHECK(back.with_classifier);
+  CHECK(back.num_labels == 3);
+  CHECK(model::is_bert_config(text));
+  const Json j = Json::parse(text);
+  CHECK(j["architectures"][0] == "BertForSequenceClassification");
+  CHECK(j["label2id"]["pos"] == 2);
+
+  s.with_classifier = false;
+  CHECK(Json::parse(model::bert_config_json(s))["architectures"][0] == "BertModel");
+  CHECK_FALSE(model::bert_spec_from_hf_config(model::bert_config_json(s), "c").with_classifier);
+  CHECK_THROWS_AS(model::bert_config_json(tiny(), {"a", "a", "b"}), util::UsageError);
+  CHECK_THROWS_AS(model::bert_config_json(tiny(), {"a", "b"}), util::UsageError);
+}
+
+TEST_CASE("bert config: what transformers' configs may hold", "[model][bert]") {
+  Json j = config_of(tiny());
+  j.erase("id2label");
+  j.erase("label2id");
+  j["architectures"] = {"BertForMaskedLM"};
+  std::vector<std::string> labels;
+  const auto s = model::bert_spec_from_hf_config(j.dump(), "c", &labels);
+  CHECK_FALSE(s.with_classifier);  // the encoder of a masked LM
+  CHECK(labels == std::vector<std::string>{"LABEL_0", "LABEL_1"});
+  j.erase("architectures");
+  CHECK(model::is_bert_config(j.dump()));  // model_type alone
+  j.erase("pad_token_id");
+  CHECK(model::bert_spec_from_hf_config(j.dump(), "c").pad_token_id == 0);  // BertConfig's default
+  CHECK_FALSE(
+      model::is_bert_config(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})"));
+  // A BERT head hftrain lacks is still BERT's to refuse, with BERT's message.
+  CHECK(model::is_bert_config(
+      R"({"architectures": ["BertForQuestionAnswering"], "model_type": "bert"})"));
+  CHECK_FALSE(model::is_bert_config("not json"));
+}
+
+TEST_CASE("bert config: refusals name the file and the field", "[model][bert]") {
+  const Json base = config_of(tiny());
+  auto with = [&](const char* key, Json value) {
+    Json j = base;
+    j[key] = std::move(value);
+    return config_error(j);
+  };
+  CHECK_THAT(with("architectures", {"BertForQuestionAnswering"}),
+             Contains("m/config.json") && Contains("BertForQuestionAnswering"));
+  CHECK_THAT(with("position_embedding_type", "relative_key"), Contains("position_embedding_type"));
+  CHECK_THAT(with("is_decoder", true), Contains("is_decoder"));
+  CHECK_THAT(with("add_cross_attention", true), Contains("add_cross_attention"));
+  CHECK_THAT(with("problem_type", "regression"),
+             Contains("problem_type") && Contains("regression"));
+  CHECK_THAT(with("problem_type", "multi_label_classification"),
+             Contains("multi_label_classification"));
+  CHECK_THAT(with("hidden_act", "swish"), Contains("hidden_act"));
+  CHECK_THAT(with("hidden_size", -3),
+             Contains("`hidden_size` is missing or not a positive integer"));
+  CHECK_THAT(with("num_attention_heads", 5), Contains("not a multiple of `num_attention_heads`"));
+  CHECK_THAT(with("pad_token_id", 40), Contains("`pad_token_id` 40 is outside"));
+  CHECK_THAT(with("id2label", {{"0", "a"}, {"2", "b"}}), Contains("id2label"));
+  CHECK_THAT(with("id2label", {{"0", "a"}}), Contains("single label"));  // transformers' regression
+  CHECK_THAT(with("layer_norm_eps", "small"), Contains("`layer_norm_eps` is not a number"));
+  Json j = base;
+  j.erase("vocab_size");
+  CHECK_THAT(config_error(j), Contains("`vocab_size` is missing"));
+  CHECK_THAT(checkpoint_error([] { model::bert_spec_from_hf_config("[1]", "m/config.json"); }),
+             Contains("m/config.json is not a JSON object"));
+}
+
+TEST_CASE("bert model: Hugging Face names, counts and output shapes", "[model][bert]") {
+  torch::manual_seed(0);
+  model::BertEncoder m(tiny());
+  const auto params = m->parameters_by_name();
+  int64_t count = 0;
+  std::set<std::string> names;
+  for (const auto& [name, p] : params) {
+    count += p.numel();
+    names.insert(name);
+  }
+  CHECK(count == tiny().parameter_count());
+  for (const char* name :
+       {"bert.embeddings.word_embeddings.weight", "bert.embeddings.LayerNorm.bias",
+        "bert.encoder.layer.1.attention.self.query.weight",
+        "bert.encoder.layer.0.attention.output.LayerNorm.weight",
+        "bert.encoder.layer.0.intermediate.dense.bias", "bert.encoder.layer.1.output.dense.weight",
+        "bert.pooler.dense.weight", "classifier.bias"}) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  CHECK(params.size() == 5 + 2 * 16 + 2 + 2);
+  // transformers' initialisation: the padding row zero, biases zero, LayerNorm ones.
+  const auto find = [&](const std::string& name) { return m->named_parameters()[name]; };
+  CHECK(find("bert.embeddings.word_embeddings.weight")[0].abs().sum().item<double>() == 0.0);
+  CHECK(find("classifier.bias").abs().sum().item<double>() == 0.0);
+  CHECK(find("bert.encoder.layer.0.output.LayerNorm.weight").eq(1).all().item<bool>());
+
+  const auto ids = torch::randint(1, 40, {2, 7}, torch::kInt64);
+  CHECK(m->forward(ids).sizes() == std::vector<int64_t>{2, 3});
+  const auto out = m->encode(ids);
+  CHECK(out.last_hidden_state.sizes() == std::vector<int64_t>{2, 7, 24});
+  CHECK(out.pooled.sizes() == std::vector<int64_t>{2, 24});
+  CHECK_THROWS_AS(m->forward(torch::ones({1, 17}, torch::kInt64)),
+                  util::UsageError);  // > 16 positions
+
+  model::BertEncoder base(tiny(false));
+  CHECK(base->parameters_by_name().size() == params.size() - 2);
+  CHECK_THROWS_AS(base->forward(ids), util::UsageError);
+  CHECK(base->encode(ids).pooled.sizes() == std::vector<int64_t>{2, 24});
+  auto bad = tiny();
+  bad.num_attention_heads = 5;
+  CHECK_THROWS_AS(model::BertEncoder(bad), util::UsageError);
+}
+
+TEST_CASE("bert model: padding changes no logit; checkpointing no gradient", "[model][bert]") {
+  torch::manual_seed(1);
+  model::BertEncoder m(tiny());
+  m->eval();
+  const auto ids = torch::tensor({{2, 7, 9, 11, 3}}, torch::kInt64);
+  const auto types = torch::tensor({{0, 0, 0, 1, 1}}, torch::kInt64);
+  const auto alone = m->forward(ids, torch::ones_like(ids), types);
+  const auto padded_ids = torch::cat({ids, torch::zeros({1, 4}, torch::kInt64)}, 1);
+  const auto mask =
+      torch::cat({torch::ones({1, 5}, torch::kInt64), torch::zeros({1, 4}, torch::kInt64)}, 1);
+  const auto padded =
+      m->forward(padded_ids, mask, torch::cat({types, torch::zeros({1, 4}, torch::kInt64)}, 1));
+  CHECK((alone - padded).abs().max().item<double>() < 1e-6);
+  CHECK((alone - m->forward(ids, {}, types)).abs().max().item<double>() <
+        1e-6);  // no mask: all tokens
+
+  // Activation checkpointing recomputes the same gradients.
+  auto spec = tiny();
+  spec.hidden_dropout_prob = 0.1;
+  torch::manual_seed(2);
+  model::BertEncoder a(spec);
+  model::BertEncoder b(spec);
+  {
+    torch::NoGradGuard no_grad;
+    auto pa = a->parameters_by_name();
+    auto pb = b->parameters_by_name();
+    for (size_t i = 0; i < pa.size(); ++i) pb[i].second.copy_(pa[i].second);
+  }
+  b->set_activation_checkpointing(true);
+  const auto labels = torch::tensor({2}, torch::kInt64);
+  torch::manual_seed(3);
+  model::classification_loss(a->forward(padded_ids, mask), labels).backward();
+  torch::manual_seed(3);
+  model::classification_loss(b->forward(padded_ids, mask), labels).backward();
+  auto pa = a->parameters_by_name();
+  auto pb = b->parameters_by_name();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].first);
+    CHECK((pa[i].second.grad() - pb[i].second.grad()).abs().max().item<double>() < 1e-6);
+  }
+}
+
+TEST_CASE("bert loss: mean cross-entropy, ignore_index and label smoothing", "[model][bert]") {
+  const auto logits = torch::tensor({{2.0, 0.5, -1.0}, {0.1, 0.2, 0.3}});
+  const auto labels = torch::tensor({0, 2}, torch::kInt64);
+  const auto lp = torch::log_softmax(logits, 1);
+  const double want = -(lp[0][0].item<double>() + lp[1][2].item<double>()) / 2;
+  CHECK(model::classification_loss(logits, labels).item<double>() == Approx(want));
+  CHECK(
+      model::classification_loss(logits, torch::tensor({0, -100}, torch::kInt64)).item<double>() ==
+      Approx(-lp[0][0].item<double>()));
+  const double smooth = 0.1;
+  const double smoothed = (1 - smooth) * want - smooth * lp.mean(1).mean().item<double>();
+  CHECK(model::classification_loss(logits, labels, smooth).item<double>() == Approx(smoothed));
+}
+
+TEST_CASE("bert weights: round trip, either prefix, and what transformers tolerates",
+          "[model][bert]") {
+  torch::manual_seed(4);
+  model::BertEncoder source(tiny());
+  const auto hf = model::to_hf_bert_weights(source);
+  CHECK(hf.front().first.rfind("bert.", 0) == 0);
+  const auto ids = torch::randint(1, 40, {2, 6}, torch::kInt64);
+  source->eval();
+  const auto want = source->forward(ids);
+
+  torch::manual_seed(5);
+  model::BertEncoder loaded(tiny());
+  loaded->eval();
+  auto report = model::load_bert_weights(loaded, hf);
+  CHECK(report.initialised.empty());
+  CHECK(report.dropped.empty());
+  CHECK(report.describe().empty());
+  CHECK(torch::equal(loaded->forward(ids), want));
+
+  // A BertModel directory (no prefix, no classifier) into a classifier: the head stays fresh.
+  model::BertEncoder base(tiny(false));
+  const auto base_hf = model::to_hf_bert_weights(base);
+  CHECK(base_hf.front().first.rfind("embeddings.", 0) == 0);
+  report = model::load_bert_weights(loaded, base_hf);
+  CHECK(report.initialised == std::vector<std::string>{"classifier.weight", "classifier.bias"});
+  CHECK_THAT(report.describe(), Contains("classifier.weight"));
+  // ... and a classifier's directory into a BertModel: the classifier is dropped.
+  report = model::load_bert_weights(base, hf);
+  CHECK(report.dropped == std::vector<std::string>{"classifier.bias", "classifier.weight"});
+
+  // A BertForPreTraining checkpoint converted from TensorFlow: gamma/beta, buffers, heads, no
+  // pooler.
+  const auto pretraining = renamed(hf, [](const std::string& n) -> std::string {
+    if (n.starts_with("classifier.") || n.starts_with("bert.pooler.")) return "";
+    if (n.ends_with("LayerNorm.weight")) return n.substr(0, n.size() - 6) + "gamma";
+    if (n.ends_with("LayerNorm.bias")) return n.substr(0, n.size() - 4) + "beta";
+    return n;
+  });
+  auto with_heads = pretraining;
+  with_heads.emplace_back("bert.embeddings.position_ids", torch::arange(16).unsqueeze(0));
+  with_heads.emplace_back("cls.predictions.bias", torch::zeros({40}));
+  with_heads.emplace_back("cls.seq_relationship.weight", torch::zeros({2, 24}));
+  model::BertEncoder fresh(tiny());
+  report = model::load_bert_weights(fresh, with_heads);
+  CHECK(report.initialised.size() == 4);  // pooler and classifier
+  CHECK(report.dropped.size() == 3);
+  CHECK(torch::equal(fresh->named_parameters()["bert.encoder.layer.1.output.LayerNorm.weight"],
+                     source->named_parameters()["bert.encoder.layer.1.output.LayerNorm.weight"]));
+}
+
+TEST_CASE("bert weights: every difference listed at once, parameters untouched", "[model][bert]") {
+  torch::manual_seed(6);
+  model::BertEncoder source(tiny());
+  auto bad = renamed(model::to_hf_bert_weights(source), [](const std::string& n) -> std::string {
+    if (n.find("layer.1.intermediate") != std::string::npos) return "";      // missing
+    if (n == "classifier.bias") return "";                                   // half a classifier
+    if (n.find("query.weight") != std::string::npos) return n + "_renamed";  // missing + unexpected
+    return n;
+  });
+  bad.emplace_back("bert.encoder.layer.0.attention.self.extra.weight", torch::zeros({3}));
+  for (auto& [name, t] : bad) {
+    if (name == "bert.embeddings.token_type_embeddings.weight")
+      t = torch::zeros({3, 24});  // mis-shaped
+  }
+  model::BertEncoder target(tiny());
+  const auto before = target->named_parameters()["bert.pooler.dense.weight"].clone();
+  const auto message = checkpoint_error([&] { model::load_bert_weights(target, bad); });
+  CHECK_THAT(message,
+             Contains("the Hugging Face weights does not hold the weights of the BERT model"));
+  CHECK_THAT(message,
+             Contains("missing ") && Contains("bert.encoder.layer.1.intermediate.dense.weight"));
+  CHECK_THAT(message, Contains("bert.encoder.layer.*.attention.self.query.weight (in 2 layers)"));
+  CHECK_THAT(message, Contains("classifier.bias"));
+  CHECK_THAT(message, Contains("unexpected") && Contains("query.weight_renamed") &&
+                          Contains("self.extra.weight"));
+  CHECK_THAT(
+      message,
+      Contains("wrong shape or type bert.embeddings.token_type_embeddings.weight (Float [3, 24], "
+               "expected [2, 24])"));
+  CHECK(torch::equal(target->named_parameters()["bert.pooler.dense.weight"], before));
+
+  // Another number of labels is a mis-shaped classifier.
+  auto five = tiny();
+  five.num_labels = 5;
+  model::BertEncoder other(five);
+  CHECK_THAT(
+      checkpoint_error([&] { model::load_bert_weights(other, model::to_hf_bert_weights(source)); }),
+      Contains("classifier.weight (Float [3, 24], expected [5, 24])"));
+}
+
+TEST_CASE("bert weights: a directory written for transformers reads back", "[model][bert]") {
+  test::TempDir dir;
+  torch::manual_seed(7);
+  model::BertEncoder m(tiny());
+  model::write_hf_bert(m, dir.path(), {"neg", "neu", "pos"},
+                       4096);  // small shards: the sharded layout
+  CHECK(std::filesystem::exists(dir.path() / "model.safetensors.index.json"));
+  std::vector<std::string> labels;
+  const auto spec = model::bert_spec_from_hf_config(
+      util::read_file<util::CheckpointError>(dir.path() / "config.json", "config"), "config.json",
+      &labels);
+  CHECK(labels == std::vector<std::string>{"neg", "neu", "pos"});
+  model::BertEncoder back(spec);
+  model::load_bert_weights(back, model::StoredWeights(dir.path()));
+  for (const auto& [name, p] : m->parameters_by_name()) {
+    INFO(name);
+    CHECK(torch::equal(back->named_parameters()[name], p));
+  }
+}
