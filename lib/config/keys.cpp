@@ -300,7 +300,8 @@ Schema build() {
   s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))
       .on_resume(ResumeChange::kTraining)
       .choices({"ddp", "zero1", "zero2", "zero3", "hybrid"}).alias("fsdp", "zero3").def("ddp")
-      .doc("Sharding strategy; fsdp is an alias of zero3.");
+      .doc("Sharding strategy: ddp (replicated), zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and "
+           "parameters, gathered per block; fsdp is an alias), hybrid (zero3 inside a node, replicated across nodes).");
   s.add("distributed.backend", Type::kChoice, HFTRAIN_FIELD(distributed.backend))
       .on_resume(ResumeChange::kSafe)
       .choices({"auto", "nccl", "mpi"}).def("auto")
