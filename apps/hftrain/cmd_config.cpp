@@ -9,6 +9,7 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
+#include "train/model_from.h"
 #include "util/error.h"
 
 namespace hftrain::app {
@@ -38,7 +39,7 @@ int run_config(const ConfigArgs& a) {
   options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
-  const config::ResolvedConfig resolved = config::resolve_config(options, schema);
+  const config::ResolvedConfig resolved = train::resolve_with_model_from(options, schema);
   std::cout << (a.json ? config::to_json(resolved, schema, a.provenance)
                        : config::to_yaml(resolved, schema, a.provenance));
   return util::kExitOk;

@@ -12,6 +12,7 @@
 #include "config/resolve.h"
 #include "dist/memory_plan.h"
 #include "model/spec.h"
+#include "train/model_from.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -33,7 +34,7 @@ int run_plan(const PlanArgs& a) {
   options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
-  const config::Config cfg = config::resolve_config(options).values;
+  const config::Config cfg = train::resolve_with_model_from(options).values;
   const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
   const int64_t psi = spec.parameter_count();
   if (a.nproc_per_node > 0 && a.nproc % a.nproc_per_node != 0) {

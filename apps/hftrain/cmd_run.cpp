@@ -15,6 +15,7 @@
 #include "launch/launch_env.h"
 #include "launcher.h"
 #include "train_job.h"
+#include "train/model_from.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -66,7 +67,7 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   options.overrides = split.overrides;
 
   TrainJob job;
-  job.resolved = config::resolve_config(options);
+  job.resolved = train::resolve_with_model_from(options);
   job.command_line = command_line;
   job.force = a.force;
   const fs::path run_dir = job.resolved.values.run.output_dir;

@@ -8,6 +8,7 @@ std::string Origin::describe() const {
   std::string out;
   switch (kind) {
     case Kind::kDefault: out = "default"; break;
+    case Kind::kModel: out = "model.from " + source; break;
     case Kind::kFile:
     case Kind::kCheckpoint:
       out = kind == Kind::kCheckpoint ? "checkpoint " + source : source;

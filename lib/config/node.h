@@ -10,7 +10,8 @@
 namespace hftrain::config {
 
 struct Origin {
-  enum class Kind { kDefault, kFile, kCheckpoint, kEnvironment, kCommandLine };
+  // kModel: read from the model directory model.from names (its shape, its tokenizer).
+  enum class Kind { kDefault, kModel, kFile, kCheckpoint, kEnvironment, kCommandLine };
   Kind kind = Kind::kDefault;
   std::string source;  // file path, environment variable, or the command-line argument
   int line = 0;        // 1-based; files only
@@ -21,7 +22,8 @@ struct Origin {
     return Origin{kind, std::move(path), line, column, {}};
   }
   // "recipes/x.yaml:3:5", "default", "environment HFTRAIN__OPTIMIZER__LR",
-  // "command line `optimizer.lr=3e-4`", "checkpoint runs/a/checkpoint-10/config.yaml:4:3".
+  // "command line `optimizer.lr=3e-4`", "checkpoint runs/a/checkpoint-10/config.yaml:4:3",
+  // "model.from models/tiny/config.json".
   std::string describe() const;
 };
 

@@ -36,6 +36,20 @@ ResolvedConfig resolve_config(const ResolveOptions& options, const Schema& schem
   ResolvedConfig out;
   const Node defaults = schema.defaults_tree();
   out.tree = defaults;
+  if (!options.model_values.empty()) {
+    Node layer = Node::map(Origin{Origin::Kind::kModel, options.model_source, 0, 0, {}});
+    for (const auto& [key, value] : options.model_values) {
+      Node* at = &layer;
+      size_t start = 0;
+      for (size_t dot = key.find('.'); dot != std::string::npos; start = dot + 1, dot = key.find('.', start)) {
+        const std::string part = key.substr(start, dot - start);
+        Node* next = at->find(part);
+        at = next ? next : &at->set(part, Node::map(layer.origin()));
+      }
+      at->set(key.substr(start), Node::scalar(value, false, layer.origin()));
+    }
+    out.tree.merge_from(layer);
+  }
 
   // File layers first: a missing or unparsable file stops here, since nothing after it can be trusted.
   if (options.recipe) {

@@ -1,5 +1,6 @@
-// The config graph: schema defaults < `defaults:` files < recipe < checkpoint config (resume) <
-// environment (HFTRAIN__SECTION__KEY) < command line, then ${...} interpolation, then validation.
+// The config graph: schema defaults < the model directory's values (model.from) < `defaults:` files
+// < recipe < checkpoint config (resume) < environment (HFTRAIN__SECTION__KEY) < command line, then
+// ${...} interpolation, then validation.
 #pragma once
 
 #include <filesystem>
@@ -25,6 +26,12 @@ struct ResolveOptions {
   const util::Environment* env = nullptr;
   // Where shipped recipes are found; shipped_recipe_dirs(env) when empty.
   std::vector<std::filesystem::path> recipe_dirs;
+  // Values read from the model directory model.from names (its model.* shape, its tokenizer):
+  // above the schema defaults, below everything written, so a recipe need not repeat them and a
+  // value that is written anyway wins (and start-up then reports a shape that does not fit).
+  // `model_source` names the file they came from.
+  std::vector<std::pair<std::string, std::string>> model_values;
+  std::string model_source;
 };
 
 struct ResolvedConfig {

@@ -3,6 +3,7 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   callbacks.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
+  model_from.cpp
   precision.cpp
   step_math.cpp
   trainer.cpp

@@ -16,6 +16,7 @@
 #include "optim/lr_schedule.h"
 #include "train/baseline.h"
 #include "train/metrics_callback.h"
+#include "train/model_from.h"
 #include "train/precision.h"
 #include "train/step_math.h"
 #include "train/wiring.h"
@@ -140,31 +141,22 @@ Trainer::~Trainer() {
 }
 
 void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const bool hf = fs::exists(fs::path(path) / "config.json", ec) && !fs::exists(fs::path(path) / model::kModelSpecFile, ec);
   // Only the spec is read first; the weights are memory-mapped and copied straight into model_.
-  model::ModelSpec have;
-  fs::path dir = path;
-  if (hf) {  // a Hugging Face directory (config.json + safetensors), e.g. from save_pretrained
-    const fs::path config_json = fs::path(path) / "config.json";
-    have = model::spec_from_hf_config(util::read_file<util::CheckpointError>(config_json, "model config"),
-                                      config_json.string());
+  const ModelSource source = read_model_source(path);
+  if (!source.spec.same_shape(spec)) {
+    throw util::ConfigError(what + ": the model in " + source.dir.string() +
+                                " has a different shape than model.*: it is " + model::shape_overrides(source.spec) +
+                                "; model.* says " + model::shape_overrides(spec),
+                            "set these model.* values (as overrides, or in the recipe): " +
+                                model::shape_overrides(source.spec));
+  }
+  if (source.hugging_face) {
+    model::load_hf_weights(model_, model::StoredWeights(source.dir));
   } else {
-    dir = model::resolve_model_dir(path);
-    have = model::read_model_spec(dir);
+    model::load_model_weights(model_, source.dir);
   }
-  if (!have.same_shape(spec)) {
-    throw util::ConfigError(what + ": the model in " + dir.string() + " has a different shape than model.*: it is " +
-                                model::shape_overrides(have) + "; model.* says " + model::shape_overrides(spec),
-                            "set these model.* values (as overrides, or in the recipe): " + model::shape_overrides(have));
-  }
-  if (hf) {
-    model::load_hf_weights(model_, model::StoredWeights(dir));
-  } else {
-    model::load_model_weights(model_, dir);
-  }
-  util::log::info(what + ": starting from the weights in " + dir.string() + (hf ? " (Hugging Face layout)" : ""));
+  util::log::info(what + ": starting from the weights in " + source.dir.string() +
+                  (source.hugging_face ? " (Hugging Face layout)" : ""));
 }
 
 int64_t Trainer::plan_total_steps() const {

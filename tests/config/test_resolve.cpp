@@ -131,3 +131,26 @@ TEST_CASE("the shipped recipes resolve", "[config][resolve]") {
     CHECK_NOTHROW(resolve_file(dir / (name + ".yaml"), {}, {dir}));
   }
 }
+
+TEST_CASE("model.from values sit above the defaults and below everything written", "[config][resolve]") {
+  TempDir d;
+  auto recipe = d.write("r.yaml", "trainer: {max_steps: 5}\nmodel: {n_head: 8}\n");
+  static const util::MapEnvironment env;
+  config::ResolveOptions o;
+  o.recipe = recipe;
+  o.env = &env;
+  o.recipe_dirs = {"/nonexistent"};
+  o.overrides = {"model.d_model=96"};
+  o.model_values = {{"model.n_layer", "3"}, {"model.n_head", "4"}, {"model.d_model", "64"},
+                    {"model.rope_scaling.type", "linear"}, {"tokenizer.type", "hf"}};
+  o.model_source = "models/tiny/config.json";
+  auto r = config::resolve_config(o);
+  CHECK(r.values.model.n_layer == 3);   // from the model directory
+  CHECK(r.values.model.n_head == 8);    // the recipe wins
+  CHECK(r.values.model.d_model == 96);  // and the command line
+  auto origin = [&](config::KeyPath p) { return r.tree.find_path(p)->origin().describe(); };
+  CHECK(origin({"model", "n_layer"}) == "model.from models/tiny/config.json");
+  CHECK(origin({"model", "rope_scaling", "type"}) == "model.from models/tiny/config.json");
+  CHECK(origin({"tokenizer", "type"}) == "model.from models/tiny/config.json");
+  CHECK_THAT(origin({"model", "n_head"}), Contains("r.yaml"));
+}

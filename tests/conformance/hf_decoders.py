@@ -224,6 +224,31 @@ def round_trips(forward_bin, hftrain, work):
           f"training on from a Qwen2 save_pretrained: losses {losses[:3]} ... {losses[-3:]}")
     print(f"from a Qwen2 save_pretrained: loss {losses[0]:.3f} (ln 300 = {math.log(300):.3f}) -> {losses[-1]:.3f}")
 
+    # The shipped recipe that fine-tunes such a directory names only the directory: its config.json
+    # gives the model.* values and its tokenizer.json the tokenizer (a byte-level BPE trained here).
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train([corpus], trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.save(os.path.join(pretrained, "tokenizer.json"))
+    recipe = [f"model.from={pretrained}", f"data.train={corpus}", "data.separator='%'", "data.seq_len=32",
+              "trainer.max_steps=20", "trainer.eval_every=10", "trainer.micro_batch_size=4", "optimizer.lr=0.003",
+              "scheduler.warmup_steps=2", "trainer.log_every=1"]
+    provenance = run(hftrain, "config", "finetune-hf", *recipe, "--provenance", env=env)
+    origin = f"model.from {os.path.join(pretrained, 'config.json')}"
+    for key in ("n_layer: 2", "n_kv_head: 2", "attention_bias: qkv", "tie_embeddings: true", "type: hf"):
+        line = next((l for l in provenance.splitlines() if l.strip().startswith(key)), "")
+        check(origin in line, f"finetune-hf: `{key}` should come from {origin}: {line!r}")
+    finetuned = os.path.join(work, "finetune-hf")
+    run(hftrain, "run", "finetune-hf", *recipe, f"run.output_dir={finetuned}", env=env)
+    losses = losses_of(finetuned)
+    check(len(losses) == 20 and losses[-1] < losses[0], f"finetune-hf: losses {losses[:3]} ... {losses[-3:]}")
+    exported = AutoModelForCausalLM.from_pretrained(os.path.join(finetuned, "final-hf"), dtype=torch.float32)
+    check(type(exported).__name__ == "Qwen2ForCausalLM", f"finetune-hf exported a {type(exported).__name__}")
+    print(f"recipe finetune-hf on the Qwen2 directory: loss {losses[0]:.3f} -> {losses[-1]:.3f}, final-hf loads")
+
 
 def main():
     forward_bin, hftrain = sys.argv[1], sys.argv[2]

@@ -1,0 +1,50 @@
+#include "train/model_from.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "model/hf_config.h"
+#include "model/saved_model.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace hftrain::train {
+namespace fs = std::filesystem;
+
+ModelSource read_model_source(const fs::path& path) {
+  std::error_code ec;
+  ModelSource out;
+  out.hugging_face = fs::exists(path / "config.json", ec) && !fs::exists(path / model::kModelSpecFile, ec);
+  if (out.hugging_face) {  // config.json + safetensors, e.g. from save_pretrained
+    out.dir = path;
+    out.spec_file = path / "config.json";
+    out.spec = model::spec_from_hf_config(util::read_file<util::CheckpointError>(out.spec_file, "model config"),
+                                          out.spec_file.string());
+  } else {
+    out.dir = model::resolve_model_dir(path);
+    out.spec_file = out.dir / model::kModelSpecFile;
+    out.spec = model::read_model_spec(out.dir);
+  }
+  return out;
+}
+
+config::ResolvedConfig resolve_with_model_from(config::ResolveOptions options, const config::Schema& schema) {
+  config::ResolvedConfig first = config::resolve_config(options, schema);
+  if (!first.values.model.from) return first;
+  const ModelSource source = read_model_source(*first.values.model.from);
+  options.model_source = source.spec_file.string();
+  std::error_code ec;
+  if (source.hugging_face && fs::exists(source.dir / "tokenizer.json", ec)) {
+    options.model_values.emplace_back("tokenizer.type", "hf");
+    options.model_values.emplace_back("tokenizer.path", (source.dir / "tokenizer.json").string());
+  }
+  // "model.arch=llama model.n_layer=2 ...": the overrides that give the spec's shape.
+  std::istringstream words(model::shape_overrides(source.spec));
+  for (std::string word; words >> word;) {
+    const size_t eq = word.find('=');
+    options.model_values.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+  }
+  return config::resolve_config(options, schema);
+}
+
+}  // namespace hftrain::train
