@@ -116,7 +116,7 @@ int train_with(const TrainJob& job, dist::World& world, const std::filesystem::p
   const config::Schema& schema = config::product_schema();
   const config::Config& cfg = job.resolved.values;
   static_cast<void>(device);
-  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resuming=*/job.resume_from.has_value(), &world);
+  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resume_from=*/job.resume_from, &world);
   trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();

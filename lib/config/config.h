@@ -12,7 +12,7 @@
 namespace hftrain::config {
 
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys.cpp).
-enum class ModelArch { kGpt2, kLlama };
+enum class ModelArch { kGpt2, kLlama, kBert };
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 enum class TokenizerType { kByte, kBpe, kHf };
@@ -91,6 +91,8 @@ struct DataConfig {
   std::vector<std::string> exclude;
   std::string separator;
   std::string text_field;
+  std::string text_pair_field;  // classification: the second text of a pair ("" for single texts)
+  std::string label_field;      // classification: the label column or field
   std::string prompt_field;
   std::string response_field;
   std::string messages_field;

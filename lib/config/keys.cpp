@@ -25,7 +25,9 @@ Schema build() {
 
   s.section("model", "The model: architecture family and shape, or a model directory to load.", ResumeChange::kImpossible);
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
-      .choices({"gpt2", "llama"}).def("gpt2").doc("Architecture family.");
+      .choices({"gpt2", "llama", "bert"}).def("gpt2")
+      .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
+           "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
       .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
@@ -114,7 +116,12 @@ Schema build() {
       .def("[]").doc("File-name globs to skip, e.g. ['*.dat', '*.u8'] for fortune folders.");
   s.add("data.separator", Type::kString, HFTRAIN_FIELD(data.separator))
       .def("''").doc("Text files: a line equal to this ends a document ('%' for fortunes); '' = one document per file.");
-  s.add("data.text_field", Type::kString, HFTRAIN_FIELD(data.text_field)).def("text").doc("JSONL: the text field.");
+  s.add("data.text_field", Type::kString, HFTRAIN_FIELD(data.text_field))
+      .def("text").doc("JSONL: the text field; classification (model.arch=bert): the text column or field.");
+  s.add("data.text_pair_field", Type::kString, HFTRAIN_FIELD(data.text_pair_field))
+      .def("''").doc("Classification: the column or field of a pair's second text (e.g. sentence2); empty for single texts.");
+  s.add("data.label_field", Type::kString, HFTRAIN_FIELD(data.label_field))
+      .def("label").doc("Classification: the label column or field (names or integer class ids).");
   s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field)).def("prompt").doc("Chat JSONL: the prompt field (no loss).");
   s.add("data.response_field", Type::kString, HFTRAIN_FIELD(data.response_field))
       .def("response").doc("Chat JSONL: the response field (carries the loss).");

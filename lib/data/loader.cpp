@@ -28,17 +28,17 @@ LoaderOptions checked(const LoaderOptions& options) {
 
 }  // namespace
 
-DataLoader::DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
-                       const LoaderOptions& options, int32_t pad_id, torch::Device device)
-    : dataset_(std::move(dataset)),
-      packing_(packing),
+DataLoader::DataLoader(std::shared_ptr<const BatchSource> source, const LoaderOptions& options, torch::Device device)
+    : source_(std::move(source)),
       options_(checked(options)),
-      pad_id_(pad_id),
       device_(device),
-      index_(*dataset_, packing_),
-      sampler_(index_.size(), options_.sampler) {
+      sampler_(source_->num_samples(), options_.sampler) {
   restart();
 }
+
+DataLoader::DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
+                       const LoaderOptions& options, int32_t pad_id, torch::Device device)
+    : DataLoader(token_batch_source(std::move(dataset), packing, pad_id), options, device) {}
 
 DataLoader::DataLoader(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device)
     : DataLoader(build_datasets(options.dataset, tokenizer).train, options.packing, options.loader,
@@ -48,7 +48,7 @@ DataLoader::~DataLoader() = default;
 
 uint64_t DataLoader::batches_per_epoch() const {
   const auto b = static_cast<uint64_t>(options_.batch_size) * static_cast<uint64_t>(options_.world_size);
-  return (index_.size() + b - 1) / b;
+  return (source_->num_samples() + b - 1) / b;
 }
 
 DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
@@ -56,13 +56,17 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
   const auto b = static_cast<uint64_t>(options_.batch_size);
   std::vector<uint64_t> ids(b);
   for (uint64_t i = 0; i < b; ++i) ids[i] = sampler_.sample_at(cursor + i);
-  HostBatch batch = collate(*dataset_, index_, ids, packing_, pad_id_);
+  HostBatch batch = source_->collate(ids);
   // Pinned (page-locked) buffers let the copy to the GPU run asynchronously.
   const bool pinned = options_.pin_memory && device_.is_cuda();
   HostTensors out;
   out.input_ids = host_tensor(batch.input_ids, batch.batch_size, batch.seq_len, pinned);
-  out.labels = host_tensor(batch.labels, batch.batch_size, batch.seq_len, pinned);
+  out.labels = batch.sequence_labels ? host_tensor(batch.labels, batch.batch_size, 1, pinned).view({-1})
+                                     : host_tensor(batch.labels, batch.batch_size, batch.seq_len, pinned);
   out.attention_mask = host_tensor(batch.attention_mask, batch.batch_size, batch.seq_len, pinned);
+  if (!batch.token_type_ids.empty()) {
+    out.token_type_ids = host_tensor(batch.token_type_ids, batch.batch_size, batch.seq_len, pinned);
+  }
   out.num_target_tokens = batch.num_target_tokens;
   out.cursor = cursor;
   return out;
@@ -95,6 +99,7 @@ Batch DataLoader::next() {
   batch.input_ids = host.input_ids.to(device_, /*non_blocking=*/async);
   batch.labels = host.labels.to(device_, async);
   batch.attention_mask = host.attention_mask.to(device_, async);
+  if (host.token_type_ids.defined()) batch.token_type_ids = host.token_type_ids.to(device_, async);
   batch.num_target_tokens = host.num_target_tokens;
   batch.cursor = host.cursor;
   batch.epoch = sampler_.epoch_of(host.cursor);

@@ -6,11 +6,17 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <torch/types.h>
 
+#include "data/batch_source.h"
+#include "data/classification_batch.h"
 #include "data/dataset.h"
+#include "data/labelled.h"
 #include "data/packing.h"
 #include "data/prefetcher.h"
 #include "data/sampler.h"
@@ -40,15 +46,18 @@ struct DataOptions {
 struct Batch {
   torch::Tensor input_ids;       // (B, T) int64 on the device
   torch::Tensor labels;          // (B, T) int64: labels[:, t] is the target at position t (the
-                                 // next token, already shifted); -100 = no loss
+                                 // next token, already shifted); -100 = no loss. Classification:
+                                 // (B), each sequence's class
   torch::Tensor attention_mask;  // (B, T) int64: 1 = token, 0 = padding
-  int64_t num_target_tokens = 0;  // labels != -100, counted on the host (no device sync)
+  torch::Tensor token_type_ids;  // (B, T) int64 segment ids (classification of text pairs), or undefined
+  int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
   uint64_t cursor = 0;            // the global cursor of the batch's first sample
   uint64_t epoch = 0;             // the epoch of the batch's first sample
 };
 
 class DataLoader {
  public:
+  DataLoader(std::shared_ptr<const BatchSource> source, const LoaderOptions& options, torch::Device device);
   DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
              const LoaderOptions& options, int32_t pad_id, torch::Device device);
   // The training split of `options` (datasets built, or mapped from the token cache, here).
@@ -64,7 +73,7 @@ class DataLoader {
   void seek(uint64_t cursor);
   uint64_t epoch() const { return sampler_.epoch_of(cursor_); }
 
-  uint64_t num_samples() const { return index_.size(); }
+  uint64_t num_samples() const { return source_->num_samples(); }
   // Global batches per epoch, optimizer-independent: ceil(num_samples / (batch_size x world_size)).
   uint64_t batches_per_epoch() const;
   int64_t batch_size() const { return options_.batch_size; }
@@ -79,19 +88,16 @@ class DataLoader {
 
  private:
   struct HostTensors {
-    torch::Tensor input_ids, labels, attention_mask;  // (B, T) on the host, pinned for CUDA
+    torch::Tensor input_ids, labels, attention_mask, token_type_ids;  // on the host, pinned for CUDA
     int64_t num_target_tokens = 0;
     uint64_t cursor = 0;
   };
   HostTensors produce(uint64_t cursor) const;
   void restart();
 
-  std::shared_ptr<const TokenDataset> dataset_;
-  PackingOptions packing_;
+  std::shared_ptr<const BatchSource> source_;
   LoaderOptions options_;
-  int32_t pad_id_;
   torch::Device device_;
-  SampleIndex index_;
   Sampler sampler_;
   uint64_t cursor_ = 0;
   std::unique_ptr<Prefetcher<HostTensors>> prefetcher_;
@@ -106,8 +112,24 @@ class DataLoader {
 struct Loaders {
   std::unique_ptr<DataLoader> train;
   std::unique_ptr<DataLoader> validation;
-  Datasets datasets;
+  Datasets datasets;  // language modelling
+  LabelSet labels;    // classification: the classes, by id
 };
 Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device);
+
+// Sequence classification: labelled records (labelled.h) encoded and padded per batch.
+struct ClassificationOptions {
+  std::vector<std::filesystem::path> train;       // CSV / TSV / JSONL files
+  std::vector<std::filesystem::path> validation;  // empty: validation_fraction of train
+  double validation_fraction = 0.0;
+  uint64_t split_seed = 0;
+  LabelledOptions records;
+  int64_t max_length = 128;  // tokens per example, special tokens included (truncated beyond)
+  int64_t pad_to_multiple_of = 1;
+  std::optional<LabelSet> labels;  // fixed (a model with a classifier); else from the training data
+};
+// Throws DataError naming the file and line for bad records or labels.
+Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
+                                    const Tokenizer& tokenizer, torch::Device device);
 
 }  // namespace hftrain::data

@@ -51,8 +51,10 @@ struct HostBatch {
   int64_t batch_size = 0;               // B
   int64_t seq_len = 0;                  // T (the padded length in kPad mode)
   std::vector<int64_t> input_ids;       // (B, T)
-  std::vector<int64_t> labels;          // (B, T), kIgnoreIndex where no loss
+  std::vector<int64_t> labels;          // (B, T), kIgnoreIndex where no loss; (B) when sequence_labels
   std::vector<int64_t> attention_mask;  // (B, T), 1 = real token, 0 = padding
+  std::vector<int64_t> token_type_ids;  // (B, T) segment ids (BERT), or empty
+  bool sequence_labels = false;         // one class per sequence (classification)
   int64_t num_target_tokens = 0;        // labels != kIgnoreIndex
   std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
 };

@@ -34,9 +34,11 @@ set(HFTRAIN_DATA_CORE_SOURCES
   token_cache.cpp
   dataset.cpp
   packing.cpp
+  batch_source.cpp
   sampler.cpp)
 # LibTorch: the loader turns host batches into (pinned) tensors on the device.
 set(HFTRAIN_DATA_TORCH_SOURCES
+  classification_loader.cpp
   loader.cpp)
 # Labelled text for sequence classification: CSV/TSV/JSONL, label sets, encoding, padding.
 list(APPEND HFTRAIN_DATA_CORE_SOURCES csv_reader.cpp labelled.cpp classification_batch.cpp)

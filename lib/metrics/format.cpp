@@ -69,9 +69,11 @@ std::string format_step_line(const StepMetrics& m, int64_t total_steps, std::opt
 }
 
 std::string format_eval_line(const EvalMetrics& m) {
-  return "eval step " + std::to_string(m.step) + " | epoch " + printf_string("%.2f", m.epoch) +
-         " | eval_loss " + printf_string("%.4f", m.eval_loss) + " | eval_ppl " +
-         format_number(perplexity(m.eval_loss), 5);
+  std::string line = "eval step " + std::to_string(m.step) + " | epoch " + printf_string("%.2f", m.epoch) +
+                     " | eval_loss " + printf_string("%.4f", m.eval_loss) + " | eval_ppl " +
+                     format_number(perplexity(m.eval_loss), 5);
+  for (const auto& [name, value] : m.extra) line += " | " + name + " " + printf_string("%.4f", value);
+  return line;
 }
 
 }  // namespace hftrain::metrics

@@ -115,9 +115,12 @@ void Recorder::log_eval(const EvalMetrics& m) {
   const double now = wall_now();
   if (jsonl_) jsonl_->append(eval_record_json(m, now));
   if (tensorboard_) {
-    tensorboard_->add_scalars(m.step, now,
-                              {{"eval/loss", static_cast<float>(m.eval_loss)},
-                               {"eval/ppl", static_cast<float>(perplexity(m.eval_loss))}});
+    std::vector<Scalar> scalars = {{"eval/loss", static_cast<float>(m.eval_loss)},
+                                   {"eval/ppl", static_cast<float>(perplexity(m.eval_loss))}};
+    for (const auto& [name, value] : m.extra) {
+      scalars.push_back({"eval/" + name.substr(name.rfind('_') + 1), static_cast<float>(value)});
+    }
+    tensorboard_->add_scalars(m.step, now, scalars);
   }
   print_line(format_eval_line(m));
 }

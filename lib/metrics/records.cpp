@@ -51,6 +51,7 @@ std::string eval_record_json(const EvalMetrics& m, double wall_time) {
   j["epoch"] = number(m.epoch);
   j["eval_loss"] = number(m.eval_loss);
   j["eval_ppl"] = number(perplexity(m.eval_loss));
+  for (const auto& [name, value] : m.extra) j[name] = number(value);
   j["time"] = number(wall_time);
   return j.dump();
 }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hftrain::metrics {
 
@@ -26,6 +28,8 @@ struct EvalMetrics {
   int64_t step = 0;  // optimizer steps completed when the evaluation ran
   double epoch = 0;
   double eval_loss = 0;  // mean loss per token over the evaluation set
+  // More metrics by name ("eval_accuracy", "eval_f1" for classification), in this order.
+  std::vector<std::pair<std::string, double>> extra{};
 };
 
 // The MFU a step record carries: no field at all on CPU runs (`reported` false); null on GPU when

@@ -143,12 +143,14 @@ torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
 BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
                                    const torch::Tensor& attention_mask,
                                    const torch::Tensor& token_type_ids) {
+  if (hooks_) hooks_->before_forward(0);
   auto x = embed(input_ids, token_type_ids);
   torch::Tensor mask;  // (B, 1, 1, T): padded keys are never attended; padded queries still compute
   if (attention_mask.defined())
     mask = attention_mask.ne(0).view({input_ids.size(0), 1, 1, input_ids.size(1)});
   for (size_t i = 0; i < layers_->size(); ++i) {
     auto layer = layers_->ptr<BertLayerImpl>(i);
+    if (hooks_) hooks_->before_forward(i + 1);
     if (activation_checkpointing_ && is_training() && x.requires_grad() &&
         torch::GradMode::is_enabled()) {
       x = checkpointed([layer, mask](const torch::Tensor& h) { return layer->forward(h, mask); },
@@ -156,6 +158,7 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
     } else {
       x = layer->forward(x, mask);
     }
+    if (hooks_) x = hooks_->after_forward(i + 1, x);
   }
   auto pooled = torch::tanh(pooler_(x.select(1, 0)));
   return {x, pooled};
@@ -170,8 +173,9 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
         "build it with with_classifier (BertForSequenceClassification) to classify");
   }
   auto pooled = encode(input_ids, attention_mask, token_type_ids).pooled;
-  return classifier_(
+  auto logits = classifier_(
       dropped_out(pooled, spec_.classifier_dropout_prob(), is_training()));  // (B, num_labels)
+  return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_by_name() const {
@@ -179,6 +183,19 @@ std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_b
   for (const auto& item : named_parameters(/*recurse=*/true))
     out.emplace_back(item.key(), item.value());
   return out;
+}
+
+ParameterUnits BertEncoderImpl::parameter_units() const {
+  ParameterUnits units(static_cast<size_t>(spec_.num_hidden_layers) + 1);
+  const auto params = parameters_by_name();
+  const std::string layer = "bert.encoder.layer.";
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = params[i].first;
+    size_t unit = 0;
+    if (name.rfind(layer, 0) == 0) unit = std::stoul(name.substr(layer.size(), name.find('.', layer.size()))) + 1;
+    units[unit].push_back(i);
+  }
+  return units;
 }
 
 int64_t BertEncoderImpl::non_embedding_parameters() const {

@@ -31,6 +31,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "model/bert_spec.h"
+#include "model/parameter_units.h"
 
 namespace hftrain::model {
 
@@ -64,12 +65,17 @@ class BertEncoderImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
   // Parameters without the three embedding tables, for FLOPs estimates.
   int64_t non_embedding_parameters() const;
+  // The units zero3 gathers one at a time (parameter_units.h): the root (embeddings, pooler,
+  // classifier), then each layer; and the hooks forward() calls around them.
+  ParameterUnits parameter_units() const;
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
  private:
   torch::Tensor embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids);
 
   BertSpec spec_;
   bool activation_checkpointing_ = false;
+  UnitHooks* hooks_ = nullptr;
   torch::nn::Embedding word_embeddings_{nullptr};  // bert.embeddings.*
   torch::nn::Embedding position_embeddings_{nullptr};
   torch::nn::Embedding token_type_embeddings_{nullptr};

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hftrain::train {
 
@@ -24,6 +26,8 @@ struct TrainState {
   std::optional<double> early_stopping_best;
   int64_t early_stopping_bad = 0;
   bool should_stop = false;
+  // The last evaluation's other metrics (classification: eval_accuracy, eval_f1); not checkpointed.
+  std::vector<std::pair<std::string, double>> last_eval_metrics;
 };
 
 // One logging step's figures (synchronised with the device only on logging steps).

@@ -33,7 +33,7 @@ void MetricsCallback::on_log(TrainState& state, const StepStats& stats) {
 }
 
 void MetricsCallback::on_evaluate(TrainState& state, double eval_loss) {
-  recorder_.log_eval(metrics::EvalMetrics{state.step, state.epoch, eval_loss});
+  recorder_.log_eval(metrics::EvalMetrics{state.step, state.epoch, eval_loss, state.last_eval_metrics});
 }
 
 void MetricsCallback::on_message(TrainState&, const std::string& line) { recorder_.message(line); }

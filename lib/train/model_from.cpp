@@ -18,8 +18,12 @@ ModelSource read_model_source(const fs::path& path) {
   if (out.hugging_face) {  // config.json + safetensors, e.g. from save_pretrained
     out.dir = path;
     out.spec_file = path / "config.json";
-    out.spec = model::spec_from_hf_config(util::read_file<util::CheckpointError>(out.spec_file, "model config"),
-                                          out.spec_file.string());
+    const std::string text = util::read_file<util::CheckpointError>(out.spec_file, "model config");
+    if (model::is_bert_config(text)) {
+      out.bert = model::bert_spec_from_hf_config(text, out.spec_file.string(), &out.id2label);
+    } else {
+      out.spec = model::spec_from_hf_config(text, out.spec_file.string());
+    }
   } else {
     out.dir = model::resolve_model_dir(path);
     out.spec_file = out.dir / model::kModelSpecFile;
@@ -27,6 +31,20 @@ ModelSource read_model_source(const fs::path& path) {
   }
   return out;
 }
+
+namespace {
+
+// The model.* values a BERT encoder has (the rest of its config.json stays with the directory).
+std::string bert_shape_values(const model::BertSpec& b) {
+  std::ostringstream out;
+  out << "model.arch=bert model.n_layer=" << b.num_hidden_layers << " model.n_head=" << b.num_attention_heads
+      << " model.d_model=" << b.hidden_size
+      << " model.d_ff=" << b.intermediate_size << " model.max_seq_len=" << b.max_position_embeddings
+      << " model.vocab_size=" << b.vocab_size;
+  return out.str();
+}
+
+}  // namespace
 
 config::ResolvedConfig resolve_with_model_from(config::ResolveOptions options, const config::Schema& schema) {
   config::ResolvedConfig first = config::resolve_config(options, schema);
@@ -39,7 +57,7 @@ config::ResolvedConfig resolve_with_model_from(config::ResolveOptions options, c
     options.model_values.emplace_back("tokenizer.path", (source.dir / "tokenizer.json").string());
   }
   // "model.arch=llama model.n_layer=2 ...": the overrides that give the spec's shape.
-  std::istringstream words(model::shape_overrides(source.spec));
+  std::istringstream words(source.bert ? bert_shape_values(*source.bert) : model::shape_overrides(source.spec));
   for (std::string word; words >> word;) {
     const size_t eq = word.find('=');
     options.model_values.emplace_back(word.substr(0, eq), word.substr(eq + 1));

@@ -9,6 +9,10 @@
 #include <string>
 
 #include "config/resolve.h"
+#include <optional>
+#include <vector>
+
+#include "model/bert_spec.h"
 #include "model/spec.h"
 
 namespace hftrain::train {
@@ -18,7 +22,9 @@ namespace hftrain::train {
 struct ModelSource {
   std::filesystem::path dir;
   bool hugging_face = false;
-  model::ModelSpec spec;
+  model::ModelSpec spec;                // a decoder's
+  std::optional<model::BertSpec> bert;  // or a BERT encoder's (Hugging Face directories only)
+  std::vector<std::string> id2label;    // the BERT classifier's labels, when it has them
   std::filesystem::path spec_file;
 };
 ModelSource read_model_source(const std::filesystem::path& path);

@@ -3,7 +3,9 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   callbacks.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
+  causal_lm.cpp
   model_from.cpp
+  sequence_classifier.cpp
   precision.cpp
   step_math.cpp
   trainer.cpp

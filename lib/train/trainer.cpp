@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "metrics/classification.h"
 #include "metrics/memory.h"
 #include "metrics/mfu.h"
 #include "model/hf_config.h"
@@ -37,6 +38,12 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+std::string label_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 20; ++i) out += (i ? ", " : "") + std::to_string(i) + " " + names[i];
+  return names.size() > 20 ? out + ", ..." : out;
+}
+
 // Peak memory for the metrics: the CUDA caching allocator's peak on a GPU, host peak RSS on the CPU.
 std::optional<double> peak_memory_mib(const torch::Device& device) {
 #ifdef HFTRAIN_HAVE_CUDA
@@ -51,13 +58,12 @@ std::optional<double> peak_memory_mib(const torch::Device& device) {
 }
 
 // MFU is reported on GPU runs only (PaLM convention; the metrics stage looks the peak up by name).
-std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, const model::Transformer& model,
+std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, const TaskModel& model,
                                                const config::Config& config) {
 #ifdef HFTRAIN_HAVE_CUDA
   if (device.is_cuda()) {
     metrics::MfuOptions o;
-    const auto& spec = model->spec();
-    o.model = {model->non_embedding_parameters(), spec.n_layer, spec.n_head, spec.head_dim(), config.data.seq_len};
+    o.model = model.shape(config.data.seq_len);
     o.device_name = at::cuda::getDeviceProperties(device.index())->name;
     switch (config.trainer.precision) {
       case config::Precision::kBf16: o.precision = metrics::PeakPrecision::kBf16; break;
@@ -76,7 +82,7 @@ std::optional<metrics::MfuOptions> mfu_options(const torch::Device& device, cons
 }  // namespace
 
 Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal,
-                 bool resuming, dist::World* world)
+                 const std::optional<std::filesystem::path>& resume_from, dist::World* world)
     : config_(config),
       run_dir_(std::move(run_dir)),
       stop_signal_(stop_signal),
@@ -102,23 +108,44 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
                                 std::to_string(tokenizer_->vocab_size()) + ")",
                             "set model.vocab_size=" + std::to_string(tokenizer_->vocab_size()) + " or more");
   }
+  // A BERT encoder classifies sequences: its labels come from the model directory's classifier
+  // (named ones) or from the training data, and fix the classifier's size.
+  const bool classify = config_.model.arch == config::ModelArch::kBert;
+  const bool from_model_dir = config_.model.from && !resume_from;
+  std::optional<ModelSource> source;
+  if (from_model_dir) source = read_model_source(*config_.model.from);
+  if (classify && resume_from) source = read_model_source(*resume_from);
+  std::optional<model::BertSpec> bert;
+  if (classify) bert = bert_spec(config_, source);
   {
     // Rank 0 tokenizes into the token cache first; the other ranks then map it.
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kData);
     const bool many = world_->size() > 1;
     if (many && !world_->is_main()) world_->comm().barrier();
-    loaders_ = data::make_loaders(data_options(config_, world_->rank(), world_->size()), *tokenizer_, device_);
+    const data::DataOptions options = data_options(config_, world_->rank(), world_->size());
+    if (classify) {
+      loaders_ = data::make_classification_loaders(classification_options(config_, source), options.loader,
+                                                   *tokenizer_, device_);
+    } else {
+      loaders_ = data::make_loaders(options, *tokenizer_, device_);
+    }
     if (many && world_->is_main()) world_->comm().barrier();
   }
   if (t.eval_every > 0 && !loaders_.validation) {
     throw util::DataError("trainer.eval_every is set but the validation split is empty",
                           "name data.validation sources or a data.validation_fraction large enough to hold a document");
   }
-  const auto spec = model::ModelSpec::from_config(config_.model);
-  model_ = model::Transformer(spec);
-  if (config_.model.from && !resuming) start_from(*config_.model.from, spec, "model.from");
+  if (classify) {
+    bert->num_labels = static_cast<int64_t>(loaders_.labels.names.size());
+    model_ = make_sequence_classifier(*bert, loaders_.labels.names);
+    util::log::info("sequence classification over " + std::to_string(bert->num_labels) + " labels: " +
+                    label_list(loaders_.labels.names));
+  } else {
+    model_ = make_causal_lm(model::ModelSpec::from_config(config_.model));
+  }
+  if (from_model_dir) model_->load(*config_.model.from, "model.from");
   model_->set_activation_checkpointing(config_.model.activation_checkpointing);
-  model_->to(device_);
+  model_->module().to(device_);
   {
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kStartup);
     strategy_ = dist::ShardingStrategy::create(*world_, config_, model_->parameters_by_name(),
@@ -140,24 +167,9 @@ Trainer::~Trainer() {
   if (model_) model_->set_unit_hooks(nullptr);
 }
 
-void Trainer::start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what) {
-  // Only the spec is read first; the weights are memory-mapped and copied straight into model_.
-  const ModelSource source = read_model_source(path);
-  if (!source.spec.same_shape(spec)) {
-    throw util::ConfigError(what + ": the model in " + source.dir.string() +
-                                " has a different shape than model.*: it is " + model::shape_overrides(source.spec) +
-                                "; model.* says " + model::shape_overrides(spec),
-                            "set these model.* values (as overrides, or in the recipe): " +
-                                model::shape_overrides(source.spec));
-  }
-  if (source.hugging_face) {
-    model::load_hf_weights(model_, model::StoredWeights(source.dir));
-  } else {
-    model::load_model_weights(model_, source.dir);
-  }
-  util::log::info(what + ": starting from the weights in " + source.dir.string() +
-                  (source.hugging_face ? " (Hugging Face layout)" : ""));
-}
+TaskModel& Trainer::model() { return *model_; }
+
+void Trainer::start_from(const std::string& path, const std::string& what) { model_->load(path, what); }
 
 int64_t Trainer::plan_total_steps() const {
   const auto& t = config_.trainer;
@@ -177,27 +189,44 @@ int64_t Trainer::plan_total_steps() const {
 double Trainer::evaluate() {
   dist::PhaseScope phase(world_->monitor(), dist::Phase::kEval);
   torch::NoGradGuard no_grad;
-  model_->eval();
+  model_->module().eval();
   auto& loader = *loaders_.validation;
   loader.seek(0);
   int64_t batches = static_cast<int64_t>(loader.batches_per_epoch());
   if (config_.trainer.eval_batches) batches = std::min(batches, *config_.trainer.eval_batches);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   int64_t targets = 0;
+  // Classification: the confusion counts (label x prediction), summed on the device.
+  const auto k = static_cast<int64_t>(loaders_.labels.names.size());
+  torch::Tensor confusion;
+  if (!model_->causal_lm()) confusion = torch::zeros({k * k}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
   for (int64_t i = 0; i < batches; ++i) {
     data::Batch b = loader.next();
     torch::Tensor logits;
     {
       AutocastScope autocast(config_.trainer.precision, device_);
-      logits = model_->forward(b.input_ids);
+      loss_sum += model_->loss_sum(b, 0.0, &logits).to(torch::kFloat64);
     }
-    loss_sum += token_loss_sum(logits, b.labels, 0.0).to(torch::kFloat64);
     targets += b.num_target_tokens;
+    if (confusion.defined()) {
+      const auto labelled = b.labels.ne(-100);
+      const auto cell = b.labels.masked_select(labelled) * k + logits.argmax(-1).masked_select(labelled);
+      confusion += torch::bincount(cell, {}, k * k);
+    }
   }
-  model_->train();
+  model_->module().train();
   if (world_->size() > 1) {
     world_->comm().all_reduce(loss_sum)->wait();
+    if (confusion.defined()) world_->comm().all_reduce(confusion)->wait();
     targets = reduce_over_ranks(targets, dist::ReduceOp::kSum);
+  }
+  state_.last_eval_metrics.clear();
+  if (confusion.defined()) {
+    metrics::ConfusionMatrix m(k);
+    const torch::Tensor counts = confusion.cpu().contiguous();
+    m.add_counts({counts.data_ptr<int64_t>(), static_cast<size_t>(counts.numel())});
+    const metrics::ClassificationMetrics c = metrics::classification_metrics(m);
+    state_.last_eval_metrics = {{"eval_accuracy", c.accuracy}, {"eval_f1", c.f1}};
   }
   return targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
 }
@@ -213,7 +242,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
   {
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
     dist::WholeParameters whole(*strategy_);
-    if (world_->is_main()) model::save_model_dir(dir, model_, tokenizer_options(config_).kind, tokenizer_.get());
+    if (world_->is_main()) model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
   }
   if (world_->is_main()) {
     for (auto& cb : callbacks_) cb->on_save(state_, dir);
@@ -227,9 +256,8 @@ void Trainer::report_memory() {
   const config::Strategy s = strategy_->name() == "single" ? config::Strategy::kDdp : config_.distributed.strategy;
   // hybrid shards inside a node: its N is the node's ranks.
   const int n = s == config::Strategy::kHybrid ? world_->env().local_world_size : world_->size();
-  const model::ModelSpec& spec = model_->spec();
-  const dist::MemoryEstimate e = dist::estimate_memory(s, psi, n, config_.optimizer, config_.distributed.bucket_size,
-                                                       {spec.root_parameter_count(), spec.block_parameter_count()});
+  const dist::MemoryEstimate e =
+      dist::estimate_memory(s, psi, n, config_.optimizer, config_.distributed.bucket_size, model_->unit_sizes());
   auto part = [](const char* what, int64_t have, double formula) {
     return std::string(what) + " " + std::to_string(have) + " B (" + dist::format_bytes(static_cast<double>(have)) +
            "; formula " + std::to_string(static_cast<int64_t>(formula)) + " B)";
@@ -288,12 +316,11 @@ bool Trainer::train_step(double lr_factor) {
   }
   for (size_t m = 0; m < micro.size(); ++m) {
     auto& b = micro[m];
-    torch::Tensor logits;
+    torch::Tensor loss_sum;
     {
       AutocastScope autocast(t.precision, device_);
-      logits = model_->forward(b.input_ids);
+      loss_sum = model_->loss_sum(b, t.label_smoothing, nullptr);
     }
-    auto loss_sum = token_loss_sum(logits, b.labels, t.label_smoothing);
     strategy_->before_backward(m + 1 == micro.size());
     scaler_.scale(global_denom.defined() ? loss_sum / global_denom : loss_sum / denom).backward();
     window_loss_ += loss_sum.detach();
@@ -340,7 +367,7 @@ std::string Trainer::save_reason(bool evaluated_new_best, bool epoch_ended, bool
 TrainResult Trainer::train() {
   const auto& t = config_.trainer;
   TrainResult result;
-  model_->train();
+  model_->module().train();
 
   const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
   if (t.early_stopping_patience) {
@@ -352,11 +379,11 @@ TrainResult Trainer::train() {
   ro.run_dir = run_dir_;
   ro.total_steps = total_steps_;
   ro.start_step = start_step_;
-  ro.mfu = mfu_options(device_, model_, config_);
+  ro.mfu = mfu_options(device_, *model_, config_);
   callbacks_.insert(callbacks_.begin(), std::make_shared<MetricsCallback>(ro));
   state_.data_wait_s = loaders_.train->data_wait_seconds();
   for (auto& cb : callbacks_) cb->on_train_begin(state_);
-  if (loaders_.validation) {
+  if (loaders_.validation && model_->causal_lm()) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
     notify("unigram baseline (validation loss of token frequencies alone): " + std::to_string(*result.unigram_baseline));

@@ -17,7 +17,7 @@
 #include "dist/strategy.h"
 #include "dist/world.h"
 #include "model/safetensors.h"
-#include "model/transformer.h"
+#include "train/task_model.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/callbacks.h"
@@ -46,13 +46,14 @@ class Trainer {
   // Builds tokenizer, data, model and optimizer from the config (throws ConfigError/DataError
   // for bad input before any training). `stop_signal`, set by a signal handler, makes the loop
   // finish the current step and return.
-  // `resuming`: a checkpoint will be restored, so model.from is not read (its weights would be
-  // replaced, and the directory may be gone by now).
+  // `resume_from`: the checkpoint that will be restored, so model.from is not read (its weights
+  // would be replaced, and the directory may be gone by now); a BERT classifier takes its shape
+  // and labels from the checkpoint instead.
   // `world`: this process's place in a multi-process job (dist/world.h); null for one process.
   // Every rank constructs its Trainer with the same config; rank 0 prepares the data first and
   // the others then read its token cache.
   Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal = nullptr,
-          bool resuming = false, dist::World* world = nullptr);
+          const std::optional<std::filesystem::path>& resume_from = std::nullopt, dist::World* world = nullptr);
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
@@ -81,7 +82,7 @@ class Trainer {
   const TrainState& state() const { return state_; }
   const data::DataLoader& train_loader() const { return *loaders_.train; }
 
-  model::Transformer& model() { return model_; }
+  TaskModel& model();
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
   const torch::Device& device() const { return device_; }
   dist::World& world() { return *world_; }
@@ -90,9 +91,9 @@ class Trainer {
 
  private:
   int64_t plan_total_steps() const;
-  // Copies the weights of an hftrain model directory whose shape equals `spec`; `what` names
-  // the source in messages (model.from, a checkpoint).
-  void start_from(const std::string& path, const model::ModelSpec& spec, const std::string& what);
+  // Copies the weights of a model directory or checkpoint of this model's shape; `what` names the
+  // source in messages (model.from, resume).
+  void start_from(const std::string& path, const std::string& what);
   // One optimizer step: micro-batches, backward, clipping, the update. Returns whether it was
   // skipped (fp16 overflow).
   bool train_step(double lr_factor);
@@ -115,7 +116,7 @@ class Trainer {
   torch::Device device_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   data::Loaders loaders_;
-  model::Transformer model_{nullptr};
+  std::unique_ptr<TaskModel> model_;
   std::unique_ptr<dist::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;

@@ -230,7 +230,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   model::TensorList weights;
   for (auto& [name, p] : model_->parameters_by_name()) weights.emplace_back(name, p.detach());
   writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size), {{"format", "pt"}});
-  for (const auto& [name, text] : model::model_text_files(model_, tokenizer_options(config_).kind, tokenizer_.get())) {
+  for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
     writer.add_bytes(name, text);
   }
 
@@ -283,10 +283,9 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 }
 
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
-  const auto spec = model::ModelSpec::from_config(config_.model);
   {
     dist::WholeParameters whole(*strategy_);  // each rank keeps its shard of what is loaded
-    start_from(dir.string(), spec, "resume");
+    start_from(dir.string(), "resume");
   }
 
   const Json meta = read_json(dir / kOptimizerMeta);

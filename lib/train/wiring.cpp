@@ -57,6 +57,51 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   return o;
 }
 
+model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSource>& source) {
+  if (source && !source->bert) {
+    throw util::ConfigError("model.arch is bert, but " + source->spec_file.string() + " describes a decoder",
+                            "name a BERT directory (BertModel, BertForSequenceClassification) in model.from, or "
+                            "use model.arch=gpt2 or llama");
+  }
+  model::BertSpec s;
+  if (source) {
+    s = *source->bert;
+  } else {
+    const auto& m = c.model;
+    s.vocab_size = m.vocab_size;
+    s.hidden_size = m.d_model;
+    s.num_hidden_layers = m.n_layer;
+    s.num_attention_heads = m.n_head;
+    s.intermediate_size = m.d_ff.value_or(4 * m.d_model);
+    s.max_position_embeddings = m.max_seq_len;
+    s.layer_norm_eps = m.norm_eps.value_or(1e-12);
+    s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
+    s.initializer_range = m.init_std;
+    s.pad_token_id.reset();
+  }
+  s.with_classifier = true;
+  return s;
+}
+
+data::ClassificationOptions classification_options(const config::Config& c, const std::optional<ModelSource>& source) {
+  data::ClassificationOptions o;
+  for (const auto& p : c.data.train) o.train.push_back(p);
+  for (const auto& p : c.data.validation) o.validation.push_back(p);
+  o.validation_fraction = c.data.validation_fraction;
+  o.split_seed = static_cast<uint64_t>(c.run.seed);
+  o.records.text_column = c.data.text_field;
+  o.records.text_pair_column = c.data.text_pair_field;
+  o.records.label_column = c.data.label_field;
+  o.max_length = c.data.seq_len;
+  o.pad_to_multiple_of = c.data.pad_to_multiple_of;
+  if (source && source->bert && source->bert->with_classifier && !source->id2label.empty()) {
+    bool named = false;
+    for (size_t i = 0; i < source->id2label.size(); ++i) named |= source->id2label[i] != "LABEL_" + std::to_string(i);
+    if (named) o.labels = data::LabelSet{source->id2label};
+  }
+  return o;
+}
+
 torch::Device pick_device(const config::Config& c, int local_rank) {
   const bool cuda = torch::cuda::is_available();
   bool use_cuda = cuda;

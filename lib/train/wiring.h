@@ -6,12 +6,23 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "model/bert_spec.h"
+#include "train/model_from.h"
 
 namespace hftrain::train {
 
 data::TokenizerOptions tokenizer_options(const config::Config& config);
 // `rank` of `world_size`: which slice of each global batch this process loads.
 data::DataOptions data_options(const config::Config& config, int rank = 0, int world_size = 1);
+// model.arch=bert: the encoder of `source` (model.from's directory, or the checkpoint resumed),
+// else one of the model.* shape (d_ff unset: 4 x d_model). num_labels is set from the data later.
+// Throws ConfigError when `source` holds a decoder.
+model::BertSpec bert_spec(const config::Config& config, const std::optional<ModelSource>& source);
+// The labelled data of a classification run; the labels are fixed when `source`'s classifier
+// names them (not transformers' default LABEL_0, LABEL_1, ...).
+data::ClassificationOptions classification_options(const config::Config& config,
+                                                   const std::optional<ModelSource>& source);
+
 // trainer.device: auto picks CUDA when visible, device `local_rank` (one process per GPU).
 // Throws ConfigError for cuda without a GPU, or fewer GPUs than local processes.
 torch::Device pick_device(const config::Config& config, int local_rank = 0);

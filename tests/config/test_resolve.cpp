@@ -126,9 +126,15 @@ TEST_CASE("the shipped recipes resolve", "[config][resolve]") {
   const std::filesystem::path dir = std::filesystem::path(HFTRAIN_SOURCE_DIR) / "recipes";
   auto names = config::list_shipped_recipes({dir});
   REQUIRE_FALSE(names.empty());
+  // The fine-tuning recipes name their model directory through this variable (or model.from=DIR).
+  const util::MapEnvironment env({{"HFTRAIN_MODEL_DIR", "/models/some-model"}});
   for (const auto& name : names) {
     INFO(name);
-    CHECK_NOTHROW(resolve_file(dir / (name + ".yaml"), {}, {dir}));
+    config::ResolveOptions o;
+    o.recipe = dir / (name + ".yaml");
+    o.env = &env;
+    o.recipe_dirs = {dir};
+    CHECK_NOTHROW(config::resolve_config(o));
   }
 }
 
@@ -142,7 +148,8 @@ TEST_CASE("model.from values sit above the defaults and below everything written
   o.recipe_dirs = {"/nonexistent"};
   o.overrides = {"model.d_model=96"};
   o.model_values = {{"model.n_layer", "3"}, {"model.n_head", "4"}, {"model.d_model", "64"},
-                    {"model.rope_scaling.type", "linear"}, {"tokenizer.type", "hf"}};
+                    {"model.rope_scaling.type", "linear"}, {"tokenizer.type", "hf"},
+                    {"tokenizer.path", "models/tiny/tokenizer.json"}};
   o.model_source = "models/tiny/config.json";
   auto r = config::resolve_config(o);
   CHECK(r.values.model.n_layer == 3);   // from the model directory

@@ -31,7 +31,7 @@ struct LossLog : train::Callback {
 
 std::vector<torch::Tensor> params_of(train::Trainer& t) {
   std::vector<torch::Tensor> out;
-  for (auto& [name, p] : t.model()->parameters_by_name()) out.push_back(p.detach().clone());
+  for (auto& [name, p] : t.model().parameters_by_name()) out.push_back(p.detach().clone());
   return out;
 }
 

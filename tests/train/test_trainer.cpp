@@ -33,7 +33,7 @@ std::vector<torch::Tensor> train_and_get_params(std::vector<std::string> overrid
   train::Trainer trainer(cfg, cfg.run.output_dir);
   trainer.train();
   std::vector<torch::Tensor> out;
-  for (auto& [name, p] : trainer.model()->parameters_by_name()) out.push_back(p.detach().clone());
+  for (auto& [name, p] : trainer.model().parameters_by_name()) out.push_back(p.detach().clone());
   return out;
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("model.from starts from a saved model's weights", "[train][slow]") {
   train::Trainer first(cfg, cfg.run.output_dir);
   first.train();
   const double trained = first.evaluate();
-  model::save_model_dir(d.path() / "model", first.model(), data::TokenizerKind::kByte, &first.tokenizer());
+  first.model().save_dir(d.path() / "model", data::TokenizerKind::kByte, first.tokenizer());
   o.push_back("model.from=" + (d.path() / "model").string());
   auto cfg2 = test::resolve("{}", o).values;
   train::Trainer second(cfg2, cfg2.run.output_dir);

@@ -1,0 +1,89 @@
+// make_classification_loaders (loader.h): labelled records read, labelled, encoded once, then
+// padded per batch by the loader's workers.
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "data/loader.h"
+#include "util/error.h"
+
+namespace hftrain::data {
+namespace {
+
+class ClassificationSource final : public BatchSource {
+ public:
+  ClassificationSource(std::vector<EncodedExample> examples, int32_t pad_id, int64_t pad_to_multiple_of)
+      : examples_(std::move(examples)), pad_id_(pad_id), multiple_(pad_to_multiple_of) {}
+  uint64_t num_samples() const override { return examples_.size(); }
+  HostBatch collate(std::span<const uint64_t> sample_ids) const override {
+    std::vector<EncodedExample> picked;
+    picked.reserve(sample_ids.size());
+    for (uint64_t id : sample_ids) picked.push_back(examples_[id]);
+    ClassificationBatch c = collate_classification(picked, pad_id_, multiple_);
+    HostBatch out;
+    out.batch_size = c.batch_size;
+    out.seq_len = c.seq_len;
+    out.input_ids = std::move(c.input_ids);
+    out.attention_mask = std::move(c.attention_mask);
+    out.token_type_ids = std::move(c.token_type_ids);
+    out.labels = std::move(c.labels);
+    out.sequence_labels = true;
+    out.num_target_tokens = static_cast<int64_t>(
+        std::count_if(out.labels.begin(), out.labels.end(), [](int64_t l) { return l != kIgnoreIndex; }));
+    out.sample_ids.assign(sample_ids.begin(), sample_ids.end());
+    return out;
+  }
+
+ private:
+  std::vector<EncodedExample> examples_;
+  int32_t pad_id_;
+  int64_t multiple_;
+};
+
+std::vector<LabelledExample> read_all(const std::vector<std::filesystem::path>& files, const LabelledOptions& options) {
+  std::vector<LabelledExample> out;
+  for (const auto& f : files) {
+    auto part = read_labelled(f, options);
+    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return out;
+}
+
+}  // namespace
+
+Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
+                                    const Tokenizer& tokenizer, torch::Device device) {
+  if (options.train.empty()) {
+    throw util::DataError("data.train names no labelled file", "set data.train to CSV, TSV or JSONL files");
+  }
+  std::vector<LabelledExample> train = read_all(options.train, options.records);
+  std::vector<LabelledExample> validation = read_all(options.validation, options.records);
+  if (options.validation.empty() && options.validation_fraction > 0) {
+    // A fixed shuffle by the split seed; the same records every run with that seed.
+    std::vector<size_t> order(train.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(options.split_seed));
+    const auto held = static_cast<size_t>(options.validation_fraction * static_cast<double>(train.size()));
+    std::vector<bool> is_held(train.size(), false);
+    for (size_t i = 0; i < held; ++i) is_held[order[i]] = true;
+    std::vector<LabelledExample> kept;
+    for (size_t i = 0; i < train.size(); ++i) (is_held[i] ? validation : kept).push_back(std::move(train[i]));
+    train = std::move(kept);
+  }
+  Loaders out;
+  out.labels = options.labels ? *options.labels : label_set_of(train, options.train.front().string());
+  auto source = [&](const std::vector<LabelledExample>& examples) {
+    return std::make_shared<ClassificationSource>(
+        encode_examples(tokenizer, examples, label_ids(examples, out.labels), options.max_length),
+        tokenizer.pad_id(), options.pad_to_multiple_of);
+  };
+  out.train = std::make_unique<DataLoader>(source(train), loader, device);
+  if (!validation.empty()) {
+    LoaderOptions v = loader;
+    v.sampler.shuffle = false;
+    out.validation = std::make_unique<DataLoader>(source(validation), v, device);
+  }
+  return out;
+}
+
+}  // namespace hftrain::data

@@ -1,0 +1,82 @@
+// make_causal_lm (task_model.h): the decoder transformer, trained on next-token targets.
+#include <torch/torch.h>
+
+#include "model/hf_config.h"
+#include "model/hf_weights.h"
+#include "model/saved_model.h"
+#include "model/stored_weights.h"
+#include "model/transformer.h"
+#include "train/model_from.h"
+#include "train/step_math.h"
+#include "train/task_model.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace {
+
+class CausalLm final : public TaskModel {
+ public:
+  explicit CausalLm(const model::ModelSpec& spec) : model_(spec) {}
+
+  torch::nn::Module& module() override { return *model_; }
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
+    return model_->parameters_by_name();
+  }
+  model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
+  void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
+  void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+
+  torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
+    torch::Tensor out = model_->forward(batch.input_ids);
+    if (logits) *logits = out;
+    return token_loss_sum(out, batch.labels, label_smoothing);
+  }
+
+  void load(const std::filesystem::path& path, const std::string& what) override {
+    // Only the spec is read first; the weights are memory-mapped and copied straight in.
+    const ModelSource source = read_model_source(path);
+    const model::ModelSpec& spec = model_->spec();
+    if (source.bert || !source.spec.same_shape(spec)) {
+      const std::string have = source.bert ? "a BERT encoder" : model::shape_overrides(source.spec);
+      throw util::ConfigError(what + ": the model in " + source.dir.string() +
+                                  " has a different shape than model.*: it is " + have + "; model.* says " +
+                                  model::shape_overrides(spec),
+                              "set these model.* values (as overrides, or in the recipe): " + have);
+    }
+    if (source.hugging_face) {
+      model::load_hf_weights(model_, model::StoredWeights(source.dir));
+    } else {
+      model::load_model_weights(model_, source.dir);
+    }
+    util::log::info(what + ": starting from the weights in " + source.dir.string() +
+                    (source.hugging_face ? " (Hugging Face layout)" : ""));
+  }
+  std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind kind,
+                                                              const data::Tokenizer& tokenizer) const override {
+    return model::model_text_files(model_, kind, &tokenizer);
+  }
+  void save_dir(const std::filesystem::path& dir, data::TokenizerKind kind,
+                const data::Tokenizer& tokenizer) const override {
+    model::save_model_dir(dir, model_, kind, &tokenizer);
+  }
+
+  bool causal_lm() const override { return true; }
+  int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
+  dist::UnitSizes unit_sizes() const override {
+    return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
+  }
+  metrics::ModelShape shape(int64_t seq_len) const override {
+    const auto& s = model_->spec();
+    return {model_->non_embedding_parameters(), s.n_layer, s.n_head, s.head_dim(), seq_len};
+  }
+
+ private:
+  model::Transformer model_;
+};
+
+}  // namespace
+
+std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec) { return std::make_unique<CausalLm>(spec); }
+
+}  // namespace hftrain::train

@@ -1,0 +1,111 @@
+// make_sequence_classifier (task_model.h): a BERT encoder with a classifier, one loss per sequence.
+// Its model directory is a Hugging Face one (config.json with id2label, safetensors under
+// transformers' names, tokenizer.json), which from_pretrained loads as it is.
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include "data/tokenizer_json.h"
+#include "model/bert.h"
+#include "model/bert_weights.h"
+#include "model/hf_config.h"
+#include "model/hf_export.h"
+#include "model/stored_weights.h"
+#include "train/model_from.h"
+#include "train/task_model.h"
+#include "util/error.h"
+#include "util/file_writer.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace fs = std::filesystem;
+namespace {
+
+class SequenceClassifier final : public TaskModel {
+ public:
+  SequenceClassifier(const model::BertSpec& spec, std::vector<std::string> labels)
+      : model_(spec), labels_(std::move(labels)) {}
+
+  torch::nn::Module& module() override { return *model_; }
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
+    return model_->parameters_by_name();
+  }
+  model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
+  void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
+  void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+
+  torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
+    torch::Tensor out = model_->forward(batch.input_ids, batch.attention_mask, batch.token_type_ids);
+    if (logits) *logits = out;
+    // The mean over the batch's labelled sequences, times their count: the loop divides by the
+    // count over all micro-batches and ranks, as it does with tokens.
+    const auto counted = batch.labels.ne(-100).sum();
+    return model::classification_loss(out, batch.labels, label_smoothing) * counted.to(torch::kFloat32);
+  }
+
+  void load(const fs::path& path, const std::string& what) override {
+    const ModelSource source = read_model_source(path);
+    if (!source.bert) {
+      throw util::ConfigError(what + ": " + source.dir.string() + " holds a decoder (" +
+                                  model::shape_overrides(source.spec) + "), not a BERT encoder",
+                              "name a BERT directory (BertModel, BertForSequenceClassification) in model.from");
+    }
+    const model::BertLoadReport report = model::load_bert_weights(model_, model::StoredWeights(source.dir));
+    util::log::info(what + ": starting from the weights in " + source.dir.string() + " (Hugging Face layout)");
+    if (const std::string note = report.describe(); !note.empty()) util::log::info(what + ": " + note);
+  }
+  std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind,
+                                                              const data::Tokenizer& tokenizer) const override {
+    return {{"config.json", model::bert_config_json(model_->spec(), labels_)},
+            {"tokenizer.json", data::tokenizer_json_text(tokenizer)}};
+  }
+  void save_dir(const fs::path& dir, data::TokenizerKind kind, const data::Tokenizer& tokenizer) const override {
+    const auto files = text_files(kind, tokenizer);  // refuses a tokenizer it cannot write, before any I/O
+    fs::path tmp = dir;
+    tmp += ".tmp-" + std::to_string(::getpid());
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    if (ec) throw util::io_error("create", tmp, ec.value());
+    try {
+      model::write_hf_bert(model_, tmp, labels_, model::kDefaultHfShardBytes);
+      for (const auto& [name, text] : files) util::atomic_write_file(tmp / name, text);
+      util::publish_dir(tmp, dir);
+      util::fsync_dir(dir.parent_path());
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+  }
+
+  bool causal_lm() const override { return false; }
+  int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
+  dist::UnitSizes unit_sizes() const override {
+    const auto units = model_->parameter_units();
+    const auto params = model_->parameters_by_name();
+    dist::UnitSizes sizes;
+    for (size_t u = 0; u < units.size(); ++u) {
+      int64_t n = 0;
+      for (size_t i : units[u]) n += params[i].second.numel();
+      (u == 0 ? sizes.root : sizes.block) = std::max(u == 0 ? sizes.root : sizes.block, n);
+    }
+    return sizes;
+  }
+  metrics::ModelShape shape(int64_t seq_len) const override {
+    const auto& s = model_->spec();
+    return {model_->non_embedding_parameters(), s.num_hidden_layers, s.num_attention_heads, s.head_dim(), seq_len};
+  }
+
+ private:
+  model::BertEncoder model_;
+  std::vector<std::string> labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<TaskModel> make_sequence_classifier(const model::BertSpec& spec, std::vector<std::string> labels) {
+  return std::make_unique<SequenceClassifier>(spec, std::move(labels));
+}
+
+}  // namespace hftrain::train

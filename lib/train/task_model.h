@@ -1,0 +1,61 @@
+// The model the training loop trains, whatever its task: a causal language model (the decoder
+// transformer: loss per next token) or a sequence classifier (a BERT encoder: loss per sequence).
+// The loop, the strategies and checkpoints see only this: parameters, the forward to a summed
+// loss, weights in and out, and the shape figures for memory and MFU reports.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "data/loader.h"
+#include "data/tokenizer.h"
+#include "dist/memory_plan.h"
+#include "metrics/mfu.h"
+#include "model/bert_spec.h"
+#include "model/parameter_units.h"
+#include "model/spec.h"
+
+namespace hftrain::train {
+
+class TaskModel {
+ public:
+  virtual ~TaskModel() = default;
+
+  virtual torch::nn::Module& module() = 0;
+  // Parameters by name, each once, in registration order (what optimizers and checkpoints use).
+  virtual std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const = 0;
+  virtual model::ParameterUnits parameter_units() const = 0;
+  virtual void set_unit_hooks(model::UnitHooks* hooks) = 0;
+  virtual void set_activation_checkpointing(bool on) = 0;
+
+  // The batch's loss summed over its targets (tokens, or sequences), in fp32; `logits`, when
+  // given, receives the outputs (for metrics).
+  virtual torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) = 0;
+
+  // Copies the weights of the model directory or checkpoint at `path`; `what` names it in
+  // messages. ConfigError for another shape, CheckpointError for missing or extra tensors.
+  virtual void load(const std::filesystem::path& path, const std::string& what) = 0;
+  // The files of a model directory besides the weights (model.json or config.json, tokenizer).
+  virtual std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind kind,
+                                                                      const data::Tokenizer& tokenizer) const = 0;
+  // Writes a model directory (weights and text files), crash-safely.
+  virtual void save_dir(const std::filesystem::path& dir, data::TokenizerKind kind,
+                        const data::Tokenizer& tokenizer) const = 0;
+
+  virtual bool causal_lm() const = 0;
+  virtual int64_t non_embedding_parameters() const = 0;
+  virtual dist::UnitSizes unit_sizes() const = 0;
+  virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
+};
+
+// The decoder transformer (GPT-2, Llama families).
+std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec);
+// A BERT encoder with a classifier over `labels` (config.json's id2label).
+std::unique_ptr<TaskModel> make_sequence_classifier(const model::BertSpec& spec, std::vector<std::string> labels);
+
+}  // namespace hftrain::train
