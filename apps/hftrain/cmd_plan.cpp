@@ -13,6 +13,7 @@
 #include "dist/memory_plan.h"
 #include "model/spec.h"
 #include "train/model_from.h"
+#include "train/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -35,8 +36,21 @@ int run_plan(const PlanArgs& a) {
   options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
   options.overrides = split.overrides;
   const config::Config cfg = train::resolve_with_model_from(options).values;
-  const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
-  const int64_t psi = spec.parameter_count();
+  int64_t psi = 0;
+  dist::UnitSizes units;
+  if (cfg.model.arch == config::ModelArch::kBert) {
+    // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
+    const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
+    model::BertSpec no_layers = bert;
+    no_layers.num_hidden_layers = 0;
+    psi = bert.parameter_count();
+    units.root = no_layers.parameter_count();
+    units.block = (psi - units.root) / bert.num_hidden_layers;
+  } else {
+    const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
+    psi = spec.parameter_count();
+    units = {spec.root_parameter_count(), spec.block_parameter_count()};
+  }
   if (a.nproc_per_node > 0 && a.nproc % a.nproc_per_node != 0) {
     throw util::UsageError("--nproc " + std::to_string(a.nproc) + " is not a multiple of --nproc-per-node " +
                                std::to_string(a.nproc_per_node),
@@ -48,8 +62,7 @@ int run_plan(const PlanArgs& a) {
             << dist::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations not included):\n\n"
-            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
-                                  {spec.root_parameter_count(), spec.block_parameter_count()}, a.nproc_per_node);
+            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
   return util::kExitOk;
 }
 
