@@ -31,6 +31,21 @@ std::string checkpoint_dir_name(int64_t step) {
   return std::string(kCheckpointPrefix) + std::to_string(step);
 }
 
+std::string optimizer_shard_name(int file, int num_files) {
+  // Every number as wide as the largest, so that the names sort in file order.
+  const size_t width = std::max<size_t>(5, std::to_string(num_files).size());
+  auto padded = [width](int n) {
+    const std::string digits = std::to_string(n);
+    return std::string(width - std::min(width, digits.size()), '0') + digits;
+  };
+  return "optimizer/shard-" + padded(file) + "-of-" + padded(num_files) + ".safetensors";
+}
+
+fs::path optimizer_staging_dir(const fs::path& run_dir, int64_t step, int64_t pid) {
+  return run_dir / (std::string(kStagingPrefix) + std::to_string(step) + "-" + std::to_string(pid) +
+                    "-optimizer");
+}
+
 std::optional<int64_t> parse_checkpoint_step(std::string_view dir_name) {
   if (!util::starts_with(dir_name, kCheckpointPrefix)) return std::nullopt;
   const std::string_view digits = dir_name.substr(kCheckpointPrefix.size());

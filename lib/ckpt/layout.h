@@ -21,8 +21,25 @@ inline constexpr std::string_view kCheckpointPrefix = "checkpoint-";
 inline constexpr std::string_view kStagingPrefix = ".tmp-checkpoint-";
 inline constexpr std::string_view kDeletingPrefix = ".tmp-deleting-checkpoint-";
 
+// The optimizer state inside a checkpoint (ckpt/optimizer_index.h): one shard file per rank that
+// holds a distinct shard, and rank 0's index of where each tensor's elements lie.
+inline constexpr const char* kOptimizerIndexFile = "optimizer/index.json";
+// Before every rank wrote its shard, rank 0 wrote the whole state into these two (still read).
+inline constexpr const char* kLegacyOptimizerTensors = "optimizer.safetensors";
+inline constexpr const char* kLegacyOptimizerMeta = "optimizer.json";
+
 // "checkpoint-<step>".
 std::string checkpoint_dir_name(int64_t step);
+
+// "optimizer/shard-<file>-of-<num_files>.safetensors", numbered from 0, each number padded with
+// zeros to five digits or the width of `num_files`.
+std::string optimizer_shard_name(int file, int num_files);
+
+// Where the ranks write their optimizer shards while rank 0 (process `pid`) saves checkpoint
+// `step`: <run_dir>/.tmp-checkpoint-<step>-<pid>-optimizer/, a staging folder of its own, so
+// a crash leaves nothing that remove_stale_staging() would not clean up.
+std::filesystem::path optimizer_staging_dir(const std::filesystem::path& run_dir, int64_t step,
+                                            int64_t pid);
 
 // The step of a checkpoint folder name: exactly "checkpoint-" and the canonical decimal digits of
 // a step (no sign, no leading zeros, fits int64); nullopt for anything else.

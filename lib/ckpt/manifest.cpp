@@ -102,18 +102,24 @@ bool is_safe_relative_path(const std::string& path) {
   return true;
 }
 
+Json ManifestFile::to_json() const {
+  Json entry = {{"path", path}, {"size", size}, {"checksum", checksum}};
+  if (!tensors.empty()) {
+    Json tensors_json = Json::object();
+    for (const auto& [name, t] : tensors)
+      tensors_json[name] = {{"dtype", t.dtype}, {"shape", t.shape}};
+    entry["tensors"] = std::move(tensors_json);
+  }
+  return entry;
+}
+
+ManifestFile ManifestFile::from_json(const Json& j, const std::string& where) {
+  return parse_file(Reader(j, where, ""));
+}
+
 Json Manifest::to_json() const {
   Json files_json = Json::array();
-  for (const auto& f : files) {
-    Json entry = {{"path", f.path}, {"size", f.size}, {"checksum", f.checksum}};
-    if (!f.tensors.empty()) {
-      Json tensors = Json::object();
-      for (const auto& [name, t] : f.tensors)
-        tensors[name] = {{"dtype", t.dtype}, {"shape", t.shape}};
-      entry["tensors"] = std::move(tensors);
-    }
-    files_json.push_back(std::move(entry));
-  }
+  for (const auto& f : files) files_json.push_back(f.to_json());
   Json j = {{"format_version", format_version},
             {"step", step},
             {"config_hash", config_hash},

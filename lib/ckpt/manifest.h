@@ -32,6 +32,11 @@ struct ManifestFile {
   uint64_t size = 0;
   std::string checksum;                           // XXH3-128, 32 lowercase hex characters
   std::map<std::string, ManifestTensor> tensors;  // only for .safetensors files
+
+  // One entry of "files" (also how a rank tells rank 0 about a file it wrote). from_json throws
+  // CheckpointError naming `where` and the bad field.
+  nlohmann::json to_json() const;
+  static ManifestFile from_json(const nlohmann::json& j, const std::string& where);
 };
 
 struct Manifest {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "ckpt/optimizer_index.h"
 #include "model/safetensors_header.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -103,6 +104,39 @@ void check_file(const fs::path& dir, const ManifestFile& entry,
   if (ends_with(entry.path, ".safetensors")) check_tensors(file, entry, problems);
 }
 
+// optimizer/index.json against the manifest: every shard file it names listed there, holding
+// exactly the pieces it places in it (by the manifest's shapes, which check_tensors() compared
+// with the files' headers).
+void check_optimizer_index(const fs::path& dir, const Manifest& manifest,
+                           std::vector<std::string>& problems) {
+  if (!manifest.find(kOptimizerIndexFile)) return;
+  OptimizerIndex index;
+  try {
+    const Json j = Json::parse(
+        util::read_file<util::CheckpointError>(dir / kOptimizerIndexFile, "optimizer index"),
+        nullptr, /*allow_exceptions=*/false);
+    index = OptimizerIndex::from_json(j, kOptimizerIndexFile);
+  } catch (const util::Error& e) {
+    problems.push_back(e.what());
+    return;
+  }
+  for (size_t i = 0; i < index.files.size(); ++i) {
+    const ManifestFile* file = manifest.find(index.files[i]);
+    if (!file) {
+      problems.push_back(std::string(kOptimizerIndexFile) + ": names " + index.files[i] +
+                         ", which the manifest does not list");
+      continue;
+    }
+    std::map<std::string, int64_t> numels;
+    for (const auto& [name, t] : file->tensors) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      numels[name] = n;
+    }
+    for (auto& p : index.mismatches(i, numels)) problems.push_back(std::move(p));
+  }
+}
+
 // Files under `dir` the manifest does not list (the manifest itself aside).
 std::vector<std::string> unlisted_files(const fs::path& dir, const Manifest& manifest) {
   std::set<std::string> listed{kManifestFile};
@@ -157,6 +191,7 @@ VerifyReport verify_checkpoint(const fs::path& dir) {
                               ", but the folder is " + name.string());
   }
   for (const auto& f : m.files) check_file(dir, f, report.problems);
+  if (report.problems.empty()) check_optimizer_index(dir, m, report.problems);
   report.notes = unlisted_files(dir, m);
   return report;
 }

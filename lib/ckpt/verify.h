@@ -24,7 +24,8 @@ struct VerifyReport {
 // Checks `dir`: manifest.json present and valid, its step equal to the folder name's, and every
 // file it lists present with the recorded size and checksum (the whole file is read); for a
 // .safetensors file also a readable header whose tensor names, dtypes and shapes equal the
-// manifest's. Never throws for bad content.
+// manifest's; optimizer/index.json, when listed, parsed and matching the shard files it names
+// (ckpt/optimizer_index.h). Never throws for bad content.
 VerifyReport verify_checkpoint(const std::filesystem::path& dir);
 
 struct SkippedCheckpoint {

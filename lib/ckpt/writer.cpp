@@ -135,6 +135,23 @@ void CheckpointWriter::add_sharded_safetensors(const std::string& stem,
   if (plan.shards.size() > 1) add_bytes(stem + ".safetensors.index.json", plan.index_json());
 }
 
+void CheckpointWriter::adopt_file(const fs::path& from, const ManifestFile& record) {
+  const fs::path to = begin_file(record.path);
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(from, ec);
+  if (ec) throw util::io_error("find the staged file", from, ec.value());
+  if (size != record.size) {
+    throw util::IoError(from.string() + " has " + std::to_string(size) +
+                            " bytes, its writer reported " + std::to_string(record.size),
+                        "another process changed the staging folder; save again");
+  }
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw util::io_error("move into the checkpoint", from, errno);
+  files_.push_back(record);
+  ++closed_files_;
+  crash_point();
+}
+
 fs::path CheckpointWriter::commit(const std::string& config_hash, const Json& extra) {
   if (committed_) throw std::logic_error("CheckpointWriter::commit called twice");
   Manifest manifest;

@@ -65,6 +65,12 @@ class CheckpointWriter {
                                uint64_t max_shard_bytes,
                                const std::map<std::string, std::string>& metadata = {});
 
+  // Moves in a file another process wrote, fsynced, into a folder on the same filesystem
+  // (`from`), under record.path; `record` is what that process's FileWriter measured (size,
+  // checksum, tensors), so nothing is read again. Throws IoError when `from` is missing, its size
+  // differs from the record's, or the rename fails.
+  void adopt_file(const std::filesystem::path& from, const ManifestFile& record);
+
   // Writes manifest.json and publishes the checkpoint (see the top of this file); returns
   // <run_dir>/checkpoint-<step>. Throws IoError; the staging folder is then removed by the
   // destructor and the previous checkpoints and `latest` are untouched (unless the failure came

@@ -1,5 +1,7 @@
 #include "dist/communicator.h"
 
+#include <cstring>
+
 #include <torch/torch.h>
 
 namespace hftrain::dist {
@@ -30,6 +32,29 @@ void wait_all(const std::vector<WorkPtr>& works) {
   for (const auto& w : works) {
     if (w) w->wait();
   }
+}
+
+std::vector<std::string> all_gather_text(Communicator& comm, const std::string& text, const torch::Device& device) {
+  if (comm.size() == 1) return {text};
+  // The lengths first, then every text padded to the longest (all_gather takes equal sizes).
+  const auto on_device = torch::TensorOptions().device(device);
+  auto length = torch::full({1}, static_cast<int64_t>(text.size()), on_device.dtype(torch::kInt64));
+  auto lengths = torch::empty({comm.size()}, length.options());
+  comm.all_gather(lengths, length)->wait();
+  lengths = lengths.cpu();
+  const int64_t longest = std::max<int64_t>(1, lengths.max().item<int64_t>());
+  auto mine = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(mine.data_ptr(), text.data(), text.size());
+  mine = mine.to(device);
+  auto all = torch::empty({comm.size() * longest}, mine.options());
+  comm.all_gather(all, mine)->wait();
+  all = all.cpu();
+  std::vector<std::string> out;
+  const auto* bytes = static_cast<const char*>(all.data_ptr());
+  for (int r = 0; r < comm.size(); ++r) {
+    out.emplace_back(bytes + r * longest, static_cast<size_t>(lengths[r].item<int64_t>()));
+  }
+  return out;
 }
 
 }  // namespace hftrain::dist

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -63,5 +64,9 @@ class LocalCommunicator final : public Communicator {
 
 // Waits for every handle (null handles are skipped).
 void wait_all(const std::vector<WorkPtr>& works);
+
+// Every rank's `text`, indexed by rank (collective; every rank gets all of them). `device`: where
+// the communicator's tensors live. For small records (a checkpoint's file list), not bulk data.
+std::vector<std::string> all_gather_text(Communicator& comm, const std::string& text, const torch::Device& device);
 
 }  // namespace hftrain::dist

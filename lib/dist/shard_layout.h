@@ -1,7 +1,7 @@
 // Where this rank's shard lies in the flat groups (buckets, or zero3's units) that a ZeRO strategy
-// cuts into one chunk per rank, and the optimizer state of those shards made whole and cut again.
-// A checkpoint stores every parameter's state in the single-process layout (optim::
-// OptimizerState), so that it resumes under any strategy and world size.
+// cuts into one chunk per rank, and its optimizer state as pieces of the whole tensors: what each
+// rank saves, and what it reads back from any saved state (dist/optimizer_pieces.h), so that a
+// checkpoint resumes under any strategy and world size.
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@
 
 #include <torch/types.h>
 
-#include "dist/communicator.h"
 #include "dist/grad_buckets.h"
+#include "dist/optimizer_pieces.h"
 #include "optim/optimizer.h"
 
 namespace hftrain::dist {
@@ -30,12 +30,13 @@ class ShardLayout {
   // The parameter's index; CheckpointError for a name the model does not have.
   size_t index_of(const std::string& name) const;
 
-  // Every rank's state made whole by all-gathers over `comm` (collective; every rank gets it).
-  // `options`: where the communicator's buffers live (the device).
-  optim::OptimizerState gather(Communicator& comm, const optim::OptimizerState& local,
-                               const torch::TensorOptions& options) const;
-  // This rank's slices of a whole state (views). CheckpointError for one that does not fit.
-  optim::OptimizerState slice(const optim::OptimizerState& whole) const;
+  // `local` (the state of an optimizer over this rank's pieces) placed in the whole tensors; the
+  // parameters this rank holds no piece of have none. Not collective.
+  std::vector<StatePiece> pieces_of(const optim::OptimizerState& local) const;
+  // This rank's state out of a saved one: for every saved tensor the elements of this rank's piece
+  // (none where it holds no piece of the parameter), each read alone. CheckpointError for a state
+  // that does not fit the model.
+  optim::OptimizerState read(const SavedOptimizerState& saved) const;
 
  private:
   std::vector<Bucket> groups_;

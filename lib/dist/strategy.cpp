@@ -63,7 +63,7 @@ namespace {
 class ReplicatedStrategy final : public ShardingStrategy {
  public:
   ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params)
-      : params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
+      : rank_(world.rank()), params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
     if (world.size() > 1) {
       broadcast_parameters(world.comm(), params);
       std::vector<int64_t> numels;
@@ -93,8 +93,14 @@ class ReplicatedStrategy final : public ShardingStrategy {
   void step() override { optimizer_->step(); }
   void zero_grad() override { optimizer_->zero_grad(); }
   optim::Optimizer& optimizer() override { return *optimizer_; }
-  optim::OptimizerState full_optimizer_state() override { return optimizer_->state(); }
-  void load_full_optimizer_state(const optim::OptimizerState& state) override { optimizer_->load_state(state); }
+  // Every rank holds the same whole state: rank 0 alone writes it, in one file.
+  LocalOptimizerState local_optimizer_state() override {
+    optim::OptimizerState state = optimizer_->state();
+    LocalOptimizerState out{{}, std::move(state.meta), rank_ == 0 ? 0 : -1, 1};
+    for (auto& [name, t] : state.tensors) out.pieces.push_back({name, t.sizes().vec(), 0, t});
+    return out;
+  }
+  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(read_whole_state(saved)); }
   MemoryReport memory() const override {
     MemoryReport m;
     for (const auto& p : params_) m.parameters += bytes_of(p), m.gradients += bytes_of(p);
@@ -104,6 +110,7 @@ class ReplicatedStrategy final : public ShardingStrategy {
   }
 
  private:
+  int rank_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<GradReducer> reducer_;

@@ -27,6 +27,7 @@
 #include <torch/types.h>
 
 #include "config/config.h"
+#include "dist/optimizer_pieces.h"
 #include "dist/world.h"
 #include "model/parameter_units.h"
 #include "optim/optimizer.h"
@@ -66,13 +67,13 @@ class ShardingStrategy {
   virtual void step() = 0;
   virtual void zero_grad() = 0;
   virtual optim::Optimizer& optimizer() = 0;
-  // The optimizer state of every parameter, whole, in the single-process layout (optim::
-  // OptimizerState): what a checkpoint stores, so that it resumes under any strategy and world
-  // size. Collective under zero (the shards are all-gathered bucket by bucket); every rank gets it.
-  virtual optim::OptimizerState full_optimizer_state() = 0;
-  // Loads such a state, each rank keeping its shard. Throws CheckpointError for one that does
-  // not fit.
-  virtual void load_full_optimizer_state(const optim::OptimizerState& state) = 0;
+  // This rank's optimizer state as pieces of the whole tensors, and which shard file it goes to
+  // (dist/optimizer_pieces.h): what each rank saves in a checkpoint, so that it resumes under any
+  // strategy and world size. Not collective; the pieces alias the live state.
+  virtual LocalOptimizerState local_optimizer_state() = 0;
+  // Loads a saved state (written under any strategy and world size), each rank reading only the
+  // elements of its own pieces. Throws CheckpointError for one that does not fit.
+  virtual void load_optimizer_state(const SavedOptimizerState& saved) = 0;
   // Present bytes; optimizer state counts what exists now (nothing before the first step).
   virtual MemoryReport memory() const = 0;
 

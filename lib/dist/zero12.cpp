@@ -93,12 +93,12 @@ class ZeroStrategy final : public ShardingStrategy {
   }
   optim::Optimizer& optimizer() override { return *optimizer_; }
 
-  optim::OptimizerState full_optimizer_state() override {
-    return layout_->gather(comm_, optimizer_->state(), params_.front().options());
+  // Every rank holds a different shard: each writes its own file.
+  LocalOptimizerState local_optimizer_state() override {
+    optim::OptimizerState state = optimizer_->state();
+    return {layout_->pieces_of(state), std::move(state.meta), comm_.rank(), comm_.size()};
   }
-  void load_full_optimizer_state(const optim::OptimizerState& state) override {
-    optimizer_->load_state(layout_->slice(state));
-  }
+  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
   // The pieces follow parameters loaded after construction (resume).
   void release_parameters() override {
     if (!offload_) return;

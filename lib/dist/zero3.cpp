@@ -131,12 +131,14 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     for (auto& p : pieces_) p.mutable_grad() = torch::Tensor();
   }
   optim::Optimizer& optimizer() override { return *optimizer_; }
-  optim::OptimizerState full_optimizer_state() override {
-    return layout_->gather(shards_, optimizer_->state(), params_.front().options());
+  // Each rank of the shard group writes its own file; under hybrid the other nodes hold the same
+  // shards again, so only node 0's ranks write.
+  LocalOptimizerState local_optimizer_state() override {
+    optim::OptimizerState state = optimizer_->state();
+    const bool writes = !replicas_ || replicas_->rank() == 0;
+    return {layout_->pieces_of(state), std::move(state.meta), writes ? shards_.rank() : -1, shards_.size()};
   }
-  void load_full_optimizer_state(const optim::OptimizerState& state) override {
-    optimizer_->load_state(layout_->slice(state));
-  }
+  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
 
   void gather_parameters() override {
     for (size_t u = 0; u < units_.size(); ++u) prefetch(u);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "ckpt/optimizer_save.h"
 #include "config/config.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
@@ -99,8 +100,9 @@ class Trainer {
   bool train_step(double lr_factor);
   void run_evaluation();
   // Rank 0's part of save_checkpoint(): the files, the commit, rotation, callbacks.
+  // `staged`: the optimizer shard files every rank wrote (ckpt/optimizer_save.h), adopted here.
   std::filesystem::path write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
-                                         const optim::OptimizerState& optimizer_state);
+                                         const ckpt::StagedOptimizer& staged);
   // Why a checkpoint is due after the current step ("" when none).
   std::string save_reason(bool evaluated_new_best, bool epoch_ended, bool last_step, bool signalled) const;
   void notify(const std::string& line);

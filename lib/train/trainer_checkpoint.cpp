@@ -2,7 +2,9 @@
 // the checkpoint layout of lib/ckpt (tensors in safetensors, state in JSON, a manifest last).
 //
 //   model.safetensors (or shards + index), model.json, tokenizer.json   the model directory
-//   optimizer.safetensors, optimizer.json                                 optimizer state
+//   optimizer/index.json, optimizer/shard-*.safetensors                   optimizer state, one shard
+//                                                                         file per rank that holds
+//                                                                         a distinct shard
 //   scheduler.json, scaler.json                                           LR plateau and fp16 loss scale
 //   rng.safetensors                                                       CPU and CUDA generator states
 //   data.json                                                             global sample cursor, epoch, seed
@@ -19,6 +21,8 @@
 #include <torch/version.h>
 
 #include "ckpt/layout.h"
+#include "ckpt/optimizer_save.h"
+#include "ckpt/optimizer_shards.h"
 #include "ckpt/rotation.h"
 #include "ckpt/writer.h"
 #include "model/safetensors.h"
@@ -41,8 +45,6 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kOptimizerTensors = "optimizer.safetensors";
-constexpr const char* kOptimizerMeta = "optimizer.json";
 constexpr const char* kSchedulerFile = "scheduler.json";
 constexpr const char* kScalerFile = "scaler.json";
 constexpr const char* kRngFile = "rng.safetensors";
@@ -190,7 +192,8 @@ model::TensorList gather_rng_states(dist::World& world, const torch::Device& dev
 fs::path Trainer::save_checkpoint() {
   dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
   // The collective parts first, on every rank: the generator states, the logging window over all
-  // ranks, and the optimizer state (gathered from the shards under zero).
+  // ranks, and the optimizer state: each rank with a shard of its own writes it beside the
+  // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.
   const model::TensorList rng = gather_rng_states(*world_, device_);
   torch::Tensor window = window_loss_.clone();
   int64_t window_targets = window_targets_;
@@ -198,16 +201,17 @@ fs::path Trainer::save_checkpoint() {
     world_->comm().all_reduce(window)->wait();
     window_targets = reduce_over_ranks(window_targets_, dist::ReduceOp::kSum);
   }
-  optim::OptimizerState opt = strategy_->full_optimizer_state();
+  const ckpt::StagedOptimizer staged =
+      ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, strategy_->local_optimizer_state());
   dist::WholeParameters whole(*strategy_);  // zero3: every unit gathered (rank 0 writes them)
-  if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, opt);
+  if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
   std::optional<util::IoError> failure;
   fs::path dir = run_dir_ / ckpt::checkpoint_dir_name(state_.step);
   if (world_->is_main()) {
     try {
-      dir = write_checkpoint(rng, window.item<double>(), window_targets, opt);
+      dir = write_checkpoint(rng, window.item<double>(), window_targets, staged);
     } catch (const util::IoError& e) {
       failure = e;
     }
@@ -224,7 +228,7 @@ fs::path Trainer::save_checkpoint() {
 }
 
 fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
-                                   const optim::OptimizerState& opt) {
+                                   const ckpt::StagedOptimizer& staged) {
   ckpt::CheckpointWriter writer(run_dir_, state_.step);
 
   model::TensorList weights;
@@ -234,8 +238,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
     writer.add_bytes(name, text);
   }
 
-  writer.add_safetensors(kOptimizerTensors, opt.tensors);
-  writer.add_json(kOptimizerMeta, opt.meta);
+  ckpt::adopt_optimizer_shards(writer, staged.handoff());  // the shard files the ranks staged
 
   Json scheduler = {{"name", config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau ? "reduce_lr_on_plateau" : "stateless"},
                     {"step", state_.step}};
@@ -288,8 +291,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     start_from(dir.string(), "resume");
   }
 
-  const Json meta = read_json(dir / kOptimizerMeta);
-  strategy_->load_full_optimizer_state({model::read_safetensors(dir / kOptimizerTensors), meta});
+  strategy_->load_optimizer_state(*ckpt::open_saved_optimizer(dir));  // each rank reads its pieces
 
   const fs::path sched_file = dir / kSchedulerFile;
   const Json sched = read_json(sched_file);

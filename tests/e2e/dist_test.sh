@@ -2,9 +2,10 @@
 # End-to-end: multi-process training on the CPU with 2 ranks, through hftrain's own launcher and
 # through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2, zero3, with and without
 # cpu_offload) and on 2 nodes of 2 ranks (hybrid) gives the losses and final weights of 1 rank with
-# grad_accum_steps 2 (1e-5 relative); checkpoints move between world sizes and strategies; a
-# killed rank, a stalled rank (collective timeout) and Ctrl-C end every process with a clear
-# message and no orphans.
+# grad_accum_steps 2 (1e-5 relative); checkpoints hold one optimizer shard file per rank that holds
+# a distinct shard (none for replicas) and move between world sizes and strategies; a killed rank,
+# a stalled rank (collective timeout) and Ctrl-C end every process with a clear message and no
+# orphans.
 # Usage: dist_test.sh path/to/hftrain
 set -u
 HFTRAIN=$(realpath "${1:?usage: dist_test.sh path/to/hftrain}")
@@ -73,6 +74,20 @@ check() {  # check WHAT COMMAND...: runs a python check, counts it
   shift
   if "$@" 2>"$WORK/check.err"; then ok; else fail "$what: $(tail -c 400 "$WORK/check.err")"; fi
 }
+# shards CHECKPOINT N: the checkpoint holds exactly N optimizer shard files, numbered 0..N-1 of N
+# (one per rank that holds a distinct shard; replicas write none), and verifies. Prints their sizes.
+shards() {
+  local have last
+  have=$(ls "$WORK/$1"/optimizer/shard-*.safetensors 2>/dev/null | wc -l)
+  last=$WORK/$1/optimizer/shard-$(printf %05d $(($2 - 1)))-of-$(printf %05d "$2").safetensors
+  if [ "$have" = "$2" ] && [ -s "$last" ]; then
+    ok
+  else
+    fail "$1: $have optimizer shard files, expected $2: $(ls "$WORK/$1/optimizer" 2>&1 | tr '\n' ' ')"
+  fi
+  run 0 verify "$WORK/$1"
+  echo "optimizer shard bytes, $1: $(cd "$WORK/$1/optimizer" 2>/dev/null && stat -c '%n %s' shard-* | tr '\n' ' ')"
+}
 no_orphans() {  # no_orphans DIR: no process still has DIR on its command line
   sleep 0.5
   if pgrep -f "output_dir=$WORK/$1" >/dev/null; then fail "processes of $1 outlived the job: $(pgrep -af "output_dir=$WORK/$1")"; else ok; fi
@@ -81,15 +96,18 @@ no_orphans() {  # no_orphans DIR: no process still has DIR on its command line
 # --- the reference: one process, two micro-batches per step
 run 0 run quickstart "${common[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref"
 
-# --- hftrain's own launcher: the same global batch on 2 ranks, each strategy
+# --- hftrain's own launcher: the same global batch on 2 ranks, each strategy; the checkpoint at
+# the end holds one optimizer shard per rank under zero, one file for both ranks under ddp
 for s in ddp zero1 zero2 zero3; do
-  run 0 run quickstart "${common[@]}" distributed.strategy=$s run.output_dir="$WORK/own-$s" --nproc-per-node 2 || continue
+  run 0 run quickstart "${common[@]}" distributed.strategy=$s checkpoint.every_steps=8 run.output_dir="$WORK/own-$s" \
+    --nproc-per-node 2 || continue
   has "[rank 0]" err
   has "backend mpi, strategy $s" err
   [ -s "own-$s/train.log" ] && [ -s "own-$s/train-rank1.log" ] && ok || fail "own-$s: a log file per rank is missing"
   check "own launcher $s vs 1 rank: losses" close ref "own-$s" 1 8
   check "own launcher $s vs 1 rank: weights" same_weights ref "own-$s"
   check "own launcher $s: bytes per rank follow the ZeRO formulas" memory_matches "own-$s"
+  if [ $s = ddp ]; then shards own-$s/checkpoint-8 1; else shards own-$s/checkpoint-8 2; fi
 done
 no_orphans own-ddp
 # zero3 shards the weights too: 4Ψ/N bytes of parameters on each rank
@@ -115,18 +133,21 @@ check "zero3, 2 micro-batches, activation checkpointing vs 1 rank: losses" close
 check "zero3, 2 micro-batches, activation checkpointing vs 1 rank: weights" same_weights ref z3-accum
 
 # --- hybrid on 2 "nodes" of 2 ranks (two launchers on this machine): zero3 inside each node,
-# replicated across them; the same global batch (4 ranks x 2 sequences)
+# replicated across them; the same global batch (4 ranks x 2 sequences); only node 0 saves the
+# optimizer shards (node 1 holds the same ones)
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 nodes=(--nproc-per-node 2 --nnodes 2 --master-addr 127.0.0.1 --master-port "$port")
-"$HFTRAIN" run quickstart "${half[@]}" distributed.strategy=hybrid run.output_dir="$WORK/hybrid" "${nodes[@]}" \
-  --node-rank 1 >"$WORK/node1.out" 2>"$WORK/node1.err" &
+"$HFTRAIN" run quickstart "${half[@]}" distributed.strategy=hybrid checkpoint.every_steps=8 \
+  run.output_dir="$WORK/hybrid" "${nodes[@]}" --node-rank 1 >"$WORK/node1.out" 2>"$WORK/node1.err" &
 node1=$!
-run 0 run quickstart "${half[@]}" distributed.strategy=hybrid run.output_dir="$WORK/hybrid" "${nodes[@]}" --node-rank 0
+run 0 run quickstart "${half[@]}" distributed.strategy=hybrid checkpoint.every_steps=8 run.output_dir="$WORK/hybrid" \
+  "${nodes[@]}" --node-rank 0
 wait $node1 && ok || fail "hybrid: node 1 exited $?: $(tail -c 600 "$WORK/node1.err")"
 has "4 ranks" err
 check "hybrid on 2 nodes x 2 ranks vs 1 rank: losses" close ref hybrid 1 8
 check "hybrid on 2 nodes x 2 ranks vs 1 rank: weights" same_weights ref hybrid
 check "hybrid: bytes per rank follow the ZeRO-3 formula with N = 2 (a node)" memory_matches hybrid 4
+shards hybrid/checkpoint-8 2
 no_orphans hybrid
 
 # --- mpirun, the same binary
@@ -163,6 +184,7 @@ fi
 for s in zero2 zero3; do
   run 0 run quickstart "${common[@]}" distributed.strategy=$s checkpoint.every_steps=4 run.output_dir="$WORK/save-$s" \
     --nproc-per-node 2
+  shards "save-$s/checkpoint-4" 2
   mkdir "one-$s" && cp -r "save-$s/checkpoint-4" "one-$s/"
   run 0 resume "one-$s/checkpoint-4" distributed.strategy=ddp trainer.grad_accum_steps=2 --force
   check "$s on 2 ranks, resumed on 1 rank: losses" close ref "one-$s" 5 8
@@ -175,6 +197,19 @@ for s in zero1 zero3; do
   check "1 rank, resumed as $s on 2 ranks: losses" close ref "two-$s" 5 8
   check "1 rank, resumed as $s on 2 ranks: weights" same_weights ref "two-$s"
 done
+# zero3 on 2 ranks -> zero2 on 3 ranks: each of the 3 reads its pieces out of the 2 shard files,
+# and the same global batch (2 x 3 = 3 x 2 sequences) continues at the same global sample; the
+# 3-rank checkpoint then holds 3 shards
+three=("${common[@]/trainer.micro_batch_size=4/trainer.micro_batch_size=3}")
+run 0 run quickstart "${three[@]}" distributed.strategy=zero3 checkpoint.every_steps=4 run.output_dir="$WORK/save-z3" \
+  --nproc-per-node 2
+shards save-z3/checkpoint-4 2
+mkdir three-z2 && cp -r save-z3/checkpoint-4 three-z2/
+run 0 resume three-z2/checkpoint-4 distributed.strategy=zero2 trainer.micro_batch_size=2 --force --nproc-per-node 3
+has "3 ranks" err
+check "zero3 on 2 ranks, resumed as zero2 on 3 ranks: losses" close save-z3 three-z2 5 8
+check "zero3 on 2 ranks, resumed as zero2 on 3 ranks: weights" same_weights save-z3 three-z2
+shards three-z2/checkpoint-8 3
 
 # --- a rank killed mid-run: everything stops, the launcher names the rank and the signal
 start=$(date +%s)

@@ -48,7 +48,8 @@ PY
 
 # --- exact: 12 steps straight vs 6 steps, then a resume for 6 more in another directory
 run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=6 run.output_dir="$WORK/straight"
-for f in manifest.json model.safetensors model.json tokenizer.json optimizer.safetensors optimizer.json scheduler.json \
+shard=optimizer/shard-00000-of-00001.safetensors  # one process: one optimizer shard
+for f in manifest.json model.safetensors model.json tokenizer.json optimizer/index.json $shard scheduler.json \
          scaler.json rng.safetensors data.json trainer_state.json config.yaml environment.json; do
   [ -s "straight/checkpoint-6/$f" ] && ok || fail "checkpoint-6/$f missing"
 done
@@ -59,17 +60,18 @@ has "resuming from half/checkpoint-6 (step 6)" err
 has "no data replayed" err
 same_history straight half 7 12 && ok || fail "resumed losses differ from the uninterrupted run"
 cmp -s straight/final/model.safetensors half/final/model.safetensors && ok || fail "final weights differ after resume"
-cmp -s straight/checkpoint-12/optimizer.safetensors half/checkpoint-12/optimizer.safetensors && ok \
-  || fail "optimizer state differs after resume"
+cmp -s straight/checkpoint-12/$shard half/checkpoint-12/$shard && ok || fail "optimizer state differs after resume"
+cmp -s straight/checkpoint-12/optimizer/index.json half/checkpoint-12/optimizer/index.json && ok \
+  || fail "optimizer index differs after resume"
 run 0 generate half/checkpoint-12 --prompt "The cat" --max-new-tokens 5 --seed 1
 has "The cat" out
 
 # --- verify: a good checkpoint, a tampered one, a torn one
 run 0 verify straight
 has "checkpoint-12: OK" out
-printf '\x01' | dd of=straight/checkpoint-12/optimizer.safetensors bs=1 seek=300 conv=notrunc status=none
+printf '\x01' | dd of=straight/checkpoint-12/$shard bs=1 seek=300 conv=notrunc status=none
 run 2 verify straight/checkpoint-12
-has "optimizer.safetensors" out
+has "$shard" out
 has "checksum" out
 # Resume from the run directory falls back past the tampered checkpoint, saying which and why,
 # and the continued run still matches the uninterrupted one.
@@ -81,7 +83,7 @@ same_history straight fallback 7 12 && ok || fail "fallback resume diverged"
 # Naming the tampered checkpoint itself is an error, with the way out.
 run 2 resume straight/checkpoint-12
 has "does not verify" err
-has "optimizer.safetensors" err
+has "$shard" err
 # A torn checkpoint (its manifest never written) is skipped too.
 rm half/checkpoint-12/manifest.json
 run 2 verify half/checkpoint-12

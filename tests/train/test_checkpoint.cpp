@@ -4,7 +4,11 @@
 
 #include "../config/helpers.h"
 #include "ckpt/layout.h"
+#include "ckpt/optimizer_shards.h"
 #include "ckpt/verify.h"
+#include "ckpt/writer.h"
+#include "model/safetensors.h"
+#include "util/fs.h"
 #include "train/trainer.h"
 
 using namespace hftrain;
@@ -97,3 +101,47 @@ TEST_CASE("a resume reads no data before its position, wherever that is", "[trai
   }
 }
 
+namespace {
+
+// Checkpoint `from` rewritten into `run` in the layout hftrain wrote before every rank saved its own
+// optimizer shard: the whole state in optimizer.safetensors + optimizer.json.
+std::filesystem::path to_legacy_layout(const std::filesystem::path& from, const std::filesystem::path& run) {
+  const auto report = ckpt::verify_checkpoint(from);
+  const auto state = dist::read_whole_state(*ckpt::open_saved_optimizer(from));
+  ckpt::CheckpointWriter w(run, report.manifest->step, util::MapEnvironment());
+  for (const auto& f : report.manifest->files) {
+    if (f.path.rfind("optimizer/", 0) == 0) continue;
+    if (f.tensors.empty()) {
+      w.add_bytes(f.path, util::read_file<util::IoError>(from / f.path, "file"));
+    } else {  // the manifest records a safetensors file's tensors too
+      std::map<std::string, std::string> metadata;
+      const auto tensors = model::read_safetensors(from / f.path, &metadata);
+      w.add_safetensors(f.path, tensors, metadata);
+    }
+  }
+  w.add_safetensors(ckpt::kLegacyOptimizerTensors, state.tensors);
+  w.add_json(ckpt::kLegacyOptimizerMeta, state.meta);
+  return w.commit(report.manifest->config_hash, report.manifest->extra);
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint from before per-rank optimizer shards resumes bit for bit", "[train][ckpt]") {
+  test::TempDir d;
+  auto cfg = test::resolve("{}", overrides(d, "a", "adamw")).values;
+  train::Trainer(cfg, cfg.run.output_dir).train();
+  const auto legacy = to_legacy_layout(cfg.run.output_dir + "/checkpoint-4", d.path() / "legacy");
+  REQUIRE(ckpt::verify_checkpoint(legacy).ok());
+  REQUIRE_FALSE(std::filesystem::exists(legacy / "optimizer"));
+
+  auto cfg_b = test::resolve("{}", overrides(d, "b", "adamw")).values;
+  train::Trainer resumed(cfg_b, cfg_b.run.output_dir);
+  resumed.restore(legacy);
+  resumed.train();
+  // The same weights and optimizer state at the end, byte for byte (and saved in the new layout).
+  for (const std::string f : {"model.safetensors", "optimizer/shard-00000-of-00001.safetensors"}) {
+    INFO(f);
+    CHECK(util::read_file<util::IoError>(cfg_b.run.output_dir + "/checkpoint-8/" + f, f) ==
+          util::read_file<util::IoError>(cfg.run.output_dir + "/checkpoint-8/" + f, f));
+  }
+}

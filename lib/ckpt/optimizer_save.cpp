@@ -1,0 +1,129 @@
+#include "ckpt/optimizer_save.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "ckpt/layout.h"
+#include "ckpt/optimizer_shards.h"
+#include "util/error.h"
+#include "util/file_writer.h"
+
+namespace hftrain::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+Json failure(const util::Error& e) {
+  return {{"error", e.what()}, {"hint", e.hint()}};
+}
+
+// Every rank's `mine`, parsed. Messages may hold paths that are not UTF-8: replaced, not thrown.
+std::vector<Json> all_gather_json(dist::Communicator& comm, const Json& mine,
+                                  const torch::Device& device) {
+  std::vector<Json> out;
+  for (const auto& text : dist::all_gather_text(
+           comm, mine.dump(-1, ' ', false, Json::error_handler_t::replace), device)) {
+    out.push_back(Json::parse(text));
+  }
+  return out;
+}
+
+// The first failure among `records`, thrown on every rank: its own words on the rank that failed.
+void throw_first_failure(const std::vector<Json>& records, int rank, const std::string& what) {
+  for (size_t r = 0; r < records.size(); ++r) {
+    if (!records[r].is_object() || !records[r].contains("error")) continue;
+    const std::string message = records[r].at("error").get<std::string>();
+    const std::string hint = records[r].at("hint").get<std::string>();
+    if (static_cast<int>(r) == rank) throw util::IoError(message, hint);
+    throw util::IoError("rank " + std::to_string(r) + " could not " + what + ": " + message, hint);
+  }
+}
+
+}  // namespace
+
+StagedOptimizer::~StagedOptimizer() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+StagedOptimizer::StagedOptimizer(StagedOptimizer&& other) noexcept
+    : dir_(std::exchange(other.dir_, {})), handoff_(std::move(other.handoff_)) {}
+
+StagedOptimizer stage_optimizer_shards(const fs::path& run_dir, int64_t step,
+                                       dist::Communicator& comm, const torch::Device& device,
+                                       const dist::LocalOptimizerState& local) {
+  StagedOptimizer staged;
+  const int rank = comm.rank();
+  // 1. Rank 0 creates the folder; its pid names it.
+  Json created = nullptr;
+  if (rank == 0) {
+    const fs::path dir = optimizer_staging_dir(run_dir, step, ::getpid());
+    try {
+      std::error_code ec;
+      fs::create_directories(run_dir, ec);
+      if (ec) throw util::io_error("create the output folder", run_dir, ec.value());
+      fs::remove_all(dir, ec);  // left by a crashed save of an earlier process with this pid
+      if (::mkdir(dir.c_str(), 0755) != 0) throw util::io_error("create", dir, errno);
+      staged.dir_ = dir;
+      created = {{"pid", ::getpid()}};
+    } catch (const util::IoError& e) {
+      created = failure(e);
+    }
+  }
+  const Json from_main = all_gather_json(comm, created, device).front();
+  throw_first_failure({from_main}, rank, "create the folder for the optimizer state");
+  const fs::path dir = optimizer_staging_dir(run_dir, step, from_main.at("pid").get<int64_t>());
+
+  // 2. Each rank with a shard of its own writes it.
+  Json mine = nullptr;
+  if (local.file >= 0) {
+    try {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) {
+        throw util::IoError(
+            "rank " + std::to_string(rank) + " cannot see " + dir.string() +
+                ", where rank 0 saves the optimizer state",
+            "every rank writes its shard of the optimizer state into the run directory: a "
+            "multi-node job needs run.output_dir on a filesystem that every node shares "
+            "(NFS, Lustre, ...)");
+      }
+      mine = write_optimizer_shard(dir, local);
+    } catch (const util::IoError& e) {
+      mine = failure(e);
+    }
+  }
+
+  // 3. Everyone learns what everyone wrote, and builds the same index (so a bug fails every rank).
+  const std::vector<Json> records = all_gather_json(comm, mine, device);
+  throw_first_failure(records, rank, "write its shard of the optimizer state");
+  const OptimizerIndex index = index_optimizer_shards(records, local.meta);
+  if (rank == 0) {
+    Json files = Json::array();
+    for (const auto& r : records) {
+      if (!r.is_null()) files.push_back(r.at("file"));
+    }
+    staged.handoff_ = {
+        {"pid", ::getpid()}, {"files", std::move(files)}, {"index", index.to_json()}};
+  }
+  return staged;
+}
+
+void adopt_optimizer_shards(CheckpointWriter& writer, const Json& handoff) {
+  const fs::path dir = optimizer_staging_dir(writer.staging_dir().parent_path(), writer.step(),
+                                             handoff.at("pid").get<int64_t>());
+  for (const auto& f : handoff.at("files")) {
+    const ManifestFile record =
+        ManifestFile::from_json(f, "the record of a staged optimizer shard");
+    writer.adopt_file(dir / fs::path(record.path).filename(), record);
+  }
+  writer.add_json(kOptimizerIndexFile, handoff.at("index"));
+  std::error_code ec;
+  fs::remove(dir, ec);  // empty now
+}
+
+}  // namespace hftrain::ckpt
