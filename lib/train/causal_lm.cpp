@@ -15,17 +15,9 @@
 namespace hftrain::train {
 namespace {
 
-class CausalLm final : public TaskModel {
+class CausalLm final : public ModuleTask<model::Transformer> {
  public:
-  explicit CausalLm(const model::ModelSpec& spec) : model_(spec) {}
-
-  torch::nn::Module& module() override { return *model_; }
-  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
-    return model_->parameters_by_name();
-  }
-  model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
-  void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
-  void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+  explicit CausalLm(const model::ModelSpec& spec) : ModuleTask(model::Transformer(spec)) {}
 
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     torch::Tensor out = model_->forward(batch.input_ids);
@@ -62,7 +54,6 @@ class CausalLm final : public TaskModel {
   }
 
   bool causal_lm() const override { return true; }
-  int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
   dist::UnitSizes unit_sizes() const override {
     return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
   }
@@ -70,9 +61,6 @@ class CausalLm final : public TaskModel {
     const auto& s = model_->spec();
     return {model_->non_embedding_parameters(), s.n_layer, s.n_head, s.head_dim(), seq_len};
   }
-
- private:
-  model::Transformer model_;
 };
 
 }  // namespace

@@ -22,18 +22,10 @@ namespace hftrain::train {
 namespace fs = std::filesystem;
 namespace {
 
-class SequenceClassifier final : public TaskModel {
+class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
  public:
   SequenceClassifier(const model::BertSpec& spec, std::vector<std::string> labels)
-      : model_(spec), labels_(std::move(labels)) {}
-
-  torch::nn::Module& module() override { return *model_; }
-  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
-    return model_->parameters_by_name();
-  }
-  model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
-  void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
-  void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+      : ModuleTask(model::BertEncoder(spec)), labels_(std::move(labels)) {}
 
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     torch::Tensor out = model_->forward(batch.input_ids, batch.attention_mask, batch.token_type_ids);
@@ -80,7 +72,6 @@ class SequenceClassifier final : public TaskModel {
   }
 
   bool causal_lm() const override { return false; }
-  int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
   dist::UnitSizes unit_sizes() const override {
     const auto units = model_->parameter_units();
     const auto params = model_->parameters_by_name();
@@ -98,7 +89,6 @@ class SequenceClassifier final : public TaskModel {
   }
 
  private:
-  model::BertEncoder model_;
   std::vector<std::string> labels_;
 };
 

@@ -53,6 +53,25 @@ class TaskModel {
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
 };
 
+// What every task forwards unchanged to its module M (a torch::nn::ModuleHolder of a module with
+// parameters_by_name, parameter_units, set_unit_hooks and set_activation_checkpointing).
+template <typename M>
+class ModuleTask : public TaskModel {
+ public:
+  explicit ModuleTask(M model) : model_(std::move(model)) {}
+  torch::nn::Module& module() override { return *model_; }
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
+    return model_->parameters_by_name();
+  }
+  model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
+  void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
+  void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+  int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
+
+ protected:
+  M model_;
+};
+
 // The decoder transformer (GPT-2, Llama families).
 std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec);
 // A BERT encoder with a classifier over `labels` (config.json's id2label).
