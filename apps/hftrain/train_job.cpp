@@ -129,7 +129,10 @@ int train_with(const TrainJob& job, dist::World& world, const std::filesystem::p
   if (result.state.best_eval_loss) summary += ", best eval loss " + std::to_string(*result.state.best_eval_loss);
   if (result.unigram_baseline) summary += " (unigram baseline " + std::to_string(*result.unigram_baseline) + ")";
   util::log::info(summary + "; model saved to " + final_dir.string());
-  if (cfg.run.export_hf) {
+  if (cfg.run.export_hf && cfg.model.arch == config::ModelArch::kBert) {
+    util::log::info("run.export_hf: " + final_dir.string() + " is already in the Hugging Face layout (a classifier's "
+                    "model directory is config.json, safetensors and tokenizer.json)");
+  } else if (cfg.run.export_hf) {
     const auto hf_dir = run_dir / "final-hf";
     model::export_hf(model::load_model_dir(final_dir), hf_dir, cfg.checkpoint.shard_size);
     util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());

@@ -15,14 +15,14 @@ namespace {
 // Environment and command-line overrides, interpolation and validation. From here on every
 // problem is collected and reported together.
 void finish(ResolvedConfig& out, const Node& defaults, const std::vector<std::string>& overrides,
-            const util::Environment& env, const Schema& schema) {
+            const util::Environment& env, const Schema& schema, bool cross_field = true) {
   Diagnostics diags;
   for (const auto& o : environment_overrides(env, diags)) apply_override(out.tree, o, schema, defaults, diags);
   for (const auto& arg : overrides) {
     if (auto o = parse_override(arg, diags)) apply_override(out.tree, *o, schema, defaults, diags);
   }
   const std::set<std::string> unresolved = interpolate(out.tree, schema, env, diags);
-  out.values = validate(out.tree, schema, diags, unresolved);
+  out.values = validate(out.tree, schema, diags, unresolved, cross_field);
   diags.throw_if_any();
 }
 
@@ -67,7 +67,7 @@ ResolvedConfig resolve_config(const ResolveOptions& options, const Schema& schem
     out.tree.merge_from(ckpt);
   }
 
-  finish(out, defaults, options.overrides, env, schema);
+  finish(out, defaults, options.overrides, env, schema, !options.skip_cross_field_rules);
   return out;
 }
 

@@ -32,6 +32,9 @@ struct ResolveOptions {
   // `model_source` names the file they came from.
   std::vector<std::pair<std::string, std::string>> model_values;
   std::string model_source;
+  // Skip the rules that relate keys to each other: a first pass that only reads model.from, whose
+  // directory may still change the values those rules compare.
+  bool skip_cross_field_rules = false;
 };
 
 struct ResolvedConfig {

@@ -40,7 +40,7 @@ void find_unknown_keys(const Node& node, const KeyPath& path, const Schema& sche
 }  // namespace
 
 Config validate(const Node& tree, const Schema& schema, Diagnostics& diags,
-                const std::set<std::string>& unresolved) {
+                const std::set<std::string>& unresolved, bool cross_field) {
   Config config;
   const size_t before = diags.size();
   find_unknown_keys(tree, {}, schema, diags);
@@ -50,7 +50,7 @@ Config validate(const Node& tree, const Schema& schema, Diagnostics& diags,
     if (!node || unresolved.count(spec.path)) continue;
     if (auto value = schema.convert(*node, spec, diags)) spec.assign(config, *value, spec);
   }
-  if (diags.size() == before && unresolved.empty()) check_cross_field_rules(config, tree, diags);
+  if (cross_field && diags.size() == before && unresolved.empty()) check_cross_field_rules(config, tree, diags);
   return config;
 }
 

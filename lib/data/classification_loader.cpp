@@ -81,6 +81,7 @@ Loaders make_classification_loaders(const ClassificationOptions& options, const 
   if (!validation.empty()) {
     LoaderOptions v = loader;
     v.sampler.shuffle = false;
+    v.wrap = false;
     out.validation = std::make_unique<DataLoader>(source(validation), v, device);
   }
   return out;

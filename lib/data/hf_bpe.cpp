@@ -8,6 +8,9 @@ namespace hftrain::data::hf {
 namespace {
 
 constexpr size_t kCacheLimit = size_t{1} << 17;
+// Longer pieces are not cached: without a pre-tokenizer (Llama-2, Mistral) a piece is a whole
+// document, which would only fill the cache (tokenizers' BPE cache has a length limit too).
+constexpr size_t kCachedPieceBytes = 256;
 
 uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -152,6 +155,7 @@ void Bpe::tokenize(const std::string& piece, std::vector<int32_t>& out) const {
   std::vector<int32_t> ids;
   merge_word(piece, ids);
   out.insert(out.end(), ids.begin(), ids.end());
+  if (piece.size() > kCachedPieceBytes) return;  // a whole document (no pre-tokenizer): never seen twice
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (cache_.size() >= kCacheLimit) cache_.clear();
   cache_.emplace(piece, std::move(ids));

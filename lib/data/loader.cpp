@@ -26,6 +26,19 @@ LoaderOptions checked(const LoaderOptions& options) {
   return options;
 }
 
+// Rows whose sample lies past the first epoch (cursor + row >= n) lose their labels.
+void mask_past_end(HostBatch& batch, uint64_t cursor, uint64_t n) {
+  if (cursor + static_cast<uint64_t>(batch.batch_size) <= n) return;
+  const int64_t per_row = batch.sequence_labels ? 1 : batch.seq_len;
+  for (int64_t row = 0; row < batch.batch_size; ++row) {
+    if (cursor + static_cast<uint64_t>(row) < n) continue;
+    for (int64_t j = row * per_row; j < (row + 1) * per_row; ++j) {
+      if (batch.labels[static_cast<size_t>(j)] != kIgnoreIndex) --batch.num_target_tokens;
+      batch.labels[static_cast<size_t>(j)] = kIgnoreIndex;
+    }
+  }
+}
+
 }  // namespace
 
 DataLoader::DataLoader(std::shared_ptr<const BatchSource> source, const LoaderOptions& options, torch::Device device)
@@ -57,6 +70,7 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
   std::vector<uint64_t> ids(b);
   for (uint64_t i = 0; i < b; ++i) ids[i] = sampler_.sample_at(cursor + i);
   HostBatch batch = source_->collate(ids);
+  if (!options_.wrap) mask_past_end(batch, cursor, source_->num_samples());
   // Pinned (page-locked) buffers let the copy to the GPU run asynchronously.
   const bool pinned = options_.pin_memory && device_.is_cuda();
   HostTensors out;
@@ -119,6 +133,7 @@ Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, tor
   if (out.datasets.validation) {
     LoaderOptions validation = options.loader;
     validation.sampler.shuffle = false;
+    validation.wrap = false;
     out.validation = std::make_unique<DataLoader>(out.datasets.validation, options.packing, validation,
                                                   tokenizer.pad_id(), device);
   }

@@ -35,6 +35,9 @@ struct LoaderOptions {
   // at the same sample).
   int rank = 0;
   int world_size = 1;
+  // false (evaluation): a batch's rows past the last sample of the first epoch carry no labels,
+  // so that a pass of batches_per_epoch() counts every sample exactly once.
+  bool wrap = true;
 };
 
 struct DataOptions {

@@ -1,5 +1,7 @@
 #include "dist/monitor.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -44,6 +46,10 @@ const char* phase_name(Phase phase) {
     case Phase::kCheckpoint: return "checkpointing";
   }
   return "?";
+}
+
+double PhaseBudgets::longest() const {
+  return std::max({startup_s, data_s, train_s, eval_s, checkpoint_s});
 }
 
 double PhaseBudgets::of(Phase phase) const {

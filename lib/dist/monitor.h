@@ -25,6 +25,7 @@ const char* phase_name(Phase phase);
 struct PhaseBudgets {
   double startup_s = 600, data_s = 3600, train_s = 600, eval_s = 1800, checkpoint_s = 1800;
   double of(Phase phase) const;
+  double longest() const;  // of every phase
   static PhaseBudgets from_config(const config::DistributedConfig& config);
 };
 
@@ -48,6 +49,7 @@ class Monitor {
   Phase phase() const { return static_cast<Phase>(phase_.load()); }
   void set_phase(Phase phase);
   double budget_seconds() const { return budgets_.of(phase()); }
+  const PhaseBudgets& budgets() const { return budgets_; }
   // Counts a collective; returns its sequence number (1, 2, ...).
   uint64_t begin_collective() { return seq_.fetch_add(1) + 1; }
   uint64_t collectives() const { return seq_.load(); }

@@ -107,7 +107,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(void* c10d_store, int rank,
   auto& base = *static_cast<c10::intrusive_ptr<c10d::Store>*>(c10d_store);
   auto store = c10::make_intrusive<c10d::PrefixStore>("nccl/" + group, base);
   auto options = c10d::ProcessGroupNCCL::Options::create();
-  options->timeout = budget_ms(monitor);
+  // NCCL's watchdog is set once for the group's life: give it the longest phase budget (a
+  // checkpoint's or the data phase's), and let each wait enforce its own phase's budget.
+  options->timeout = std::chrono::milliseconds(
+      static_cast<int64_t>((monitor ? monitor->budgets().longest() : PhaseBudgets{}.longest()) * 1000.0));
   auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
   // Binds the communicator to this rank's device and connects now, inside the start-up budget,
   // rather than at the first collective.

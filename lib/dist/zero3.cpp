@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "dist/grad_hook.h"
+#include "dist/memory_plan.h"
 
 #include "dist/shard_layout.h"
 #include "dist/strategy_common.h"
@@ -156,20 +157,19 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
 
   MemoryReport memory() const override {
     MemoryReport m;
-    int64_t root = 0, block = 0, reduce = 0;
+    UnitSizes sizes;  // the largest padded root and block, in elements
     for (size_t u = 0; u < units_.size(); ++u) {
       const Unit& unit = units_[u];
       m.parameters += bytes_of(unit.shard);
       m.gradients += bytes_of(unit.grad);
       m.buffers += bytes_of(unit.send);
-      const int64_t whole = unit.full.numel() * static_cast<int64_t>(unit.full.element_size());
-      (u == 0 ? root : block) = std::max(u == 0 ? root : block, whole);
-      reduce = std::max(reduce, unit.full.numel() * static_cast<int64_t>(c10::elementSize(reduce_dtype_)));
+      int64_t& largest = u == 0 ? sizes.root : sizes.block;
+      largest = std::max(largest, unit.full.numel());
     }
     m.optimizer_state = state_bytes(*optimizer_);
-    // The most the gathers and reductions hold at once: the root and two blocks whole (one in
-    // use, one prefetched), and two reductions in flight with their chunks.
-    m.buffers += root + 2 * block + 2 * reduce + 2 * reduce / shards_.size();
+    // The most the gathers and reductions hold at once (memory_plan.h, the same formula as `plan`).
+    m.buffers += static_cast<int64_t>(
+        zero3_buffer_bytes(sizes, shards_.size(), static_cast<int64_t>(c10::elementSize(reduce_dtype_))));
     if (offload_) m.host = m.parameters + m.optimizer_state;
     return m;
   }

@@ -192,7 +192,9 @@ ParameterUnits BertEncoderImpl::parameter_units() const {
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     size_t unit = 0;
-    if (name.rfind(layer, 0) == 0) unit = std::stoul(name.substr(layer.size(), name.find('.', layer.size()))) + 1;
+    if (name.rfind(layer, 0) == 0) {
+      unit = std::stoul(name.substr(layer.size(), name.find('.', layer.size()) - layer.size())) + 1;
+    }
     units[unit].push_back(i);
   }
   return units;
@@ -207,10 +209,10 @@ int64_t BertEncoderImpl::non_embedding_parameters() const {
 }
 
 torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
-                                  double label_smoothing) {
-  return F::cross_entropy(
-      logits.to(torch::kFloat32), labels,
-      F::CrossEntropyFuncOptions().ignore_index(-100).label_smoothing(label_smoothing));
+                                  double label_smoothing, bool summed) {
+  auto options = F::CrossEntropyFuncOptions().ignore_index(-100).label_smoothing(label_smoothing);
+  if (summed) options.reduction(torch::kSum);
+  return F::cross_entropy(logits.to(torch::kFloat32), labels, options);
 }
 
 }  // namespace hftrain::model

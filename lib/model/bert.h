@@ -89,8 +89,8 @@ TORCH_MODULE(BertEncoder);
 // Single-label classification loss, as BertForSequenceClassification computes it: the mean
 // cross-entropy of logits (B, K) against labels (B) int64, in fp32; labels equal to -100 are
 // left out (PyTorch's ignore_index). label_smoothing in [0, 1) as the HF Trainer's
-// label_smoothing_factor.
+// label_smoothing_factor. `summed`: the sum over the labelled rows instead (0 without any).
 torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
-                                  double label_smoothing = 0.0);
+                                  double label_smoothing = 0.0, bool summed = false);
 
 }  // namespace hftrain::model

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "model/model_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -144,7 +145,7 @@ void write_hf_bert(const BertEncoder& model, const std::filesystem::path& dir,
   const std::string config =
       bert_config_json(model->spec(), id2label);  // refuses bad labels before writing
   write_sharded_weights(dir, to_hf_bert_weights(model), max_shard_bytes);
-  util::atomic_write_file(dir / "config.json", config);
+  util::atomic_write_file(dir / kHfConfigFile, config);
 }
 
 }  // namespace hftrain::model

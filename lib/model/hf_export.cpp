@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "data/unicode.h"
+#include "model/model_files.h"
 #include "model/hf_config.h"
 #include "model/hf_weights.h"
 #include "model/stored_weights.h"
@@ -80,11 +81,11 @@ void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard
   if (ec) throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the folder's permissions");
   try {
     write_sharded_weights(staged, to_hf_weights(loaded.model), static_cast<uint64_t>(max_shard_bytes));
-    write_text(staged / "config.json", config);
+    write_text(staged / kHfConfigFile, config);
     const std::string tokenizer = loaded.tokenizer_kind == data::TokenizerKind::kByte
                                       ? byte_tokenizer_json(tok)
                                       : util::read_file<util::CheckpointError>(loaded.dir / kTokenizerFile, "tokenizer");
-    write_text(staged / "tokenizer.json", tokenizer);
+    write_text(staged / kTokenizerFile, tokenizer);
     const int32_t eot_ids[] = {eot};
     const int32_t pad_ids[] = {pad};
     const Json tokenizer_config{{"tokenizer_class", "PreTrainedTokenizerFast"},

@@ -106,7 +106,7 @@ fs::path required_file(const fs::path& dir, const char* name) {
   fs::path p = dir / name;
   std::error_code ec;
   if (!fs::exists(p, ec)) {
-    if (name == std::string(kModelSpecFile) && fs::exists(dir / "config.json", ec)) {
+    if (name == std::string(kModelSpecFile) && fs::exists(dir / kHfConfigFile, ec)) {
       // A BERT classifier's run writes its final/ and checkpoints in the Hugging Face layout.
       throw util::CheckpointError(dir.string() + " is a Hugging Face model directory (config.json), not one of "
                                       "hftrain's causal language models (model.json)",

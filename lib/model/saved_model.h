@@ -16,15 +16,12 @@
 #include <vector>
 
 #include "data/tokenizer.h"
+#include "model/model_files.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
 
 namespace hftrain::model {
 
-inline constexpr const char* kModelWeightsFile = "model.safetensors";
-inline constexpr const char* kModelWeightsIndexFile = "model.safetensors.index.json";
-inline constexpr const char* kModelSpecFile = "model.json";
-inline constexpr const char* kTokenizerFile = "tokenizer.json";
 
 // Writes the model directory `dir` crash-safely: the files go into `dir.tmp-<pid>`, which then
 // replaces `dir` in one atomic exchange, so `dir` is always either the old or the new directory.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "model/model_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -17,9 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
-
-constexpr const char* kWeightsFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 }  // namespace
 
@@ -37,13 +35,13 @@ torch::Tensor TensorListSource::get(const std::string& name) const { return tens
 
 bool has_model_weights(const fs::path& dir) {
   std::error_code ec;
-  return fs::exists(dir / kWeightsFile, ec) || fs::exists(dir / kIndexFile, ec);
+  return fs::exists(dir / kModelWeightsFile, ec) || fs::exists(dir / kModelWeightsIndexFile, ec);
 }
 
 StoredWeights::StoredWeights(const fs::path& dir) {
   std::error_code ec;
-  if (fs::exists(dir / kWeightsFile, ec) || !fs::exists(dir / kIndexFile, ec)) {
-    where_ = dir / kWeightsFile;
+  if (fs::exists(dir / kModelWeightsFile, ec) || !fs::exists(dir / kModelWeightsIndexFile, ec)) {
+    where_ = dir / kModelWeightsFile;
     if (!fs::exists(where_, ec)) {
       throw util::CheckpointError(where_.string() + " is missing",
                                   "the model directory " + dir.string() +
@@ -55,7 +53,7 @@ StoredWeights::StoredWeights(const fs::path& dir) {
   }
   // The sharded layout: every listed shard must exist, and every tensor sit in exactly the shard
   // the index names.
-  where_ = dir / kIndexFile;
+  where_ = dir / kModelWeightsIndexFile;
   const std::string where = where_.string();
   const char* hint = "the index and its shards do not belong together, or the directory is damaged";
   const Json index = Json::parse(util::read_file<util::CheckpointError>(where_, "weights index"), nullptr,
@@ -158,7 +156,7 @@ void write_sharded_weights(const fs::path& dir, const TensorList& tensors, uint6
                            const std::map<std::string, std::string>& metadata) {
   const WeightShards plan = plan_weight_shards(tensors, max_shard_bytes, "model");
   for (size_t i = 0; i < plan.shards.size(); ++i) write_safetensors(dir / plan.files[i], plan.shards[i], metadata);
-  if (plan.shards.size() > 1) util::atomic_write_file(dir / kIndexFile, plan.index_json());
+  if (plan.shards.size() > 1) util::atomic_write_file(dir / kModelWeightsIndexFile, plan.index_json());
 }
 
 std::string describe_names(const std::vector<std::string>& names, size_t shown, bool fold_layers) {

@@ -14,10 +14,10 @@ namespace fs = std::filesystem;
 ModelSource read_model_source(const fs::path& path) {
   std::error_code ec;
   ModelSource out;
-  out.hugging_face = fs::exists(path / "config.json", ec) && !fs::exists(path / model::kModelSpecFile, ec);
+  out.hugging_face = fs::exists(path / model::kHfConfigFile, ec) && !fs::exists(path / model::kModelSpecFile, ec);
   if (out.hugging_face) {  // config.json + safetensors, e.g. from save_pretrained
     out.dir = path;
-    out.spec_file = path / "config.json";
+    out.spec_file = path / model::kHfConfigFile;
     const std::string text = util::read_file<util::CheckpointError>(out.spec_file, "model config");
     if (model::is_bert_config(text)) {
       out.bert = model::bert_spec_from_hf_config(text, out.spec_file.string(), &out.id2label);
@@ -47,14 +47,16 @@ std::string bert_shape_values(const model::BertSpec& b) {
 }  // namespace
 
 config::ResolvedConfig resolve_with_model_from(config::ResolveOptions options, const config::Schema& schema) {
-  config::ResolvedConfig first = config::resolve_config(options, schema);
-  if (!first.values.model.from) return first;
+  config::ResolveOptions read_from = options;
+  read_from.skip_cross_field_rules = true;  // model.* and tokenizer.* are not final yet
+  config::ResolvedConfig first = config::resolve_config(read_from, schema);
+  if (!first.values.model.from) return config::resolve_config(options, schema);
   const ModelSource source = read_model_source(*first.values.model.from);
   options.model_source = source.spec_file.string();
   std::error_code ec;
-  if (source.hugging_face && fs::exists(source.dir / "tokenizer.json", ec)) {
+  if (source.hugging_face && fs::exists(source.dir / model::kTokenizerFile, ec)) {
     options.model_values.emplace_back("tokenizer.type", "hf");
-    options.model_values.emplace_back("tokenizer.path", (source.dir / "tokenizer.json").string());
+    options.model_values.emplace_back("tokenizer.path", (source.dir / model::kTokenizerFile).string());
   }
   // "model.arch=llama model.n_layer=2 ...": the overrides that give the spec's shape.
   std::istringstream words(source.bert ? bert_shape_values(*source.bert) : model::shape_overrides(source.spec));

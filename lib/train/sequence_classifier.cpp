@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "data/tokenizer_json.h"
+#include "model/model_files.h"
 #include "model/bert.h"
 #include "model/bert_weights.h"
 #include "model/hf_config.h"
@@ -30,10 +31,9 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     torch::Tensor out = model_->forward(batch.input_ids, batch.attention_mask, batch.token_type_ids);
     if (logits) *logits = out;
-    // The mean over the batch's labelled sequences, times their count: the loop divides by the
-    // count over all micro-batches and ranks, as it does with tokens.
-    const auto counted = batch.labels.ne(-100).sum();
-    return model::classification_loss(out, batch.labels, label_smoothing) * counted.to(torch::kFloat32);
+    // Summed over the batch's labelled sequences: the loop divides by their count over all
+    // micro-batches and ranks, as it does with tokens.
+    return model::classification_loss(out, batch.labels, label_smoothing, /*summed=*/true);
   }
 
   void load(const fs::path& path, const std::string& what) override {
@@ -49,8 +49,8 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   }
   std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind,
                                                               const data::Tokenizer& tokenizer) const override {
-    return {{"config.json", model::bert_config_json(model_->spec(), labels_)},
-            {"tokenizer.json", data::tokenizer_json_text(tokenizer)}};
+    return {{model::kHfConfigFile, model::bert_config_json(model_->spec(), labels_)},
+            {model::kTokenizerFile, data::tokenizer_json_text(tokenizer)}};
   }
   void save_dir(const fs::path& dir, data::TokenizerKind kind, const data::Tokenizer& tokenizer) const override {
     const auto files = text_files(kind, tokenizer);  // refuses a tokenizer it cannot write, before any I/O
@@ -61,8 +61,10 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
     fs::create_directories(tmp, ec);
     if (ec) throw util::io_error("create", tmp, ec.value());
     try {
-      model::write_hf_bert(model_, tmp, labels_, model::kDefaultHfShardBytes);
-      for (const auto& [name, text] : files) util::atomic_write_file(tmp / name, text);
+      model::write_hf_bert(model_, tmp, labels_, model::kDefaultHfShardBytes);  // weights and config.json
+      for (const auto& [name, text] : files) {
+        if (name != model::kHfConfigFile) util::atomic_write_file(tmp / name, text);
+      }
       util::publish_dir(tmp, dir);
       util::fsync_dir(dir.parent_path());
     } catch (...) {

@@ -21,14 +21,9 @@ import torch
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertForSequenceClassification, BertModel
 
+from hf_decoders import check, check_provenance, failures  # the decoder conformance test's helpers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
 
 
 def run(*args, **kw):
@@ -58,9 +53,7 @@ def main():
 
         provenance = run(hftrain, "config", "classify-bert", *args, "--provenance", env=env)
         origin = "model.from " + os.path.join(pretrained, "config.json")
-        for key in ("arch: bert", "n_layer: 2", "d_model: 32"):
-            line = next((l for l in provenance.splitlines() if l.strip().startswith(key)), "")
-            check(origin in line, f"`{key}` should come from {origin}: {line!r}")
+        check_provenance(provenance, origin, ("arch: bert", "n_layer: 2", "d_model: 32"), "classify-bert")
 
         out = os.path.join(work, "run")
         run(hftrain, "run", "classify-bert", *args, f"run.output_dir={out}", env=env)

@@ -84,6 +84,13 @@ REFUSED = {
 }
 
 
+def check_provenance(provenance, origin, keys, what):
+    """Each `key: value` line of `hftrain config --provenance` output comes from `origin`."""
+    for key in keys:
+        line = next((l for l in provenance.splitlines() if l.strip().startswith(key)), "")
+        check(origin in line, f"{what}: `{key}` should come from {origin}: {line!r}")
+
+
 def run(*args, **kw):
     return subprocess.run(list(args), check=True, capture_output=True, text=True, **kw).stdout
 
@@ -238,9 +245,9 @@ def round_trips(forward_bin, hftrain, work):
               "scheduler.warmup_steps=2", "trainer.log_every=1"]
     provenance = run(hftrain, "config", "finetune-hf", *recipe, "--provenance", env=env)
     origin = f"model.from {os.path.join(pretrained, 'config.json')}"
-    for key in ("n_layer: 2", "n_kv_head: 2", "attention_bias: qkv", "tie_embeddings: true", "type: hf"):
-        line = next((l for l in provenance.splitlines() if l.strip().startswith(key)), "")
-        check(origin in line, f"finetune-hf: `{key}` should come from {origin}: {line!r}")
+    check_provenance(provenance, origin,
+                     ("n_layer: 2", "n_kv_head: 2", "attention_bias: qkv", "tie_embeddings: true", "type: hf"),
+                     "finetune-hf")
     finetuned = os.path.join(work, "finetune-hf")
     run(hftrain, "run", "finetune-hf", *recipe, f"run.output_dir={finetuned}", env=env)
     losses = losses_of(finetuned)

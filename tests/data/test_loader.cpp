@@ -154,3 +154,31 @@ TEST_CASE("loader: pinned host batches and device tensors on CUDA", "[data][load
     CHECK(torch::equal(g.labels.cpu(), c.labels));
   }
 }
+
+TEST_CASE("loader: without wrap a pass of batches_per_epoch counts every sample's targets once", "[data][loader]") {
+  // Evaluation runs ceil(n / (B x ranks)) batches; the last one reaches past the end, and those
+  // rows must not count (their samples were already counted at the start of the pass).
+  Fixture fx;
+  fx.options.loader.batch_size = 1;
+  data::DataLoader one(fx.options, fx.tok, torch::kCPU);
+  const uint64_t n = one.num_samples();
+  int64_t once = 0;
+  for (uint64_t i = 0; i < n; ++i) once += one.next().num_target_tokens;
+  for (int world : {1, 2, 3}) {
+    int64_t total = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      fx.options.loader.batch_size = 7;
+      fx.options.loader.wrap = false;
+      fx.options.loader.rank = rank;
+      fx.options.loader.world_size = world;
+      data::DataLoader loader(fx.options, fx.tok, torch::kCPU);
+      REQUIRE((n % (7 * static_cast<uint64_t>(world))) != 0);  // the last batch reaches past the end
+      for (uint64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+        auto batch = loader.next();
+        total += batch.num_target_tokens;
+        CHECK(batch.labels.ne(-100).sum().item<int64_t>() == batch.num_target_tokens);
+      }
+    }
+    CHECK(total == once);
+  }
+}
