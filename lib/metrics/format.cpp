@@ -64,6 +64,10 @@ std::string format_step_line(const StepMetrics& m, int64_t total_steps, std::opt
   line += " | data " + printf_string("%.1f", m.data_wait_ms) + " ms";
   if (m.peak_mem_mb) line += " | mem " + printf_string("%.0f", *m.peak_mem_mb) + " MiB";
   if (mfu) line += " | mfu " + printf_string("%.1f", 100.0 * *mfu) + "%";
+  if (m.loss_scale) {
+    line += " | scale " + printf_string("%.0f", *m.loss_scale);
+    if (m.skipped_steps > 0) line += " (" + std::to_string(m.skipped_steps) + " skipped)";
+  }
   if (eta_s) line += " | eta " + format_duration(*eta_s);
   return line;
 }

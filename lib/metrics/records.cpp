@@ -40,6 +40,10 @@ std::string step_record_json(const StepMetrics& m, double wall_time, const MfuFi
   j["data_wait_ms"] = number(m.data_wait_ms);
   j["peak_mem_mb"] = optional_number(m.peak_mem_mb);
   if (mfu.reported) j["mfu"] = optional_number(mfu.value);
+  if (m.loss_scale) {
+    j["loss_scale"] = number(*m.loss_scale);
+    j["skipped_steps"] = m.skipped_steps;
+  }
   j["time"] = number(wall_time);
   return j.dump();
 }

@@ -22,6 +22,10 @@ struct StepMetrics {
   double data_wait_ms = 0;            // mean time a step waited for its batch
   // Peak memory in MiB: host peak RSS on CPU, the CUDA caching allocator's peak on GPU.
   std::optional<double> peak_mem_mb{};
+  // fp16 only: the loss scale after this step, and how many steps of the logging window were
+  // skipped because their gradients held inf/NaN.
+  std::optional<double> loss_scale{};
+  int64_t skipped_steps = 0;
 };
 
 struct EvalMetrics {

@@ -36,7 +36,10 @@ struct StepStats {
   double lr = 0;
   double grad_norm = 0;
   std::optional<double> peak_mem_mb;
-  bool skipped = false;  // fp16 overflow: the step was not applied
+  // fp16 only: the loss scale now, and the steps since the last logging step that were skipped
+  // because their gradients overflowed.
+  std::optional<double> loss_scale;
+  int64_t skipped_steps = 0;
 };
 
 class Callback {

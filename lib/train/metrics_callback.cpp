@@ -29,6 +29,8 @@ void MetricsCallback::on_log(TrainState& state, const StepStats& stats) {
   m.step_time_ms = throughput_.step_time_ms();
   m.data_wait_ms = throughput_.data_wait_ms();
   m.peak_mem_mb = stats.peak_mem_mb;
+  m.loss_scale = stats.loss_scale;
+  m.skipped_steps = stats.skipped_steps;
   recorder_.log_step(m);
 }
 

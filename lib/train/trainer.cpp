@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "metrics/classification.h"
+#include "metrics/format.h"
 #include "metrics/memory.h"
 #include "metrics/mfu.h"
 #include "model/hf_config.h"
@@ -291,7 +292,7 @@ void Trainer::notify(const std::string& line) {
   for (auto& cb : callbacks_) cb->on_message(state_, line);
 }
 
-bool Trainer::train_step(double lr_factor) {
+std::optional<double> Trainer::train_step(double lr_factor) {
   const auto& t = config_.trainer;
   dist::PhaseScope phase(world_->monitor(), dist::Phase::kTrain);
   optimizer().set_lr_factor(lr_factor);
@@ -335,11 +336,15 @@ bool Trainer::train_step(double lr_factor) {
   const std::vector<torch::Tensor> grads = strategy_->grads();
   scaler_.unscale_grads(grads, max_shards);
   grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards);
-  const bool skipped = scaler_.found_inf();
-  if (!skipped) strategy_->step();
+  std::optional<double> overflowed_at;
+  if (scaler_.found_inf()) {
+    overflowed_at = scaler_.current_scale();
+  } else {
+    strategy_->step();
+  }
   scaler_.update();
   strategy_->zero_grad();
-  return skipped;
+  return overflowed_at;
 }
 
 void Trainer::run_evaluation() {
@@ -400,7 +405,13 @@ TrainResult Trainer::train() {
     const int64_t step = state_.step;
     const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
     const uint64_t epoch_before = loaders_.train->epoch();
-    const bool skipped = train_step(factor);
+    const std::optional<double> overflowed_at = train_step(factor);
+    if (overflowed_at) {
+      ++window_skipped_;
+      notify("step " + std::to_string(step + 1) + " skipped: inf/NaN gradients at loss scale " +
+             metrics::format_number(*overflowed_at, 6) + "; the scale is now " +
+             metrics::format_number(scaler_.current_scale(), 6));
+    }
 
     state_.step = step + 1;
     state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
@@ -419,7 +430,11 @@ TrainResult Trainer::train() {
       s.lr = config_.optimizer.lr * factor;
       s.grad_norm = grad_norm_.item<double>();
       s.peak_mem_mb = peak_memory_mib(device_);
-      s.skipped = skipped;
+      if (scaler_.enabled()) {
+        s.loss_scale = scaler_.current_scale();
+        s.skipped_steps = window_skipped_;
+      }
+      window_skipped_ = 0;
       window_loss_.zero_();
       window_targets_ = 0;
       result.last_loss = s.loss;

@@ -95,9 +95,9 @@ class Trainer {
   // Copies the weights of a model directory or checkpoint of this model's shape; `what` names the
   // source in messages (model.from, resume).
   void start_from(const std::string& path, const std::string& what);
-  // One optimizer step: micro-batches, backward, clipping, the update. Returns whether it was
-  // skipped (fp16 overflow).
-  bool train_step(double lr_factor);
+  // One optimizer step: micro-batches, backward, clipping, the update. When fp16's gradients
+  // overflowed and the update was skipped, returns the loss scale they overflowed at.
+  std::optional<double> train_step(double lr_factor);
   void run_evaluation();
   // Rank 0's part of save_checkpoint(): the files, the commit, rotation, callbacks.
   // `staged`: the optimizer shard files every rank wrote (ckpt/optimizer_save.h), adopted here.
@@ -130,6 +130,7 @@ class Trainer {
   std::optional<optim::PlateauSchedule> plateau_;
   torch::Tensor window_loss_;   // loss sum since the last logging step, on the device
   int64_t window_targets_ = 0;  // target tokens in that window
+  int64_t window_skipped_ = 0;  // fp16: steps of that window skipped for inf/NaN gradients
   torch::Tensor grad_norm_;
   int64_t start_step_ = 0;      // the restored step (0 for a new run)
 

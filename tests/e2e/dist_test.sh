@@ -12,6 +12,7 @@ HFTRAIN=$(realpath "${1:?usage: dist_test.sh path/to/hftrain}")
 SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=${HFTRAIN_PYTHON:-python3}
 source "$SRC/tests/e2e/harness.sh"
+source "$SRC/tests/e2e/compare.sh"
 export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # mpirun as root (CI containers)
 
@@ -24,37 +25,6 @@ common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fractio
         trainer.max_grad_norm=0.5 optimizer.lr=0.003 optimizer.weight_decay=0.1 scheduler.name=cosine
         scheduler.warmup_steps=3 trainer.log_every=1 trainer.max_steps=8 checkpoint.at_end=false trainer.device=cpu)
 
-# close A B FROM TO [TOL]: training loss and grad_norm of runs A and B agree within TOL (1e-5)
-# relative at every step FROM..TO.
-close() {
-  "$PY" - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" "$4" "${5:-1e-5}" <<'PY'
-import json, sys
-def load(path):
-    return {r["step"]: r for r in map(json.loads, open(path)) if "loss" in r and "eval_loss" not in r}
-a, b, lo, hi, tol = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-for step in range(lo, hi + 1):
-    assert step in a and step in b, f"step {step} missing"
-    for key in ("loss", "grad_norm"):
-        x, y = a[step][key], b[step][key]
-        assert abs(x - y) <= tol * max(abs(x), abs(y)), f"step {step} {key}: {x} vs {y}"
-PY
-}
-# same_weights A B: the final models agree within 1e-5 relative (L2 norm of the difference over
-# all weights / L2 norm of the weights). Not per tensor: the attention's key bias has a zero
-# gradient in exact arithmetic (softmax ignores a constant per query), so Adam turns rounding
-# noise there into different updates, about 1e-5 of that tensor's own size.
-same_weights() {
-  "$PY" - "$WORK/$1/final/model.safetensors" "$WORK/$2/final/model.safetensors" <<'PY'
-import sys
-import numpy as np
-from safetensors.numpy import load_file
-a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
-assert a.keys() == b.keys()
-diff = sum(float(((a[k] - b[k]) ** 2).sum()) for k in a) ** 0.5
-norm = sum(float((a[k] ** 2).sum()) for k in a) ** 0.5
-assert diff <= 1e-5 * norm, f"weights differ by {diff / norm:.3g} relative"
-PY
-}
 # memory_matches DIR [RANKS]: each rank's "memory on rank" line: parameters, gradients and optimizer
 # state equal the ZeRO formula within that rank's reported buffers (the padding of the buckets).
 memory_matches() {
@@ -68,11 +38,6 @@ for l in lines:
         have, want = map(int, re.search(what + r" (\d+) B \([^;]*; formula (\d+) B\)", l).groups())
         assert abs(have - want) <= buffers, f"{what}: {have} B, formula {want} B, buffers {buffers} B: {l}"
 PY
-}
-check() {  # check WHAT COMMAND...: runs a python check, counts it
-  local what=$1
-  shift
-  if "$@" 2>"$WORK/check.err"; then ok; else fail "$what: $(tail -c 400 "$WORK/check.err")"; fi
 }
 # shards CHECKPOINT N: the checkpoint holds exactly N optimizer shard files, numbered 0..N-1 of N
 # (one per rank that holds a distinct shard; replicas write none), and verifies. Prints their sizes.

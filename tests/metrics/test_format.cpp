@@ -42,6 +42,10 @@ TEST_CASE("the step line names each value and leaves out what is unknown", "[met
   CHECK(format_step_line(m, 0, 0.4123, 220.0) ==
         "step 120 | epoch 0.12 | loss 2.3457 | lr 3.000e-04 | grad_norm 0.8123 | 12.3k tok/s | "
         "250.1 ms/step | data 1.2 ms | mem 1234 MiB | mfu 41.2% | eta 3m40s");
+  m.loss_scale = 65536.0;  // fp16: the scale, and the skipped steps when there were any
+  CHECK(format_step_line(m, 0, std::nullopt, std::nullopt).ends_with("| mem 1234 MiB | scale 65536"));
+  m.skipped_steps = 3;
+  CHECK(format_step_line(m, 0, std::nullopt, std::nullopt).ends_with("| mem 1234 MiB | scale 65536 (3 skipped)"));
 }
 
 TEST_CASE("the eval line shows loss and perplexity", "[metrics][format]") {

@@ -47,6 +47,17 @@ TEST_CASE("a step record carries every field the issue names", "[metrics][record
   CHECK(text.rfind(R"({"type":"train","step":120,)", 0) == 0);
 }
 
+TEST_CASE("fp16 runs add the loss scale and the skipped steps; other runs have neither", "[metrics][records]") {
+  CHECK_FALSE(json::parse(step_record_json(sample_step(), 1, MfuField{})).contains("loss_scale"));
+  CHECK_FALSE(json::parse(step_record_json(sample_step(), 1, MfuField{})).contains("skipped_steps"));
+  StepMetrics m = sample_step();
+  m.loss_scale = 32768.0;
+  m.skipped_steps = 2;
+  const json j = json::parse(step_record_json(m, 1, MfuField{}));
+  CHECK(j["loss_scale"] == 32768.0);
+  CHECK(j["skipped_steps"] == 2);
+}
+
 TEST_CASE("MFU is absent on CPU and null for an unknown GPU", "[metrics][records]") {
   CHECK_FALSE(json::parse(step_record_json(sample_step(), 1, MfuField{})).contains("mfu"));
   const json unknown =

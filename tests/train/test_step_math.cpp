@@ -40,23 +40,55 @@ TEST_CASE("global-norm clipping equals torch's clip_grad_norm_", "[train]") {
   CHECK(torch::equal(before, a[0].grad()));
 }
 
-TEST_CASE("fp16 loss scaler skips overflowed steps, backs off, and grows", "[train]") {
-  train::GradScaler scaler(true, 1024.0, /*growth_interval=*/2, torch::kCPU);
-  auto p = torch::zeros({3}, torch::requires_grad());
-  p.mutable_grad() = torch::tensor({1.0f, std::numeric_limits<float>::infinity(), 2.0f});
-  scaler.unscale({p});
+namespace {
+
+// The scaler's whole cycle on one device: an overflow is found, skipped and backed off; clean
+// steps unscale and, after growth_interval of them, grow the scale.
+void check_scaler_cycle(const torch::Device& device, torch::ScalarType grad_dtype) {
+  const auto on = torch::TensorOptions().device(device).dtype(grad_dtype);
+  train::GradScaler scaler(true, 1024.0, /*growth_interval=*/2, device);
+  auto p = torch::zeros({3}, on.requires_grad(true));
+  auto q = torch::zeros({2}, on.requires_grad(true));
+  p.mutable_grad() = torch::tensor({1.0f, std::numeric_limits<float>::infinity(), 2.0f}).to(on);
+  q.mutable_grad() = torch::tensor({4.0f, 8.0f}).to(on);
+  scaler.unscale({p, q});
   CHECK(scaler.found_inf());
   scaler.update();
   CHECK(scaler.current_scale() == 512.0);  // backed off
+  p.mutable_grad() = torch::tensor({1.0f, std::nanf(""), 2.0f}).to(on);
+  scaler.unscale({p, q});
+  CHECK(scaler.found_inf());  // NaN counts too
+  scaler.update();
+  CHECK(scaler.current_scale() == 256.0);
   for (int i = 0; i < 2; ++i) {
-    p.mutable_grad() = torch::tensor({512.0f, 1024.0f, 0.0f});
-    scaler.unscale({p});
+    p.mutable_grad() = torch::tensor({256.0f, 512.0f, 0.0f}).to(on);
+    q.mutable_grad() = torch::tensor({128.0f, -64.0f}).to(on);
+    scaler.unscale({p, q});
     CHECK_FALSE(scaler.found_inf());
-    CHECK(torch::allclose(p.grad(), torch::tensor({1.0f, 2.0f, 0.0f})));  // unscaled
+    CHECK(torch::equal(p.grad().cpu(), torch::tensor({1.0f, 2.0f, 0.0f}).to(grad_dtype)));  // unscaled
+    CHECK(torch::equal(q.grad().cpu(), torch::tensor({0.5f, -0.25f}).to(grad_dtype)));
     scaler.update();
   }
-  CHECK(scaler.current_scale() == 1024.0);  // grew after two clean steps
-  CHECK(scaler.scale(torch::ones({})).item<double>() == 1024.0);
+  CHECK(scaler.current_scale() == 512.0);  // grew after two clean steps
+  CHECK(scaler.scale(torch::ones({}, torch::TensorOptions().device(device))).item<double>() == 512.0);
+  const auto state = scaler.state();
+  CHECK(state.scale == 512.0);
+  CHECK(state.growth_tracker == 0);
+}
+
+}  // namespace
+
+TEST_CASE("fp16 loss scaler skips overflowed steps, backs off, and grows", "[train]") {
+  check_scaler_cycle(torch::kCPU, torch::kFloat32);
+}
+
+TEST_CASE("fp16 loss scaler on CUDA with half-precision gradients", "[train][gpu]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device; skipped");
+    return;
+  }
+  check_scaler_cycle(torch::Device(torch::kCUDA, 0), torch::kFloat16);
+  check_scaler_cycle(torch::Device(torch::kCUDA, 0), torch::kFloat32);
 }
 
 TEST_CASE("early stopping counts evaluations without a large enough improvement", "[train]") {

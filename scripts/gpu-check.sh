@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Everything that needs a CUDA device, for a GPU machine lent for a short while (no network):
+#   build   scripts/setup.sh --from-bundle BUNDLE (the machine's own PyTorch), into build/
+#   unit    the unit tests with the GPU visible: the [gpu] cases run instead of skipping, and the
+#           trainer's tests (trainer.device=auto) train on CUDA
+#   e2e     tests/e2e/gpu_test.sh, and e2e: distributed (its NCCL half needs 2 GPUs)
+#   bench   bench/gpu_throughput.sh: hftrain against plain PyTorch on GPT-2 124M
+# Each phase writes its log into OUT and a one-line verdict into OUT/summary.txt; later phases
+# still run when one fails. Split the phases over several calls where a call has a time limit.
+# Usage: scripts/gpu-check.sh OUT [BUNDLE] [PHASE...]   (phases default: build unit e2e bench)
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$(mkdir -p "${1:?usage: gpu-check.sh OUT [BUNDLE] [PHASE...]}" && cd "$1" && pwd)
+bundle=${2:-}
+shift $(( $# >= 2 ? 2 : $# ))
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build unit e2e bench)
+build=${HFTRAIN_BUILD_DIR:-$root/build}
+hftrain=$build/apps/hftrain/hftrain
+jobs=$(nproc)
+verdict() {  # verdict PHASE CODE SECONDS
+  printf '%-6s %s (%ss)\n' "$1" "$([ "$2" = 0 ] && echo passed || echo "FAILED, exit $2; see $1.log")" "$3" \
+    | tee -a "$out/summary.txt"
+}
+nvidia-smi >"$out/device.txt" 2>&1 || echo "nvidia-smi failed: is there a GPU?" >>"$out/device.txt"
+for phase in "${phases[@]}"; do
+  start=$SECONDS
+  case $phase in
+    build)
+      if [ -n "$bundle" ]; then
+        HFTRAIN_BUILD_DIR=$build "$root/scripts/setup.sh" --from-bundle "$bundle" >"$out/build.log" 2>&1
+      else
+        cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1
+      fi
+      code=$?
+      "$hftrain" --version >>"$out/build.log" 2>&1
+      ;;
+    unit)
+      (cd "$build" && ctest -L unit -j "$jobs" --timeout 900 --output-on-failure) >"$out/unit.log" 2>&1
+      code=$?
+      # The [gpu] cases by name, so the log shows that they ran rather than skipped.
+      for t in data/test_data optim/test_optim train/test_train dist/test_dist; do
+        "$build/tests/$t" "[gpu]" 2>&1 | grep -E "skipped|passed|failed|FAILED" | tail -3
+      done >"$out/unit-gpu-cases.log"
+      ;;
+    e2e)
+      (cd "$build" && ctest -R "e2e: (gpu|distributed)" --output-on-failure -V) >"$out/e2e.log" 2>&1
+      code=$?
+      ;;
+    bench)
+      "$root/bench/gpu_throughput.sh" "$hftrain" >"$out/bench.log" 2>&1
+      code=$?
+      ;;
+    *) echo "gpu-check.sh: unknown phase '$phase' (build, unit, e2e, bench)" >&2; exit 2 ;;
+  esac
+  verdict "$phase" "$code" $((SECONDS - start))
+done
