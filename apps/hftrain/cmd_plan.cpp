@@ -41,11 +41,8 @@ int run_plan(const PlanArgs& a) {
   if (cfg.model.arch == config::ModelArch::kBert) {
     // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
     const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
-    model::BertSpec no_layers = bert;
-    no_layers.num_hidden_layers = 0;
     psi = bert.parameter_count();
-    units.root = no_layers.parameter_count();
-    units.block = (psi - units.root) / bert.num_hidden_layers;
+    units = {bert.root_parameter_count(), bert.block_parameter_count()};
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();

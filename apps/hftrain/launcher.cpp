@@ -75,7 +75,7 @@ int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_
                   ":" + std::to_string(o.master_port) + "); rank 0 logs here, every rank to its log file");
   const launch::SpawnResult r = launch::run_workers(o);
   if (!r.failure.empty()) {
-    util::log::error("launcher: " + r.failure + "; stopped the other workers");
+    util::log::error("launcher: " + r.failure);
   }
   return r.exit_code;
 }

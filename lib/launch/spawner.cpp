@@ -28,19 +28,17 @@ namespace {
 
 std::atomic<int> g_signal_count{0};
 std::atomic<int> g_last_signal{0};
-std::atomic<int> g_sigint_count{0};
 
 extern "C" void on_launcher_signal(int sig) {
   g_last_signal.store(sig);
   g_signal_count.fetch_add(1);
-  if (sig == SIGINT) g_sigint_count.fetch_add(1);
 }
 
 // Installs the launcher's handlers for the duration of run_workers().
 class SignalScope {
  public:
   SignalScope() {
-    g_signal_count = 0, g_last_signal = 0, g_sigint_count = 0;
+    g_signal_count = 0, g_last_signal = 0;
     struct sigaction sa{};
     sa.sa_handler = on_launcher_signal;
     sigemptyset(&sa.sa_mask);
@@ -160,16 +158,25 @@ Worker start_worker(const SpawnOptions& o, int local_rank) {
   envp.push_back(nullptr);
   for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  int out[2], err[2];
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_pipes = [&] {
+    for (int fd : {out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-    throw util::ConfigError(std::string("cannot start the workers: pipe: ") + std::strerror(errno),
+    const int e = errno;
+    close_pipes();
+    throw util::ConfigError(std::string("cannot start the workers: pipe: ") + std::strerror(e),
                             "raise the open-file limit (ulimit -n)");
   }
   const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
+    const int e = errno;
+    close_pipes();
     throw util::ConfigError(std::string("cannot start worker rank ") + std::to_string(w.rank) + ": fork: " +
-                                std::strerror(errno),
+                                std::strerror(e),
                             "check the process limit (ulimit -u) and free memory");
   }
   if (pid == 0) {
@@ -206,7 +213,10 @@ SpawnResult run_workers(const SpawnOptions& o) {
     for (int i = 0; i < o.nproc_per_node; ++i) workers.push_back(start_worker(o, i));
   } catch (...) {
     signal_all(workers, SIGKILL);
-    for (auto& w : workers) waitpid(w.pid, nullptr, 0);
+    for (auto& w : workers) {
+      waitpid(w.pid, nullptr, 0);
+      for (auto& s : w.streams) close(s.fd);
+    }
     throw;
   }
 
@@ -214,6 +224,10 @@ SpawnResult run_workers(const SpawnOptions& o) {
   int forwarded = 0;
   bool killed = false;
   std::optional<Clock::time_point> kill_at;
+  std::string first_exit;  // after a forwarded signal: "rank R (pid P)", the first worker that ended
+  auto after = [](double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
   auto running = [&] {
     for (const auto& w : workers) if (w.running) return true;
     return false;
@@ -232,14 +246,15 @@ SpawnResult run_workers(const SpawnOptions& o) {
         if (fds[i].revents != 0) pump(*owners[i].second, owners[i].first->rank);
       }
     }
-    // Signals to the launcher go to every worker; a second Ctrl-C stops them at once.
+    // Signals to the launcher go to every worker; a second one stops them at once.
     const int count = g_signal_count.load();
     if (count > forwarded) {
       forwarded = count;
-      if (g_sigint_count.load() >= 2) {
+      if (count >= 2) {
         signal_all(workers, SIGKILL);
+        killed = true;
       } else {
-        // No deadline: the workers may be saving a checkpoint. A second Ctrl-C ends them.
+        // No deadline yet: the workers may be saving a checkpoint. A second signal ends them.
         signal_all(workers, g_last_signal.load());
       }
     }
@@ -250,19 +265,33 @@ SpawnResult run_workers(const SpawnOptions& o) {
       if (r != w.pid) continue;
       w.running = false;
       w.status = status;
+      const std::string who = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ")";
       const int code = exit_code_of(status);
       if (code != 0 && result.exit_code == 0) {
         result.exit_code = code;
         if (forwarded == 0) {
-          result.failure = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ") " +
-                           describe_status(status);
+          result.failure = who + " " + describe_status(status) + "; stopped the other workers";
           signal_all(workers, SIGTERM);
-          kill_at = Clock::now() +
-                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.kill_grace_seconds));
+          kill_at = after(o.kill_grace_seconds);
         }
       }
+      if (forwarded > 0 && first_exit.empty()) {
+        first_exit = who;
+        if (!kill_at) kill_at = after(o.stop_grace_seconds);
+      }
     }
-    if (kill_at && !killed && Clock::now() >= *kill_at) {
+    if (kill_at && !killed && Clock::now() >= *kill_at && running()) {
+      if (result.failure.empty()) {
+        std::string stuck;
+        for (const auto& w : workers) {
+          if (w.running) stuck += (stuck.empty() ? "rank " : ", rank ") + std::to_string(w.rank);
+        }
+        char grace[32];
+        std::snprintf(grace, sizeof grace, "%g", o.stop_grace_seconds);
+        result.failure = stuck + " did not stop within " + grace + " s of " + first_exit +
+                         " ending after the signal; killed";
+        if (result.exit_code == 0) result.exit_code = 128 + SIGKILL;
+      }
       signal_all(workers, SIGKILL);
       killed = true;
     }

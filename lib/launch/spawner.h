@@ -21,19 +21,28 @@ struct SpawnOptions {
   // Extra variables for every worker (on top of RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
   // GROUP_RANK, MASTER_ADDR, MASTER_PORT, HFTRAIN_LAUNCHER, HFTRAIN_NNODES).
   std::vector<std::pair<std::string, std::string>> env;
-  double kill_grace_seconds = 10;  // after a failure or signal: SIGTERM, then SIGKILL after this
+  double kill_grace_seconds = 10;  // after a worker failed: SIGTERM to the rest, SIGKILL after this
+  // After a signal was forwarded, the workers save a checkpoint together and exit together: once
+  // one has exited, the rest get this long before SIGKILL (one stuck in a collective with a
+  // departed peer would otherwise keep the launcher waiting forever).
+  double stop_grace_seconds = 120;
 };
 
 struct SpawnResult {
   int exit_code = 0;    // 0 when every worker succeeded; else the first failure's code (128+N for a signal)
-  std::string failure;  // "rank 1 (pid 4242) was killed by signal 9 (Killed)"; empty on success
+  // What went wrong, for the launcher's last line: "rank 1 (pid 4242) was killed by signal 9
+  // (Killed); stopped the other workers", or "rank 0 did not stop within 120 s of rank 1 (pid 4242)
+  // ending after the signal; killed". Empty when every worker succeeded or stopped on a signal.
+  std::string failure;
 };
 
 // Runs the workers to the end. Lines a worker writes to stdout or stderr reach the launcher's
 // stdout or stderr as "[rank R] line". The first worker to fail (non-zero exit or a signal) makes
 // the launcher SIGTERM the rest (SIGKILL after kill_grace_seconds). SIGINT/SIGTERM/SIGHUP to the
-// launcher are forwarded to every worker; a second SIGINT kills them at once. Throws
-// util::ConfigError when a worker cannot be started (fork or exec failing).
+// launcher are forwarded to every worker, with no deadline while all of them run (they may be
+// saving a checkpoint); once one has exited, the rest get stop_grace_seconds. A second signal
+// kills them at once. Throws util::ConfigError when a worker cannot be started (pipe or fork
+// failing), after killing the workers already started; no descriptor is left open.
 SpawnResult run_workers(const SpawnOptions& options);
 
 }  // namespace hftrain::launch

@@ -117,15 +117,23 @@ std::vector<std::string> read_labels(const Fields& f) {
 
 }  // namespace
 
-int64_t BertSpec::parameter_count() const {
+int64_t BertSpec::block_parameter_count() const {
+  const int64_t c = hidden_size;
+  const int64_t attention = 4 * (c * c + c) + 2 * c;  // q, k, v, output, LayerNorm
+  const int64_t feed_forward = c * intermediate_size + intermediate_size + intermediate_size * c + c + 2 * c;
+  return attention + feed_forward;
+}
+
+int64_t BertSpec::root_parameter_count() const {
   const int64_t c = hidden_size;
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
-  const int64_t attention = 4 * (c * c + c) + 2 * c;  // q, k, v, output, LayerNorm
-  const int64_t feed_forward =
-      c * intermediate_size + intermediate_size + intermediate_size * c + c + 2 * c;
   const int64_t pooler = c * c + c;
   const int64_t classifier = with_classifier ? c * num_labels + num_labels : 0;
-  return embeddings + num_hidden_layers * (attention + feed_forward) + pooler + classifier;
+  return embeddings + pooler + classifier;
+}
+
+int64_t BertSpec::parameter_count() const {
+  return root_parameter_count() + num_hidden_layers * block_parameter_count();
 }
 
 void BertSpec::validate() const {

@@ -45,8 +45,11 @@ struct BertSpec {
   double classifier_dropout_prob() const {
     return classifier_dropout.value_or(hidden_dropout_prob);
   }
-  // Parameters the model holds (embeddings, layers, pooler, classifier when with_classifier).
+  // Parameters the model holds (embeddings, layers, pooler, classifier when with_classifier):
+  // the root (everything outside the layers, zero3's first unit) plus the layers.
   int64_t parameter_count() const;
+  int64_t block_parameter_count() const;  // one encoder layer
+  int64_t root_parameter_count() const;   // embeddings, pooler, classifier
   // Throws UsageError naming the field for sizes that cannot build a model (zero or negative
   // sizes, heads that do not divide hidden_size, pad_token_id outside the vocabulary, fewer than
   // two labels with a classifier, dropout outside [0, 1)).

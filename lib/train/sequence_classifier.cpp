@@ -75,15 +75,7 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
 
   bool causal_lm() const override { return false; }
   dist::UnitSizes unit_sizes() const override {
-    const auto units = model_->parameter_units();
-    const auto params = model_->parameters_by_name();
-    dist::UnitSizes sizes;
-    for (size_t u = 0; u < units.size(); ++u) {
-      int64_t n = 0;
-      for (size_t i : units[u]) n += params[i].second.numel();
-      (u == 0 ? sizes.root : sizes.block) = std::max(u == 0 ? sizes.root : sizes.block, n);
-    }
-    return sizes;
+    return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
   }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();

@@ -156,6 +156,14 @@ TEST_CASE("bert model: Hugging Face names, counts and output shapes", "[model][b
     names.insert(name);
   }
   CHECK(count == tiny().parameter_count());
+  // zero3's units: the root, then one unit per layer, of the sizes the spec predicts.
+  const auto units = m->parameter_units();
+  REQUIRE(units.size() == static_cast<size_t>(1 + tiny().num_hidden_layers));
+  for (size_t u = 0; u < units.size(); ++u) {
+    int64_t n = 0;
+    for (size_t i : units[u]) n += params[i].second.numel();
+    CHECK(n == (u == 0 ? tiny().root_parameter_count() : tiny().block_parameter_count()));
+  }
   for (const char* name :
        {"bert.embeddings.word_embeddings.weight", "bert.embeddings.LayerNorm.bias",
         "bert.encoder.layer.1.attention.self.query.weight",
