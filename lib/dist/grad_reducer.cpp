@@ -46,22 +46,26 @@ void GradReducer::on_grad_ready(size_t param) {
   while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
 }
 
-void GradReducer::launch(size_t b) {
+void pack_gradients(const Bucket& bucket, std::vector<torch::Tensor>& params, torch::Tensor& flat, bool release) {
   torch::NoGradGuard no_grad;
-  auto& flat = flats_[b];
-  const Bucket& bucket = buckets_[b];
   for (const auto& e : bucket.entries) {
-    auto& p = params_[e.param];
+    auto& p = params[e.param];
     auto slot = flat.narrow(0, e.offset, e.numel);
     if (p.grad().defined()) {
       slot.copy_(p.grad().reshape(-1));
     } else {
       slot.zero_();  // a parameter this step did not use
     }
-    // Sharded gradients: the full gradient is not kept once it is in the bucket.
-    if (mode_ == Mode::kReduceScatter) p.mutable_grad() = torch::Tensor();
+    if (release) p.mutable_grad() = torch::Tensor();
   }
   if (bucket.padded_numel > bucket.numel) flat.narrow(0, bucket.numel, bucket.padded_numel - bucket.numel).zero_();
+}
+
+void GradReducer::launch(size_t b) {
+  torch::NoGradGuard no_grad;
+  auto& flat = flats_[b];
+  // Sharded gradients: the full gradient is not kept once it is in the bucket.
+  pack_gradients(buckets_[b], params_, flat, /*release=*/mode_ == Mode::kReduceScatter);
   works_[b] = mode_ == Mode::kAllReduce ? comm_.all_reduce(flat, ReduceOp::kSum)
                                         : comm_.reduce_scatter(chunks_[b], flat, ReduceOp::kSum);
 }

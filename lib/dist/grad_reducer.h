@@ -19,6 +19,11 @@
 
 namespace hftrain::dist {
 
+// Copies the gradients of `bucket`'s parameters into the flat buffer `flat` at their offsets
+// (zeros for a parameter without a gradient, and for the padding). With `release`, each
+// parameter's own gradient is dropped once copied (sharded gradients keep only the reduction).
+void pack_gradients(const Bucket& bucket, std::vector<torch::Tensor>& params, torch::Tensor& flat, bool release);
+
 class GradReducer {
  public:
   enum class Mode {

@@ -80,22 +80,28 @@ class ShardingStrategy {
   // What the model calls around each unit (zero3, hybrid); null when its parameters stay whole.
   virtual model::UnitHooks* unit_hooks() { return nullptr; }
   // Makes every parameter whole (collective under zero3), for reading or writing them outside
-  // a forward: checkpoints, the final model, weights loaded on resume. release_parameters() keeps
-  // what was written into them (each rank copies its chunk back into its shard) and frees them.
+  // a forward: checkpoints, the final model, weights loaded on resume. release_parameters()
+  // frees them; with `written`, it first keeps what was written into them (each rank copies its
+  // chunk back into its shard, or its offloaded masters).
   virtual void gather_parameters() {}
-  virtual void release_parameters() {}
+  virtual void release_parameters(bool /*written*/) {}
 };
 
-// gather_parameters() for a scope.
+// gather_parameters() for a scope: kRead to save them (nothing is copied back), kWrite to load
+// weights into them.
 class WholeParameters {
  public:
-  explicit WholeParameters(ShardingStrategy& strategy) : strategy_(strategy) { strategy_.gather_parameters(); }
-  ~WholeParameters() { strategy_.release_parameters(); }
+  enum class Access { kRead, kWrite };
+  WholeParameters(ShardingStrategy& strategy, Access access) : strategy_(strategy), access_(access) {
+    strategy_.gather_parameters();
+  }
+  ~WholeParameters() { strategy_.release_parameters(access_ == Access::kWrite); }
   WholeParameters(const WholeParameters&) = delete;
   WholeParameters& operator=(const WholeParameters&) = delete;
 
  private:
   ShardingStrategy& strategy_;
+  Access access_;
 };
 
 }  // namespace hftrain::dist

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "dist/grad_hook.h"
+#include "dist/grad_reducer.h"
 #include "dist/memory_plan.h"
 
 #include "dist/shard_layout.h"
@@ -112,7 +113,10 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     }
     next_ = 0;
   }
-  void after_backward() override { flush(); }
+  void after_backward() override {
+    flush();
+    reduce_across_replicas();
+  }
   std::vector<torch::Tensor> grads() override {
     std::vector<torch::Tensor> out;
     for (const auto& unit : units_) out.push_back(unit.grad);
@@ -145,12 +149,14 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     for (size_t u = 0; u < units_.size(); ++u) prefetch(u);
     for (size_t u = 0; u < units_.size(); ++u) ensure_whole(u);
   }
-  void release_parameters() override {
+  void release_parameters(bool written) override {
     torch::NoGradGuard no_grad;
     for (size_t u = 0; u < units_.size(); ++u) {
       ensure_whole(u);
-      const int64_t chunk = layout_->groups()[u].chunk();
-      units_[u].shard.copy_(units_[u].full.narrow(0, shards_.rank() * chunk, chunk));
+      if (written) {
+        const int64_t chunk = layout_->groups()[u].chunk();
+        units_[u].shard.copy_(units_[u].full.narrow(0, shards_.rank() * chunk, chunk));
+      }
       release(u);
     }
   }
@@ -227,17 +233,7 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     const Bucket& g = layout_->groups()[u];
     const auto options = units_[u].grad.options().dtype(reduce_dtype_);
     auto flat = torch::empty({g.padded_numel}, options);
-    for (const auto& e : g.entries) {
-      auto& p = params_[e.param];
-      auto slot = flat.narrow(0, e.offset, e.numel);
-      if (p.grad().defined()) {
-        slot.copy_(p.grad().reshape(-1));
-      } else {
-        slot.zero_();  // a parameter this backward did not use
-      }
-      p.mutable_grad() = torch::Tensor();
-    }
-    if (g.padded_numel > g.numel) flat.narrow(0, g.numel, g.padded_numel - g.numel).zero_();
+    pack_gradients(g, params_, flat, /*release=*/true);
     release(u);  // the unit's backward is over
     auto chunk = torch::empty({g.chunk()}, options);
     WorkPtr work = shards_.reduce_scatter(chunk, flat, ReduceOp::kSum);
@@ -249,9 +245,24 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     Reduction r = std::move(in_flight_.front());
     in_flight_.pop_front();
     r.work->wait();
-    if (replicas_) replicas_->all_reduce(r.chunk, ReduceOp::kSum)->wait();
     torch::NoGradGuard no_grad;
     units_[r.unit].grad.add_(r.chunk);
+  }
+  // hybrid: the step's gradient chunks, accumulated over its micro-batches, summed across the
+  // nodes once per step (in the reduction dtype), all units' reductions in flight together.
+  void reduce_across_replicas() {
+    if (!replicas_) return;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> sums;
+    std::vector<WorkPtr> works;
+    for (auto& unit : units_) {
+      sums.push_back(unit.grad.scalar_type() == reduce_dtype_ ? unit.grad : unit.grad.to(reduce_dtype_));
+      works.push_back(replicas_->all_reduce(sums.back(), ReduceOp::kSum));
+    }
+    wait_all(works);
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (!sums[u].is_same(units_[u].grad)) units_[u].grad.copy_(sums[u]);
+    }
   }
   // Completes the reductions of the last backward: units it left out (parameters it did not use
   // at all) are reduced as zeros, in order, so that every rank issues the same collectives.

@@ -14,8 +14,9 @@
 // whole from its gather to the reduction of its gradients. Gradients are reduced after every
 // micro-batch (nothing whole survives a backward); at most two reductions are in flight.
 //
-// hybrid: the shard group is the node (World::intra_node), and the reduced gradient chunks are
-// all-reduced across the nodes' ranks with the same local rank (World::inter_node).
+// hybrid: the shard group is the node (World::intra_node), and the gradient chunks, accumulated
+// over the step's micro-batches, are all-reduced once per step across the nodes' ranks with the
+// same local rank (World::inter_node).
 #pragma once
 
 #include <memory>

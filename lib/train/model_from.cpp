@@ -14,10 +14,14 @@ namespace fs = std::filesystem;
 ModelSource read_model_source(const fs::path& path) {
   std::error_code ec;
   ModelSource out;
-  out.hugging_face = fs::exists(path / model::kHfConfigFile, ec) && !fs::exists(path / model::kModelSpecFile, ec);
+  // A run directory stands for its final/ (else its newest checkpoint-N/), in either layout: a
+  // classifier's run writes Hugging Face directories there.
+  const bool model_dir = fs::exists(path / model::kModelSpecFile, ec) || fs::exists(path / model::kHfConfigFile, ec);
+  const fs::path dir = model_dir ? path : model::resolve_model_dir(path);
+  out.hugging_face = fs::exists(dir / model::kHfConfigFile, ec) && !fs::exists(dir / model::kModelSpecFile, ec);
   if (out.hugging_face) {  // config.json + safetensors, e.g. from save_pretrained
-    out.dir = path;
-    out.spec_file = path / model::kHfConfigFile;
+    out.dir = dir;
+    out.spec_file = dir / model::kHfConfigFile;
     const std::string text = util::read_file<util::CheckpointError>(out.spec_file, "model config");
     if (model::is_bert_config(text)) {
       out.bert = model::bert_spec_from_hf_config(text, out.spec_file.string(), &out.id2label);
@@ -25,7 +29,7 @@ ModelSource read_model_source(const fs::path& path) {
       out.spec = model::spec_from_hf_config(text, out.spec_file.string());
     }
   } else {
-    out.dir = model::resolve_model_dir(path);
+    out.dir = dir;
     out.spec_file = out.dir / model::kModelSpecFile;
     out.spec = model::read_model_spec(out.dir);
   }

@@ -17,8 +17,9 @@
 
 namespace hftrain::train {
 
-// What model.from (or a checkpoint) names: the directory actually read, whether it is in the
-// Hugging Face layout, its spec and the file that gave it. Throws CheckpointError naming the file.
+// What model.from (or a checkpoint) names: the directory actually read (a run directory's final/,
+// else its newest checkpoint-N/), whether it is in the Hugging Face layout, its spec and the file
+// that gave it. Throws CheckpointError naming the file.
 struct ModelSource {
   std::filesystem::path dir;
   bool hugging_face = false;

@@ -210,9 +210,11 @@ double Trainer::evaluate() {
     }
     targets += b.num_target_tokens;
     if (confusion.defined()) {
+      // Unlabelled rows add 0 (to cell 0..k-1): a fixed-size scatter, where masked_select and
+      // bincount would size their results from the data and wait for the device.
       const auto labelled = b.labels.ne(-100);
-      const auto cell = b.labels.masked_select(labelled) * k + logits.argmax(-1).masked_select(labelled);
-      confusion += torch::bincount(cell, {}, k * k);
+      const auto cell = b.labels.clamp_min(0) * k + logits.argmax(-1);
+      confusion.scatter_add_(0, cell.reshape({-1}), labelled.to(torch::kInt64).reshape({-1}));
     }
   }
   model_->module().train();
@@ -242,7 +244,7 @@ int64_t Trainer::reduce_over_ranks(int64_t value, dist::ReduceOp op) {
 void Trainer::save_model(const std::filesystem::path& dir) {
   {
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
-    dist::WholeParameters whole(*strategy_);
+    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kRead);
     if (world_->is_main()) model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
   }
   if (world_->is_main()) {

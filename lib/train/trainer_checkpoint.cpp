@@ -203,7 +203,8 @@ fs::path Trainer::save_checkpoint() {
   }
   const ckpt::StagedOptimizer staged =
       ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, strategy_->local_optimizer_state());
-  dist::WholeParameters whole(*strategy_);  // zero3: every unit gathered (rank 0 writes them)
+  // zero3: every unit gathered (rank 0 writes them)
+  dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kRead);
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -287,7 +288,8 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   {
-    dist::WholeParameters whole(*strategy_);  // each rank keeps its shard of what is loaded
+    // Each rank keeps its shard of what is loaded.
+    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kWrite);
     start_from(dir.string(), "resume");
   }
 

@@ -4,7 +4,11 @@
 #include "../torch_catch.h"  // first: see the file
 
 #include "../config/helpers.h"
+#include "model/bert.h"
+#include "model/bert_weights.h"
 #include "model/hf_config.h"
+#include "model/hf_export.h"
+#include "train/model_from.h"
 #include "train/trainer.h"
 #include "util/fs.h"
 
@@ -76,4 +80,34 @@ TEST_CASE("model.from a Hugging Face directory of another shape names the overri
     CHECK_THAT(std::string(e.what()), Contains("different shape"));
     CHECK_THAT(e.hint(), Contains("model.arch=llama model.n_layer=2 model.n_head=4 model.n_kv_head=2 model.d_model=32"));
   }
+}
+
+TEST_CASE("model.from a classifier's run directory reads its final/ (Hugging Face layout)", "[train][hf]") {
+  test::TempDir d;
+  model::BertSpec spec;
+  spec.vocab_size = 40;
+  spec.hidden_size = 8;
+  spec.num_hidden_layers = 1;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 16;
+  spec.max_position_embeddings = 32;
+  spec.num_labels = 3;
+  model::BertEncoder bert(spec);
+  for (const char* dir : {"run/final", "run/checkpoint-4"}) {
+    std::filesystem::create_directories(d.path() / dir);
+    model::write_hf_bert(bert, d.path() / dir, {"bad", "good", "neutral"}, model::kDefaultHfShardBytes);
+  }
+  const train::ModelSource source = train::read_model_source(d.path() / "run");
+  CHECK(source.dir == d.path() / "run" / "final");
+  CHECK(source.hugging_face);
+  REQUIRE(source.bert);
+  CHECK(source.bert->num_labels == 3);
+  CHECK(source.id2label == std::vector<std::string>{"bad", "good", "neutral"});
+  CHECK(source.spec_file == d.path() / "run" / "final" / "config.json");
+  // Without final/, the newest checkpoint.
+  std::filesystem::remove_all(d.path() / "run" / "final");
+  CHECK(train::read_model_source(d.path() / "run").dir == d.path() / "run" / "checkpoint-4");
+  // A directory that is neither names what it lacks.
+  std::filesystem::create_directories(d.path() / "empty");
+  CHECK_THROWS_WITH(train::read_model_source(d.path() / "empty"), Contains("holds no model.json, final/ or checkpoint-N/"));
 }
