@@ -316,7 +316,7 @@ Schema build() {
   s.add("distributed.bucket_size", Type::kSize, HFTRAIN_FIELD(distributed.bucket_size))
       .on_resume(ResumeChange::kSafe)
       .def("25MiB").min(1).unit("bytes")
-      .doc("Gradients per all-reduce (ddp) or reduce-scatter (zero2/3) bucket, launched as soon as the bucket fills "
+      .doc("Gradients per all-reduce (ddp) or reduce-scatter (zero1/2/3) bucket, launched as soon as the bucket fills "
            "during backward.");
   s.add("distributed.cpu_offload", Type::kBool, HFTRAIN_FIELD(distributed.cpu_offload))
       .on_resume(ResumeChange::kSafe)

@@ -7,8 +7,12 @@
 namespace hftrain::dist {
 
 GradReducer::GradReducer(Communicator& comm, std::vector<torch::Tensor> params, std::vector<Bucket> buckets, Mode mode,
-                         torch::ScalarType reduce_dtype, bool write_back)
-    : comm_(comm), params_(std::move(params)), buckets_(std::move(buckets)), mode_(mode), write_back_(write_back) {
+                         torch::ScalarType reduce_dtype, bool release_grads)
+    : comm_(comm),
+      params_(std::move(params)),
+      buckets_(std::move(buckets)),
+      mode_(mode),
+      release_grads_(release_grads) {
   bucket_of_.assign(params_.size(), 0);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (const auto& e : buckets_[b].entries) bucket_of_[e.param] = b;
@@ -64,8 +68,8 @@ void pack_gradients(const Bucket& bucket, std::vector<torch::Tensor>& params, to
 void GradReducer::launch(size_t b) {
   torch::NoGradGuard no_grad;
   auto& flat = flats_[b];
-  // Sharded gradients: the full gradient is not kept once it is in the bucket.
-  pack_gradients(buckets_[b], params_, flat, /*release=*/mode_ == Mode::kReduceScatter);
+  // zero2's sharded gradients: the full gradient is not kept once it is in the bucket.
+  pack_gradients(buckets_[b], params_, flat, /*release=*/mode_ == Mode::kReduceScatter && release_grads_);
   works_[b] = mode_ == Mode::kAllReduce ? comm_.all_reduce(flat, ReduceOp::kSum)
                                         : comm_.reduce_scatter(chunks_[b], flat, ReduceOp::kSum);
 }
@@ -75,7 +79,7 @@ void GradReducer::finish() {
   armed_ = false;
   while (next_launch_ < buckets_.size()) launch(next_launch_++);
   wait_all(works_);
-  if (mode_ != Mode::kAllReduce || !write_back_) return;
+  if (mode_ != Mode::kAllReduce) return;
   torch::NoGradGuard no_grad;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (const auto& e : buckets_[b].entries) {

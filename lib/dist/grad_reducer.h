@@ -27,14 +27,15 @@ void pack_gradients(const Bucket& bucket, std::vector<torch::Tensor>& params, to
 class GradReducer {
  public:
   enum class Mode {
-    kAllReduce,      // every rank gets every summed gradient back in param.grad() (ddp, zero1)
-    kReduceScatter,  // rank r gets chunk r of each bucket (zero2, zero3); param.grad() is freed
+    kAllReduce,      // every rank gets every summed gradient back in param.grad() (ddp)
+    kReduceScatter,  // rank r gets chunk r of each bucket (zero1, zero2)
   };
 
-  // `write_back` (kAllReduce): finish() copies the sums into param.grad(); zero1 reads them from
-  // flat() instead.
+  // `release_grads` (kReduceScatter): param.grad() is freed as soon as it is in its bucket
+  // (zero2); zero1 keeps the full gradients until zero_grad, as its memory formula says, and
+  // only its communication is that of a reduce-scatter.
   GradReducer(Communicator& comm, std::vector<torch::Tensor> params, std::vector<Bucket> buckets, Mode mode,
-              torch::ScalarType reduce_dtype, bool write_back = true);
+              torch::ScalarType reduce_dtype, bool release_grads = true);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -48,9 +49,7 @@ class GradReducer {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // This rank's summed chunk of bucket b, in the reduce dtype (kReduceScatter; after finish()).
   const torch::Tensor& chunk(size_t b) const { return chunks_[b]; }
-  // The whole summed bucket b (kAllReduce; after finish()).
-  const torch::Tensor& flat(size_t b) const { return flats_[b]; }
-  // The same buffer to write: it is free between finish() and the next arm(), where the zero
+  // Bucket b's flat buffer to write: it is free between finish() and the next arm(), where the zero
   // strategies all-gather the updated parameters into it instead of allocating a second copy.
   torch::Tensor& scratch(size_t b) { return flats_[b]; }
   // Bytes of the communication buffers (flat buckets and chunks), for the memory report.
@@ -64,7 +63,7 @@ class GradReducer {
   std::vector<torch::Tensor> params_;
   std::vector<Bucket> buckets_;
   Mode mode_;
-  bool write_back_;
+  bool release_grads_;
   std::vector<size_t> bucket_of_;         // per parameter
   std::vector<int64_t> pending_;          // per bucket: gradients still to come
   std::vector<torch::Tensor> flats_;      // per bucket: (padded_numel,) in the reduce dtype

@@ -50,7 +50,8 @@ MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, in
       break;
     case config::Strategy::kZero1:
       e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi / n;
-      e.buffers = 4 * psi + 4 * psi / n;  // flat buckets (reused for the all-gather), this rank's chunks
+      // flat buckets (reused for the all-gather), reduce-scatter chunks, this rank's chunks
+      e.buffers = 4 * psi + 8 * psi / n;
       e.formula = "4Ψ + 4Ψ + " + ks + "Ψ/N";
       break;
     case config::Strategy::kZero2:

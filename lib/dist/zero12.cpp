@@ -21,9 +21,10 @@ class ZeroStrategy final : public ShardingStrategy {
     const auto dtype = reduce_dtype(config);
     auto buckets = plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size,
                                 comm_.size());
-    reducer_ = std::make_unique<GradReducer>(
-        comm_, params_, buckets, stage == 1 ? GradReducer::Mode::kAllReduce : GradReducer::Mode::kReduceScatter, dtype,
-        /*write_back=*/false);
+    // Both stages reduce-scatter (each rank steps only with its chunk): the communication of an
+    // all-reduce halved. zero1 keeps its full gradients until the step ends.
+    reducer_ = std::make_unique<GradReducer>(comm_, params_, buckets, GradReducer::Mode::kReduceScatter, dtype,
+                                             /*release_grads=*/stage == 2);
     layout_ = std::make_unique<ShardLayout>(reducer_->buckets(), comm_.rank(), names_of(params), shapes_of(params));
     // Every parameter gets a piece, empty where this rank owns none of it, so that the optimizer's
     // groups (matched by name) are the same on every rank.
@@ -52,10 +53,8 @@ class ZeroStrategy final : public ShardingStrategy {
   void after_backward() override {
     reducer_->finish();
     grad_chunks_.clear();
-    const int rank = comm_.rank();
     for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
-      const int64_t chunk = reducer_->buckets()[b].chunk();
-      torch::Tensor c = stage_ == 1 ? reducer_->flat(b).narrow(0, rank * chunk, chunk) : reducer_->chunk(b);
+      const torch::Tensor& c = reducer_->chunk(b);
       grad_chunks_.push_back(c.scalar_type() == torch::kFloat32 ? c : c.to(torch::kFloat32));
     }
   }
