@@ -16,4 +16,8 @@ std::shared_ptr<void> after_grad_accumulated(const torch::Tensor& param, std::fu
   return node;
 }
 
+bool is_grad_accumulator(const torch::Tensor& param, const std::shared_ptr<void>& node) {
+  return static_cast<const void*>(torch::autograd::impl::try_get_grad_accumulator(param).get()) == node.get();
+}
+
 }  // namespace hftrain::dist

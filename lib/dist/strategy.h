@@ -79,23 +79,30 @@ class ShardingStrategy {
 
   // What the model calls around each unit (zero3, hybrid); null when its parameters stay whole.
   virtual model::UnitHooks* unit_hooks() { return nullptr; }
-  // Makes every parameter whole (collective under zero3), for reading or writing them outside
-  // a forward: checkpoints, the final model, weights loaded on resume. release_parameters()
-  // frees them; with `written`, it first keeps what was written into them (each rank copies its
-  // chunk back into its shard, or its offloaded masters).
-  virtual void gather_parameters() {}
-  virtual void release_parameters(bool /*written*/) {}
+  // How a scope outside a forward uses the whole parameters.
+  enum class WholeAccess {
+    // The main rank reads them to save (checkpoints, the final model). zero3 gathers them unit
+    // by unit and hands the main rank host copies: no device ever holds more than two units
+    // whole, and the other ranks' parameters stay freed (do not read them there).
+    kSave,
+    // Every rank writes them (weights loaded on resume); each then keeps its chunk of them.
+    kLoad,
+  };
+  // Makes every parameter whole for `access` (collective under zero3); `main`: this rank saves.
+  virtual void gather_parameters(WholeAccess /*access*/, bool /*main*/) {}
+  // Ends the scope: keeps what kLoad wrote (each rank copies its chunk back into its shard, or
+  // its offloaded masters) and frees the parameters again.
+  virtual void release_parameters(WholeAccess /*access*/) {}
 };
 
-// gather_parameters() for a scope: kRead to save them (nothing is copied back), kWrite to load
-// weights into them.
+// gather_parameters() for a scope.
 class WholeParameters {
  public:
-  enum class Access { kRead, kWrite };
-  WholeParameters(ShardingStrategy& strategy, Access access) : strategy_(strategy), access_(access) {
-    strategy_.gather_parameters();
+  using Access = ShardingStrategy::WholeAccess;
+  WholeParameters(ShardingStrategy& strategy, Access access, bool main) : strategy_(strategy), access_(access) {
+    strategy_.gather_parameters(access, main);
   }
-  ~WholeParameters() { strategy_.release_parameters(access_ == Access::kWrite); }
+  ~WholeParameters() { strategy_.release_parameters(access_); }
   WholeParameters(const WholeParameters&) = delete;
   WholeParameters& operator=(const WholeParameters&) = delete;
 

@@ -99,8 +99,8 @@ class ZeroStrategy final : public ShardingStrategy {
   }
   void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
   // The pieces follow parameters loaded after construction (resume).
-  void release_parameters(bool written) override {
-    if (!offload_ || !written) return;
+  void release_parameters(WholeAccess access) override {
+    if (!offload_ || access != WholeAccess::kLoad) return;
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < masters_.size(); ++i) masters_[i].copy_(views_[i]);
   }

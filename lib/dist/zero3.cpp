@@ -76,9 +76,8 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     order_.push_back(0);
     pending_.assign(units_.size(), 0);
     reduced_.assign(units_.size(), true);
-    for (size_t i = 0; i < params_.size(); ++i) {
-      accumulators_.push_back(after_grad_accumulated(params_[i], [this, i] { on_grad_ready(i); }));
-    }
+    accumulators_.resize(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i) hook_gradient(i);
   }
 
   std::string name() const override { return hybrid_ ? "hybrid" : "zero3"; }
@@ -145,18 +144,43 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   }
   void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
 
-  void gather_parameters() override {
-    for (size_t u = 0; u < units_.size(); ++u) prefetch(u);
-    for (size_t u = 0; u < units_.size(); ++u) ensure_whole(u);
-  }
-  void release_parameters(bool written) override {
+  void gather_parameters(WholeAccess access, bool main) override {
+    if (access == WholeAccess::kLoad) {
+      for (size_t u = 0; u < units_.size(); ++u) prefetch(u);
+      for (size_t u = 0; u < units_.size(); ++u) ensure_whole(u);
+      return;
+    }
+    // kSave: one unit whole at a time (the next one in flight); the main rank's parameters point
+    // at host copies until the scope ends, the views they had are kept to point them back.
     torch::NoGradGuard no_grad;
     for (size_t u = 0; u < units_.size(); ++u) {
       ensure_whole(u);
-      if (written) {
-        const int64_t chunk = layout_->groups()[u].chunk();
-        units_[u].shard.copy_(units_[u].full.narrow(0, shards_.rank() * chunk, chunk));
+      if (u + 1 < units_.size()) prefetch(u + 1);
+      if (main) {
+        for (const auto& e : layout_->groups()[u].entries) {
+          torch::Tensor& p = params_[e.param];
+          saved_views_.emplace_back(e.param, p.data());
+          p.set_data(torch::empty(p.sizes(), p.options().device(torch::kCPU)).copy_(p));
+        }
       }
+      release(u);
+    }
+  }
+  void release_parameters(WholeAccess access) override {
+    torch::NoGradGuard no_grad;
+    if (access == WholeAccess::kSave) {
+      for (auto& [i, view] : saved_views_) {
+        params_[i].set_data(view);  // the unit's view again (freed)
+        // A host copy on another device than the unit dropped the hooked gradient node.
+        if (!is_grad_accumulator(params_[i], accumulators_[i])) hook_gradient(i);
+      }
+      saved_views_.clear();
+      return;
+    }
+    for (size_t u = 0; u < units_.size(); ++u) {
+      ensure_whole(u);
+      const int64_t chunk = layout_->groups()[u].chunk();
+      units_[u].shard.copy_(units_[u].full.narrow(0, shards_.rank() * chunk, chunk));
       release(u);
     }
   }
@@ -222,6 +246,9 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     unit.state = State::kFree;
   }
 
+  void hook_gradient(size_t i) {
+    accumulators_[i] = after_grad_accumulated(params_[i], [this, i] { on_grad_ready(i); });
+  }
   void on_grad_ready(size_t param) {
     const size_t u = unit_of_[param];
     if (--pending_[u] > 0) return;
@@ -290,6 +317,8 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   size_t next_ = 0;                    // into order_: the next unit to reduce
   std::deque<Reduction> in_flight_;
   std::vector<std::shared_ptr<void>> accumulators_;  // keeps the hooked grad accumulators alive
+  // kSave on the main rank: each parameter's view into its unit, while it points at a host copy.
+  std::vector<std::pair<size_t, torch::Tensor>> saved_views_;
 };
 
 }  // namespace

@@ -244,7 +244,7 @@ int64_t Trainer::reduce_over_ranks(int64_t value, dist::ReduceOp op) {
 void Trainer::save_model(const std::filesystem::path& dir) {
   {
     dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
-    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kRead);
+    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kSave, world_->is_main());
     if (world_->is_main()) model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
   }
   if (world_->is_main()) {

@@ -203,8 +203,8 @@ fs::path Trainer::save_checkpoint() {
   }
   const ckpt::StagedOptimizer staged =
       ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, strategy_->local_optimizer_state());
-  // zero3: every unit gathered (rank 0 writes them)
-  dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kRead);
+  // zero3: the units gathered one by one into host copies on rank 0, which writes them.
+  dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kSave, world_->is_main());
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -289,7 +289,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   {
     // Each rank keeps its shard of what is loaded.
-    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kWrite);
+    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kLoad, world_->is_main());
     start_from(dir.string(), "resume");
   }
 

@@ -97,8 +97,10 @@ assert a != b
 PY
 
 # --- zero3 with cpu_offload in one process: units gathered on the GPU, the update on pinned CPU masters
+# (a checkpoint at step 4: the save hands rank 0 host copies of the units and must leave the
+# gradient hooks working for steps 5-8)
 run 0 run quickstart "${gpu[@]}" distributed.strategy=zero3 distributed.cpu_offload=true \
-  model.activation_checkpointing=true run.output_dir="$WORK/z3-offload"
+  model.activation_checkpointing=true checkpoint.every_steps=4 run.output_dir="$WORK/z3-offload"
 has "memory on rank 0 (zero3, 1 ranks" err && has "in CPU memory (distributed.cpu_offload)" err
 check "zero3 + cpu_offload on the GPU vs a plain GPU run: losses" close fp32 z3-offload 1 8 1e-5
 check "zero3 + cpu_offload on the GPU vs a plain GPU run: weights" same_weights fp32 z3-offload 1e-5
