@@ -1,25 +1,12 @@
 #include "data/bpe_tokenizer.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "data/pretokenizer.h"
 #include "util/error.h"
 #include "util/hash.h"
 
 namespace hftrain::data {
-namespace {
-
-constexpr size_t kCacheLimit = size_t{1} << 17;
-// Longer pieces are not cached: without a pre-tokenizer (Llama-2, Mistral) a piece is a whole
-// document, which would only fill the cache (tokenizers' BPE cache has a length limit too).
-constexpr size_t kCachedPieceBytes = 256;
-
-uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
-}  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
@@ -44,18 +31,11 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   h.update(model_.byte_level_split ? "bl1" : "bl0");
   h.update("split:" + model_.split_regex + "\x1f");
   if (!model_.split_regex.empty()) splitter_ = std::make_shared<RegexSplitter>(model_.split_regex, "tokenizer");
-  for (size_t rank = 0; rank < model_.merges.size(); ++rank) {
-    const auto [a, b] = model_.merges[rank];
-    const auto n = static_cast<int32_t>(model_.vocab.size());
-    if (a < 0 || b < 0 || a >= n || b >= n) throw util::DataError("BPE merge " + std::to_string(rank) + " names an unknown token");
-    auto it = token_to_id_.find(model_.vocab[static_cast<size_t>(a)] + model_.vocab[static_cast<size_t>(b)]);
-    if (it == token_to_id_.end()) {
-      throw util::DataError("BPE merge " + std::to_string(rank) + " makes a token that is not in the vocabulary",
-                            "the tokenizer file is inconsistent; re-export it");
-    }
-    merge_rank_.emplace(pair_key(a, b), std::make_pair(static_cast<int32_t>(rank), it->second));
-    h.update(std::to_string(a) + "," + std::to_string(b) + ";");
+  for (const BpeMerge& m : model_.merges) {
+    for (int32_t id : {m.left, m.right, m.merged}) check_id(id, "merge");
+    h.update(std::to_string(m.left) + "," + std::to_string(m.right) + ";");
   }
+  merges_ = BpeMerges(model_.merges);
   for (size_t id = 0; id < model_.vocab.size(); ++id) h.update(model_.vocab[id] + "\x1f");
   for (const auto& [id, content] : model_.specials) h.update(std::to_string(id) + content);
   // Only what older files never set joins the hash, so that their fingerprints (token caches) stay.
@@ -63,6 +43,9 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   if (!model_.pad_token.empty()) h.update("pad:" + model_.pad_token + "\x1f");
   for (int32_t id : model_.post_prefix) h.update("pre:" + std::to_string(id));
   for (int32_t id : model_.post_suffix) h.update("post:" + std::to_string(id));
+  // A repeated merge keeps its last rank, as in `tokenizers`; hftrain once kept the first, so
+  // tokenizers with repeats join the hash (their ids may have changed) and the others keep theirs.
+  if (merges_.size() < model_.merges.size()) h.update("merges:last-rank\x1f");
   fingerprint_ = "bpe-v2:" + std::to_string(model_.vocab.size()) + ":" + h.hex();
   const std::string eos = model_.eos_token.empty() ? std::string(kEndOfTextToken) : model_.eos_token;
   auto eot = token_id(eos);
@@ -136,23 +119,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
     int32_t id = byte_ids_[static_cast<uint8_t>(c)];
     if (id >= 0) symbols.push_back(id);
   }
-  // Lowest-rank pair first, leftmost on ties: the order tokenizers' merge heap pops them in.
-  while (symbols.size() > 1) {
-    int32_t best_rank = std::numeric_limits<int32_t>::max();
-    size_t best_pos = 0;
-    int32_t best_id = -1;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = merge_rank_.find(pair_key(symbols[i], symbols[i + 1]));
-      if (it != merge_rank_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_pos = i;
-        best_id = it->second.second;
-      }
-    }
-    if (best_id < 0) break;
-    symbols[best_pos] = best_id;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
-  }
+  merges_.apply(symbols);
   out.insert(out.end(), symbols.begin(), symbols.end());
 }
 
@@ -168,20 +135,7 @@ void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out
   }
   for (std::string_view piece : pieces) {
     if (piece.empty()) continue;
-    {
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      if (auto it = cache_.find(std::string(piece)); it != cache_.end()) {
-        out.insert(out.end(), it->second.begin(), it->second.end());
-        continue;
-      }
-    }
-    std::vector<int32_t> ids;
-    encode_piece(piece, ids);
-    out.insert(out.end(), ids.begin(), ids.end());
-    if (piece.size() > kCachedPieceBytes) continue;  // a whole document (no pre-tokenizer): never seen twice
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kCacheLimit) cache_.clear();
-    cache_.emplace(std::string(piece), std::move(ids));
+    cache_.append(piece, out, [&](std::vector<int32_t>& ids) { encode_piece(piece, ids); });
   }
 }
 

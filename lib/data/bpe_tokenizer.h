@@ -1,16 +1,17 @@
 // Byte-level BPE (GPT-2 style), the model Hugging Face tokenizers calls ByteLevel + BPE: text is
 // split by the GPT-2 pattern, each piece's UTF-8 bytes start as byte tokens, and the merges are
-// applied lowest rank first (leftmost on ties), exactly as `tokenizers` does, so ids match.
-// Special (added) tokens sit outside the merges.
+// applied lowest rank first (leftmost on ties; bpe_merges.h, shared with hf::Bpe), exactly as
+// `tokenizers` does, so ids match. Special (added) tokens sit outside the merges.
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "data/bpe_merges.h"
+#include "data/bpe_piece_cache.h"
 #include "data/regex_split.h"
 #include "data/tokenizer.h"
 
@@ -20,8 +21,8 @@ struct BpeModel {
   // id -> the token's raw bytes (not the byte-level characters of tokenizer.json). Ids without a
   // token (gaps in a foreign vocabulary) are empty.
   std::vector<std::string> vocab;
-  // Merges in rank order, as the ids of the left and right token.
-  std::vector<std::pair<int32_t, int32_t>> merges;
+  // Merges in rank order, as the ids of the left and right token and of the token they make.
+  std::vector<BpeMerge> merges;
   // Added tokens: id and content (written in added_tokens with special = true).
   std::vector<std::pair<int32_t, std::string>> specials;
   bool ignore_merges = false;     // a piece found whole in the vocabulary is one token
@@ -40,8 +41,10 @@ struct BpeModel {
 
 class BpeTokenizer : public Tokenizer {
  public:
-  // Throws DataError when a merge's result is missing from the vocabulary or the end-of-text
-  // token is (eos_token, or <|endoftext|> when that is empty; the pad token falls back to it).
+  // Throws DataError when a merge or the post-processor names an id outside the vocabulary, or the
+  // end-of-text token is missing from it (eos_token, or <|endoftext|> when that is empty; the pad
+  // token falls back to it). A tokenizer.json's vocabulary and merges are checked before, with
+  // messages naming the file (hf_bpe_tables.h).
   explicit BpeTokenizer(BpeModel model);
 
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const override;
@@ -63,15 +66,13 @@ class BpeTokenizer : public Tokenizer {
 
   BpeModel model_;
   std::unordered_map<std::string, int32_t> token_to_id_;  // raw bytes -> id (model tokens)
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merge_rank_;  // (left, right) -> (rank, id)
+  BpeMerges merges_;
   int32_t byte_ids_[256];  // -1: the byte is not in the vocabulary (skipped, as tokenizers does)
   int32_t eot_id_ = -1;
   int32_t pad_id_ = -1;
   std::string fingerprint_;
   std::shared_ptr<const RegexSplitter> splitter_;  // when model_.split_regex is set
-  // Pieces repeat (words); a bounded cache of their ids makes encoding several times faster.
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable BpePieceCache cache_;
 };
 
 }  // namespace hftrain::data

@@ -8,10 +8,6 @@
 namespace hftrain::data {
 namespace {
 
-uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
 struct Word {
   std::vector<int32_t> symbols;
   int64_t count;
@@ -58,7 +54,7 @@ BpeTokenizer BpeTrainer::train() const {
   auto add_pairs = [&](uint32_t w, int64_t sign) {
     const auto& s = words[w].symbols;
     for (size_t i = 0; i + 1 < s.size(); ++i) {
-      const uint64_t key = pair_key(s[i], s[i + 1]);
+      const uint64_t key = bpe_pair_key(s[i], s[i + 1]);
       counts[key] += sign * words[w].count;
       if (sign > 0) where[key].insert(w);
     }
@@ -85,7 +81,7 @@ BpeTokenizer BpeTrainer::train() const {
     auto [found, fresh] = ids.emplace(bytes, static_cast<int32_t>(model.vocab.size()));
     if (fresh) model.vocab.push_back(std::move(bytes));
     const int32_t merged = found->second;
-    model.merges.emplace_back(a, b);
+    model.merges.push_back(BpeMerge{a, b, merged});
     const std::unordered_set<uint32_t> holders = std::move(where[best]);
     where.erase(best);
     for (uint32_t w : holders) {

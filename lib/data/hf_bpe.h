@@ -1,16 +1,17 @@
 // The BPE model of tokenizer.json in full: a piece's characters (with continuing_subword_prefix
 // and end_of_word_suffix where set) become tokens, characters missing from the vocabulary become
 // their UTF-8 bytes as <0xXX> tokens (byte_fallback) or the unk token (fused when fuse_unk), and
-// merges apply lowest rank first, leftmost on ties, as `tokenizers` applies them.
+// merges apply lowest rank first, leftmost on ties, as `tokenizers` applies them (bpe_merges.h).
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "data/bpe_merges.h"
+#include "data/bpe_piece_cache.h"
+#include "data/hf_bpe_tables.h"
 #include "data/hf_model.h"
 
 namespace hftrain::data::hf {
@@ -26,27 +27,24 @@ struct BpeOptions {
 
 class Bpe : public Model {
  public:
-  // merges: the left and right token of each merge, in rank order. Throws DataError (via
-  // `where`) for a merge whose parts or result are not in the vocabulary, or an unk token that is
-  // not.
-  Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& merges,
-      BpeOptions options, const Where& where);
+  // The vocabulary and merges as parse_bpe_tables read them. Throws DataError (via `where`) for
+  // an unk token that is not in the vocabulary.
+  Bpe(BpeTables tables, BpeOptions options, const Where& where);
 
   void tokenize(const std::string& piece, std::vector<int32_t>& out) const override;
   const Vocab& vocab() const override { return vocab_; }
   std::string kind() const override { return "BPE"; }
 
  private:
-  void merge_word(const std::string& piece, std::vector<int32_t>& out) const;
+  // Fills the empty `symbols` with the piece's ids.
+  void merge_word(const std::string& piece, std::vector<int32_t>& symbols) const;
 
   Vocab vocab_;
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>>
-      merges_;             // (left, right) -> (rank, new id)
+  BpeMerges merges_;
   int32_t byte_ids_[256];  // <0xXX> tokens for byte_fallback; -1 where missing
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable BpePieceCache cache_;
 };
 
 std::unique_ptr<Model> parse_bpe(const Json& json, const Where& where);

@@ -1,5 +1,6 @@
 #include "data/hf_post_processor.h"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -108,12 +109,26 @@ class Sequence : public PostProcessor {
   std::vector<std::unique_ptr<PostProcessor>> parts_;
 };
 
+// A special token's id, which must name a token of the vocabulary.
+int32_t token_id(const Json& value, const Where& where, int32_t vocab_size) {
+  const int64_t id = as_int(value, where, std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max());
+  if (id < 0 || id >= vocab_size) {
+    fail(where,
+         "is token id " + std::to_string(id) + ", outside the vocabulary (ids 0 to " +
+             std::to_string(vocab_size - 1) + ")",
+         "the post-processor names a token the tokenizer does not have; fix the id, or export the "
+         "tokenizer.json again");
+  }
+  return static_cast<int32_t>(id);
+}
+
 // ["[SEP]", 102]
-int32_t token_pair_id(const Json& obj, const char* key, const Where& where) {
+int32_t token_pair_id(const Json& obj, const char* key, const Where& where, int32_t vocab_size) {
   const Json& v = get_array(obj, key, where);
   if (v.size() != 2) fail(where / key, "is not [token, id]");
   as_string(v[0], (where / key)[0]);
-  return static_cast<int32_t>(as_int(v[1], (where / key)[1], 0, kMaxTokenId));
+  return token_id(v[1], (where / key)[1], vocab_size);
 }
 
 int32_t type_id(const Json& piece, const Where& where) {
@@ -148,7 +163,8 @@ std::vector<Item> parse_template(const Json& obj, const char* key,
   return out;
 }
 
-std::unique_ptr<PostProcessor> parse_template_processing(const Json& json, const Where& where) {
+std::unique_ptr<PostProcessor> parse_template_processing(const Json& json, const Where& where,
+                                                         int32_t vocab_size) {
   std::map<std::string, std::vector<int32_t>> specials;
   if (const Json* map = member(json, "special_tokens", where)) {
     if (!map->is_object()) fail(where / "special_tokens", "is not an object");
@@ -157,7 +173,7 @@ std::unique_ptr<PostProcessor> parse_template_processing(const Json& json, const
       const Json& ids = get_array(value, "ids", at);
       std::vector<int32_t> list;
       for (size_t i = 0; i < ids.size(); ++i) {
-        list.push_back(static_cast<int32_t>(as_int(ids[i], (at / "ids")[i], 0, kMaxTokenId)));
+        list.push_back(token_id(ids[i], (at / "ids")[i], vocab_size));
       }
       specials[name] = std::move(list);
     }
@@ -182,13 +198,14 @@ std::vector<int32_t> PostProcessor::process(const std::vector<int32_t>& a,
   return post_process(this, a, b).ids;
 }
 
-std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where) {
+std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where,
+                                                    int32_t vocab_size) {
   if (json.is_null()) return nullptr;
   const std::string type = type_of(json, where);
-  if (type == "TemplateProcessing") return parse_template_processing(json, where);
+  if (type == "TemplateProcessing") return parse_template_processing(json, where, vocab_size);
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    const int32_t cls = token_pair_id(json, "cls", where);
-    const int32_t sep = token_pair_id(json, "sep", where);
+    const int32_t cls = token_pair_id(json, "cls", where, vocab_size);
+    const int32_t sep = token_pair_id(json, "sep", where, vocab_size);
     // `tokenizers`: BERT puts the second sequence and its [SEP] in segment 1, RoBERTa keeps 0.
     const int32_t second = type == "BertProcessing" ? 1 : 0;
     std::vector<Item> single{{-1, {cls}}, {0, {}}, {-1, {sep}}};
@@ -203,7 +220,7 @@ std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Wher
     const Json& list = get_array(json, "processors", where);
     std::vector<std::unique_ptr<PostProcessor>> parts;
     for (size_t i = 0; i < list.size(); ++i) {
-      if (auto p = parse_post_processor(list[i], (where / "processors")[i]))
+      if (auto p = parse_post_processor(list[i], (where / "processors")[i], vocab_size))
         parts.push_back(std::move(p));
     }
     return std::make_unique<Sequence>(std::move(parts));

@@ -42,8 +42,10 @@ class PostProcessor {
 TypedIds post_process(const PostProcessor* processor, const std::vector<int32_t>& a,
                       const std::vector<int32_t>* b);
 
-// nullptr for null. Throws DataError naming the JSON path for an unknown type or a template
-// naming a special token it does not define.
-std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where);
+// nullptr for null. Throws DataError naming the JSON path for an unknown type, a template naming a
+// special token it does not define, or a special token id outside [0, vocab_size) (the vocabulary
+// with its added tokens): checked here, so that no bad id reaches an encoding.
+std::unique_ptr<PostProcessor> parse_post_processor(const Json& json, const Where& where,
+                                                    int32_t vocab_size);
 
 }  // namespace hftrain::data::hf

@@ -22,32 +22,18 @@ HfTokenizer::HfTokenizer(const hf::Json& doc, std::string text, const std::strin
   normalizer_ = hf::parse_normalizer(part("normalizer"), top / "normalizer");
   pre_tokenizer_ = hf::parse_pre_tokenizer(part("pre_tokenizer"), top / "pre_tokenizer");
   model_ = hf::parse_model(part("model"), top / "model");
-  post_processor_ = hf::parse_post_processor(part("post_processor"), top / "post_processor");
   decoder_ = hf::parse_decoder(part("decoder"), top / "decoder");
   added_ = std::make_unique<hf::AddedVocabulary>(
       hf::parse_added_tokens(hf::member(doc, "added_tokens", top), top / "added_tokens"),
       model_->vocab(), normalizer_.get());
 
-  vocab_size_ = static_cast<int32_t>(model_->vocab().tokens.size());
-  if (!added_->empty()) vocab_size_ = std::max(vocab_size_, added_->tokens().back().id + 1);
-  if (vocab_size_ == 0) hf::fail(top / "model" / "vocab", "is empty");
-
-  SpecialCandidates c;
-  c.id_of = [this](const std::string& token) -> std::optional<int32_t> {
-    if (auto id = added_->id_of(token)) return id;
-    return model_->vocab().find(token);
-  };
-  for (const auto& t : added_->tokens()) {
-    if (t.special) c.specials.push_back(t.content);
-  }
-  if (post_processor_) {
-    const auto suffix = post_processor_->single_suffix();
-    if (!suffix.empty() && suffix.back() < vocab_size_) c.post_processor_eos = suffix.back();
-  }
-  if (const hf::Json* padding = hf::member(doc, "padding", top)) {
-    c.padding_token = hf::get_optional_string(*padding, "pad_token", top / "padding");
-  }
-  ids_ = choose_special_ids(choice, c, name);
+  vocab_size_ = hf::vocab_size(*added_, model_->vocab(), top);
+  // After the vocabulary: the post-processor's ids are checked against its size.
+  post_processor_ =
+      hf::parse_post_processor(part("post_processor"), top / "post_processor", vocab_size_);
+  ids_ = choose_special_ids(
+      choice, hf::special_candidates(doc, top, *added_, model_->vocab(), post_processor_.get()),
+      name);
 
   util::Hasher h;
   h.update(text_);
@@ -138,4 +124,35 @@ std::optional<int32_t> HfTokenizer::special_id(std::string_view content) const {
   return added_->id_of(std::string(content));
 }
 
+namespace hf {
+
+int32_t vocab_size(const AddedVocabulary& added, const Vocab& vocab, const Where& top) {
+  auto size = static_cast<int32_t>(vocab.tokens.size());
+  if (!added.empty()) size = std::max(size, added.tokens().back().id + 1);
+  if (size == 0) fail(top / "model" / "vocab", "is empty");
+  return size;
+}
+
+SpecialCandidates special_candidates(const Json& doc, const Where& top,
+                                     const AddedVocabulary& added, const Vocab& vocab,
+                                     const PostProcessor* post_processor) {
+  SpecialCandidates c;
+  c.id_of = [&added, &vocab](const std::string& token) -> std::optional<int32_t> {
+    if (auto id = added.id_of(token)) return id;
+    return vocab.find(token);
+  };
+  for (const auto& t : added.tokens()) {
+    if (t.special) c.specials.push_back(t.content);
+  }
+  if (post_processor) {
+    const auto suffix = post_processor->single_suffix();
+    if (!suffix.empty()) c.post_processor_eos = suffix.back();
+  }
+  if (const Json* padding = member(doc, "padding", top)) {
+    c.padding_token = get_optional_string(*padding, "pad_token", top / "padding");
+  }
+  return c;
+}
+
+}  // namespace hf
 }  // namespace hftrain::data

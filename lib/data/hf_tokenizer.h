@@ -22,6 +22,21 @@
 #include "data/tokenizer_specials.h"
 
 namespace hftrain::data {
+namespace hf {
+
+// The number of ids: the model's vocabulary (gaps included) and the added tokens after it. Fails
+// naming model.vocab when there are none.
+int32_t vocab_size(const AddedVocabulary& added, const Vocab& vocab, const Where& top);
+
+// What a tokenizer.json offers as its end-of-text and padding tokens (tokenizer_specials.h): its
+// added and model tokens, the post-processor's last special token, the "padding" section. Both
+// HfTokenizer and the byte-level BpeTokenizer choose from this. The result refers to `added` and
+// `vocab`, which must outlive it.
+SpecialCandidates special_candidates(const Json& doc, const Where& top,
+                                     const AddedVocabulary& added, const Vocab& vocab,
+                                     const PostProcessor* post_processor);
+
+}  // namespace hf
 
 class HfTokenizer : public Tokenizer {
  public:

@@ -13,6 +13,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
   unicode_normalize.cpp
   pretokenizer.cpp
   regex_split.cpp
+  bpe_merges.cpp
   bpe_tokenizer.cpp
   bpe_trainer.cpp
   tokenizer_json.cpp
@@ -22,6 +23,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
   hf_normalizer.cpp
   hf_pre_tokenizer.cpp
   hf_model.cpp
+  hf_bpe_tables.cpp
   hf_bpe.cpp
   hf_wordpiece.cpp
   hf_added_tokens.cpp

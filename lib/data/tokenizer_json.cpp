@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 #include "data/hf_added_tokens.h"
+#include "data/hf_bpe_tables.h"
 #include "data/hf_post_processor.h"
 #include "data/hf_tokenizer.h"
 #include "data/unicode.h"
@@ -29,16 +31,14 @@ Json pre_tokenizer_json(const BpeModel& model) {
 }
 
 // ByteLevel (nothing around a sequence), or a template with the special tokens a loaded file put
-// before and after it (Llama-3: "<|begin_of_text|> $A").
-Json post_processor_json(const BpeModel& model) {
+// before and after it (Llama-3: "<|begin_of_text|> $A"); `spelled` has each token as the file
+// spells it.
+Json post_processor_json(const BpeModel& model, const std::vector<std::string>& spelled) {
   if (model.post_prefix.empty() && model.post_suffix.empty()) return byte_level(true, false);
   Json single = Json::array();
   Json specials = Json::object();
   auto add_special = [&](int32_t id) {
-    const std::string& name = model.vocab[static_cast<size_t>(id)];
-    const bool is_special = std::any_of(model.specials.begin(), model.specials.end(),
-                                        [&](const auto& s) { return s.first == id; });
-    const std::string token = is_special ? name : unicode::byte_level_encode(name);
+    const std::string& token = spelled[static_cast<size_t>(id)];
     single.push_back(Json{{"SpecialToken", {{"id", token}, {"type_id", 0}}}});
     specials[token] = Json{{"id", token}, {"ids", Json::array({id})}, {"tokens", Json::array({token})}};
   };
@@ -52,6 +52,17 @@ Json post_processor_json(const BpeModel& model) {
     pair.push_back(copy);
   }
   return Json{{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
+}
+
+// Each token as tokenizer.json spells it: special tokens as they are, the others' bytes in the
+// byte-level alphabet; "" for a gap.
+std::vector<std::string> spelled_tokens(const BpeModel& model) {
+  std::vector<std::string> out(model.vocab.size());
+  for (size_t id = 0; id < model.vocab.size(); ++id) {
+    if (!model.vocab[id].empty()) out[id] = unicode::byte_level_encode(model.vocab[id]);
+  }
+  for (const auto& [id, content] : model.specials) out[static_cast<size_t>(id)] = content;
+  return out;
 }
 
 }  // namespace
@@ -68,22 +79,20 @@ BpeModel byte_tokenizer_model(const ByteTokenizer& tokenizer) {
 
 std::string tokenizer_json_text(const BpeTokenizer& tokenizer) {
   const BpeModel& model = tokenizer.model();
-  std::vector<bool> special(model.vocab.size(), false);
+  const std::vector<std::string> spelled = spelled_tokens(model);
   Json added = Json::array();
   for (const auto& [id, content] : model.specials) {
-    special[static_cast<size_t>(id)] = true;
     added.push_back(Json{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
                          {"rstrip", false}, {"normalized", false}, {"special", true}});
   }
   Json vocab = Json::object();
-  for (size_t id = 0; id < model.vocab.size(); ++id) {
-    if (model.vocab[id].empty()) continue;
-    vocab[special[id] ? model.vocab[id] : unicode::byte_level_encode(model.vocab[id])] = id;
+  for (size_t id = 0; id < spelled.size(); ++id) {
+    if (!spelled[id].empty()) vocab[spelled[id]] = id;
   }
   Json merges = Json::array();
-  for (const auto& [a, b] : model.merges) {
-    merges.push_back(Json::array({unicode::byte_level_encode(model.vocab[static_cast<size_t>(a)]),
-                                  unicode::byte_level_encode(model.vocab[static_cast<size_t>(b)])}));
+  for (const BpeMerge& m : model.merges) {
+    merges.push_back(
+        Json::array({spelled[static_cast<size_t>(m.left)], spelled[static_cast<size_t>(m.right)]}));
   }
   Json doc = {
       {"version", "1.0"},
@@ -92,7 +101,7 @@ std::string tokenizer_json_text(const BpeTokenizer& tokenizer) {
       {"added_tokens", added},
       {"normalizer", nullptr},
       {"pre_tokenizer", pre_tokenizer_json(model)},
-      {"post_processor", post_processor_json(model)},
+      {"post_processor", post_processor_json(model, spelled)},
       {"decoder", byte_level(true, true)},
       {"model",
        {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
@@ -137,11 +146,26 @@ bool byte_level_without_prefix(const InJson& j) {
   return j.is_object() && j.value("type", "") == "ByteLevel" && null_or(j, "add_prefix_space", false);
 }
 
+// True when every token of `vocab` is byte-level text or an added token. BpeTokenizer finds
+// tokens by their bytes; a token spelled outside the byte-level alphabet (a raw " " beside "Ġ")
+// could share its bytes with another, which `tokenizers` keeps apart by their text.
+bool byte_level_spelling(const InJson& vocab, const InJson& added) {
+  if (!vocab.is_object()) return true;  // the parser says what is wrong
+  std::unordered_set<std::string> contents;
+  for (const InJson& t : added) contents.insert(t["content"].get<std::string>());
+  for (const auto& [token, id] : vocab.items()) {
+    if (token.empty() || (!unicode::byte_level_decode(token) && !contents.count(token)))
+      return false;
+  }
+  return true;
+}
+
 // The byte-level BPE files BpeTokenizer runs exactly as `tokenizers` does: no normalizer; a
 // ByteLevel pre-tokenizer without a prefix space, alone or after a Split regex ("Isolated"); a
 // BPE model without unk token, subword affixes, byte fallback or dropout; a ByteLevel decoder;
 // added tokens that are all special, without strip or single-word options, at the ids the
-// vocabulary gives them. Anything else goes to HfTokenizer.
+// vocabulary gives them; tokens spelled in the byte-level alphabet. Anything else goes to
+// HfTokenizer.
 bool is_plain_byte_level(const InJson& doc) {
   static const InJson kNull;
   auto get = [](const InJson& obj, const char* key) -> const InJson& {
@@ -186,9 +210,12 @@ bool is_plain_byte_level(const InJson& doc) {
       if (it != vocab.end() && *it != get(t, "id")) return false;
     }
   }
-  return true;
+  return byte_level_spelling(vocab, added);
 }
 
+// nullptr when an added token shares its id with a model token of other text: `tokenizers` numbers
+// an added token the vocabulary lacks after the vocabulary's count, which in a vocabulary with
+// gaps can be a model token's id. BpeModel holds one text per id; HfTokenizer runs such a file.
 std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::string& name,
                                                const SpecialTokenChoice& choice) {
   const hf::Where top{&name, ""};
@@ -198,80 +225,48 @@ std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::str
   model.byte_level_split = hf::get_bool(bl, "use_regex", top / "pre_tokenizer", true);
   if (pre.value("type", "") == "Sequence") model.split_regex = pre["pretokenizers"][0]["pattern"]["Regex"].get<std::string>();
   const InJson& m = doc["model"];
-  const hf::Where at = top / "model";
-  model.ignore_merges = hf::get_bool(m, "ignore_merges", at, false);
-  const InJson& vocab = hf::get_object(m, "vocab", at);
-  std::unordered_map<std::string, int32_t> by_text;
-  for (const auto& [token, id_json] : vocab.items()) {
-    const auto id = static_cast<int32_t>(hf::as_int(id_json, at / "vocab" / hf::shown(token), 0, hf::kMaxTokenId));
-    if (static_cast<size_t>(id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(id) + 1);
-    // A vocabulary entry outside the byte alphabet (a special token listed in the vocab) keeps its text.
-    model.vocab[static_cast<size_t>(id)] = unicode::byte_level_decode(token).value_or(token);
-    by_text[token] = id;
-  }
-  for (const hf::AddedToken& t : hf::parse_added_tokens(hf::member(doc, "added_tokens", top), top / "added_tokens")) {
-    if (static_cast<size_t>(t.id) >= model.vocab.size()) model.vocab.resize(static_cast<size_t>(t.id) + 1);
-    model.specials.emplace_back(t.id, t.content);
-  }
-  const InJson& merges = hf::get_array(m, "merges", at);
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const InJson& merge = merges[rank];
-    const hf::Where where = (at / "merges")[rank];
-    std::string left, right;
-    if (merge.is_string()) {  // the older "a b" form
-      const auto s = merge.get<std::string>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos) hf::fail(where, "is " + hf::shown(s) + ", not two tokens separated by a space");
-      left = s.substr(0, space);
-      right = s.substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2) {
-      left = hf::as_string(merge[0], where[0]);
-      right = hf::as_string(merge[1], where[1]);
-    } else {
-      hf::fail(where, "is neither \"left right\" nor [\"left\", \"right\"]");
+  model.ignore_merges = hf::get_bool(m, "ignore_merges", top / "model", false);
+  // The vocabulary, merges and added tokens as HfTokenizer reads them, so that both accept, refuse
+  // and number the same files.
+  hf::BpeTables tables = hf::parse_bpe_tables(m, top / "model", "");
+  const hf::AddedVocabulary added(
+      hf::parse_added_tokens(hf::member(doc, "added_tokens", top), top / "added_tokens"),
+      tables.vocab, nullptr);
+  for (const hf::AddedToken& t : added.tokens()) {
+    const auto id = static_cast<size_t>(t.id);
+    if (id < tables.vocab.tokens.size() && tables.vocab.present[id] &&
+        tables.vocab.tokens[id] != t.content) {
+      return nullptr;
     }
-    auto a = by_text.find(left);
-    auto b = by_text.find(right);
-    if (a == by_text.end() || b == by_text.end()) {
-      hf::fail(where, "(" + hf::shown(left) + " " + hf::shown(right) + ") names a token missing from the vocabulary");
-    }
-    model.merges.emplace_back(a->second, b->second);
   }
+  const int32_t vocab_size = hf::vocab_size(added, tables.vocab, top);
+  model.vocab.resize(static_cast<size_t>(vocab_size));
+  for (size_t id = 0; id < tables.vocab.tokens.size(); ++id) {
+    // Every token is byte-level text or an added token (is_plain_byte_level), which keeps its text.
+    const std::string& token = tables.vocab.tokens[id];
+    if (tables.vocab.present[id])
+      model.vocab[id] = unicode::byte_level_decode(token).value_or(token);
+  }
+  for (const hf::AddedToken& t : added.tokens()) model.specials.emplace_back(t.id, t.content);
+  model.merges = std::move(tables.merges);
   // The post-processor's special tokens around a sequence (encode_with_special_tokens).
-  std::unique_ptr<hf::PostProcessor> post =
-      hf::parse_post_processor(doc.value("post_processor", InJson()), top / "post_processor");
+  const std::unique_ptr<hf::PostProcessor> post = hf::parse_post_processor(
+      doc.value("post_processor", InJson()), top / "post_processor", vocab_size);
   if (post) {
     model.post_prefix = post->single_prefix();
     model.post_suffix = post->single_suffix();
   }
-  // The end-of-text and padding tokens.
-  SpecialCandidates c;
-  std::unordered_map<std::string, int32_t> specials;
-  for (const auto& [id, content] : model.specials) {
-    specials.emplace(content, id);
-    c.specials.push_back(content);
-  }
-  c.id_of = [&](const std::string& token) -> std::optional<int32_t> {
-    if (auto it = specials.find(token); it != specials.end()) return it->second;
-    if (auto it = by_text.find(token); it != by_text.end()) return it->second;
-    return std::nullopt;
-  };
-  if (!model.post_suffix.empty()) c.post_processor_eos = model.post_suffix.back();
-  if (const InJson* padding = hf::member(doc, "padding", top)) {
-    c.padding_token = hf::get_optional_string(*padding, "pad_token", top / "padding");
-  }
+  // The end-of-text and padding tokens, named in the model only where BpeTokenizer's own choice
+  // (<|endoftext|>, and <|pad|> or else that) differs, so that older files keep their fingerprints.
+  const SpecialCandidates c = hf::special_candidates(doc, top, added, tables.vocab, post.get());
   const SpecialIds ids = choose_special_ids(choice, c, name);
   auto content_of = [&](int32_t id) {
-    for (const auto& [sid, content] : model.specials) {
-      if (sid == id) return content;
-    }
-    if (id < 0 || static_cast<size_t>(id) >= model.vocab.size()) hf::fail(top / "post_processor", "names an unknown token id");
-    return model.vocab[static_cast<size_t>(id)];
+    const hf::AddedToken* t = added.by_id(id);
+    return t ? t->content : model.vocab[static_cast<size_t>(id)];
   };
-  const auto legacy_eot = c.id_of(kEndOfTextToken);
-  if (ids.eot != legacy_eot) model.eos_token = content_of(ids.eot);
-  const int32_t legacy_pad = c.id_of(kPadToken).value_or(ids.eot);
-  if (!model.eos_token.empty() || ids.pad != legacy_pad) model.pad_token = content_of(ids.pad);
+  if (ids.eot != c.id_of(std::string(kEndOfTextToken))) model.eos_token = content_of(ids.eot);
+  const int32_t default_pad = added.id_of(std::string(kPadToken)).value_or(ids.eot);
+  if (!model.eos_token.empty() || ids.pad != default_pad) model.pad_token = content_of(ids.pad);
   try {
     return std::make_unique<BpeTokenizer>(std::move(model));
   } catch (const util::DataError& e) {
@@ -296,7 +291,9 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& text, const s
     throw util::DataError("tokenizer " + name + " has no \"model\"", "is it a Hugging Face tokenizer.json?");
   }
   try {
-    if (is_plain_byte_level(doc)) return parse_byte_level(doc, name, choice);
+    if (is_plain_byte_level(doc)) {
+      if (auto bpe = parse_byte_level(doc, name, choice)) return bpe;
+    }
     return std::make_unique<HfTokenizer>(doc, text, name, choice);
   } catch (const InJson::exception&) {
     // Every access checks its types; this is a last line of defence, with no library text.

@@ -221,8 +221,9 @@ TEST_CASE("decoders: WordPiece, BPE, Metaspace, byte fallback, Strip", "[data][h
 }
 
 TEST_CASE("post-processors: templates, BERT and RoBERTa pairs, sequences", "[data][hf]") {
-  auto parse = [](const std::string& json) {
-    return hf::parse_post_processor(hf::Json::parse(json), hf::Where{&kName, "post_processor"});
+  auto parse = [](const std::string& json, int32_t vocab_size = 1000) {
+    return hf::parse_post_processor(hf::Json::parse(json), hf::Where{&kName, "post_processor"},
+                                    vocab_size);
   };
   auto bert = parse(R"({"type": "TemplateProcessing",
       "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
@@ -252,4 +253,20 @@ TEST_CASE("post-processors: templates, BERT and RoBERTa pairs, sequences", "[dat
       }),
       Catch::Contains(
           "post_processor.single[0].SpecialToken.id names '<s>', missing from special_tokens"));
+  // Every special token id must be in the vocabulary, wherever the processor names it.
+  auto error = [&](const std::string& json) { return test::data_error([&] { parse(json, 100); }); };
+  CHECK_THAT(error(R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A"}}],
+                       "special_tokens": {"[SEP]": {"id": "[SEP]", "ids": [3, 100]}}})"),
+             Catch::Contains("t.json: post_processor.special_tokens.'[SEP]'.ids[1] is token id "
+                             "100, outside the vocabulary (ids 0 to 99)"));
+  CHECK_THAT(error(R"({"type": "BertProcessing", "sep": ["[SEP]", -1], "cls": ["[CLS]", 2]})"),
+             Catch::Contains("post_processor.sep[1] is token id -1, outside the vocabulary"));
+  CHECK_THAT(
+      error(R"({"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 4000000000]})"),
+      Catch::Contains("post_processor.cls[1] is token id 4000000000, outside the vocabulary"));
+  CHECK_THAT(error(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"},
+                       {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 100]}]})"),
+             Catch::Contains("post_processor.processors[1].cls[1] is token id 100"));
+  CHECK_THAT(error(R"({"type": "BertProcessing", "sep": ["[SEP]", "3"], "cls": ["[CLS]", 2]})"),
+             Catch::Contains("post_processor.sep[1] is a string, not an integer"));
 }

@@ -3,11 +3,8 @@
 // single_word, normalized, special). Expected ids come from the `tokenizers` library.
 #include <catch2/catch.hpp>
 
-#include "data/bpe_trainer.h"
 #include "data/hf_added_tokens.h"
 #include "data/hf_model.h"
-#include "data/hf_tokenizer.h"
-#include "data/tokenizer_json.h"
 #include "helpers.h"
 
 using namespace hftrain;
@@ -71,27 +68,6 @@ TEST_CASE("BPE: continuing-subword prefix, end-of-word suffix, ignore_merges", "
         Ids{4, 2, 4});
   CHECK(tokenize(*model(R"({"type": "BPE", "ignore_merges": false, )" + vocab + "}"), "abc") ==
         Ids{4, 2});
-}
-
-TEST_CASE("BPE: the general model gives the fast byte-level BPE's ids", "[data][hf]") {
-  data::BpeTrainer trainer({.vocab_size = 600, .min_frequency = 2});
-  for (int i = 0; i < 3; ++i) {
-    for (const auto& text : test::kMultilingual) trainer.add_text(text);
-  }
-  const auto fast = trainer.train();
-  // An empty normalizer sequence changes nothing but sends the file down the general pipeline.
-  auto doc = hf::Json::parse(data::tokenizer_json_text(fast));
-  doc["normalizer"] = hf::Json{{"type", "Sequence"}, {"normalizers", hf::Json::array()}};
-  auto general = data::parse_tokenizer_json(doc.dump(), "general.json");
-  REQUIRE(dynamic_cast<const data::HfTokenizer*>(general.get()));
-  for (const auto& text : test::kMultilingual) {
-    INFO(text);
-    CHECK(general->encode(text, true) == fast.encode(text, true));
-    CHECK(general->encode(text, false) == fast.encode(text, false));
-    CHECK(general->decode(fast.encode(text)) == text);
-  }
-  CHECK(general->eot_id() == fast.eot_id());
-  CHECK(general->pad_id() == fast.pad_id());
 }
 
 TEST_CASE("BPE: inconsistent files are DataErrors naming the merge or key", "[data][hf]") {

@@ -207,7 +207,7 @@ TEST_CASE("post-processors: type ids as tokenizers assigns them", "[data][labell
   const std::string name = "tokenizer.json";
   auto parse = [&](const std::string& json) {
     return data::hf::parse_post_processor(data::hf::Json::parse(json),
-                                          data::hf::Where{&name, "post_processor"});
+                                          data::hf::Where{&name, "post_processor"}, 10);
   };
   const Ids a{7, 8}, b{9};
   auto typed = [&](const data::hf::PostProcessor* p, bool pair) {
