@@ -1,5 +1,7 @@
 #include "dist/strategy.h"
 
+#include <optional>
+
 #include <torch/torch.h>
 
 #include "dist/grad_buckets.h"
@@ -55,6 +57,25 @@ torch::Tensor offload_copy(const torch::Tensor& t) {
   auto out = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(t.is_cuda()));
   out.copy_(t);
   return out;
+}
+
+void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host) {
+  host.resize(chunks.size());
+  std::optional<c10::DeviceIndex> device;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const torch::Tensor& c = chunks[i];
+    if (!c.is_cuda()) {
+      host[i] = c;
+      continue;
+    }
+    if (!host[i].defined() || host[i].is_cuda() || host[i].sizes() != c.sizes() ||
+        host[i].scalar_type() != c.scalar_type()) {
+      host[i] = torch::empty(c.sizes(), c.options().device(torch::kCPU).pinned_memory(true));
+    }
+    host[i].copy_(c, /*non_blocking=*/true);
+    device = c.device().index();
+  }
+  if (device) torch::cuda::synchronize(*device);
 }
 
 namespace {

@@ -35,4 +35,10 @@ void broadcast_parameters(Communicator& comm, const optim::NamedParams& params);
 // the device is a GPU (so that the copies are asynchronous DMA).
 torch::Tensor offload_copy(const torch::Tensor& t);
 
+// The gradient chunks the offloaded update reads, in CPU memory: a chunk on a GPU is copied into
+// its pinned host twin in `host` (made at the first call, then reused), every copy queued before
+// one wait for the device, where one blocking copy per parameter would wait each time. A chunk
+// already in CPU memory is used as it is.
+void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host);
+
 }  // namespace hftrain::dist

@@ -30,20 +30,27 @@ class ZeroStrategy final : public ShardingStrategy {
     // groups (matched by name) are the same on every rank.
     optim::NamedParams shard;
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      auto flat = params_[i].detach().view(-1);
-      const ShardPiece* piece = layout_->piece_of(i);
-      views_.push_back(piece ? flat.narrow(0, piece->param_offset, piece->numel) : flat.narrow(0, 0, 0));
-      masters_.push_back(offload_ ? offload_copy(views_.back()) : views_.back());
-      shard.emplace_back(params[i].first, masters_.back());
-    }
-    optimizer_ = optim::make_optimizer(config.optimizer, shard);
     for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
       const auto& bucket = reducer_->buckets()[b];
       const auto options = params_[bucket.entries.front().param].options();
       owns_.push_back(torch::zeros({bucket.chunk()}, options));
+      if (offload_) host_masters_.push_back(offload_copy(owns_.back()));
       if (dtype != params_.front().scalar_type()) fulls_.push_back(torch::empty({bucket.padded_numel}, options));
     }
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto flat = params_[i].detach().view(-1);
+      const ShardPiece* piece = layout_->piece_of(i);
+      views_.push_back(piece ? flat.narrow(0, piece->param_offset, piece->numel) : flat.narrow(0, 0, 0));
+      if (offload_ && piece) {
+        // The offloaded masters are views of their bucket's host chunk: one copy sends it back.
+        masters_.push_back(host_masters_[piece->bucket].narrow(0, piece->chunk_offset, piece->numel));
+        masters_.back().copy_(views_.back());
+      } else {
+        masters_.push_back(offload_ ? offload_copy(views_.back()) : views_.back());
+      }
+      shard.emplace_back(params[i].first, masters_.back());
+    }
+    optimizer_ = optim::make_optimizer(config.optimizer, shard);
   }
 
   std::string name() const override { return stage_ == 1 ? "zero1" : "zero2"; }
@@ -64,9 +71,10 @@ class ZeroStrategy final : public ShardingStrategy {
   void step() override {
     torch::NoGradGuard no_grad;
     // The (unscaled, clipped) gradient chunks onto the pieces the optimizer updates.
+    if (offload_) copy_to_host(grad_chunks_, host_grads_);
+    const std::vector<torch::Tensor>& chunks = offload_ ? host_grads_ : grad_chunks_;
     for (const auto& piece : layout_->pieces()) {
-      auto g = grad_chunks_[piece.bucket].narrow(0, piece.chunk_offset, piece.numel);
-      masters_[piece.param].mutable_grad() = offload_ ? g.to(torch::kCPU) : g;
+      masters_[piece.param].mutable_grad() = chunks[piece.bucket].narrow(0, piece.chunk_offset, piece.numel);
     }
     optimizer_->step();
     // All-gather the updated chunks, every bucket in flight at once, into the buffers allocated
@@ -75,8 +83,12 @@ class ZeroStrategy final : public ShardingStrategy {
     const auto& buckets = reducer_->buckets();
     std::vector<WorkPtr> works;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      for (const auto& piece : layout_->pieces()) {
-        if (piece.bucket == b) owns_[b].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+      if (offload_) {
+        owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
+      } else {
+        for (const auto& piece : layout_->pieces()) {
+          if (piece.bucket == b) owns_[b].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+        }
       }
       works.push_back(comm_.all_gather(gathered(b), owns_[b]));
     }
@@ -119,7 +131,7 @@ class ZeroStrategy final : public ShardingStrategy {
     for (const auto& t : fulls_) m.buffers += bytes_of(t);
     if (offload_) {
       // The optimizer state, and the fp32 pieces it updates (a buffer: the masters stay on the device).
-      for (const auto& t : masters_) m.buffers += bytes_of(t), m.host += bytes_of(t);
+      for (const auto& t : host_masters_) m.buffers += bytes_of(t), m.host += bytes_of(t);
       m.host += m.optimizer_state;
     }
     return m;
@@ -133,7 +145,9 @@ class ZeroStrategy final : public ShardingStrategy {
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ShardLayout> layout_;
   std::vector<torch::Tensor> views_;        // per parameter: this rank's piece, a view of the parameter
-  std::vector<torch::Tensor> masters_;      // what the optimizer updates: views_, or their CPU copies
+  std::vector<torch::Tensor> masters_;      // what the optimizer updates: views_, or (offload) views of host_masters_
+  std::vector<torch::Tensor> host_masters_;  // offload, per bucket: this rank's chunk in (pinned) CPU memory
+  std::vector<torch::Tensor> host_grads_;    // offload, per bucket: its gradient chunk copied there
   std::vector<torch::Tensor> grad_chunks_;  // per bucket: this rank's summed gradient chunk (fp32)
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<torch::Tensor> owns_;   // per bucket: this rank's updated chunk, sent by the all-gather

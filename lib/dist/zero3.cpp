@@ -124,9 +124,12 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   Communicator* shard_comm() override { return &shards_; }
   void step() override {
     torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> chunks;
+    for (const auto& unit : units_) chunks.push_back(unit.grad);
+    if (offload_) copy_to_host(chunks, host_grads_);
     for (const auto& piece : layout_->pieces()) {
-      auto g = units_[piece.bucket].grad.narrow(0, piece.chunk_offset, piece.numel);
-      pieces_[piece.param].mutable_grad() = offload_ ? g.to(torch::kCPU) : g;
+      const torch::Tensor& g = offload_ ? host_grads_[piece.bucket] : chunks[piece.bucket];
+      pieces_[piece.param].mutable_grad() = g.narrow(0, piece.chunk_offset, piece.numel);
     }
     optimizer_->step();  // the next forward gathers the updated shards
   }
@@ -225,7 +228,7 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     if (unit.state != State::kFree) return;
     torch::NoGradGuard no_grad;
     allocate_storage(unit.full);
-    if (offload_) unit.send.copy_(unit.shard);
+    if (offload_) unit.send.copy_(unit.shard, /*non_blocking=*/true);  // pinned: queued before the gather
     unit.gather = shards_.all_gather(unit.full, offload_ ? unit.send : unit.shard);
     unit.state = State::kGathering;
   }
@@ -317,6 +320,7 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   size_t next_ = 0;                    // into order_: the next unit to reduce
   std::deque<Reduction> in_flight_;
   std::vector<std::shared_ptr<void>> accumulators_;  // keeps the hooked grad accumulators alive
+  std::vector<torch::Tensor> host_grads_;  // offload: the units' gradient chunks in CPU memory
   // kSave on the main rank: each parameter's view into its unit, while it points at a host copy.
   std::vector<std::pair<size_t, torch::Tensor>> saved_views_;
 };

@@ -41,21 +41,43 @@ std::vector<torch::Tensor> params_of(train::Trainer& t) {
 
 }  // namespace
 
-TEST_CASE("a restored trainer continues bit for bit, for every optimizer", "[train][ckpt][slow]") {
-  for (const char* opt : {"adamw", "sgd", "adafactor", "lion"}) {
-    INFO(opt);
+TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and with cpu_offload",
+          "[train][ckpt][slow]") {
+  struct Case {
+    const char* optimizer;
+    std::vector<std::string> extra;
+  };
+  // cpu_offload in one process goes through the sharded strategies: the optimizer state and the
+  // masters live in CPU memory and are loaded there on resume.
+  const std::vector<Case> cases = {
+      {"adamw", {}},
+      {"sgd", {}},
+      {"adafactor", {}},
+      {"lion", {}},
+      {"adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true"}},
+      {"adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.optimizer << (c.extra.empty() ? "" : " " + c.extra[0]));
+    const bool zero3 = !c.extra.empty() && c.extra[0] == "distributed.strategy=zero3";
     test::TempDir d;
-    auto cfg = test::resolve("{}", overrides(d, "a", opt)).values;
+    auto settings = [&](const std::string& run) {
+      auto o = overrides(d, run, c.optimizer);
+      o.insert(o.end(), c.extra.begin(), c.extra.end());
+      return o;
+    };
+    auto cfg = test::resolve("{}", settings("a")).values;
     train::Trainer straight(cfg, cfg.run.output_dir);
     auto log_a = std::make_shared<LossLog>();
     straight.add_callback(log_a);
     const auto r = straight.train();
     CHECK(r.state.step == 8);
-    const auto expected = params_of(straight);
+    // zero3's parameters are freed between forwards: its losses say what its weights would.
+    const auto expected = zero3 ? std::vector<torch::Tensor>{} : params_of(straight);
     const auto ckpt4 = cfg.run.output_dir + "/checkpoint-4";
     REQUIRE(ckpt::verify_checkpoint(ckpt4).ok());
 
-    auto cfg_b = test::resolve("{}", overrides(d, "b", opt)).values;
+    auto cfg_b = test::resolve("{}", settings("b")).values;
     train::Trainer resumed(cfg_b, cfg_b.run.output_dir);
     auto log_b = std::make_shared<LossLog>();
     resumed.add_callback(log_b);
@@ -67,6 +89,7 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer", "[tra
     REQUIRE(log_b->losses.count(5) == 1);
     CHECK(log_b->losses[5] == log_a->losses[5]);
     CHECK(log_b->losses[8] == log_a->losses[8]);
+    if (zero3) continue;
     const auto got = params_of(resumed);
     REQUIRE(got.size() == expected.size());
     for (size_t i = 0; i < got.size(); ++i) CHECK(torch::equal(got[i], expected[i]));
