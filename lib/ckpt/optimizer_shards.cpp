@@ -1,6 +1,8 @@
 #include "ckpt/optimizer_shards.h"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 
 #include <torch/torch.h>
 
@@ -38,7 +40,7 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
 class MappedOptimizerState final : public dist::SavedOptimizerState {
  public:
   MappedOptimizerState(fs::path dir, OptimizerIndex index)
-      : dir_(std::move(dir)), index_(std::move(index)), files_(index_.files.size()) {}
+      : dir_(std::move(dir)), index_(std::move(index)), files_(index_.files.size()), entries_(files_.size()) {}
 
   const Json& meta() const override { return index_.optimizer; }
   std::vector<std::string> names() const override {
@@ -89,10 +91,8 @@ class MappedOptimizerState final : public dist::SavedOptimizerState {
   // The piece's elements, flattened: a view of the mapped file.
   torch::Tensor piece(const std::string& name, const OptimizerPiece& p) const {
     const model::MappedSafetensors& file = open(p.file);
-    const auto& entries = file.header().tensors;
-    const auto e =
-        std::find_if(entries.begin(), entries.end(), [&](const auto& x) { return x.name == name; });
-    return file.view(*e).reshape(-1);  // open() checked that it is there with p.count elements
+    // open() checked that it is there with p.count elements.
+    return file.view(*entries_[p.file].at(name)).reshape(-1);
   }
 
   const model::MappedSafetensors& open(size_t i) const {
@@ -116,6 +116,7 @@ class MappedOptimizerState final : public dist::SavedOptimizerState {
                                       problems.front() + (problems.size() > 1 ? " (and more)" : ""),
                                   kDamaged);
     }
+    for (const auto& e : file->header().tensors) entries_[i].emplace(e.name, &e);
     files_[i] = std::move(file);
     return *files_[i];
   }
@@ -123,6 +124,8 @@ class MappedOptimizerState final : public dist::SavedOptimizerState {
   fs::path dir_;
   OptimizerIndex index_;
   mutable std::vector<std::unique_ptr<model::MappedSafetensors>> files_;  // mapped on first use
+  // Per file: its header's entries by name (a lookup per piece read, not a scan).
+  mutable std::vector<std::unordered_map<std::string, const model::SafetensorsEntry*>> entries_;
 };
 
 }  // namespace

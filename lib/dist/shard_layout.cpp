@@ -14,6 +14,7 @@ ShardLayout::ShardLayout(std::vector<Bucket> groups, int rank, std::vector<std::
   pieces_ = shard_pieces(groups_, rank);
   piece_index_.assign(names_.size(), -1);
   for (size_t i = 0; i < pieces_.size(); ++i) piece_index_[pieces_[i].param] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < names_.size(); ++i) name_index_.emplace(names_[i], i);
 }
 
 const ShardPiece* ShardLayout::piece_of(size_t param) const {
@@ -28,12 +29,12 @@ int64_t ShardLayout::numel(size_t param) const {
 }
 
 size_t ShardLayout::index_of(const std::string& name) const {
-  const auto it = std::find(names_.begin(), names_.end(), name);
-  if (it == names_.end()) {
+  const auto it = name_index_.find(name);
+  if (it == name_index_.end()) {
     throw util::CheckpointError("the optimizer state names `" + name + "`, which this model does not have",
                                 "resume with the checkpoint's model");
   }
-  return static_cast<size_t>(it - names_.begin());
+  return it->second;
 }
 
 std::vector<StatePiece> ShardLayout::pieces_of(const optim::OptimizerState& local) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <torch/types.h>
@@ -43,6 +44,7 @@ class ShardLayout {
   std::vector<ShardPiece> pieces_;
   std::vector<int64_t> piece_index_;  // per parameter: index into pieces_, -1 for none
   std::vector<std::string> names_;
+  std::unordered_map<std::string, size_t> name_index_;  // names_ inverted: one lookup per saved tensor
   std::vector<std::vector<int64_t>> shapes_;
 };
 
