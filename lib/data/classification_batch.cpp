@@ -1,6 +1,7 @@
 #include "data/classification_batch.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "data/bpe_tokenizer.h"
 #include "data/hf_tokenizer.h"
@@ -91,19 +92,25 @@ std::vector<EncodedExample> encode_examples(const Tokenizer& tokenizer,
 
 ClassificationBatch collate_classification(std::span<const EncodedExample> examples, int32_t pad_id,
                                            int64_t pad_to_multiple_of) {
+  std::vector<uint64_t> rows(examples.size());
+  std::iota(rows.begin(), rows.end(), uint64_t{0});
+  return collate_classification(examples, rows, pad_id, pad_to_multiple_of);
+}
+
+ClassificationBatch collate_classification(std::span<const EncodedExample> examples, std::span<const uint64_t> rows,
+                                           int32_t pad_id, int64_t pad_to_multiple_of) {
   ClassificationBatch batch;
-  batch.batch_size = static_cast<int64_t>(examples.size());
+  batch.batch_size = static_cast<int64_t>(rows.size());
   int64_t longest = 0;
-  for (const auto& e : examples)
-    longest = std::max(longest, static_cast<int64_t>(e.input_ids.size()));
+  for (uint64_t r : rows) longest = std::max(longest, static_cast<int64_t>(examples[r].input_ids.size()));
   const int64_t multiple = std::max<int64_t>(1, pad_to_multiple_of);
   batch.seq_len = (longest + multiple - 1) / multiple * multiple;
   const size_t cells = static_cast<size_t>(batch.batch_size * batch.seq_len);
   batch.input_ids.assign(cells, pad_id);
   batch.attention_mask.assign(cells, 0);
   batch.token_type_ids.assign(cells, 0);
-  for (size_t row = 0; row < examples.size(); ++row) {
-    const auto& e = examples[row];
+  for (size_t row = 0; row < rows.size(); ++row) {
+    const auto& e = examples[rows[row]];
     const size_t base = row * static_cast<size_t>(batch.seq_len);
     std::copy(e.input_ids.begin(), e.input_ids.end(),
               batch.input_ids.begin() + static_cast<long>(base));

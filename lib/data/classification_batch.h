@@ -59,5 +59,8 @@ struct ClassificationBatch {
 // Pads `examples` to their longest (rounded up to a multiple of pad_to_multiple_of, >= 1).
 ClassificationBatch collate_classification(std::span<const EncodedExample> examples, int32_t pad_id,
                                            int64_t pad_to_multiple_of = 1);
+// The same for the rows `rows` of `examples`, in that order (a loader's batch: no example copied).
+ClassificationBatch collate_classification(std::span<const EncodedExample> examples, std::span<const uint64_t> rows,
+                                           int32_t pad_id, int64_t pad_to_multiple_of = 1);
 
 }  // namespace hftrain::data

@@ -16,10 +16,7 @@ class ClassificationSource final : public BatchSource {
       : examples_(std::move(examples)), pad_id_(pad_id), multiple_(pad_to_multiple_of) {}
   uint64_t num_samples() const override { return examples_.size(); }
   HostBatch collate(std::span<const uint64_t> sample_ids) const override {
-    std::vector<EncodedExample> picked;
-    picked.reserve(sample_ids.size());
-    for (uint64_t id : sample_ids) picked.push_back(examples_[id]);
-    ClassificationBatch c = collate_classification(picked, pad_id_, multiple_);
+    ClassificationBatch c = collate_classification(examples_, sample_ids, pad_id_, multiple_);
     HostBatch out;
     out.batch_size = c.batch_size;
     out.seq_len = c.seq_len;

@@ -267,4 +267,11 @@ TEST_CASE("classification: the collator pads right with masks and type ids", "[d
   CHECK(b.input_ids[4] == 7);
   CHECK(b.input_ids[15] == 7);
   CHECK(b.attention_mask[13] == 0);
+  // A loader's rows, picked by index and in that order (repeats allowed).
+  const std::vector<uint64_t> rows{1, 0, 1};
+  b = data::collate_classification(batch, rows, /*pad_id=*/0);
+  CHECK(b.batch_size == 3);
+  CHECK(b.seq_len == 5);
+  CHECK(b.input_ids == std::vector<int64_t>{2, 12, 3, 13, 3, 2, 10, 11, 3, 0, 2, 12, 3, 13, 3});
+  CHECK(b.labels == std::vector<int64_t>{0, 1, 0});
 }
