@@ -1,12 +1,9 @@
 #include "model/bert_weights.h"
 
-#include <map>
-#include <set>
-
 #include <torch/torch.h>
 
 #include "model/model_files.h"
-#include "util/error.h"
+#include "model/weight_loader.h"
 #include "util/fs.h"
 
 namespace hftrain::model {
@@ -45,84 +42,24 @@ std::string optional_group(const std::string& param) {
   return "";
 }
 
-struct Copy {
-  std::string stored;  // the source's name
-  torch::Tensor param;
-};
-
 }  // namespace
-
-std::string BertLoadReport::describe() const {
-  std::string out;
-  if (!initialised.empty()) {
-    out += "newly initialised (not in the checkpoint, train them): " + describe_names(initialised);
-  }
-  if (!dropped.empty()) {
-    out += std::string(out.empty() ? "" : "; ") +
-           "not used from the checkpoint: " + describe_names(dropped);
-  }
-  return out;
-}
 
 BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf) {
   const bool with_classifier = model->spec().with_classifier;
-  std::map<std::string, std::string> stored;  // normalised -> as stored
-  std::vector<std::string> unexpected;
-  for (const auto& name : hf.names()) {
-    // Two stored names for one tensor ("bert.x" and "x") would make the choice arbitrary.
-    if (!stored.emplace(normalised(name), name).second) unexpected.push_back(name);
-  }
-
-  // Plan every copy and check names, shapes and dtypes before changing anything.
-  BertLoadReport report;
-  std::vector<std::string> missing, misshaped;
-  std::map<std::string, std::vector<std::string>>
-      absent_in_group;  // group -> its parameters not stored
-  std::map<std::string, size_t> group_size;
-  std::set<std::string> used;
-  std::vector<Copy> copies;
-  for (auto& [name, param] : model->parameters_by_name()) {
-    const std::string group = optional_group(name);
-    if (!group.empty()) ++group_size[group];
-    auto found = stored.find(unprefixed(name));
-    if (found == stored.end()) {
-      (group.empty() ? missing : absent_in_group[group]).push_back(name);
-      continue;
-    }
-    used.insert(found->first);
-    const torch::Tensor t = hf.get(found->second);
-    if (t.sizes() != param.sizes() || !t.is_floating_point()) {
-      misshaped.push_back(found->second + " (" + std::string(c10::toString(t.scalar_type())) + " " +
-                          c10::str(t.sizes()) + ", expected " + c10::str(param.sizes()) + ")");
-      continue;
-    }
-    copies.push_back({found->second, param});
-  }
-  // A group entirely absent keeps its initialisation; a group partly there is a damaged file.
-  for (auto& [group, names] : absent_in_group) {
-    auto& into = names.size() == group_size[group] ? report.initialised : missing;
-    into.insert(into.end(), names.begin(), names.end());
-  }
-  for (const auto& [name, as_stored] : stored) {
-    if (used.count(name)) continue;
-    (droppable(name, with_classifier) ? report.dropped : unexpected).push_back(as_stored);
-  }
-  if (!missing.empty() || !misshaped.empty() || !unexpected.empty()) {
-    std::string message =
-        hf.where() + " does not hold the weights of the BERT model its config describes:";
-    if (!missing.empty()) message += " missing " + describe_names(missing) + ";";
-    if (!unexpected.empty()) message += " unexpected " + describe_names(unexpected) + ";";
-    if (!misshaped.empty())
-      message += " wrong shape or type " + describe_names(misshaped, 8, false) + ";";
-    message.pop_back();
-    throw util::CheckpointError(
-        message,
-        "the weights and config.json come from different models, or the number of "
-        "labels differs from the classifier's (check config.json and the data's labels)");
-  }
-  torch::NoGradGuard no_grad;
-  for (const Copy& c : copies) c.param.copy_(hf.get(c.stored));
-  return report;
+  WeightRules rules;
+  rules.expected = "the BERT model its config describes";
+  rules.hint =
+      "the weights and config.json come from different models, or the number of labels differs "
+      "from the classifier's (check config.json and the data's labels)";
+  rules.key_of = normalised;
+  rules.pieces_of = [](const std::string& name, const torch::Tensor&) {
+    return std::vector<WeightPiece>{{unprefixed(name)}};
+  };
+  rules.droppable = [with_classifier](const std::string& key) {
+    return droppable(key, with_classifier);
+  };
+  rules.optional_group = optional_group;
+  return load_weights(model->parameters_by_name(), hf, rules);
 }
 
 BertLoadReport load_bert_weights(BertEncoder& model, const TensorList& hf) {

@@ -19,24 +19,18 @@
 
 #include "model/bert.h"
 #include "model/stored_weights.h"
+#include "model/weight_loader.h"
 
 namespace hftrain::model {
 
-// What a load did besides copying a tensor into every parameter.
-struct BertLoadReport {
-  std::vector<std::string>
-      initialised;  // our parameters left as initialised (classifier.*, bert.pooler.*)
-  std::vector<std::string> dropped;  // stored tensors not used, as stored
-  // One line for the log ("" when there is nothing to say), naming both lists (layer numbers
-  // folded).
-  std::string describe() const;
-};
+// What a load did besides copying a tensor into every parameter: the classifier or pooler left
+// as initialised (by our names: classifier.*, bert.pooler.*), the tensors dropped (as stored).
+using BertLoadReport = WeightLoadReport;
 
-// Copies the tensors of `hf` into the model's parameters straight from the source (a memory-mapped
-// file: one tensor at a time, converted to the parameter's dtype in the copy). Checks every name,
-// shape and dtype first and throws CheckpointError naming hf.where() and listing every missing,
-// unexpected and mis-shaped tensor at once (a classifier with another number of labels is
-// mis-shaped: its num_labels differs); the parameters are then untouched.
+// Copies the tensors of `hf` into the model's parameters through load_weights (weight_loader.h):
+// straight from the source, every name, shape and dtype checked first. What the list above does not
+// tolerate is a CheckpointError in load_weights' form (a classifier with another number of labels
+// is mis-shaped: its num_labels differs); the parameters are then untouched.
 BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf);
 // The same for tensors in memory.
 BertLoadReport load_bert_weights(BertEncoder& model, const TensorList& hf);

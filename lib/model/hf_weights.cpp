@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <torch/torch.h>
 
-#include "util/error.h"
+#include "model/weight_loader.h"
 #include "util/strings.h"
 
 namespace hftrain::model {
@@ -87,100 +86,45 @@ std::string strip_prefix(const std::string& name) {
 }
 
 // Tensors a checkpoint may carry that are not weights: a tied head stored anyway, GPT-2's causal
-// mask buffers and older Llama checkpoints' rotary frequencies.
+// mask buffers and older Llama checkpoints' rotary frequencies. They are dropped without a word.
 bool ignorable(const std::string& name) {
   return name == "lm_head.weight" || name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
          name.ends_with(".rotary_emb.inv_freq");
 }
 
-std::string shape_string(c10::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(sizes[i]);
-  }
-  s += "]";
-  return s;
-}
-
-// One HF tensor and where it goes: rows [offset, offset + rows) of the parameter, transposed or not.
-struct Part {
-  std::string hf_name;  // as stored (with its prefix)
-  torch::Tensor param;
+// Each source tensor as a piece of its parameter: fused sources fill consecutive row ranges.
+std::vector<WeightPiece> as_pieces(const Source& src) {
+  std::vector<WeightPiece> pieces;
   int64_t offset = 0;
-  int64_t rows = 0;
-  bool transpose = false;
-
-  torch::Tensor target() const { return param.narrow(0, offset, rows); }
-  std::vector<int64_t> expected_shape() const {
-    auto shape = target().sizes().vec();
-    if (transpose) std::reverse(shape.begin(), shape.end());
-    return shape;
+  for (size_t i = 0; i < src.names.size(); ++i) {
+    const int64_t rows = src.split.empty() ? -1 : src.split[i];
+    pieces.push_back({src.names[i], offset, rows, src.transpose});
+    offset += std::max<int64_t>(rows, 0);
   }
-};
+  return pieces;
+}
 
 }  // namespace
 
 void load_hf_weights(Transformer& model, const TensorSource& hf) {
   const ModelSpec& spec = model->spec();
   const auto sources = sources_of(spec);
-  std::map<std::string, std::string> stored;  // name without prefix -> name as stored
-  for (const auto& name : hf.names()) stored[strip_prefix(name)] = name;
-
-  // Plan every copy and check names and shapes before changing anything.
-  std::vector<std::string> missing, misshaped, no_source;
-  std::set<std::string> used;
-  std::vector<Part> parts;
-  for (auto& [name, param] : model->parameters_by_name()) {
-    auto it = sources.find(name);
-    if (it == sources.end()) {
-      no_source.push_back(name);
-      continue;
-    }
-    const Source& src = it->second;
-    int64_t offset = 0;
-    for (size_t i = 0; i < src.names.size(); ++i) {
-      const int64_t rows = src.split.empty() ? param.size(0) : src.split[i];
-      Part part{"", param, offset, rows, src.transpose};
-      offset += rows;
-      auto found = stored.find(src.names[i]);
-      if (found == stored.end()) {
-        missing.push_back(src.names[i]);
-        continue;
-      }
-      used.insert(found->first);
-      part.hf_name = found->second;
-      const torch::Tensor t = hf.get(part.hf_name);
-      const auto want = part.expected_shape();
-      if (t.sizes() != c10::IntArrayRef(want) || !t.is_floating_point()) {
-        misshaped.push_back(part.hf_name + " (" + std::string(c10::toString(t.scalar_type())) + " " +
-                            shape_string(t.sizes()) + ", expected " + shape_string(want) + ")");
-        continue;
-      }
-      parts.push_back(std::move(part));
-    }
-  }
-  std::vector<std::string> unexpected;
-  for (const auto& [name, as_stored] : stored) {
-    if (!used.count(name) && !ignorable(name)) unexpected.push_back(as_stored);
-  }
-  if (!missing.empty() || !misshaped.empty() || !unexpected.empty() || !no_source.empty()) {
-    const std::string family = spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama";
-    std::string message = hf.where() + " does not hold the weights of the " + family + " model its config describes:";
-    if (!missing.empty()) message += " missing " + describe_names(missing) + ";";
-    if (!unexpected.empty()) message += " unexpected " + describe_names(unexpected) + ";";
-    if (!misshaped.empty()) message += " wrong shape or type " + describe_names(misshaped, 8, false) + ";";
-    if (!no_source.empty()) message += " no Hugging Face tensor for " + describe_names(no_source) + ";";
-    message.pop_back();
-    throw util::CheckpointError(message, "the weights and config.json come from different models, or the "
-                                         "architecture's options (biases, tied embeddings) differ from what the "
-                                         "weights hold; check config.json");
-  }
-  torch::NoGradGuard no_grad;
-  for (const Part& p : parts) {
-    const torch::Tensor t = hf.get(p.hf_name);
-    p.target().copy_(p.transpose ? t.t() : t);
-  }
+  WeightRules rules;
+  rules.expected = std::string("the ") +
+                   (spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") +
+                   " model its config describes";
+  rules.hint =
+      "the weights and config.json come from different models, or the architecture's options "
+      "(biases, tied embeddings) differ from what the weights hold; check config.json";
+  rules.key_of = strip_prefix;
+  // Every parameter has a source (the maps are built from the same spec); an unknown one would be
+  // reported missing under its own name.
+  rules.pieces_of = [&sources](const std::string& name, const torch::Tensor&) {
+    const auto it = sources.find(name);
+    return it == sources.end() ? std::vector<WeightPiece>{} : as_pieces(it->second);
+  };
+  rules.droppable = ignorable;
+  load_weights(model->parameters_by_name(), hf, rules);
 }
 
 void load_hf_weights(Transformer& model, const TensorList& hf) {

@@ -8,10 +8,11 @@
 
 namespace hftrain::model {
 
-// Copies the Hugging Face tensors of `hf` into the model's parameters, straight from the source
-// (a memory-mapped file: one tensor at a time, converted to the parameter's dtype in the copy).
-// Checks every name and shape first and throws CheckpointError naming hf.where() and listing every
-// missing, unexpected or mis-shaped tensor at once; the parameters are then untouched.
+// Copies the Hugging Face tensors of `hf` into the model's parameters through load_weights
+// (weight_loader.h): straight from the source, every name, shape and dtype checked first. Either
+// prefix ("transformer.", "model.") or none loads; a tied head stored anyway, GPT-2's mask buffers
+// and rotary frequencies are ignored; anything else missing, unexpected or mis-shaped is a
+// CheckpointError in load_weights' form, the parameters then untouched.
 void load_hf_weights(Transformer& model, const TensorSource& hf);
 // The same for tensors in memory.
 void load_hf_weights(Transformer& model, const TensorList& hf);

@@ -3,9 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "data/tokenizer_json.h"
 #include "model/safetensors.h"
 #include "model/stored_weights.h"
+#include "model/weight_loader.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
@@ -56,50 +55,6 @@ std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
   if (!tokenizer || dynamic_cast<const data::ByteTokenizer*>(tokenizer))
     throw util::UsageError("save_model_dir: tokenizer kind is bpe but no tokenizer.json tokenizer was given");
   return data::tokenizer_json_text(*tokenizer);  // BpeTokenizer as hftrain writes it, HfTokenizer as loaded
-}
-
-std::string shape_string(const torch::Tensor& t) {
-  // Appended piecewise: GCC 12 reports a false -Warray-bounds for "[" + std::string&&.
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(t.size(i));
-  }
-  s += "]";
-  return s;
-}
-
-// Copies each stored tensor straight into its parameter (dtype converted in the copy), one at a
-// time, after checking every name and shape: nothing is changed when anything does not fit.
-void load_weights(Transformer& model, const TensorSource& stored) {
-  const auto names = stored.names();
-  std::set<std::string> unused(names.begin(), names.end());
-  std::vector<std::string> missing, misshaped;
-  auto params = model->parameters_by_name();
-  for (const auto& [name, param] : params) {
-    if (!unused.erase(name)) {
-      missing.push_back(name);
-      continue;
-    }
-    const torch::Tensor t = stored.get(name);
-    if (t.sizes() != param.sizes() || !t.is_floating_point()) {
-      misshaped.push_back(name + " (" + std::string(c10::toString(t.scalar_type())) + " " +
-                          shape_string(t) + ", expected " + shape_string(param) + ")");
-    }
-  }
-  const std::vector<std::string> unexpected(unused.begin(), unused.end());
-  if (!missing.empty() || !misshaped.empty() || !unexpected.empty()) {
-    std::string message = stored.where() + " does not match model.json:";
-    if (!missing.empty()) message += " missing " + describe_names(missing) + ";";
-    if (!misshaped.empty()) message += " wrong shape or type " + describe_names(misshaped, 8, false) + ";";
-    if (!unexpected.empty()) message += " unexpected " + describe_names(unexpected) + ";";
-    message.pop_back();
-    throw util::CheckpointError(message,
-                                "the weights and model.json come from different models, or the "
-                                "directory is damaged; use another checkpoint");
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, param] : params) param.copy_(stored.get(name));
 }
 
 fs::path required_file(const fs::path& dir, const char* name) {
@@ -233,7 +188,15 @@ ModelSpec read_model_spec(const fs::path& dir) {
                               spec_path.string());
 }
 
-void load_model_weights(Transformer& model, const fs::path& dir) { load_weights(model, StoredWeights(dir)); }
+void load_model_weights(Transformer& model, const fs::path& dir) {
+  // hftrain wrote these names itself: each parameter under its own name, nothing to tolerate.
+  WeightRules rules;
+  rules.expected = "model.json";
+  rules.hint =
+      "the weights and model.json come from different models, or the directory is damaged; use "
+      "another checkpoint";
+  load_weights(model->parameters_by_name(), StoredWeights(dir), rules);
+}
 
 LoadedModel load_model_dir(const fs::path& path) {
   LoadedModel out;

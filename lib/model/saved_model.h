@@ -68,10 +68,11 @@ LoadedModel load_model_dir(const std::filesystem::path& path);
 ModelSpec read_model_spec(const std::filesystem::path& dir);
 
 // Copies the weights of model directory `dir` (model.safetensors or the sharded layout, memory-
-// mapped; see stored_weights.h) into `model`'s parameters, one tensor at a time, converting each
-// to the parameter's dtype: no second copy of the weights is held. Throws CheckpointError naming
-// the file and listing every missing, unexpected or mis-shaped tensor at once (the parameters are
-// then untouched).
+// mapped; see stored_weights.h) into `model`'s parameters through load_weights (weight_loader.h),
+// one tensor at a time, converting each to the parameter's dtype: no second copy of the weights is
+// held. Every parameter is stored under its own name and nothing else is: anything missing,
+// unexpected or mis-shaped is a CheckpointError in load_weights' form naming the file (the
+// parameters are then untouched).
 void load_model_weights(Transformer& model, const std::filesystem::path& dir);
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.

@@ -9,7 +9,8 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   rope.cpp
   safetensors.cpp
   stored_weights.cpp
-  transformer.cpp)
+  transformer.cpp
+  weight_loader.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)
 # BERT-style encoders (Hugging Face BertModel / BertForSequenceClassification).
