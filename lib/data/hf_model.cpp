@@ -1,6 +1,7 @@
 #include "data/hf_model.h"
 
 #include "data/hf_bpe.h"
+#include "data/hf_unigram.h"
 #include "data/hf_wordpiece.h"
 
 namespace hftrain::data::hf {
@@ -37,7 +38,8 @@ std::unique_ptr<Model> parse_model(const Json& json, const Where& where) {
   if (type == "BPE") return parse_bpe(json, where);
   if (type == "WordPiece") return parse_wordpiece(json, where);
   if (type == "WordLevel") return parse_wordlevel(json, where);
-  unsupported(where / "type", type, "the models BPE, WordPiece and WordLevel (not Unigram)");
+  if (type == "Unigram") return parse_unigram(json, where);
+  unsupported(where / "type", type, "the models BPE, WordPiece, WordLevel and Unigram");
 }
 
 }  // namespace hftrain::data::hf

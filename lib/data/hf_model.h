@@ -1,6 +1,7 @@
 // The models of Hugging Face tokenizer.json files: what turns one pre-tokenized piece into ids.
 // BPE (merges, unk_token, fuse_unk, byte_fallback, continuing_subword_prefix,
-// end_of_word_suffix, ignore_merges; hf_bpe.h), WordPiece and WordLevel (hf_wordpiece.h).
+// end_of_word_suffix, ignore_merges; hf_bpe.h), WordPiece and WordLevel (hf_wordpiece.h), Unigram
+// (scores, unk_id, byte_fallback; hf_unigram.h).
 #pragma once
 
 #include <cstdint>
@@ -40,13 +41,14 @@ class Model {
   // Appends the ids of one pre-tokenized piece (not empty).
   virtual void tokenize(const std::string& piece, std::vector<int32_t>& out) const = 0;
   virtual const Vocab& vocab() const = 0;
-  // A short description for fingerprints and messages ("BPE", "WordPiece").
+  // A short description for fingerprints and messages ("BPE", "WordPiece", "Unigram").
   virtual std::string kind() const = 0;
 };
 
 // The model a tokenizer.json "model" value describes. Throws DataError naming the JSON path for
-// an unknown or unsupported type (Unigram) or option (BPE dropout), a merge naming a token the
-// vocabulary lacks, or an unk_token missing from the vocabulary.
+// an unknown type or unsupported option (BPE dropout), a merge naming a token the vocabulary
+// lacks, an unk_token missing from the vocabulary, or a Unigram piece without a number for its
+// score or an unk_id past its vocabulary.
 std::unique_ptr<Model> parse_model(const Json& json, const Where& where);
 
 }  // namespace hftrain::data::hf

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "data/hf_precompiled.h"
 #include "data/hf_split.h"
 #include "data/unicode.h"
 #include "data/unicode_normalize.h"
@@ -183,8 +184,7 @@ class Sequence : public Normalizer {
 
 constexpr const char* kSupported =
     "the normalizers NFD, NFKD, NFC, NFKC, Lowercase, StripAccents, Strip, Replace, Prepend, Nmt, "
-    "ByteLevel, "
-    "BertNormalizer and Sequence";
+    "ByteLevel, BertNormalizer, Precompiled and Sequence";
 
 }  // namespace
 
@@ -209,6 +209,7 @@ std::unique_ptr<Normalizer> parse_normalizer(const Json& json, const Where& wher
         get_string(json, "content", where));
   }
   if (type == "Prepend") return std::make_unique<Prepend>(get_string(json, "prepend", where));
+  if (type == "Precompiled") return parse_precompiled(json, where);
   if (type == "BertNormalizer") {
     const bool lowercase = get_bool(json, "lowercase", where, true);
     return std::make_unique<Bert>(get_bool(json, "clean_text", where, true),

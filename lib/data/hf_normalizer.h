@@ -1,7 +1,7 @@
 // The normalizers of Hugging Face tokenizer.json files: NFD, NFKD, NFC, NFKC, Lowercase,
-// StripAccents, Strip, Replace, Prepend, Nmt, ByteLevel, BertNormalizer and Sequence, applied to
-// a text as the `tokenizers` library applies them (hftrain needs no alignments, so they work on
-// plain strings).
+// StripAccents, Strip, Replace, Prepend, Nmt, ByteLevel, BertNormalizer, Precompiled
+// (SentencePiece's charsmap, hf_precompiled.h) and Sequence, applied to a text as the
+// `tokenizers` library applies them (hftrain needs no alignments, so they work on plain strings).
 #pragma once
 
 #include <memory>
@@ -19,7 +19,8 @@ class Normalizer {
 };
 
 // The normalizer a tokenizer.json "normalizer" value describes; nullptr for null. Throws
-// DataError naming the JSON path for an unknown or unsupported type (Precompiled) or option.
+// DataError naming the JSON path for an unknown type, an unsupported option or a malformed value
+// (a Precompiled charsmap that is not base64 or not a SentencePiece trie).
 std::unique_ptr<Normalizer> parse_normalizer(const Json& json, const Where& where);
 
 }  // namespace hftrain::data::hf

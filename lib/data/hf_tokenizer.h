@@ -76,7 +76,7 @@ class HfTokenizer : public Tokenizer {
 
   // The tokenizer.json text this tokenizer was loaded from.
   const std::string& json_text() const { return text_; }
-  // The model's kind ("BPE", "WordPiece", "WordLevel").
+  // The model's kind ("BPE", "WordPiece", "WordLevel", "Unigram").
   std::string model_kind() const { return model_->kind(); }
 
  private:

@@ -26,6 +26,13 @@ set(HFTRAIN_DATA_CORE_SOURCES
   hf_bpe_tables.cpp
   hf_bpe.cpp
   hf_wordpiece.cpp
+  hf_piece_trie.cpp
+  hf_json_float.cpp
+  hf_unigram.cpp
+  hf_base64.cpp
+  hf_grapheme.cpp
+  hf_grapheme_tables.cpp
+  hf_precompiled.cpp
   hf_added_tokens.cpp
   hf_post_processor.cpp
   hf_decoder.cpp

@@ -31,7 +31,7 @@ void save_tokenizer_json(const Tokenizer& tokenizer, const std::filesystem::path
 
 // Parses a tokenizer.json (BpeTokenizer when it is byte-level BPE, else HfTokenizer). Throws
 // DataError naming the file for malformed JSON and for features hftrain does not implement
-// (the Unigram model, BPE dropout, the Precompiled normalizer, ...), with the JSON path of the
+// (BPE dropout, a component type it does not know, ...), with the JSON path of the
 // offending key, and when no end-of-text token can be found (tokenizer_specials.h). load reads
 // the tokenizer_config.json next to the file, if there is one, for its eos and pad tokens.
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& path, SpecialTokenChoice choice = {});

@@ -17,6 +17,15 @@ trained on a local corpus (the repository's own documents and the multilingual t
   wordpiece-mix   WordPiece behind NFC, a regex Replace, Strip, WhitespaceSplit, contiguous
                   Punctuation and single Digits
   wordlevel       WordLevel behind NFKD + Lowercase + StripAccents and the Whitespace pre-tokenizer
+  t5              Unigram as transformers converts a SentencePiece model (Precompiled charsmap,
+                  WhitespaceSplit + Metaspace, "$A </s>"), the committed fixture
+                  (data_gen_unigram_fixtures.py)
+  unigram-bytes   Unigram with byte fallback behind Replace, Lowercase, a hand-written charsmap and
+                  a Replace regex, Metaspace, [CLS] $A [SEP] (the other fixture)
+  unigram-spm     the t5 pieces and charsmap in the layout older converters wrote (XLM-R, mT5):
+                  Precompiled + Strip + Replace, Metaspace "first", <s> $A </s>
+  unigram-albert  the same pieces behind ALBERT's normalizers (NFKD, StripAccents, Lowercase)
+  unigram-ties    the same pieces all scored alike, so that Viterbi's tie-breaking decides
 
 For every text (accents, CJK, emoji, runs of spaces and newlines, special tokens in the text) it
 compares, through tests/data/tokenizer_tool.cpp: the normalized text and pre-tokenized pieces
@@ -24,10 +33,13 @@ compares, through tests/data/tokenizer_tool.cpp: the normalized text and pre-tok
 (tokenizers' encode_special_tokens), and with the post-processor's tokens added, and the decodings
 with and without special tokens. For the lossless tokenizers decode(encode(x)) == x. Then the
 normal forms, Lowercase, StripAccents and BertNormalizer over every code point and over random
-combining sequences, which checks hftrain's Unicode tables.
+combining sequences, which checks hftrain's Unicode tables; and the fixtures' two Precompiled
+charsmaps over every code point, alone and after and before characters their rules replace, which
+checks the grapheme clusters (hf_grapheme_tables.cpp) where they change the output.
 
 Usage: data_hf_tokenizers.py <path to hftrain_tokenizer_tool>
 """
+import base64
 import json
 import os
 import random
@@ -71,6 +83,24 @@ SPECIAL_TEXTS = [
     "[CLS] question [SEP] answer [SEP][PAD][MASK]",
     "<unk> and <pad>",
     "hftrain<|endoftext|>hftrain [SEP]hftrain",
+]
+
+
+# What Unigram models and Precompiled charsmaps are sensitive to: characters the charsmaps replace
+# alone and in grapheme clusters, unknown characters, runs of spaces.
+UNIGRAM_TEXTS = [
+    "Full-width ＡＢＣ１２３！ and ｑｕｉｃｋ, Ａ\u0301 (A-acute, full width)",
+    "Decomposed e\u0301 o\u0308\u0323 q\u0301 q\u0301\u0302 \u212b \u212b\u0301 \u212b\u0302",
+    "CRLF\r\nand CR\rand LF\nand tabs\t\there",
+    "Arabic \u0627\u0644\u0633\u0651\u064e\u0644\u0627\u0645 \u0600\u0661\u0662 and \U000110bd\U00011083",
+    "Hangul jamo \u1100\u1161\u0301 \u1161\u0301 \u1100\u1161\u11a8 and 한국어",
+    "Devanagari \u0915\u094d\u0937 \u0939\u093f\u0928\u094d\u0926\u0940 Thai \u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22",
+    "Emoji \u00a9\u200d\u00a9 \u00a9\ufe0f \U0001f469\u200d\U0001f4bb \U0001f1fa\U0001f1f3\U0001f1e9",
+    "Runs of spaces:     five, \u3000\u3000 ideographic, \u00a0\u00a0 no-break",
+    "Soft\u00adhyphen and zero\u200bwidth, \ufb01ne \u337f \u2460\u2461",
+    "Unknown: \u2603\u2604 \U0001d54f \u0d9a\u0dd2 \u16a0\u16a1 <unk> ☃ \u4e00\u9fa5",
+    "Numbers 12,345.67 and 1e-5, Greek \u03b1\u03b2\u03b3, Cyrillic \u043f\u0440\u0438\u0432\u0435\u0442",
+    "``Quoted'' text and ``more''",
 ]
 
 
@@ -207,6 +237,41 @@ def wordlevel(corpus_path):
     return tok
 
 
+def unigram_fixture(name):
+    return Tokenizer.from_file(os.path.join(FIXTURES, f"hf_{name}_tokenizer.json"))
+
+
+def unigram_parts():
+    """The t5 fixture's pieces, unk_id and charsmap."""
+    doc = json.loads(unigram_fixture("t5").to_str())
+    return [tuple(p) for p in doc["model"]["vocab"]], doc["model"]["unk_id"], doc["normalizer"]["precompiled_charsmap"]
+
+
+def unigram_variant(kind):
+    pieces, unk_id, charsmap = unigram_parts()
+    precompiled = normalizers.Precompiled(base64.b64decode(charsmap))
+    if kind == "ties":
+        pieces = [(p, 0.0 if i <= unk_id else -1.0) for i, (p, _) in enumerate(pieces)]
+    pieces += [("<s>", 0.0)]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=unk_id, byte_fallback=False))
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<pad>", "</s>", "<unk>", "<s>")])
+    if kind == "albert":
+        tok.normalizer = normalizers.Sequence([
+            normalizers.Replace("``", '"'), normalizers.Replace("''", '"'), normalizers.NFKD(), normalizers.StripAccents(),
+            normalizers.Lowercase(), precompiled, normalizers.Replace(Regex(" {2,}"), " ")])
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+        tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    else:
+        tok.normalizer = normalizers.Sequence([precompiled, normalizers.Strip(left=False, right=True),
+                                               normalizers.Replace(Regex(" {2,}"), "▁")])
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=kind == "ties")
+        tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    s, e = tok.token_to_id("<s>"), tok.token_to_id("</s>")
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                                       special_tokens=[("<s>", s), ("</s>", e)])
+    return tok
+
+
 def run_tool(tool, command, tokenizer_json, texts, tmp):
     path = os.path.join(tmp, "texts.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -279,30 +344,64 @@ def unicode_sweep(tool, tmp):
                         ("NFKD", normalizers.NFKD()), ("Lowercase", normalizers.Lowercase()),
                         ("StripAccents", normalizers.StripAccents()), ("BertNormalizer", normalizers.BertNormalizer()),
                         ("NMT", normalizers.Nmt())]:
-        tok = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "</s>": 1}, unk_token="<unk>"))
-        tok.add_special_tokens(["</s>"])
-        tok.normalizer = norm
-        path = os.path.join(tmp, f"norm-{label}.json")
-        tok.save(path)
-        got = run_tool(tool, "inspect", path, texts, tmp)
-        bad = 0
-        for text, g in zip(texts, got["texts"]):
-            want = norm.normalize_str(text)
-            if g["normalized"] != want:
-                bad += 1
-                if bad <= 3:
-                    diff = next((i for i, (a, b) in enumerate(zip(g["normalized"], want)) if a != b),
-                                min(len(g["normalized"]), len(want)))
-                    failures.append(f"{label}: differs at char {diff} of a {len(text)}-char text: hftrain "
-                                    f"{g['normalized'][max(0, diff - 3):diff + 5]!r}, tokenizers {want[max(0, diff - 3):diff + 5]!r}")
-        if bad:
-            failures.append(f"{label}: {bad} of {len(texts)} texts differ")
+        failures += compare_normalizer(tool, tmp, label, norm, texts)
+    return failures
+
+
+def compare_normalizer(tool, tmp, label, norm, texts, hint=""):
+    """`norm` in hftrain (a WordLevel tokenizer around it, with an empty vocabulary but <unk>)
+    against `tokenizers` on `texts`; the differences, the first few with where they start."""
+    tok = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "</s>": 1}, unk_token="<unk>"))
+    tok.add_special_tokens(["</s>"])
+    tok.normalizer = norm
+    path = os.path.join(tmp, f"norm-{label}.json")
+    tok.save(path)
+    got = run_tool(tool, "inspect", path, texts, tmp)
+    failures = []
+    bad = 0
+    for text, g in zip(texts, got["texts"]):
+        want = norm.normalize_str(text)
+        if g["normalized"] != want:
+            bad += 1
+            if bad <= 3:
+                diff = next((i for i, (a, b) in enumerate(zip(g["normalized"], want)) if a != b),
+                            min(len(g["normalized"]), len(want)))
+                failures.append(f"{label}: differs at char {diff} of a {len(text)}-char text: hftrain "
+                                f"{g['normalized'][max(0, diff - 3):diff + 5]!r}, tokenizers {want[max(0, diff - 3):diff + 5]!r}")
+    if bad:
+        failures.append(f"{label}: {bad} of {len(texts)} texts differ{hint}")
+    return failures
+
+
+def precompiled_sweep(tool, tmp):
+    """The two fixtures' charsmaps alone (a WordLevel tokenizer around the Precompiled normalizer)
+    over every code point X, in runs and as probes that `tokenizers` answers differently when X
+    joins a grapheme cluster: after a character the charsmap replaces (a cluster under 6 bytes is
+    replaced whole, so X vanishes), and before a Hangul vowel with an accent (X is L or LV)."""
+    cps = [cp for cp in range(0x20, 0x110000) if not 0xD800 <= cp <= 0xDFFF]
+    chunks = ["".join(chr(c) for c in cps[i:i + 2000]) for i in range(0, len(cps), 2000)]
+    rng = random.Random(7)
+    pool = ("aeqAQ\r\n\t \u00a0\u00a9\u0301\u0308\u0323\u093f\u094d\u0915\u0937\u1100\u1161\u11a8\uac00\uac01"
+            "\u200d\ufe0f\u0600\u212b\uff21\uff51\u3000\U0001f469\U0001f4bb\U0001f1fa\U0001f3fb\u0e33\u0903")
+    randoms = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 12))) for _ in range(2000)]
+    probes = {
+        "t5": [f"\u00a0{chr(c)}" for c in cps if c < 0x10000] + [f"\uff21{chr(c)}" for c in cps if c < 0x800],
+        "unigram_bytes": [f"q{chr(c)}" for c in cps] + [f"{chr(c)}\u1161\u0301" for c in cps],
+    }
+    failures = []
+    for name, probe in probes.items():
+        doc = json.loads(unigram_fixture(name).to_str())
+        found = [n for n in [doc["normalizer"]] + doc["normalizer"].get("normalizers", []) if n["type"] == "Precompiled"]
+        norm = normalizers.Precompiled(base64.b64decode(found[0]["precompiled_charsmap"]))
+        texts = chunks + ["\n".join(probe[i:i + 1000]) for i in range(0, len(probe), 1000)] + randoms
+        failures += compare_normalizer(tool, tmp, f"Precompiled-{name}", norm, texts,
+                                       " (rerun data_gen_grapheme_tables.py if tokenizers' Unicode version moved)")
     return failures
 
 
 def main():
     tool = sys.argv[1]
-    texts = base_texts() + SPECIAL_TEXTS
+    texts = base_texts() + SPECIAL_TEXTS + UNIGRAM_TEXTS
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         corpus_path = os.path.join(tmp, "corpus.txt")
@@ -317,6 +416,11 @@ def main():
             ("bert", bert(corpus_path), False, "hf"),
             ("wordpiece-mix", wordpiece_mix(corpus_path), False, "hf"),
             ("wordlevel", wordlevel(corpus_path), False, "hf"),
+            ("t5", unigram_fixture("t5"), False, "hf"),
+            ("unigram-bytes", unigram_fixture("unigram_bytes"), False, "hf"),
+            ("unigram-spm", unigram_variant("spm"), False, "hf"),
+            ("unigram-albert", unigram_variant("albert"), False, "hf"),
+            ("unigram-ties", unigram_variant("ties"), False, "hf"),
         ]
         for name, tok, lossless, expect_class in built:
             path = os.path.join(tmp, f"{name}.json")
@@ -333,6 +437,9 @@ def main():
                 failures.append(f"{name}: the copy hftrain wrote encodes differently")
         sweep = unicode_sweep(tool, tmp)
         print(f"unicode sweep: {len(sweep)} differences")
+        failures += sweep
+        sweep = precompiled_sweep(tool, tmp)
+        print(f"Precompiled sweep: {len(sweep)} differences")
         failures += sweep
     for f in failures[:40]:
         print(f)

@@ -137,10 +137,11 @@ TEST_CASE("tokenizer.json: damaged or unsupported files are DataErrors naming th
   auto bad = dir.write("bad.json", "{\"model\": ");
   CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(bad); }), Catch::Contains("bad.json: malformed JSON"));
   auto unigram = dir.write("u.json",
-                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "Unigram", "vocab": []}})");
-  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(unigram); }), Catch::Contains("model.type is 'Unigram'"));
+                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "Unigram", "vocab": [], "unk_id": 0}})");
+  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(unigram); }), Catch::Contains("u.json: model.unk_id is 0"));
   auto normalized = dir.write("n.json", R"({"normalizer": {"type": "Precompiled"}, "model": {"type": "BPE"}})");
-  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(normalized); }), Catch::Contains("normalizer.type"));
+  CHECK_THAT(test::data_error([&] { data::load_tokenizer_json(normalized); }),
+             Catch::Contains("n.json: normalizer.precompiled_charsmap is missing"));
   auto no_eot = dir.write("e.json",
                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [],
                               "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})");

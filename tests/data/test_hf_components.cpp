@@ -94,9 +94,10 @@ TEST_CASE("normalizers: unsupported or malformed ones are DataErrors naming the 
       hf::parse_normalizer(hf::Json::parse(json), hf::Where{&kName, "normalizer"});
     });
   };
-  CHECK_THAT(
-      error(R"({"type": "Precompiled", "precompiled_charsmap": "AAAA"})"),
-      Catch::Contains("t.json: normalizer.type is 'Precompiled', which hftrain does not support"));
+  CHECK_THAT(error(R"({"type": "Precompiled", "precompiled_charsmap": "AAAA"})"),
+             Catch::Contains("t.json: normalizer.precompiled_charsmap is too short"));
+  CHECK_THAT(error(R"({"type": "Unicode"})"),
+             Catch::Contains("t.json: normalizer.type is 'Unicode', which hftrain does not support"));
   CHECK_THAT(error(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Bogus"}]})"),
              Catch::Contains("normalizer.normalizers[1].type is 'Bogus'"));
   CHECK_THAT(error(R"({"type": "Replace", "pattern": {"Regex": "("}, "content": ""})"),

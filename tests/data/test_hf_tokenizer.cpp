@@ -1,7 +1,8 @@
 // Whole tokenizer.json files through HfTokenizer: a Llama-2-style and a BERT-style tokenizer that
-// the `tokenizers` library trained (fixtures from tests/conformance/data_gen_hf_fixtures.py) give
-// its ids and decodings; which token ends documents and pads; errors that name the JSON path;
-// and what a loaded tokenizer writes back.
+// the `tokenizers` library trained (fixtures from tests/conformance/data_gen_hf_fixtures.py), and
+// a T5-style and a byte-fallback Unigram tokenizer with SentencePiece charsmaps (fixtures from
+// data_gen_unigram_fixtures.py) give its normalized text, ids and decodings; which token ends
+// documents and pads; errors that name the JSON path; and what a loaded tokenizer writes back.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -24,24 +25,37 @@ Json fixture(const std::string& name) {
   return Json::parse(util::read_file<util::DataError>(kFixtures + "/" + name, "fixture"));
 }
 
-void check_against_fixture(const std::string& name) {
+// Compares hf_<name>_tokenizer.json with what `expected` holds for `name`; returns how many
+// texts `tokenizers` decodes back to themselves (hftrain must then too).
+size_t check_against_fixture(const std::string& name,
+                             const std::string& expected = "hf_pipeline_expected.json") {
   auto tok = data::load_tokenizer_json(kFixtures + "/hf_" + name + "_tokenizer.json");
-  REQUIRE(dynamic_cast<const data::HfTokenizer*>(tok.get()));
-  const Json fx = fixture("hf_pipeline_expected.json");
+  const auto* hf = dynamic_cast<const data::HfTokenizer*>(tok.get());
+  REQUIRE(hf);
+  const Json fx = fixture(expected);
   const Json& texts = fx.at("texts");
   const Json& want = fx.at(name);
   REQUIRE(texts.size() == want.size());
+  size_t round_trips = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto text = texts[i].get<std::string>();
     INFO(name << ": " << text);
     const Json& w = want[i];
-    CHECK(tok->encode(text, true) == w.at("ids").get<Ids>());
+    if (w.contains("normalized"))
+      CHECK(hf->normalized(text) == w.at("normalized").get<std::string>());
+    const auto ids = tok->encode(text, true);
+    CHECK(ids == w.at("ids").get<Ids>());
     CHECK(tok->encode(text, false) == w.at("plain").get<Ids>());
     CHECK(tok->encode_with_special_tokens(text) == w.at("with_special").get<Ids>());
     CHECK(tok->decode(w.at("ids").get<Ids>()) == w.at("decoded").get<std::string>());
     CHECK(tok->decode_without_special(w.at("with_special").get<Ids>()) ==
           w.at("decoded_skip").get<std::string>());
+    if (w.at("decoded").get<std::string>() == text) {
+      CHECK(tok->decode(ids) == text);
+      ++round_trips;
+    }
   }
+  return round_trips;
 }
 
 // A small tokenizer.json around a WordLevel model; `extra` adds or replaces top-level keys.
@@ -77,6 +91,27 @@ TEST_CASE("a BERT-style tokenizer.json gives the tokenizers library's ids and te
   CHECK(tok->eot_id() == *tok->special_id("[SEP]"));  // from the post-processor, [CLS] $A [SEP]
   CHECK(tok->pad_id() == *tok->special_id("[PAD]"));
   CHECK_FALSE(tok->special_id("[NOPE]"));
+}
+
+TEST_CASE("a T5-style Unigram tokenizer.json gives the tokenizers library's ids and text",
+          "[data][hf]") {
+  CHECK(check_against_fixture("t5", "hf_unigram_expected.json") > 0);
+  auto tok = data::load_tokenizer_json(kFixtures + "/hf_t5_tokenizer.json");
+  CHECK(dynamic_cast<const data::HfTokenizer&>(*tok).model_kind() == "Unigram");
+  CHECK(tok->eot_id() == 1);  // </s>, which the post-processor appends
+  CHECK(tok->pad_id() == 0);  // <pad>
+  CHECK(tok->encode_with_special_tokens("hi").back() == 1);
+  CHECK(tok->special_id("<extra_id_0>"));
+}
+
+TEST_CASE("a byte-fallback Unigram tokenizer.json gives the tokenizers library's ids and text",
+          "[data][hf]") {
+  CHECK(check_against_fixture("unigram_bytes", "hf_unigram_expected.json") > 0);
+  auto tok = data::load_tokenizer_json(kFixtures + "/hf_unigram_bytes_tokenizer.json");
+  CHECK(tok->eot_id() == *tok->special_id("[SEP]"));
+  // Characters outside the pieces come back through their <0xXX> pieces.
+  for (const char* text : {"snowman \u2603 and \U0001d54f", "\u4e00\u9fa5 \u0d9a\u0dd2"})
+    CHECK(tok->decode(tok->encode(text)) == text);
 }
 
 TEST_CASE("the end-of-text token: explicit choice, tokenizer_config.json, well-known names",
@@ -153,9 +188,8 @@ TEST_CASE("tokenizer.json errors name the file and the JSON path", "[data][hf]")
   auto error = [](const std::string& text) {
     return test::data_error([&] { data::parse_tokenizer_json(text, "e.json"); });
   };
-  CHECK_THAT(
-      error(word_level(R"(, "normalizer": {"type": "Precompiled"})")),
-      Catch::Contains("e.json: normalizer.type is 'Precompiled', which hftrain does not support"));
+  CHECK_THAT(error(word_level(R"(, "normalizer": {"type": "Precompiled"})")),
+             Catch::Contains("e.json: normalizer.precompiled_charsmap is missing"));
   CHECK_THAT(error(word_level(R"(, "decoder": {"type": "CTC"})")),
              Catch::Contains("e.json: decoder.type is 'CTC'"));
   CHECK_THAT(error(word_level(R"(, "added_tokens": [{"id": 0}])")),
