@@ -88,10 +88,10 @@ CharsMap::CharsMap(std::string_view blob, const Where& where) {
 void CharsMap::check_trie(const Where& where) const {
   const char* hint = "is the tokenizer.json damaged? The charsmap comes from a SentencePiece model";
   std::vector<bool> seen(units_.size(), false);
-  std::vector<size_t> todo{offset(units_[0])};  // the children's base of each node to visit
-  while (!todo.empty()) {
-    const size_t base = todo.back();
-    todo.pop_back();
+  std::vector<size_t> to_visit{offset(units_[0])};  // the children's base of each node to visit
+  while (!to_visit.empty()) {
+    const size_t base = to_visit.back();
+    to_visit.pop_back();
     if ((base | 0xFF) >= units_.size()) fail(where, "has a trie node outside the trie", hint);
     for (uint32_t c = 1; c < 256; ++c) {
       const size_t pos = base ^ c;
@@ -108,7 +108,7 @@ void CharsMap::check_trie(const Where& where) const {
           fail(where, "has a replacement offset that is not the start of a character", hint);
         }
       }
-      todo.push_back(child);
+      to_visit.push_back(child);
     }
   }
 }

@@ -68,8 +68,7 @@ void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::T
       host[i] = c;
       continue;
     }
-    if (!host[i].defined() || host[i].is_cuda() || host[i].sizes() != c.sizes() ||
-        host[i].scalar_type() != c.scalar_type()) {
+    if (!host[i].defined() || host[i].sizes() != c.sizes() || host[i].scalar_type() != c.scalar_type()) {
       host[i] = torch::empty(c.sizes(), c.options().device(torch::kCPU).pinned_memory(true));
     }
     host[i].copy_(c, /*non_blocking=*/true);

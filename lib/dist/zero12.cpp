@@ -81,15 +81,14 @@ class ZeroStrategy final : public ShardingStrategy {
     // at start: this rank's chunk, and the bucket's flat buffer (free now that the gradients
     // are used) or, when that holds another dtype, a buffer of the parameters' own.
     const auto& buckets = reducer_->buckets();
+    if (!offload_) {
+      for (const auto& piece : layout_->pieces()) {
+        owns_[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+      }
+    }
     std::vector<WorkPtr> works;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      if (offload_) {
-        owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
-      } else {
-        for (const auto& piece : layout_->pieces()) {
-          if (piece.bucket == b) owns_[b].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
-        }
-      }
+      if (offload_) owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
       works.push_back(comm_.all_gather(gathered(b), owns_[b]));
     }
     for (size_t b = 0; b < buckets.size(); ++b) {

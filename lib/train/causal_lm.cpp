@@ -54,9 +54,6 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   }
 
   bool causal_lm() const override { return true; }
-  dist::UnitSizes unit_sizes() const override {
-    return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
-  }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();
     return {model_->non_embedding_parameters(), s.n_layer, s.n_head, s.head_dim(), seq_len};

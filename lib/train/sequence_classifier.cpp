@@ -74,9 +74,6 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   }
 
   bool causal_lm() const override { return false; }
-  dist::UnitSizes unit_sizes() const override {
-    return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
-  }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();
     return {model_->non_embedding_parameters(), s.num_hidden_layers, s.num_attention_heads, s.head_dim(), seq_len};

@@ -54,7 +54,8 @@ class TaskModel {
 };
 
 // What every task forwards unchanged to its module M (a torch::nn::ModuleHolder of a module with
-// parameters_by_name, parameter_units, set_unit_hooks and set_activation_checkpointing).
+// parameters_by_name, parameter_units, set_unit_hooks, set_activation_checkpointing, and a spec()
+// with root_parameter_count and block_parameter_count).
 template <typename M>
 class ModuleTask : public TaskModel {
  public:
@@ -67,6 +68,9 @@ class ModuleTask : public TaskModel {
   void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
   void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
   int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
+  dist::UnitSizes unit_sizes() const override {
+    return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
+  }
 
  protected:
   M model_;
