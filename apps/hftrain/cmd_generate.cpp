@@ -91,7 +91,7 @@ int run_generate(const GenerateArgs& a) {
             << (spec.arch == config::ModelArch::kGpt2 ? "gpt2" : "llama") << ", " << spec.n_layer
             << " layers, " << n_params << " parameters, vocab " << spec.vocab_size
             << ", max_seq_len " << spec.max_seq_len << "; tokenizer "
-            << (loaded.tokenizer_kind == data::TokenizerKind::kByte ? "byte" : "bpe") << " ("
+            << (loaded.tokenizer_kind == tokenizer::TokenizerKind::kByte ? "byte" : "bpe") << " ("
             << loaded.tokenizer->vocab_size() << " tokens); on " << device.str() << " in "
             << format_seconds(load_s) << "\n";
 

@@ -10,7 +10,7 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
-#include "dist/memory_plan.h"
+#include "parallel/plan/memory_plan.h"
 #include "model/spec.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
@@ -37,7 +37,7 @@ int run_plan(const PlanArgs& a) {
   options.overrides = split.overrides;
   const config::Config cfg = train::resolve_with_model_from(options).values;
   int64_t psi = 0;
-  dist::UnitSizes units;
+  parallel::UnitSizes units;
   if (cfg.model.arch == config::ModelArch::kBert) {
     // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
     const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
@@ -55,11 +55,11 @@ int run_plan(const PlanArgs& a) {
   }
   std::cout << "model: Ψ = " << psi << " parameters\n"
             << "ranks: N = " << a.nproc << "; optimizer state K = "
-            << dist::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
-            << dist::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
+            << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
+            << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations not included):\n\n"
-            << dist::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
+            << parallel::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
   return util::kExitOk;
 }
 

@@ -12,9 +12,10 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "data/bpe_trainer.h"
+#include "tokenizer/bpe_trainer.h"
 #include "data/source.h"
-#include "data/tokenizer_json.h"
+#include "data/tokenizer_training.h"
+#include "tokenizer/tokenizer_json.h"
 #include "model/saved_model.h"
 #include "util/error.h"
 
@@ -73,10 +74,10 @@ int run_train(const TrainArgs& a) {
   }
   check_output(a);
   const auto start = std::chrono::steady_clock::now();
-  data::BpeTrainerOptions options;
+  tokenizer::BpeTrainerOptions options;
   options.vocab_size = a.vocab_size;
   options.min_frequency = a.min_frequency;
-  data::BpeTrainer trainer(options);
+  tokenizer::BpeTrainer trainer(options);
   std::vector<data::SourceSpec> sources;
   size_t n_files = 0;
   for (const auto& path : a.data) {
@@ -89,9 +90,9 @@ int run_train(const TrainArgs& a) {
     sources.push_back(std::move(spec));
   }
   std::cerr << "training a byte-level BPE tokenizer on " << n_files << " file(s)\n";
-  trainer.add_sources(sources);
-  const data::BpeTokenizer tokenizer = trainer.train();
-  data::save_tokenizer_json(tokenizer, a.output);
+  data::add_sources(trainer, sources);
+  const tokenizer::BpeTokenizer tokenizer = trainer.train();
+  tokenizer::save_tokenizer_json(tokenizer, a.output);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const auto& model = tokenizer.model();

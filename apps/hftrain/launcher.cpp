@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "dist/world.h"
+#include "parallel/comm/world.h"
 #include "launch/launch_env.h"
 #include "launch/spawner.h"
 #include "util/env.h"
@@ -63,9 +63,9 @@ int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_
   if (static_cast<unsigned>(a.nproc_per_node) >= cores && !env.get("OMPI_MCA_mpi_yield_when_idle")) {
     o.env.emplace_back("OMPI_MCA_mpi_yield_when_idle", "1");  // oversubscribed: wait politely
   }
-  std::unique_ptr<dist::StoreHost> store;
+  std::unique_ptr<parallel::StoreHost> store;
   if (a.node_rank == 0) {
-    store = dist::StoreHost::start(a.master_port, 600);
+    store = parallel::StoreHost::start(a.master_port, 600);
     o.master_port = store->port();
   } else {
     o.master_port = a.master_port;

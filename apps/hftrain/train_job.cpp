@@ -6,8 +6,8 @@
 
 #include "ckpt/layout.h"
 #include "config/schema.h"
-#include "dist/memory_plan.h"
-#include "dist/world.h"
+#include "parallel/plan/memory_plan.h"
+#include "parallel/comm/world.h"
 #include "launch/launch_env.h"
 #include "train/wiring.h"
 #include "util/env.h"
@@ -46,7 +46,7 @@ int signal_exit_code(const config::Config& cfg, int signal) {
   return cfg.checkpoint.signal_exit_code ? static_cast<int>(*cfg.checkpoint.signal_exit_code) : 128 + signal;
 }
 
-int train_with(const TrainJob& job, dist::World& world, const std::filesystem::path& run_dir,
+int train_with(const TrainJob& job, parallel::World& world, const std::filesystem::path& run_dir,
                const torch::Device& device);
 
 }  // namespace
@@ -96,10 +96,10 @@ int run_train_job(const TrainJob& job) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   const torch::Device device = train::pick_device(cfg, env.local_rank);
-  std::unique_ptr<dist::World> world = dist::World::create(env, cfg.distributed, device);
+  std::unique_ptr<parallel::World> world = parallel::World::create(env, cfg.distributed, device);
   if (env.distributed()) {
     util::log::info("distributed: " + std::to_string(env.world_size) + " ranks (" + env.describe() + "), backend " +
-                    world->comm().backend() + ", strategy " + dist::strategy_name(cfg.distributed.strategy));
+                    world->comm().backend() + ", strategy " + parallel::strategy_name(cfg.distributed.strategy));
   }
   try {
     return train_with(job, *world, run_dir, device);
@@ -111,7 +111,7 @@ int run_train_job(const TrainJob& job) {
 
 namespace {
 
-int train_with(const TrainJob& job, dist::World& world, const std::filesystem::path& run_dir,
+int train_with(const TrainJob& job, parallel::World& world, const std::filesystem::path& run_dir,
                const torch::Device& device) {
   const config::Schema& schema = config::product_schema();
   const config::Config& cfg = job.resolved.values;

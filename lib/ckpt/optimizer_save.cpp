@@ -22,10 +22,10 @@ Json failure(const util::Error& e) {
 }
 
 // Every rank's `mine`, parsed. Messages may hold paths that are not UTF-8: replaced, not thrown.
-std::vector<Json> all_gather_json(dist::Communicator& comm, const Json& mine,
+std::vector<Json> all_gather_json(parallel::Communicator& comm, const Json& mine,
                                   const torch::Device& device) {
   std::vector<Json> out;
-  for (const auto& text : dist::all_gather_text(
+  for (const auto& text : parallel::all_gather_text(
            comm, mine.dump(-1, ' ', false, Json::error_handler_t::replace), device)) {
     out.push_back(Json::parse(text));
   }
@@ -55,8 +55,8 @@ StagedOptimizer::StagedOptimizer(StagedOptimizer&& other) noexcept
     : dir_(std::exchange(other.dir_, {})), handoff_(std::move(other.handoff_)) {}
 
 StagedOptimizer stage_optimizer_shards(const fs::path& run_dir, int64_t step,
-                                       dist::Communicator& comm, const torch::Device& device,
-                                       const dist::LocalOptimizerState& local) {
+                                       parallel::Communicator& comm, const torch::Device& device,
+                                       const parallel::LocalOptimizerState& local) {
   StagedOptimizer staged;
   const int rank = comm.rank();
   // 1. Rank 0 creates the folder; its pid names it.

@@ -2,7 +2,7 @@
 // CheckpointWriter protocol (writer.h):
 //   1. rank 0 creates a staging folder beside the checkpoint's (optimizer_staging_dir in
 //      layout.h) and tells every rank where it is (an all-gather);
-//   2. every rank that holds a distinct shard (dist::LocalOptimizerState::file >= 0) writes its
+//   2. every rank that holds a distinct shard (parallel::LocalOptimizerState::file >= 0) writes its
 //      shard file there, fsynced, measuring size and checksum as it writes; replicas write nothing;
 //   3. the ranks all-gather what they wrote, or why they failed: each learns whether all
 //      succeeded, and on any failure every rank throws the same IoError and the folder goes;
@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/writer.h"
-#include "dist/communicator.h"
-#include "dist/optimizer_pieces.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/data_parallel/optimizer_pieces.h"
 
 namespace hftrain::ckpt {
 
@@ -45,8 +45,8 @@ class StagedOptimizer {
 
  private:
   friend StagedOptimizer stage_optimizer_shards(const std::filesystem::path&, int64_t,
-                                                dist::Communicator&, const torch::Device&,
-                                                const dist::LocalOptimizerState&);
+                                                parallel::Communicator&, const torch::Device&,
+                                                const parallel::LocalOptimizerState&);
   std::filesystem::path dir_;  // rank 0: the staging folder
   nlohmann::json handoff_;
 };
@@ -55,8 +55,8 @@ class StagedOptimizer {
 // live. Throws IoError, on every rank alike, when rank 0 cannot create the folder or any rank
 // cannot write its file.
 StagedOptimizer stage_optimizer_shards(const std::filesystem::path& run_dir, int64_t step,
-                                       dist::Communicator& comm, const torch::Device& device,
-                                       const dist::LocalOptimizerState& local);
+                                       parallel::Communicator& comm, const torch::Device& device,
+                                       const parallel::LocalOptimizerState& local);
 
 // Step 4, on rank 0: moves the staged files into `writer` (as optimizer/shard-*.safetensors) and
 // adds optimizer/index.json. Throws IoError.

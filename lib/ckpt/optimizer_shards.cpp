@@ -37,7 +37,7 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
 }
 
 // Reads ranges of the tensors an index places in files, mapping each file on first use.
-class MappedOptimizerState final : public dist::SavedOptimizerState {
+class MappedOptimizerState final : public parallel::SavedOptimizerState {
  public:
   MappedOptimizerState(fs::path dir, OptimizerIndex index)
       : dir_(std::move(dir)), index_(std::move(index)), files_(index_.files.size()), entries_(files_.size()) {}
@@ -130,7 +130,7 @@ class MappedOptimizerState final : public dist::SavedOptimizerState {
 
 }  // namespace
 
-Json write_optimizer_shard(const fs::path& dir, const dist::LocalOptimizerState& local) {
+Json write_optimizer_shard(const fs::path& dir, const parallel::LocalOptimizerState& local) {
   const std::string name = optimizer_shard_name(local.file, local.num_files);
   model::TensorList tensors;
   Json pieces = Json::object();
@@ -198,7 +198,7 @@ OptimizerIndex index_optimizer_shards(const std::vector<Json>& records, Json met
   return index;
 }
 
-std::unique_ptr<dist::SavedOptimizerState> open_saved_optimizer(const fs::path& dir) {
+std::unique_ptr<parallel::SavedOptimizerState> open_saved_optimizer(const fs::path& dir) {
   std::error_code ec;
   const fs::path index_path = dir / kOptimizerIndexFile;
   if (fs::exists(index_path, ec)) {

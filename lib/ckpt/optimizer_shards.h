@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/optimizer_index.h"
-#include "dist/optimizer_pieces.h"
+#include "parallel/data_parallel/optimizer_pieces.h"
 
 namespace hftrain::ckpt {
 
@@ -20,7 +20,7 @@ namespace hftrain::ckpt {
 // about it: {"file": its ManifestFile (path relative to the checkpoint), "pieces": {name:
 // {"shape", "offset", "count"}}, "steps": this rank's step counts}. Throws IoError.
 nlohmann::json write_optimizer_shard(const std::filesystem::path& dir,
-                                     const dist::LocalOptimizerState& local);
+                                     const parallel::LocalOptimizerState& local);
 
 // The index of the files that `records` describe (one per rank, null where a rank wrote none),
 // with `meta` and the step counts merged over the records (the largest per parameter).
@@ -32,6 +32,6 @@ OptimizerIndex index_optimizer_shards(const std::vector<nlohmann::json>& records
 // legacy optimizer.safetensors + optimizer.json. A shard file is mapped (and its header checked
 // against the index) only when a read needs it. Throws CheckpointError naming the file: missing,
 // truncated, a header that does not parse or does not match the index.
-std::unique_ptr<dist::SavedOptimizerState> open_saved_optimizer(const std::filesystem::path& dir);
+std::unique_ptr<parallel::SavedOptimizerState> open_saved_optimizer(const std::filesystem::path& dir);
 
 }  // namespace hftrain::ckpt

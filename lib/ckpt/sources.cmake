@@ -7,6 +7,7 @@ set(HFTRAIN_CKPT_CORE_SOURCES
   manifest.cpp
   optimizer_index.cpp
   resume_policy.cpp
+  save_policy.cpp
   rotation.cpp
   verify.cpp)
 # LibTorch: the writer streams tensors into safetensors files; every rank writes its optimizer

@@ -3,25 +3,25 @@
 #include <algorithm>
 #include <numeric>
 
-#include "data/bpe_tokenizer.h"
-#include "data/hf_tokenizer.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/hf/hf_tokenizer.h"
 #include "util/error.h"
 
 namespace hftrain::data {
 namespace {
 
 // The special tokens and type ids around a (and b): what the tokenizer's post-processor adds.
-hf::TypedIds frame(const Tokenizer& tokenizer, const std::vector<int32_t>& a,
+tokenizer::hf::TypedIds frame(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& a,
                    const std::vector<int32_t>* b, const std::string& origin) {
-  if (const auto* hf_tokenizer = dynamic_cast<const HfTokenizer*>(&tokenizer)) {
+  if (const auto* hf_tokenizer = dynamic_cast<const tokenizer::HfTokenizer*>(&tokenizer)) {
     return hf_tokenizer->with_special_tokens(a, b);
   }
   std::vector<int32_t> prefix, suffix;  // byte-level BPE keeps only the single-sequence template
-  if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tokenizer)) {
+  if (const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(&tokenizer)) {
     prefix = bpe->model().post_prefix;
     suffix = bpe->model().post_suffix;
   }
-  if (prefix.empty() && suffix.empty()) return hf::post_process(nullptr, a, b);
+  if (prefix.empty() && suffix.empty()) return tokenizer::hf::post_process(nullptr, a, b);
   if (b) {
     throw util::DataError(
         "data file " + origin +
@@ -29,7 +29,7 @@ hf::TypedIds frame(const Tokenizer& tokenizer, const std::vector<int32_t>& a,
             "to frame one sequence",
         "use single texts, or a tokenizer.json whose post-processor has a pair template (BERT's)");
   }
-  hf::TypedIds out;
+  tokenizer::hf::TypedIds out;
   out.ids = prefix;
   out.ids.insert(out.ids.end(), a.begin(), a.end());
   out.ids.insert(out.ids.end(), suffix.begin(), suffix.end());
@@ -55,7 +55,7 @@ std::pair<size_t, size_t> truncated_lengths(size_t a_len, std::optional<size_t> 
   return swapped ? std::pair{n2, n1} : std::pair{n1, n2};
 }
 
-EncodedExample encode_example(const Tokenizer& tokenizer, const LabelledExample& example,
+EncodedExample encode_example(const tokenizer::Tokenizer& tokenizer, const LabelledExample& example,
                               int64_t label, int64_t max_length) {
   const bool pair = !example.text_pair.empty();
   const std::vector<int32_t> none;
@@ -75,11 +75,11 @@ EncodedExample encode_example(const Tokenizer& tokenizer, const LabelledExample&
                         static_cast<size_t>(max_length) - specials);
   a.resize(keep_a);
   b.resize(keep_b);
-  hf::TypedIds framed = frame(tokenizer, a, pair ? &b : nullptr, example.origin);
+  tokenizer::hf::TypedIds framed = frame(tokenizer, a, pair ? &b : nullptr, example.origin);
   return {std::move(framed.ids), std::move(framed.type_ids), label};
 }
 
-std::vector<EncodedExample> encode_examples(const Tokenizer& tokenizer,
+std::vector<EncodedExample> encode_examples(const tokenizer::Tokenizer& tokenizer,
                                             const std::vector<LabelledExample>& examples,
                                             const std::vector<int64_t>& labels,
                                             int64_t max_length) {

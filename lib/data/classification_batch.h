@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "data/labelled.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hftrain::data {
 
@@ -37,11 +37,11 @@ std::pair<size_t, size_t> truncated_lengths(size_t a_len, std::optional<size_t> 
 // a then b, with type ids 0 then 1, as in `tokenizers`.
 // Throws ConfigError when max_length leaves no room for text beside the special tokens, DataError
 // (naming the example's origin) for a pair where the tokenizer cannot frame one.
-EncodedExample encode_example(const Tokenizer& tokenizer, const LabelledExample& example,
+EncodedExample encode_example(const tokenizer::Tokenizer& tokenizer, const LabelledExample& example,
                               int64_t label, int64_t max_length);
 
 // All examples, with their labels' ids (label_ids in labelled.h), in order.
-std::vector<EncodedExample> encode_examples(const Tokenizer& tokenizer,
+std::vector<EncodedExample> encode_examples(const tokenizer::Tokenizer& tokenizer,
                                             const std::vector<LabelledExample>& examples,
                                             const std::vector<int64_t>& labels, int64_t max_length);
 

@@ -49,7 +49,7 @@ std::vector<LabelledExample> read_all(const std::vector<std::filesystem::path>& 
 }  // namespace
 
 Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
-                                    const Tokenizer& tokenizer, torch::Device device) {
+                                    const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   if (options.train.empty()) {
     throw util::DataError("data.train names no labelled file", "set data.train to CSV, TSV or JSONL files");
   }

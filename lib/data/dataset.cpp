@@ -46,7 +46,7 @@ struct Corpora {
 };
 
 Corpora load_corpora(const std::vector<SourceSpec>& sources, const DatasetOptions& options,
-                     const Tokenizer& tokenizer) {
+                     const tokenizer::Tokenizer& tokenizer) {
   Corpora out;
   std::vector<std::pair<SourceSpec, fs::path>> text_files;
   for (const auto& spec : sources) {
@@ -108,7 +108,7 @@ void split_by_fraction(const std::vector<std::shared_ptr<const TokenCorpus>>& co
 
 }  // namespace
 
-Datasets build_datasets(const DatasetOptions& options, const Tokenizer& tokenizer) {
+Datasets build_datasets(const DatasetOptions& options, const tokenizer::Tokenizer& tokenizer) {
   if (options.train.empty()) {
     throw util::ConfigError("no training data: the train source list is empty", "set data.train");
   }

@@ -12,7 +12,7 @@
 #include "data/source.h"
 #include "data/token_cache.h"
 #include "data/token_corpus.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hftrain::data {
 
@@ -60,6 +60,6 @@ struct Datasets {
 
 // Reads (or maps from the cache) every source and makes the splits. Throws DataError for bad
 // sources and files, ConfigError for a fraction outside [0, 1).
-Datasets build_datasets(const DatasetOptions& options, const Tokenizer& tokenizer);
+Datasets build_datasets(const DatasetOptions& options, const tokenizer::Tokenizer& tokenizer);
 
 }  // namespace hftrain::data

@@ -53,7 +53,7 @@ DataLoader::DataLoader(std::shared_ptr<const TokenDataset> dataset, const Packin
                        const LoaderOptions& options, int32_t pad_id, torch::Device device)
     : DataLoader(token_batch_source(std::move(dataset), packing, pad_id), options, device) {}
 
-DataLoader::DataLoader(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device)
+DataLoader::DataLoader(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device)
     : DataLoader(build_datasets(options.dataset, tokenizer).train, options.packing, options.loader,
                  tokenizer.pad_id(), device) {}
 
@@ -125,7 +125,7 @@ Batch DataLoader::next() {
   return batch;
 }
 
-Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device) {
+Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   Loaders out;
   out.datasets = build_datasets(options.dataset, tokenizer);
   out.train = std::make_unique<DataLoader>(out.datasets.train, options.packing, options.loader, tokenizer.pad_id(),

@@ -20,7 +20,7 @@
 #include "data/packing.h"
 #include "data/prefetcher.h"
 #include "data/sampler.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hftrain::data {
 
@@ -64,7 +64,7 @@ class DataLoader {
   DataLoader(std::shared_ptr<const TokenDataset> dataset, const PackingOptions& packing,
              const LoaderOptions& options, int32_t pad_id, torch::Device device);
   // The training split of `options` (datasets built, or mapped from the token cache, here).
-  DataLoader(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device);
+  DataLoader(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -118,7 +118,7 @@ struct Loaders {
   Datasets datasets;  // language modelling
   LabelSet labels;    // classification: the classes, by id
 };
-Loaders make_loaders(const DataOptions& options, const Tokenizer& tokenizer, torch::Device device);
+Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device);
 
 // Sequence classification: labelled records (labelled.h) encoded and padded per batch.
 struct ClassificationOptions {
@@ -133,6 +133,6 @@ struct ClassificationOptions {
 };
 // Throws DataError naming the file and line for bad records or labels.
 Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
-                                    const Tokenizer& tokenizer, torch::Device device);
+                                    const tokenizer::Tokenizer& tokenizer, torch::Device device);
 
 }  // namespace hftrain::data

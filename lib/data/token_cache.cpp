@@ -104,7 +104,7 @@ fs::path default_cache_dir(const util::Environment& env) {
 }
 
 std::string cache_key(const std::vector<std::pair<SourceSpec, fs::path>>& files, const ChatTemplate& chat,
-                      const Tokenizer& tokenizer) {
+                      const tokenizer::Tokenizer& tokenizer) {
   std::string key = "hftrain-token-cache v1\ntokenizer " + tokenizer.fingerprint() + "\nchat " + chat.role_prefix +
                     "\x1f" + chat.role_suffix + "\x1f" + chat.message_end + "\x1f" + chat.train_role + "\n";
   for (const auto& [spec, file] : files) {
@@ -122,7 +122,7 @@ std::string cache_key(const std::vector<std::pair<SourceSpec, fs::path>>& files,
 }
 
 std::shared_ptr<TokenCorpus> tokenize_files(const std::vector<std::pair<SourceSpec, fs::path>>& files,
-                                            const ChatTemplate& chat, const Tokenizer& tokenizer) {
+                                            const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer) {
   std::vector<uint32_t> tokens;
   std::vector<uint8_t> mask;
   std::vector<uint64_t> starts{0};
@@ -148,7 +148,7 @@ std::shared_ptr<TokenCorpus> tokenize_files(const std::vector<std::pair<SourceSp
 }
 
 CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, fs::path>>& files, const ChatTemplate& chat,
-                             const Tokenizer& tokenizer, const CacheOptions& options) {
+                             const tokenizer::Tokenizer& tokenizer, const CacheOptions& options) {
   CacheResult result;
   if (!options.enabled) {
     result.corpus = tokenize_files(files, chat, tokenizer);

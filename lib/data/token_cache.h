@@ -12,7 +12,7 @@
 
 #include "data/source.h"
 #include "data/token_corpus.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/env.h"
 
 namespace hftrain::data {
@@ -36,16 +36,16 @@ struct CacheResult {
 // The key text of a set of text files (one per line: path, size, mtime) plus the options that
 // change their tokens.
 std::string cache_key(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
-                      const ChatTemplate& chat, const Tokenizer& tokenizer);
+                      const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer);
 
 // Tokenizes the documents of `files` (each with the spec it came from) into one corpus, or maps
 // the cache file of the same key. A cache that cannot be written is reported as a warning and
 // the run goes on with the in-memory corpus.
 CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
-                             const ChatTemplate& chat, const Tokenizer& tokenizer, const CacheOptions& options);
+                             const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer, const CacheOptions& options);
 
 // The corpus without any cache (tests, and caching off).
 std::shared_ptr<TokenCorpus> tokenize_files(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
-                                            const ChatTemplate& chat, const Tokenizer& tokenizer);
+                                            const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer);
 
 }  // namespace hftrain::data

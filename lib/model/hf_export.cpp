@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "data/unicode.h"
+#include "tokenizer/unicode.h"
 #include "model/model_files.h"
 #include "model/hf_config.h"
 #include "model/hf_weights.h"
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 // The special tokens of a tokenizer: every id past the 256 bytes (byte tokenizer) that names one.
-std::vector<std::pair<int32_t, std::string>> byte_specials(const data::Tokenizer& t) {
+std::vector<std::pair<int32_t, std::string>> byte_specials(const tokenizer::Tokenizer& t) {
   std::vector<std::pair<int32_t, std::string>> out;
   for (int32_t id = 256; id < t.vocab_size(); ++id) {
     const int32_t one[] = {id};
@@ -37,11 +37,11 @@ Json added_token(int32_t id, const std::string& content) {
 
 // The byte tokenizer as Hugging Face byte-level BPE: vocabulary of the 256 byte characters (id =
 // byte), no merges, no regex split, the specials as added tokens.
-std::string byte_tokenizer_json(const data::Tokenizer& t) {
+std::string byte_tokenizer_json(const tokenizer::Tokenizer& t) {
   Json vocab = Json::object();
   for (int b = 0; b < 256; ++b) {
     std::string ch;
-    data::unicode::append_utf8(ch, data::unicode::byte_to_char(static_cast<uint8_t>(b)));
+    tokenizer::unicode::append_utf8(ch, tokenizer::unicode::byte_to_char(static_cast<uint8_t>(b)));
     vocab[ch] = b;
   }
   Json added = Json::array();
@@ -68,7 +68,7 @@ void write_text(const fs::path& path, const std::string& text) { util::atomic_wr
 
 void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard_bytes) {
   const ModelSpec& spec = loaded.model->spec();
-  const data::Tokenizer& tok = *loaded.tokenizer;
+  const tokenizer::Tokenizer& tok = *loaded.tokenizer;
   const int32_t eot = tok.eot_id();
   const int32_t pad = tok.pad_id();
   const std::string config = hf_config_json(spec, {eot, eot, pad});  // refuses what no HF model holds
@@ -82,7 +82,7 @@ void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard
   try {
     write_sharded_weights(staged, to_hf_weights(loaded.model), static_cast<uint64_t>(max_shard_bytes));
     write_text(staged / kHfConfigFile, config);
-    const std::string tokenizer = loaded.tokenizer_kind == data::TokenizerKind::kByte
+    const std::string tokenizer = loaded.tokenizer_kind == tokenizer::TokenizerKind::kByte
                                       ? byte_tokenizer_json(tok)
                                       : util::read_file<util::CheckpointError>(loaded.dir / kTokenizerFile, "tokenizer");
     write_text(staged / kTokenizerFile, tokenizer);

@@ -1,5 +1,5 @@
 // Parameter units: the groups of parameters that a sharding strategy which shards the parameters
-// themselves (zero3, hybrid; dist/zero3.h) materialises one at a time. The model tells the
+// themselves (zero3, hybrid; parallel/data_parallel/zero3.h) materialises one at a time. The model tells the
 // strategy when a unit is about to be used and when its forward is done; the strategy gathers
 // the unit's parameters before, frees them after, and hooks the unit's output so that they are
 // gathered again before its backward.

@@ -11,8 +11,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "data/byte_tokenizer.h"
-#include "data/tokenizer_json.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
 #include "model/safetensors.h"
 #include "model/stored_weights.h"
 #include "model/weight_loader.h"
@@ -38,23 +38,23 @@ std::string byte_tokenizer_text(const std::vector<std::string>& specials) {
   return j.dump(2) + "\n";
 }
 
-std::string tokenizer_text(const Transformer& model, data::TokenizerKind kind,
-                           const data::Tokenizer* tokenizer) {
+std::string tokenizer_text(const Transformer& model, tokenizer::TokenizerKind kind,
+                           const tokenizer::Tokenizer* tokenizer) {
   if (tokenizer && tokenizer->vocab_size() > model->spec().vocab_size) {
     throw util::ConfigError("the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
                                 " tokens, more than model.vocab_size " +
                                 std::to_string(model->spec().vocab_size),
                             "set model.vocab_size to at least the tokenizer's vocabulary size");
   }
-  if (kind == data::TokenizerKind::kByte) {
-    const auto* byte = dynamic_cast<const data::ByteTokenizer*>(tokenizer);
+  if (kind == tokenizer::TokenizerKind::kByte) {
+    const auto* byte = dynamic_cast<const tokenizer::ByteTokenizer*>(tokenizer);
     if (tokenizer && !byte)
       throw util::UsageError("save_model_dir: tokenizer kind is byte but the tokenizer is not");
-    return byte_tokenizer_text(byte ? byte->specials() : data::ByteTokenizer().specials());
+    return byte_tokenizer_text(byte ? byte->specials() : tokenizer::ByteTokenizer().specials());
   }
-  if (!tokenizer || dynamic_cast<const data::ByteTokenizer*>(tokenizer))
+  if (!tokenizer || dynamic_cast<const tokenizer::ByteTokenizer*>(tokenizer))
     throw util::UsageError("save_model_dir: tokenizer kind is bpe but no tokenizer.json tokenizer was given");
-  return data::tokenizer_json_text(*tokenizer);  // BpeTokenizer as hftrain writes it, HfTokenizer as loaded
+  return tokenizer::tokenizer_json_text(*tokenizer);  // BpeTokenizer as hftrain writes it, HfTokenizer as loaded
 }
 
 fs::path required_file(const fs::path& dir, const char* name) {
@@ -79,13 +79,13 @@ fs::path required_file(const fs::path& dir, const char* name) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> model_text_files(
-    const Transformer& model, data::TokenizerKind kind, const data::Tokenizer* tokenizer) {
+    const Transformer& model, tokenizer::TokenizerKind kind, const tokenizer::Tokenizer* tokenizer) {
   return {{kModelSpecFile, model->spec().to_json()},
           {kTokenizerFile, tokenizer_text(model, kind, tokenizer)}};
 }
 
-void write_model_files(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
-                       const data::Tokenizer* tokenizer) {
+void write_model_files(const fs::path& dir, const Transformer& model, tokenizer::TokenizerKind kind,
+                       const tokenizer::Tokenizer* tokenizer) {
   const auto text_files = model_text_files(model, kind, tokenizer);
   TensorList tensors;
   for (const auto& [name, p] : model->parameters_by_name()) {
@@ -95,8 +95,8 @@ void write_model_files(const fs::path& dir, const Transformer& model, data::Toke
   for (const auto& [name, text] : text_files) util::atomic_write_file(dir / name, text);
 }
 
-void save_model_dir(const fs::path& dir, const Transformer& model, data::TokenizerKind kind,
-                    const data::Tokenizer* tokenizer) {
+void save_model_dir(const fs::path& dir, const Transformer& model, tokenizer::TokenizerKind kind,
+                    const tokenizer::Tokenizer* tokenizer) {
   // Refuse a mismatched tokenizer before touching the filesystem.
   tokenizer_text(model, kind, tokenizer);
   fs::path tmp = dir;
@@ -115,13 +115,13 @@ void save_model_dir(const fs::path& dir, const Transformer& model, data::Tokeniz
   }
 }
 
-std::unique_ptr<data::Tokenizer> load_tokenizer_file(const fs::path& path,
-                                                     data::TokenizerKind* kind) {
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer_file(const fs::path& path,
+                                                     tokenizer::TokenizerKind* kind) {
   const std::string text = util::read_file<util::DataError>(path, "tokenizer file");
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains(kByteMarkerKey)) {
-    if (kind) *kind = data::TokenizerKind::kBpe;
-    return data::parse_tokenizer_json(text, path.string());
+    if (kind) *kind = tokenizer::TokenizerKind::kBpe;
+    return tokenizer::parse_tokenizer_json(text, path.string());
   }
   const Json& marker = j[kByteMarkerKey];
   if (!marker.is_string() || marker.get<std::string>() != "byte") {
@@ -129,7 +129,7 @@ std::unique_ptr<data::Tokenizer> load_tokenizer_file(const fs::path& path,
                               " (expected \"byte\")",
                           "the file is damaged or from a newer hftrain");
   }
-  std::vector<std::string> specials = data::ByteTokenizer().specials();
+  std::vector<std::string> specials = tokenizer::ByteTokenizer().specials();
   if (j.contains("special_tokens")) {
     const Json& list = j["special_tokens"];
     bool ok = list.is_array();
@@ -140,9 +140,9 @@ std::unique_ptr<data::Tokenizer> load_tokenizer_file(const fs::path& path,
     }
     if (!ok) throw util::DataError(path.string() + ": special_tokens must be a list of strings");
   }
-  if (kind) *kind = data::TokenizerKind::kByte;
+  if (kind) *kind = tokenizer::TokenizerKind::kByte;
   try {
-    return std::make_unique<data::ByteTokenizer>(std::move(specials));
+    return std::make_unique<tokenizer::ByteTokenizer>(std::move(specials));
   } catch (const util::Error& e) {
     throw util::DataError(path.string() + ": " + e.what(), "the file is damaged");
   }

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model_files.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
@@ -26,28 +26,28 @@ namespace hftrain::model {
 // Writes the model directory `dir` crash-safely: the files go into `dir.tmp-<pid>`, which then
 // replaces `dir` in one atomic exchange, so `dir` is always either the old or the new directory.
 // Other files of an existing `dir` are not kept. `tokenizer` may be null for kByte (the default
-// byte tokenizer); kBpe needs the data::BpeTokenizer. Throws IoError naming the path, UsageError
+// byte tokenizer); kBpe needs the tokenizer::BpeTokenizer. Throws IoError naming the path, UsageError
 // for a tokenizer that does not match `kind`.
 void save_model_dir(const std::filesystem::path& dir, const Transformer& model,
-                    data::TokenizerKind kind, const data::Tokenizer* tokenizer);
+                    tokenizer::TokenizerKind kind, const tokenizer::Tokenizer* tokenizer);
 
 // Writes the three files into the existing folder `dir`, each crash-safely but not as a set: for
 // a caller that stages a larger directory of its own (a checkpoint with optimizer state) and
 // publishes it whole. Same errors as save_model_dir.
 void write_model_files(const std::filesystem::path& dir, const Transformer& model,
-                       data::TokenizerKind kind, const data::Tokenizer* tokenizer);
+                       tokenizer::TokenizerKind kind, const tokenizer::Tokenizer* tokenizer);
 
 // The {file name, content} of the model directory's text files (model.json, tokenizer.json):
 // what write_model_files writes besides the weights, for a caller that stages them itself.
 // Same errors as save_model_dir.
 std::vector<std::pair<std::string, std::string>> model_text_files(const Transformer& model,
-                                                                  data::TokenizerKind kind,
-                                                                  const data::Tokenizer* tokenizer);
+                                                                  tokenizer::TokenizerKind kind,
+                                                                  const tokenizer::Tokenizer* tokenizer);
 
 struct LoadedModel {
   Transformer model{nullptr};                  // on the CPU, fp32, in eval mode
-  std::unique_ptr<data::Tokenizer> tokenizer;  // vocab_size() <= the model's
-  data::TokenizerKind tokenizer_kind = data::TokenizerKind::kByte;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // vocab_size() <= the model's
+  tokenizer::TokenizerKind tokenizer_kind = tokenizer::TokenizerKind::kByte;
   std::filesystem::path dir;  // the model directory actually read
 };
 
@@ -77,7 +77,7 @@ void load_model_weights(Transformer& model, const std::filesystem::path& dir);
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.
 // `kind`, when given, receives which. Throws DataError naming the file.
-std::unique_ptr<data::Tokenizer> load_tokenizer_file(const std::filesystem::path& path,
-                                                     data::TokenizerKind* kind = nullptr);
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer_file(const std::filesystem::path& path,
+                                                     tokenizer::TokenizerKind* kind = nullptr);
 
 }  // namespace hftrain::model

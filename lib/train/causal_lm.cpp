@@ -44,12 +44,12 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     util::log::info(what + ": starting from the weights in " + source.dir.string() +
                     (source.hugging_face ? " (Hugging Face layout)" : ""));
   }
-  std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind kind,
-                                                              const data::Tokenizer& tokenizer) const override {
+  std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
+                                                              const tokenizer::Tokenizer& tokenizer) const override {
     return model::model_text_files(model_, kind, &tokenizer);
   }
-  void save_dir(const std::filesystem::path& dir, data::TokenizerKind kind,
-                const data::Tokenizer& tokenizer) const override {
+  void save_dir(const std::filesystem::path& dir, tokenizer::TokenizerKind kind,
+                const tokenizer::Tokenizer& tokenizer) const override {
     model::save_model_dir(dir, model_, kind, &tokenizer);
   }
 

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "data/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 #include "model/model_files.h"
 #include "model/bert.h"
 #include "model/bert_weights.h"
@@ -47,12 +47,12 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
     util::log::info(what + ": starting from the weights in " + source.dir.string() + " (Hugging Face layout)");
     if (const std::string note = report.describe(); !note.empty()) util::log::info(what + ": " + note);
   }
-  std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind,
-                                                              const data::Tokenizer& tokenizer) const override {
+  std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind,
+                                                              const tokenizer::Tokenizer& tokenizer) const override {
     return {{model::kHfConfigFile, model::bert_config_json(model_->spec(), labels_)},
-            {model::kTokenizerFile, data::tokenizer_json_text(tokenizer)}};
+            {model::kTokenizerFile, tokenizer::tokenizer_json_text(tokenizer)}};
   }
-  void save_dir(const fs::path& dir, data::TokenizerKind kind, const data::Tokenizer& tokenizer) const override {
+  void save_dir(const fs::path& dir, tokenizer::TokenizerKind kind, const tokenizer::Tokenizer& tokenizer) const override {
     const auto files = text_files(kind, tokenizer);  // refuses a tokenizer it cannot write, before any I/O
     fs::path tmp = dir;
     tmp += ".tmp-" + std::to_string(::getpid());

@@ -1,13 +1,19 @@
+# The training stage (relative to lib/train): what the loop trains (task models), how a Trainer is
+# built from the config, the step and the loop, evaluation, checkpoint state, precision.
 set(HFTRAIN_TRAIN_CORE_SOURCES
   baseline.cpp
   callbacks.cpp
+  fault_injection.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   causal_lm.cpp
+  device_stats.cpp
+  evaluation.cpp
   model_from.cpp
   sequence_classifier.cpp
   precision.cpp
   step_math.cpp
   trainer.cpp
+  trainer_builder.cpp
   trainer_checkpoint.cpp
   wiring.cpp)

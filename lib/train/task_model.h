@@ -13,8 +13,8 @@
 #include <torch/nn/module.h>
 
 #include "data/loader.h"
-#include "data/tokenizer.h"
-#include "dist/memory_plan.h"
+#include "tokenizer/tokenizer.h"
+#include "parallel/plan/memory_plan.h"
 #include "metrics/mfu.h"
 #include "model/bert_spec.h"
 #include "model/parameter_units.h"
@@ -41,15 +41,15 @@ class TaskModel {
   // messages. ConfigError for another shape, CheckpointError for missing or extra tensors.
   virtual void load(const std::filesystem::path& path, const std::string& what) = 0;
   // The files of a model directory besides the weights (model.json or config.json, tokenizer).
-  virtual std::vector<std::pair<std::string, std::string>> text_files(data::TokenizerKind kind,
-                                                                      const data::Tokenizer& tokenizer) const = 0;
+  virtual std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
+                                                                      const tokenizer::Tokenizer& tokenizer) const = 0;
   // Writes a model directory (weights and text files), crash-safely.
-  virtual void save_dir(const std::filesystem::path& dir, data::TokenizerKind kind,
-                        const data::Tokenizer& tokenizer) const = 0;
+  virtual void save_dir(const std::filesystem::path& dir, tokenizer::TokenizerKind kind,
+                        const tokenizer::Tokenizer& tokenizer) const = 0;
 
   virtual bool causal_lm() const = 0;
   virtual int64_t non_embedding_parameters() const = 0;
-  virtual dist::UnitSizes unit_sizes() const = 0;
+  virtual parallel::UnitSizes unit_sizes() const = 0;
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
 };
 
@@ -68,7 +68,7 @@ class ModuleTask : public TaskModel {
   void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
   void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
   int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
-  dist::UnitSizes unit_sizes() const override {
+  parallel::UnitSizes unit_sizes() const override {
     return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
   }
 

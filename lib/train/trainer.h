@@ -12,17 +12,18 @@
 #include <vector>
 
 #include "ckpt/optimizer_save.h"
+#include "ckpt/save_policy.h"
 #include "config/config.h"
 #include "data/loader.h"
-#include "data/tokenizer.h"
-#include "dist/strategy.h"
-#include "dist/world.h"
 #include "model/safetensors.h"
-#include "train/task_model.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
+#include "parallel/comm/world.h"
+#include "parallel/data_parallel/strategy.h"
+#include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
 #include "train/precision.h"
+#include "train/task_model.h"
 
 namespace hftrain::train {
 
@@ -50,11 +51,11 @@ class Trainer {
   // `resume_from`: the checkpoint that will be restored, so model.from is not read (its weights
   // would be replaced, and the directory may be gone by now); a BERT classifier takes its shape
   // and labels from the checkpoint instead.
-  // `world`: this process's place in a multi-process job (dist/world.h); null for one process.
+  // `world`: this process's place in a multi-process job (parallel/comm/world.h); null for one process.
   // Every rank constructs its Trainer with the same config; rank 0 prepares the data first and
   // the others then read its token cache.
   Trainer(const config::Config& config, std::filesystem::path run_dir, const std::atomic<int>* stop_signal = nullptr,
-          const std::optional<std::filesystem::path>& resume_from = std::nullopt, dist::World* world = nullptr);
+          const std::optional<std::filesystem::path>& resume_from = std::nullopt, parallel::World* world = nullptr);
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
@@ -84,42 +85,41 @@ class Trainer {
   const data::DataLoader& train_loader() const { return *loaders_.train; }
 
   TaskModel& model();
-  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   const torch::Device& device() const { return device_; }
-  dist::World& world() { return *world_; }
-  const dist::ShardingStrategy& strategy() const { return *strategy_; }
+  parallel::World& world() { return *world_; }
+  const parallel::ShardingStrategy& strategy() const { return *strategy_; }
   int64_t total_steps() const { return total_steps_; }
 
  private:
-  int64_t plan_total_steps() const;
   // Copies the weights of a model directory or checkpoint of this model's shape; `what` names the
   // source in messages (model.from, resume).
   void start_from(const std::string& path, const std::string& what);
   // One optimizer step: micro-batches, backward, clipping, the update. When fp16's gradients
   // overflowed and the update was skipped, returns the loss scale they overflowed at.
   std::optional<double> train_step(double lr_factor);
+  // The logging window's figures (one host sync, and one all-reduce over the ranks); resets it.
+  StepStats close_log_window(double lr_factor);
   void run_evaluation();
+  // Saves when the checkpoint policy says so (ckpt/save_policy.h); a failed save throws unless
+  // checkpoint.on_save_error=continue.
+  void checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& result);
   // Rank 0's part of save_checkpoint(): the files, the commit, rotation, callbacks.
   // `staged`: the optimizer shard files every rank wrote (ckpt/optimizer_save.h), adopted here.
   std::filesystem::path write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
                                          const ckpt::StagedOptimizer& staged);
-  // Why a checkpoint is due after the current step ("" when none).
-  std::string save_reason(bool evaluated_new_best, bool epoch_ended, bool last_step, bool signalled) const;
   void notify(const std::string& line);
-  void inject_test_fault();
-  // Logs the bytes this rank holds next to the ZeRO formula for its strategy (dist/memory_plan.h).
-  void report_memory();
 
   config::Config config_;
   std::filesystem::path run_dir_;
   const std::atomic<int>* stop_signal_;
-  std::unique_ptr<dist::World> own_world_;  // when constructed without one: a world of one
-  dist::World* world_ = nullptr;
+  std::unique_ptr<parallel::World> own_world_;  // when constructed without one: a world of one
+  parallel::World* world_ = nullptr;
   torch::Device device_;
-  std::unique_ptr<data::Tokenizer> tokenizer_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   data::Loaders loaders_;
   std::unique_ptr<TaskModel> model_;
-  std::unique_ptr<dist::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
+  std::unique_ptr<parallel::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   RunRecord record_;
@@ -135,7 +135,9 @@ class Trainer {
   int64_t start_step_ = 0;      // the restored step (0 for a new run)
 
   // A host value summed (or maxed) over all ranks (no-op for one rank).
-  int64_t reduce_over_ranks(int64_t value, dist::ReduceOp op);
+  int64_t reduce_over_ranks(int64_t value, parallel::ReduceOp op) {
+    return parallel::all_reduce_value(world_->comm(), value, op, device_);
+  }
   optim::Optimizer& optimizer() { return strategy_->optimizer(); }
 };
 

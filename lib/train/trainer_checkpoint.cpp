@@ -170,7 +170,7 @@ void restore_rng(const model::TensorList& states, const torch::Device& device, c
 
 // Every rank's generator states, as rank 0 writes them: rank 0's under their own names ("cpu",
 // "cuda"), rank r's as "cpu.rank<r>" (collective).
-model::TensorList gather_rng_states(dist::World& world, const torch::Device& device) {
+model::TensorList gather_rng_states(parallel::World& world, const torch::Device& device) {
   model::TensorList mine = rng_states(device);
   if (world.size() == 1) return mine;
   model::TensorList out;
@@ -190,7 +190,7 @@ model::TensorList gather_rng_states(dist::World& world, const torch::Device& dev
 }  // namespace
 
 fs::path Trainer::save_checkpoint() {
-  dist::PhaseScope phase(world_->monitor(), dist::Phase::kCheckpoint);
+  parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
   // The collective parts first, on every rank: the generator states, the logging window over all
   // ranks, and the optimizer state: each rank with a shard of its own writes it beside the
   // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.
@@ -199,12 +199,12 @@ fs::path Trainer::save_checkpoint() {
   int64_t window_targets = window_targets_;
   if (world_->size() > 1) {
     world_->comm().all_reduce(window)->wait();
-    window_targets = reduce_over_ranks(window_targets_, dist::ReduceOp::kSum);
+    window_targets = reduce_over_ranks(window_targets_, parallel::ReduceOp::kSum);
   }
   const ckpt::StagedOptimizer staged =
       ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, strategy_->local_optimizer_state());
   // zero3: the units gathered one by one into host copies on rank 0, which writes them.
-  dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kSave, world_->is_main());
+  parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -217,7 +217,7 @@ fs::path Trainer::save_checkpoint() {
       failure = e;
     }
   }
-  if (reduce_over_ranks(failure ? 1 : 0, dist::ReduceOp::kMax) != 0) {
+  if (reduce_over_ranks(failure ? 1 : 0, parallel::ReduceOp::kMax) != 0) {
     if (failure) throw *failure;
     throw util::IoError("rank 0 could not write the checkpoint of step " + std::to_string(state_.step),
                         "see rank 0's message (train.log)");
@@ -289,7 +289,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   {
     // Each rank keeps its shard of what is loaded.
-    dist::WholeParameters whole(*strategy_, dist::WholeParameters::Access::kLoad, world_->is_main());
+    parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());
     start_from(dir.string(), "resume");
   }
 

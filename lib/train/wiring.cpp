@@ -6,9 +6,9 @@
 
 namespace hftrain::train {
 
-data::TokenizerOptions tokenizer_options(const config::Config& c) {
-  data::TokenizerOptions o;
-  o.kind = c.tokenizer.type == config::TokenizerType::kByte ? data::TokenizerKind::kByte : data::TokenizerKind::kBpe;
+tokenizer::TokenizerOptions tokenizer_options(const config::Config& c) {
+  tokenizer::TokenizerOptions o;
+  o.kind = c.tokenizer.type == config::TokenizerType::kByte ? tokenizer::TokenizerKind::kByte : tokenizer::TokenizerKind::kBpe;
   o.path = c.tokenizer.path.value_or("");
   o.eos_token = c.tokenizer.eos_token.value_or("");
   o.pad_token = c.tokenizer.pad_token.value_or("");

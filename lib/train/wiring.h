@@ -5,13 +5,13 @@
 
 #include "config/config.h"
 #include "data/loader.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/bert_spec.h"
 #include "train/model_from.h"
 
 namespace hftrain::train {
 
-data::TokenizerOptions tokenizer_options(const config::Config& config);
+tokenizer::TokenizerOptions tokenizer_options(const config::Config& config);
 // `rank` of `world_size`: which slice of each global batch this process loads.
 data::DataOptions data_options(const config::Config& config, int rank = 0, int world_size = 1);
 // model.arch=bert: the encoder of `source` (model.from's directory, or the checkpoint resumed),

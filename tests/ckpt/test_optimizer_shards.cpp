@@ -14,8 +14,8 @@
 #include "ckpt/optimizer_save.h"
 #include "ckpt/optimizer_shards.h"
 #include "ckpt/verify.h"
-#include "dist/communicator.h"
-#include "dist/shard_layout.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/data_parallel/shard_layout.h"
 #include "helpers.h"
 #include "util/strings.h"
 
@@ -50,17 +50,17 @@ optim::OptimizerState whole_state() {
 }
 
 // zero1/zero2: the gradient buckets, cut into `n` chunks.
-dist::ShardLayout bucket_layout(int n, int rank) {
-  return {dist::plan_buckets(numels(), 4, 200, n), rank, kNames, kShapes};
+parallel::ShardLayout bucket_layout(int n, int rank) {
+  return {parallel::plan_buckets(numels(), 4, 200, n), rank, kNames, kShapes};
 }
 
 // zero3: units of parameters (the root: the embedding and the final norm; then each block).
-dist::ShardLayout unit_layout(int n, int rank) {
+parallel::ShardLayout unit_layout(int n, int rank) {
   const std::vector<std::vector<size_t>> units = {{0, 4}, {1, 2}, {3}};
   const auto sizes = numels();
-  std::vector<dist::Bucket> groups;
+  std::vector<parallel::Bucket> groups;
   for (const auto& unit : units) {
-    dist::Bucket g;
+    parallel::Bucket g;
     g.world_size = n;
     for (size_t i : unit) {
       g.entries.push_back({i, g.numel, sizes[i]});
@@ -73,14 +73,14 @@ dist::ShardLayout unit_layout(int n, int rank) {
 }
 
 // What an optimizer over `layout`'s pieces holds: its slices of `whole`, steps where it has any.
-optim::OptimizerState local_state(const dist::ShardLayout& layout,
+optim::OptimizerState local_state(const parallel::ShardLayout& layout,
                                   const optim::OptimizerState& whole) {
   optim::OptimizerState local;
   local.meta = whole.meta;
   local.meta["steps"] = Json::object();
   for (const auto& [name, t] : whole.tensors) {
     const std::string param = name.substr(0, name.rfind('/'));
-    const dist::ShardPiece* piece = layout.piece_of(layout.index_of(param));
+    const parallel::ShardPiece* piece = layout.piece_of(layout.index_of(param));
     if (!piece) continue;
     local.tensors.emplace_back(name,
                                t.reshape(-1).narrow(0, piece->param_offset, piece->numel).clone());
@@ -92,7 +92,7 @@ optim::OptimizerState local_state(const dist::ShardLayout& layout,
 // Commits checkpoint-<step> holding the shards of `locals` (one per simulated rank), as
 // stage_optimizer_shards() and adopt_optimizer_shards() do on a real job.
 fs::path save(const fs::path& run, int64_t step,
-              const std::vector<dist::LocalOptimizerState>& locals) {
+              const std::vector<parallel::LocalOptimizerState>& locals) {
   const fs::path staging = ckpt::optimizer_staging_dir(run, step, ::getpid());
   fs::create_directories(staging);
   std::vector<Json> records;
@@ -108,8 +108,8 @@ fs::path save(const fs::path& run, int64_t step,
   return w.commit("h");
 }
 
-std::vector<dist::LocalOptimizerState> two_zero_ranks(const optim::OptimizerState& whole) {
-  std::vector<dist::LocalOptimizerState> out;
+std::vector<parallel::LocalOptimizerState> two_zero_ranks(const optim::OptimizerState& whole) {
+  std::vector<parallel::LocalOptimizerState> out;
   for (int r = 0; r < 2; ++r) {
     const auto layout = bucket_layout(2, r);
     const auto local = local_state(layout, whole);
@@ -127,13 +127,13 @@ torch::Tensor find(const optim::OptimizerState& s, const std::string& name) {
 }
 
 // `got` is exactly `layout`'s slice of `whole`, names and step counts included.
-void check_slice(const optim::OptimizerState& got, const dist::ShardLayout& layout,
+void check_slice(const optim::OptimizerState& got, const parallel::ShardLayout& layout,
                  const optim::OptimizerState& whole) {
   REQUIRE(got.tensors.size() == whole.tensors.size());
   CHECK(got.meta == whole.meta);
   for (const auto& [name, t] : whole.tensors) {
     INFO(name);
-    const dist::ShardPiece* piece =
+    const parallel::ShardPiece* piece =
         layout.piece_of(layout.index_of(name.substr(0, name.rfind('/'))));
     const auto want = piece ? t.reshape(-1).narrow(0, piece->param_offset, piece->numel)
                             : t.reshape(-1).narrow(0, 0, 0);
@@ -143,13 +143,13 @@ void check_slice(const optim::OptimizerState& got, const dist::ShardLayout& layo
 
 // Rank 1 of 2, with rank 0 scripted: each text in `rank0` is what rank 0 contributes to the next
 // all_gather_text (its length, then its bytes). Only all_gather is used.
-class ScriptedPeer final : public dist::Communicator {
+class ScriptedPeer final : public parallel::Communicator {
  public:
   explicit ScriptedPeer(std::vector<std::string> rank0) : rank0_(std::move(rank0)) {}
   int rank() const override { return 1; }
   int size() const override { return 2; }
   std::string backend() const override { return "scripted"; }
-  dist::WorkPtr all_gather(torch::Tensor& output, const torch::Tensor& input) override {
+  parallel::WorkPtr all_gather(torch::Tensor& output, const torch::Tensor& input) override {
     const std::string& text = rank0_.at(next_);
     auto theirs = output.narrow(0, 0, input.numel());
     if (input.scalar_type() == torch::kInt64) {
@@ -162,17 +162,17 @@ class ScriptedPeer final : public dist::Communicator {
     output.narrow(0, input.numel(), input.numel()).copy_(input);
     return std::make_shared<Done>();
   }
-  dist::WorkPtr all_reduce(torch::Tensor&, dist::ReduceOp) override {
+  parallel::WorkPtr all_reduce(torch::Tensor&, parallel::ReduceOp) override {
     throw std::logic_error("unused");
   }
-  dist::WorkPtr reduce_scatter(torch::Tensor&, const torch::Tensor&, dist::ReduceOp) override {
+  parallel::WorkPtr reduce_scatter(torch::Tensor&, const torch::Tensor&, parallel::ReduceOp) override {
     throw std::logic_error("unused");
   }
-  dist::WorkPtr broadcast(torch::Tensor&, int) override { throw std::logic_error("unused"); }
+  parallel::WorkPtr broadcast(torch::Tensor&, int) override { throw std::logic_error("unused"); }
   void barrier() override {}
 
  private:
-  struct Done final : dist::Work {
+  struct Done final : parallel::Work {
     void wait() override {}
   };
   std::vector<std::string> rank0_;
@@ -182,7 +182,7 @@ class ScriptedPeer final : public dist::Communicator {
 std::string load_error(const fs::path& dir) {
   try {
     const auto saved = ckpt::open_saved_optimizer(dir);
-    dist::read_whole_state(*saved);
+    parallel::read_whole_state(*saved);
   } catch (const util::CheckpointError& e) {
     return e.what();
   }
@@ -224,7 +224,7 @@ TEST_CASE("two zero ranks' shards read back into three ranks of another layout a
     const auto layout = unit_layout(3, r);
     check_slice(layout.read(*saved), layout, whole);
   }
-  const auto ddp = dist::read_whole_state(*saved);
+  const auto ddp = parallel::read_whole_state(*saved);
   CHECK(ddp.meta == whole.meta);
   REQUIRE(ddp.tensors.size() == whole.tensors.size());
   for (const auto& [name, t] : whole.tensors) {
@@ -248,7 +248,7 @@ TEST_CASE("a replicated state is written once, whole, by the rank that writes it
           "[ckpt][optimizer]") {
   test::TempDir d;
   const auto whole = whole_state();
-  std::vector<dist::LocalOptimizerState> ranks(2);
+  std::vector<parallel::LocalOptimizerState> ranks(2);
   for (int r = 0; r < 2; ++r) {
     ranks[r] = {{}, whole.meta, r == 0 ? 0 : -1, 1};
     for (const auto& [name, t] : whole.tensors)
@@ -277,7 +277,7 @@ TEST_CASE("a checkpoint from before per-rank shards still resumes, whole or shar
   const fs::path dir = w.commit("h");
   const auto saved = ckpt::open_saved_optimizer(dir);
   for (int r = 0; r < 2; ++r) check_slice(unit_layout(2, r).read(*saved), unit_layout(2, r), whole);
-  const auto all = dist::read_whole_state(*saved);
+  const auto all = parallel::read_whole_state(*saved);
   for (const auto& [name, t] : whole.tensors) CHECK(torch::equal(find(all, name), t));
 }
 
@@ -343,8 +343,8 @@ TEST_CASE("a missing, truncated or damaged shard file is a CheckpointError namin
 TEST_CASE("one process stages its shard and the writer adopts it", "[ckpt][optimizer]") {
   test::TempDir d;
   const auto whole = whole_state();
-  dist::LocalCommunicator comm;
-  dist::LocalOptimizerState local{{}, whole.meta, 0, 1};
+  parallel::LocalCommunicator comm;
+  parallel::LocalOptimizerState local{{}, whole.meta, 0, 1};
   for (const auto& [name, t] : whole.tensors) local.pieces.push_back({name, t.sizes().vec(), 0, t});
 
   fs::path dir;
@@ -357,7 +357,7 @@ TEST_CASE("one process stages its shard and the writer adopts it", "[ckpt][optim
   }
   CHECK(ckpt::verify_checkpoint(dir).ok());
   CHECK(torch::equal(
-      find(dist::read_whole_state(*ckpt::open_saved_optimizer(dir)), "ln_f.bias/exp_avg"),
+      find(parallel::read_whole_state(*ckpt::open_saved_optimizer(dir)), "ln_f.bias/exp_avg"),
       find(whole, "ln_f.bias/exp_avg")));
 
   // A save that fails after staging (rank 0's writer never adopts): the staging folder goes.

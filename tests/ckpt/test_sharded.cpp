@@ -50,7 +50,7 @@ torch::Tensor logits_of(model::Transformer m) {
 // A checkpoint holding a model directory with weights sharded at `max_shard_bytes`.
 fs::path save_model(const fs::path& run, const model::Transformer& m, uint64_t max_shard_bytes) {
   ckpt::CheckpointWriter w(run, 1, util::MapEnvironment());
-  for (const auto& [name, text] : model::model_text_files(m, data::TokenizerKind::kByte, nullptr))
+  for (const auto& [name, text] : model::model_text_files(m, tokenizer::TokenizerKind::kByte, nullptr))
     w.add_bytes(name, text);
   w.add_sharded_safetensors("model", weights_of(m), max_shard_bytes, {{"format", "pt"}});
   return w.commit("h");

@@ -6,17 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "../config/helpers.h"
+#include "../tokenizer/helpers.h"
 #include "data/source.h"
 #include "data/token_corpus.h"
 
 namespace hftrain::test {
-
-// Text in several scripts, with accents, CJK, emoji, runs of spaces and newlines.
-extern const std::vector<std::string> kMultilingual;
-
-// The DataError message `fn` throws; fails the test when it throws nothing or something else.
-std::string data_error(const std::function<void()>& fn);
 
 // Every document of a source, read as the data stage reads it.
 std::vector<data::Document> read_all(const data::SourceSpec& spec, const data::ChatTemplate& chat = {});

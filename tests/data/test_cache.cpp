@@ -6,7 +6,7 @@
 #include <fstream>
 #include <set>
 
-#include "data/byte_tokenizer.h"
+#include "tokenizer/byte_tokenizer.h"
 #include "data/dataset.h"
 #include "data/token_cache.h"
 #include "data/token_shard.h"
@@ -39,7 +39,7 @@ TEST_CASE("cache: the second load is a hit with identical tokens, a changed file
   auto a = dir.write("data/a.txt", "first document\n%\nsecond document\n");
   auto b = dir.write("data/b.jsonl", "{\"text\": \"json document\"}\n");
   Files files{{SourceSpec{.path = a.string(), .separator = "%"}, a}, {SourceSpec{.path = b.string()}, b}};
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   data::CacheOptions cache{.dir = (dir.path() / "cache").string()};
 
   auto first = data::load_or_tokenize(files, {}, tok, cache);
@@ -62,7 +62,7 @@ TEST_CASE("cache: the second load is a hit with identical tokens, a changed file
   CHECK(third.file != first.file);
   CHECK(third.corpus->token(0) == 'F');
   // A different tokenizer is a different key.
-  data::ByteTokenizer other({data::kEndOfTextToken, data::kPadToken, "<|sep|>"});
+  tokenizer::ByteTokenizer other({tokenizer::kEndOfTextToken, tokenizer::kPadToken, "<|sep|>"});
   CHECK_FALSE(data::load_or_tokenize(files, {}, other, cache).hit);
 }
 
@@ -70,7 +70,7 @@ TEST_CASE("cache: a damaged cache file is a miss and is rewritten", "[data][cach
   test::TempDir dir;
   auto a = dir.write("a.txt", "some text");
   Files files{{SourceSpec{.path = a.string()}, a}};
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   data::CacheOptions cache{.dir = (dir.path() / "cache").string()};
   auto first = data::load_or_tokenize(files, {}, tok, cache);
   fs::resize_file(first.file, fs::file_size(first.file) - 3);  // a torn write
@@ -84,7 +84,7 @@ TEST_CASE("cache: chat documents keep their loss mask through the cache", "[data
   test::TempDir dir;
   auto f = dir.write("c.jsonl", "{\"prompt\": \"ab\", \"response\": \"c\"}\n");
   Files files{{SourceSpec{.path = f.string(), .format = data::SourceFormat::kChat}, f}};
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   data::CacheOptions cache{.dir = (dir.path() / "cache").string()};
   data::load_or_tokenize(files, {}, tok, cache);
   auto hit = data::load_or_tokenize(files, {}, tok, cache);
@@ -102,7 +102,7 @@ TEST_CASE("cache: an unwritable cache folder only warns", "[data][cache]") {
   auto a = dir.write("a.txt", "text");
   auto blocker = dir.write("not-a-folder", "x");
   Files files{{SourceSpec{.path = a.string()}, a}};
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   auto result = data::load_or_tokenize(files, {}, tok, data::CacheOptions{.dir = (blocker / "cache").string()});
   CHECK_FALSE(result.hit);
   CHECK(result.file.empty());
@@ -154,7 +154,7 @@ TEST_CASE("split by fraction: disjoint documents, deterministic, every document 
   options.validation_fraction = 0.1;
   options.split_seed = 5;
   options.cache.dir = (dir.path() / "cache").string();
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   auto sets = data::build_datasets(options, tok);
   REQUIRE(sets.validation);
   auto docs_of = [&](const data::TokenDataset& ds) {
@@ -192,7 +192,7 @@ TEST_CASE("split by sources, fraction out of range is a ConfigError", "[data][sp
   options.train = {SourceSpec{.path = t.string()}};
   options.validation = {SourceSpec{.path = v.string()}};
   options.cache.enabled = false;
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   auto sets = data::build_datasets(options, tok);
   CHECK(sets.train->num_tokens() == 14);
   CHECK(sets.validation->num_tokens() == 11);

@@ -9,9 +9,9 @@
 
 #include "data/classification_batch.h"
 #include "data/csv_reader.h"
-#include "data/hf_post_processor.h"
+#include "tokenizer/hf/hf_post_processor.h"
 #include "data/labelled.h"
-#include "data/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 #include "helpers.h"
 #include "util/fs.h"
 
@@ -41,7 +41,7 @@ std::vector<data::LabelledExample> examples(const std::vector<std::string>& labe
 
 // The BERT fixture with the post-processor BertTokenizerFast writes ([CLS] $A [SEP] / $B:1
 // [SEP]:1).
-std::unique_ptr<data::Tokenizer> bert_tokenizer() {
+std::unique_ptr<tokenizer::Tokenizer> bert_tokenizer() {
   auto json = nlohmann::json::parse(util::read_file<util::DataError>(
       std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/data/hf_bert_tokenizer.json", "fixture"));
   json["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
@@ -52,10 +52,10 @@ std::unique_ptr<data::Tokenizer> bert_tokenizer() {
              {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
     "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
                        "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}})");
-  return data::parse_tokenizer_json(json.dump(), "bert-tokenizer.json");
+  return tokenizer::parse_tokenizer_json(json.dump(), "bert-tokenizer.json");
 }
 
-data::EncodedExample encode(const data::Tokenizer& tok, const std::string& a, const std::string& b,
+data::EncodedExample encode(const tokenizer::Tokenizer& tok, const std::string& a, const std::string& b,
                             int64_t max_length) {
   return data::encode_example(tok, {a, b, "x", "t.csv:2"}, 0, max_length);
 }
@@ -206,12 +206,12 @@ TEST_CASE("classification: longest_first truncation as tokenizers does it", "[da
 TEST_CASE("post-processors: type ids as tokenizers assigns them", "[data][labelled]") {
   const std::string name = "tokenizer.json";
   auto parse = [&](const std::string& json) {
-    return data::hf::parse_post_processor(data::hf::Json::parse(json),
-                                          data::hf::Where{&name, "post_processor"}, 10);
+    return tokenizer::hf::parse_post_processor(tokenizer::hf::Json::parse(json),
+                                          tokenizer::hf::Where{&name, "post_processor"}, 10);
   };
   const Ids a{7, 8}, b{9};
-  auto typed = [&](const data::hf::PostProcessor* p, bool pair) {
-    return data::hf::post_process(p, a, pair ? &b : nullptr);
+  auto typed = [&](const tokenizer::hf::PostProcessor* p, bool pair) {
+    return tokenizer::hf::post_process(p, a, pair ? &b : nullptr);
   };
   auto bert = parse(R"({"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]})");
   CHECK(typed(bert.get(), true).ids == Ids{2, 7, 8, 3, 9, 3});

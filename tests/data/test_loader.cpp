@@ -5,7 +5,7 @@
 #include <algorithm>
 
 
-#include "data/byte_tokenizer.h"
+#include "tokenizer/byte_tokenizer.h"
 #include "data/loader.h"
 #include "helpers.h"
 
@@ -16,7 +16,7 @@ namespace {
 
 struct Fixture {
   test::TempDir dir;
-  data::ByteTokenizer tok;
+  tokenizer::ByteTokenizer tok;
   data::DataOptions options;
 
   explicit Fixture(data::PackingMode mode = data::PackingMode::kPack) {

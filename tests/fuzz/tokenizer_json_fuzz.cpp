@@ -13,12 +13,12 @@
 #include <string_view>
 #include <vector>
 
-#include "data/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 #include "util/error.h"
 
 namespace {
 
-using hftrain::data::Tokenizer;
+using hftrain::tokenizer::Tokenizer;
 
 [[noreturn]] void broken(const std::string& what) {
   std::cerr << "tokenizer.json loader broke a promise: " << what << "\n";
@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::unique_ptr<Tokenizer> tok;
   try {
-    tok = data::parse_tokenizer_json(text, "fuzz.json");
+    tok = tokenizer::parse_tokenizer_json(text, "fuzz.json");
   } catch (const util::DataError&) {
     return 0;  // a clean rejection
   }
@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // What hftrain writes for the tokenizer loads again and encodes alike.
   std::unique_ptr<Tokenizer> again;
   try {
-    again = data::parse_tokenizer_json(data::tokenizer_json_text(*tok), "fuzz-again.json");
+    again = tokenizer::parse_tokenizer_json(tokenizer::tokenizer_json_text(*tok), "fuzz-again.json");
   } catch (const util::DataError& e) {
     broken(std::string("re-written tokenizer.json rejected: ") + e.what());
   }

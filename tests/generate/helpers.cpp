@@ -1,6 +1,7 @@
 #include "helpers.h"
 
-#include "data/bpe_trainer.h"
+#include "data/tokenizer_training.h"
+#include "tokenizer/bpe_trainer.h"
 
 namespace hftrain::test {
 
@@ -22,9 +23,9 @@ model::ModelSpec tiny_llama_spec(int64_t vocab_size, int64_t max_seq_len) {
   return s;
 }
 
-std::unique_ptr<data::BpeTokenizer> fortune_bpe(int32_t vocab_size) {
-  data::BpeTrainer trainer({.vocab_size = vocab_size, .min_frequency = 1});
-  trainer.add_sources(
+std::unique_ptr<tokenizer::BpeTokenizer> fortune_bpe(int32_t vocab_size) {
+  tokenizer::BpeTrainer trainer({.vocab_size = vocab_size, .min_frequency = 1});
+  data::add_sources(trainer,
       {data::SourceSpec{.path = std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/data/fortunes/*",
                         .exclude = {"*.dat"},
                         .separator = "%"}});
@@ -32,7 +33,7 @@ std::unique_ptr<data::BpeTokenizer> fortune_bpe(int32_t vocab_size) {
   for (int i = 0; i < 20; ++i)
     trainer.add_text("the quick brown fox jumps over the lazy dog. Café au lait, déjà vu. ");
   // BpeTokenizer holds a mutex and cannot move; a copy of its model builds the heap one.
-  return std::make_unique<data::BpeTokenizer>(data::BpeModel(trainer.train().model()));
+  return std::make_unique<tokenizer::BpeTokenizer>(tokenizer::BpeModel(trainer.train().model()));
 }
 
 }  // namespace hftrain::test

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "data/bpe_tokenizer.h"
+#include "tokenizer/bpe_tokenizer.h"
 #include "model/spec.h"
 
 namespace hftrain::test {
@@ -14,6 +14,6 @@ model::ModelSpec tiny_gpt2_spec(int64_t vocab_size = 258, int64_t max_seq_len = 
 model::ModelSpec tiny_llama_spec(int64_t vocab_size = 300, int64_t max_seq_len = 48);
 
 // A byte-level BPE trained on the fortune fixtures, at most `vocab_size` tokens.
-std::unique_ptr<data::BpeTokenizer> fortune_bpe(int32_t vocab_size = 300);
+std::unique_ptr<tokenizer::BpeTokenizer> fortune_bpe(int32_t vocab_size = 300);
 
 }  // namespace hftrain::test

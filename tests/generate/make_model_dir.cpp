@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-#include "data/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 #include "model/saved_model.h"
 #include "util/error.h"
 
@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
       else
         throw util::UsageError("unknown option " + key);
     }
-    data::TokenizerKind kind = data::TokenizerKind::kByte;
-    std::unique_ptr<data::Tokenizer> tokenizer;
+    tokenizer::TokenizerKind kind = tokenizer::TokenizerKind::kByte;
+    std::unique_ptr<tokenizer::Tokenizer> tokenizer;
     if (tokenizer_arg != "byte") {
-      tokenizer = data::load_tokenizer_json(tokenizer_arg);
-      kind = data::TokenizerKind::kBpe;
+      tokenizer = tokenizer::load_tokenizer_json(tokenizer_arg);
+      kind = tokenizer::TokenizerKind::kBpe;
     }
     model::ModelSpec s;
     s.arch = arch == "llama" ? config::ModelArch::kLlama : config::ModelArch::kGpt2;

@@ -9,8 +9,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "../config/helpers.h"
-#include "data/byte_tokenizer.h"
-#include "data/tokenizer_json.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
 #include "helpers.h"
 #include "model/saved_model.h"
 #include "util/error.h"
@@ -46,7 +46,7 @@ model::Transformer save_random(const fs::path& dir, const model::ModelSpec& spec
                                uint64_t seed = 1) {
   torch::manual_seed(seed);
   model::Transformer m(spec);
-  model::save_model_dir(dir, m, data::TokenizerKind::kByte, nullptr);
+  model::save_model_dir(dir, m, tokenizer::TokenizerKind::kByte, nullptr);
   return m;
 }
 
@@ -63,8 +63,8 @@ TEST_CASE("a byte-tokenizer GPT-2 model directory round-trips with identical log
 
   auto loaded = model::load_model_dir(dir);
   CHECK(loaded.dir == dir);
-  CHECK(loaded.tokenizer_kind == data::TokenizerKind::kByte);
-  CHECK(loaded.tokenizer->fingerprint() == data::ByteTokenizer().fingerprint());
+  CHECK(loaded.tokenizer_kind == tokenizer::TokenizerKind::kByte);
+  CHECK(loaded.tokenizer->fingerprint() == tokenizer::ByteTokenizer().fingerprint());
   CHECK(torch::equal(logits_of(loaded.model), logits_of(m)));
   // No temporary directory is left next to it.
   int entries = 0;
@@ -77,10 +77,10 @@ TEST_CASE("a BPE Llama model directory round-trips the Hugging Face tokenizer.js
   auto bpe = test::fortune_bpe(300);
   torch::manual_seed(4);
   model::Transformer m(test::tiny_llama_spec(304));
-  model::save_model_dir(tmp.path(), m, data::TokenizerKind::kBpe, bpe.get());
-  CHECK(read(tmp.path() / "tokenizer.json") == data::tokenizer_json_text(*bpe));
+  model::save_model_dir(tmp.path(), m, tokenizer::TokenizerKind::kBpe, bpe.get());
+  CHECK(read(tmp.path() / "tokenizer.json") == tokenizer::tokenizer_json_text(*bpe));
   auto loaded = model::load_model_dir(tmp.path());
-  CHECK(loaded.tokenizer_kind == data::TokenizerKind::kBpe);
+  CHECK(loaded.tokenizer_kind == tokenizer::TokenizerKind::kBpe);
   CHECK(loaded.tokenizer->fingerprint() == bpe->fingerprint());
   CHECK(loaded.tokenizer->encode("the quick brown fox") == bpe->encode("the quick brown fox"));
   CHECK(torch::equal(logits_of(loaded.model), logits_of(m)));
@@ -106,7 +106,7 @@ TEST_CASE("write_model_files adds a model to a folder the caller stages", "[gene
   tmp.write("checkpoint-5.staging/optimizer.bin", "state");
   torch::manual_seed(9);
   model::Transformer m(test::tiny_llama_spec(258));
-  model::write_model_files(staged, m, data::TokenizerKind::kByte, nullptr);
+  model::write_model_files(staged, m, tokenizer::TokenizerKind::kByte, nullptr);
   CHECK(read(staged / "optimizer.bin") == "state");
   CHECK(torch::equal(logits_of(model::load_model_dir(staged).model), logits_of(m)));
 }
@@ -117,13 +117,13 @@ TEST_CASE("saving refuses tokenizers that do not fit the model", "[generate]") {
   model::Transformer small(test::tiny_gpt2_spec(258));
   auto bpe = test::fortune_bpe(300);
   CHECK_THROWS_AS(
-      model::save_model_dir(tmp.path() / "a", small, data::TokenizerKind::kBpe, bpe.get()),
+      model::save_model_dir(tmp.path() / "a", small, tokenizer::TokenizerKind::kBpe, bpe.get()),
       util::ConfigError);
   CHECK_THROWS_AS(
-      model::save_model_dir(tmp.path() / "b", small, data::TokenizerKind::kBpe, nullptr),
+      model::save_model_dir(tmp.path() / "b", small, tokenizer::TokenizerKind::kBpe, nullptr),
       util::UsageError);
-  data::ByteTokenizer byte;
-  CHECK_THROWS_AS(model::save_model_dir(tmp.path() / "c", small, data::TokenizerKind::kBpe, &byte),
+  tokenizer::ByteTokenizer byte;
+  CHECK_THROWS_AS(model::save_model_dir(tmp.path() / "c", small, tokenizer::TokenizerKind::kBpe, &byte),
                   util::UsageError);
   CHECK_FALSE(fs::exists(tmp.path() / "a"));
   CHECK_FALSE(fs::exists(tmp.path() / "b"));
@@ -207,7 +207,7 @@ TEST_CASE("damaged or mismatched model directories are checkpoint errors naming 
 
   // A tokenizer with more tokens than the model's vocabulary.
   fresh();
-  data::save_tokenizer_json(*test::fortune_bpe(300), dir / "tokenizer.json");
+  tokenizer::save_tokenizer_json(*test::fortune_bpe(300), dir / "tokenizer.json");
   CHECK_THAT(checkpoint_error([&] { model::load_model_dir(dir); }),
              Catch::Contains("tokenizer.json has 300 tokens, more than the vocab_size 258"));
 
@@ -230,18 +230,18 @@ TEST_CASE("loading a model does not move torch's global random stream", "[genera
 
 TEST_CASE("load_tokenizer_file reads both the byte marker and Hugging Face files", "[generate]") {
   test::TempDir tmp;
-  data::TokenizerKind kind{};
+  tokenizer::TokenizerKind kind{};
   auto byte = model::load_tokenizer_file(
       tmp.write(
           "byte.json",
           R"({"hftrain_tokenizer": "byte", "special_tokens": ["<|endoftext|>", "<|pad|>", "<|x|>"]})"),
       &kind);
-  CHECK(kind == data::TokenizerKind::kByte);
+  CHECK(kind == tokenizer::TokenizerKind::kByte);
   CHECK(byte->vocab_size() == 259);
   CHECK(byte->special_id("<|x|>") == 258);
   auto bpe = model::load_tokenizer_file(
       fs::path(HFTRAIN_TEST_FIXTURES_DIR) / "data/hf_bpe_tokenizer.json", &kind);
-  CHECK(kind == data::TokenizerKind::kBpe);
+  CHECK(kind == tokenizer::TokenizerKind::kBpe);
   CHECK_THROWS_AS(model::load_tokenizer_file(tmp.write(
                       "bad.json", R"({"hftrain_tokenizer": "byte", "special_tokens": [1]})")),
                   util::DataError);

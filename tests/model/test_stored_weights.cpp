@@ -92,7 +92,7 @@ TEST_CASE("loading copies from the mapping: peak extra memory below the largest 
     fs::create_directories(d.path() / "hf");
     model::write_sharded_weights(d.path() / "hf", hf, 4'000'000);
     fs::create_directories(d.path() / "own");
-    model::write_model_files(d.path() / "own", source, data::TokenizerKind::kByte, nullptr);
+    model::write_model_files(d.path() / "own", source, tokenizer::TokenizerKind::kByte, nullptr);
 
     torch::manual_seed(2);
     model::Transformer a(spec), b(spec);

@@ -130,7 +130,7 @@ namespace {
 // optimizer shard: the whole state in optimizer.safetensors + optimizer.json.
 std::filesystem::path to_legacy_layout(const std::filesystem::path& from, const std::filesystem::path& run) {
   const auto report = ckpt::verify_checkpoint(from);
-  const auto state = dist::read_whole_state(*ckpt::open_saved_optimizer(from));
+  const auto state = parallel::read_whole_state(*ckpt::open_saved_optimizer(from));
   ckpt::CheckpointWriter w(run, report.manifest->step, util::MapEnvironment());
   for (const auto& f : report.manifest->files) {
     if (f.path.rfind("optimizer/", 0) == 0) continue;

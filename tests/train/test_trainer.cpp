@@ -87,7 +87,7 @@ TEST_CASE("model.from starts from a saved model's weights", "[train][slow]") {
   train::Trainer first(cfg, cfg.run.output_dir);
   first.train();
   const double trained = first.evaluate();
-  first.model().save_dir(d.path() / "model", data::TokenizerKind::kByte, first.tokenizer());
+  first.model().save_dir(d.path() / "model", tokenizer::TokenizerKind::kByte, first.tokenizer());
   o.push_back("model.from=" + (d.path() / "model").string());
   auto cfg2 = test::resolve("{}", o).values;
   train::Trainer second(cfg2, cfg2.run.output_dir);

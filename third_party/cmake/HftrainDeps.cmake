@@ -43,6 +43,6 @@ endif()
 
 # Only MPI's C API is used; skip the deprecated C++ bindings.
 set(MPI_CXX_SKIP_MPICXX ON CACHE BOOL "")
-# Open MPI is required: the CPU backend of multi-process training (lib/dist/mpi_communicator.cpp).
+# Open MPI is required: the CPU backend of multi-process training (lib/parallel/comm/mpi_communicator.cpp).
 find_package(MPI REQUIRED COMPONENTS CXX)
 set(HFTRAIN_HAVE_MPI ON)

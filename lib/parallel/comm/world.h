@@ -1,0 +1,79 @@
+// The processes of one job as the training loop sees them: this rank, the communicator over all
+// ranks (and, for hybrid sharding, over this node's ranks and across nodes), the rendezvous
+// store and the monitor that times collectives by phase. One process without a launcher gets a
+// world of one with no MPI, no store and no threads.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+#include "config/config.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/comm/kv_store.h"
+#include "parallel/comm/monitor.h"
+#include "launch/launch_env.h"
+
+namespace hftrain::parallel {
+
+// The rendezvous store as hftrain's own launcher hosts it on node 0 (workers connect to it as
+// clients). Port 0 picks a free port.
+class StoreHost {
+ public:
+  ~StoreHost();
+  static std::unique_ptr<StoreHost> start(int port, double timeout_s);
+  int port() const { return port_; }
+
+ private:
+  StoreHost() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+class World {
+ public:
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  int rank() const { return env_.rank; }
+  int size() const { return env_.world_size; }
+  int local_rank() const { return env_.local_rank; }
+  bool is_main() const { return env_.rank == 0; }
+  const launch::LaunchEnv& env() const { return env_; }
+
+  Communicator& comm() { return *comm_; }
+  // Hybrid sharding: the ranks of this node, and the ranks with this local rank on every node.
+  // Created on first use (a collective over the world).
+  Communicator& intra_node();
+  Communicator& inter_node();
+  Monitor* monitor() { return monitor_.get(); }
+  KeyValueStore* store() { return store_.get(); }
+  // After a collective timed out or a peer failed: skip the orderly shutdown (which would wait
+  // for the stuck collective) when this World is destroyed.
+  void mark_broken() { broken_ = true; }
+
+  // Sets up the world for `env` on `device` (the rank's device: cuda:<local_rank> or cpu).
+  // Throws ConfigError for a backend that does not fit the device, DistributedError when the
+  // rendezvous or the backend fails.
+  static std::unique_ptr<World> create(const launch::LaunchEnv& env, const config::DistributedConfig& config,
+                                       const torch::Device& device);
+
+ private:
+  World() = default;
+  struct StoreHolder;
+
+  launch::LaunchEnv env_;
+  torch::Device device_{torch::kCPU};
+  config::DistributedConfig config_;
+  std::unique_ptr<StoreHolder> store_holder_;
+  std::unique_ptr<KeyValueStore> store_;
+  std::unique_ptr<Monitor> monitor_;
+  std::shared_ptr<Communicator> comm_, intra_, inter_;
+  bool uses_mpi_ = false;
+  bool broken_ = false;
+};
+
+}  // namespace hftrain::parallel

@@ -1,0 +1,169 @@
+#include "parallel/data_parallel/strategy.h"
+
+#include <optional>
+
+#include <torch/torch.h>
+
+#include "parallel/data_parallel/grad_buckets.h"
+#include "parallel/data_parallel/grad_reducer.h"
+#include "parallel/plan/memory_plan.h"
+#include "parallel/data_parallel/strategy_common.h"
+#include "parallel/data_parallel/zero12.h"
+#include "parallel/data_parallel/zero3.h"
+#include "util/error.h"
+
+namespace hftrain::parallel {
+
+torch::ScalarType reduce_dtype(const config::Config& c) {
+  if (c.distributed.reduce_dtype == config::ReduceDtype::kFp32) return torch::kFloat32;
+  switch (c.trainer.precision) {
+    case config::Precision::kBf16: return torch::kBFloat16;
+    case config::Precision::kFp16: return torch::kFloat16;
+    case config::Precision::kFp32: break;
+  }
+  return torch::kFloat32;
+}
+
+std::vector<torch::Tensor> tensors_of(const optim::NamedParams& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, p] : params) out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> names_of(const optim::NamedParams& params) {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : params) out.push_back(name);
+  return out;
+}
+
+std::vector<std::vector<int64_t>> shapes_of(const optim::NamedParams& params) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& [name, p] : params) out.push_back(p.sizes().vec());
+  return out;
+}
+
+void broadcast_parameters(Communicator& comm, const optim::NamedParams& params) {
+  torch::NoGradGuard no_grad;
+  std::vector<WorkPtr> works;
+  std::vector<torch::Tensor> views;
+  for (const auto& [name, p] : params) {
+    views.push_back(p.detach());
+    works.push_back(comm.broadcast(views.back(), 0));
+  }
+  wait_all(works);
+}
+
+torch::Tensor offload_copy(const torch::Tensor& t) {
+  auto out = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(t.is_cuda()));
+  out.copy_(t);
+  return out;
+}
+
+void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host) {
+  host.resize(chunks.size());
+  std::optional<c10::DeviceIndex> device;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const torch::Tensor& c = chunks[i];
+    if (!c.is_cuda()) {
+      host[i] = c;
+      continue;
+    }
+    if (!host[i].defined() || host[i].sizes() != c.sizes() || host[i].scalar_type() != c.scalar_type()) {
+      host[i] = torch::empty(c.sizes(), c.options().device(torch::kCPU).pinned_memory(true));
+    }
+    host[i].copy_(c, /*non_blocking=*/true);
+    device = c.device().index();
+  }
+  if (device) torch::cuda::synchronize(*device);
+}
+
+namespace {
+
+// single (one process) and ddp: every rank holds and updates every parameter.
+class ReplicatedStrategy final : public ShardingStrategy {
+ public:
+  ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params)
+      : rank_(world.rank()), params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
+    if (world.size() > 1) {
+      broadcast_parameters(world.comm(), params);
+      std::vector<int64_t> numels;
+      for (const auto& p : params_) numels.push_back(p.numel());
+      const auto dtype = reduce_dtype(config);
+      reducer_ = std::make_unique<GradReducer>(
+          world.comm(), params_,
+          plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size, 1),
+          GradReducer::Mode::kAllReduce, dtype);
+    }
+  }
+  std::string name() const override { return reducer_ ? "ddp" : "single"; }
+  void before_backward(bool last) override {
+    if (reducer_ && last) reducer_->arm();
+  }
+  void after_backward() override {
+    if (reducer_) reducer_->finish();
+  }
+  std::vector<torch::Tensor> grads() override {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : params_) {
+      if (p.grad().defined()) out.push_back(p.grad());
+    }
+    return out;
+  }
+  Communicator* shard_comm() override { return nullptr; }
+  void step() override { optimizer_->step(); }
+  void zero_grad() override { optimizer_->zero_grad(); }
+  optim::Optimizer& optimizer() override { return *optimizer_; }
+  // Every rank holds the same whole state: rank 0 alone writes it, in one file.
+  LocalOptimizerState local_optimizer_state() override {
+    optim::OptimizerState state = optimizer_->state();
+    LocalOptimizerState out{{}, std::move(state.meta), rank_ == 0 ? 0 : -1, 1};
+    for (auto& [name, t] : state.tensors) out.pieces.push_back({name, t.sizes().vec(), 0, t});
+    return out;
+  }
+  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(read_whole_state(saved)); }
+  MemoryReport memory() const override {
+    MemoryReport m;
+    for (const auto& p : params_) m.parameters += bytes_of(p), m.gradients += bytes_of(p);
+    m.optimizer_state = state_bytes(*optimizer_);
+    m.buffers = reducer_ ? reducer_->buffer_bytes() : 0;
+    return m;
+  }
+
+ private:
+  int rank_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<GradReducer> reducer_;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const config::Config& config,
+                                                           const optim::NamedParams& params,
+                                                           const model::ParameterUnits& units) {
+  using config::Strategy;
+  const Strategy s = config.distributed.strategy;
+  const bool offload = config.distributed.cpu_offload;
+  if (s == Strategy::kDdp || (world.size() == 1 && !offload)) {
+    if (offload) {
+      throw util::ConfigError("distributed.cpu_offload needs a zero strategy: ddp keeps the optimizer state on every rank",
+                              "use distributed.strategy=zero1, zero2, zero3 or hybrid, or distributed.cpu_offload=false");
+    }
+    return std::make_unique<ReplicatedStrategy>(world, config, params);
+  }
+  if (config.optimizer.name == config::OptimizerName::kAdafactor) {
+    throw util::ConfigError("optimizer.name=adafactor factors whole weight matrices, which distributed.strategy=" +
+                                strategy_name(s) + " splits across ranks",
+                            "use distributed.strategy=ddp with adafactor, or optimizer.name=adamw, sgd or lion");
+  }
+  switch (s) {
+    case Strategy::kZero1: return make_zero12_strategy(world, config, params, 1);
+    case Strategy::kZero2: return make_zero12_strategy(world, config, params, 2);
+    case Strategy::kZero3: return make_zero3_strategy(world, config, params, units, /*hybrid=*/false);
+    case Strategy::kHybrid: return make_zero3_strategy(world, config, params, units, /*hybrid=*/true);
+    case Strategy::kDdp: break;
+  }
+  return std::make_unique<ReplicatedStrategy>(world, config, params);
+}
+
+}  // namespace hftrain::parallel

@@ -1,0 +1,44 @@
+// Small pieces every sharding strategy uses (strategy.cpp, zero12.cpp, zero3.cpp).
+#pragma once
+
+#include <vector>
+
+#include <torch/types.h>
+
+#include "config/config.h"
+#include "parallel/comm/communicator.h"
+#include "optim/optimizer.h"
+
+namespace hftrain::parallel {
+
+inline int64_t bytes_of(const torch::Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+inline int64_t state_bytes(const optim::Optimizer& optimizer) {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : optimizer.state().tensors) bytes += bytes_of(t);
+  return bytes;
+}
+
+// distributed.reduce_dtype: fp32, or the compute dtype of trainer.precision ("param").
+torch::ScalarType reduce_dtype(const config::Config& c);
+
+std::vector<torch::Tensor> tensors_of(const optim::NamedParams& params);
+std::vector<std::string> names_of(const optim::NamedParams& params);
+std::vector<std::vector<int64_t>> shapes_of(const optim::NamedParams& params);
+
+// Every rank starts from rank 0's weights (they agree already when seeded alike; this makes sure).
+void broadcast_parameters(Communicator& comm, const optim::NamedParams& params);
+
+// Where distributed.cpu_offload keeps optimizer state and master shards: CPU memory, pinned when
+// the device is a GPU (so that the copies are asynchronous DMA).
+torch::Tensor offload_copy(const torch::Tensor& t);
+
+// The gradient chunks the offloaded update reads, in CPU memory: a chunk on a GPU is copied into
+// its pinned host twin in `host` (made at the first call, then reused), every copy queued before
+// one wait for the device, where one blocking copy per parameter would wait each time. A chunk
+// already in CPU memory is used as it is.
+void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host);
+
+}  // namespace hftrain::parallel

@@ -1,0 +1,165 @@
+#include "parallel/data_parallel/zero12.h"
+
+#include <torch/torch.h>
+
+#include "parallel/data_parallel/grad_reducer.h"
+#include "parallel/data_parallel/shard_layout.h"
+#include "parallel/data_parallel/strategy_common.h"
+
+namespace hftrain::parallel {
+namespace {
+
+// The optimizer sees only this rank's pieces of each bucket's chunk: views of the parameters,
+// or with cpu_offload copies in CPU memory that the update runs on.
+class ZeroStrategy final : public ShardingStrategy {
+ public:
+  ZeroStrategy(World& world, const config::Config& config, const optim::NamedParams& params, int stage)
+      : comm_(world.comm()), stage_(stage), offload_(config.distributed.cpu_offload), params_(tensors_of(params)) {
+    broadcast_parameters(comm_, params);
+    std::vector<int64_t> numels;
+    for (const auto& p : params_) numels.push_back(p.numel());
+    const auto dtype = reduce_dtype(config);
+    auto buckets = plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size,
+                                comm_.size());
+    // Both stages reduce-scatter (each rank steps only with its chunk): the communication of an
+    // all-reduce halved. zero1 keeps its full gradients until the step ends.
+    reducer_ = std::make_unique<GradReducer>(comm_, params_, buckets, GradReducer::Mode::kReduceScatter, dtype,
+                                             /*release_grads=*/stage == 2);
+    layout_ = std::make_unique<ShardLayout>(reducer_->buckets(), comm_.rank(), names_of(params), shapes_of(params));
+    // Every parameter gets a piece, empty where this rank owns none of it, so that the optimizer's
+    // groups (matched by name) are the same on every rank.
+    optim::NamedParams shard;
+    torch::NoGradGuard no_grad;
+    for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
+      const auto& bucket = reducer_->buckets()[b];
+      const auto options = params_[bucket.entries.front().param].options();
+      owns_.push_back(torch::zeros({bucket.chunk()}, options));
+      if (offload_) host_masters_.push_back(offload_copy(owns_.back()));
+      if (dtype != params_.front().scalar_type()) fulls_.push_back(torch::empty({bucket.padded_numel}, options));
+    }
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto flat = params_[i].detach().view(-1);
+      const ShardPiece* piece = layout_->piece_of(i);
+      views_.push_back(piece ? flat.narrow(0, piece->param_offset, piece->numel) : flat.narrow(0, 0, 0));
+      if (offload_ && piece) {
+        // The offloaded masters are views of their bucket's host chunk: one copy sends it back.
+        masters_.push_back(host_masters_[piece->bucket].narrow(0, piece->chunk_offset, piece->numel));
+        masters_.back().copy_(views_.back());
+      } else {
+        masters_.push_back(offload_ ? offload_copy(views_.back()) : views_.back());
+      }
+      shard.emplace_back(params[i].first, masters_.back());
+    }
+    optimizer_ = optim::make_optimizer(config.optimizer, shard);
+  }
+
+  std::string name() const override { return stage_ == 1 ? "zero1" : "zero2"; }
+  void before_backward(bool last) override {
+    if (last) reducer_->arm();
+  }
+  void after_backward() override {
+    reducer_->finish();
+    grad_chunks_.clear();
+    for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
+      const torch::Tensor& c = reducer_->chunk(b);
+      grad_chunks_.push_back(c.scalar_type() == torch::kFloat32 ? c : c.to(torch::kFloat32));
+    }
+  }
+  std::vector<torch::Tensor> grads() override { return grad_chunks_; }
+  Communicator* shard_comm() override { return &comm_; }
+
+  void step() override {
+    torch::NoGradGuard no_grad;
+    // The (unscaled, clipped) gradient chunks onto the pieces the optimizer updates.
+    if (offload_) copy_to_host(grad_chunks_, host_grads_);
+    const std::vector<torch::Tensor>& chunks = offload_ ? host_grads_ : grad_chunks_;
+    for (const auto& piece : layout_->pieces()) {
+      masters_[piece.param].mutable_grad() = chunks[piece.bucket].narrow(0, piece.chunk_offset, piece.numel);
+    }
+    optimizer_->step();
+    // All-gather the updated chunks, every bucket in flight at once, into the buffers allocated
+    // at start: this rank's chunk, and the bucket's flat buffer (free now that the gradients
+    // are used) or, when that holds another dtype, a buffer of the parameters' own.
+    const auto& buckets = reducer_->buckets();
+    if (!offload_) {
+      for (const auto& piece : layout_->pieces()) {
+        owns_[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+      }
+    }
+    std::vector<WorkPtr> works;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      if (offload_) owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
+      works.push_back(comm_.all_gather(gathered(b), owns_[b]));
+    }
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      works[b]->wait();
+      for (const auto& e : buckets[b].entries) params_[e.param].view(-1).copy_(gathered(b).narrow(0, e.offset, e.numel));
+    }
+  }
+  void zero_grad() override {
+    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+    for (auto& m : masters_) m.mutable_grad() = torch::Tensor();
+    grad_chunks_.clear();
+  }
+  optim::Optimizer& optimizer() override { return *optimizer_; }
+
+  // Every rank holds a different shard: each writes its own file.
+  LocalOptimizerState local_optimizer_state() override {
+    optim::OptimizerState state = optimizer_->state();
+    return {layout_->pieces_of(state), std::move(state.meta), comm_.rank(), comm_.size()};
+  }
+  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
+  // The pieces follow parameters loaded after construction (resume).
+  void release_parameters(WholeAccess access) override {
+    if (!offload_ || access != WholeAccess::kLoad) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < masters_.size(); ++i) masters_[i].copy_(views_[i]);
+  }
+
+  MemoryReport memory() const override {
+    MemoryReport m;
+    for (const auto& p : params_) m.parameters += bytes_of(p);
+    if (stage_ == 1) {
+      m.gradients = m.parameters;  // every rank accumulates full gradients
+    } else {
+      for (size_t b = 0; b < reducer_->buckets().size(); ++b) m.gradients += bytes_of(reducer_->chunk(b));
+    }
+    m.optimizer_state = state_bytes(*optimizer_);
+    m.buffers = reducer_->buffer_bytes();
+    for (const auto& t : owns_) m.buffers += bytes_of(t);
+    for (const auto& t : fulls_) m.buffers += bytes_of(t);
+    if (offload_) {
+      // The optimizer state, and the fp32 pieces it updates (a buffer: the masters stay on the device).
+      for (const auto& t : host_masters_) m.buffers += bytes_of(t), m.host += bytes_of(t);
+      m.host += m.optimizer_state;
+    }
+    return m;
+  }
+
+ private:
+  Communicator& comm_;
+  int stage_;
+  bool offload_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<GradReducer> reducer_;
+  std::unique_ptr<ShardLayout> layout_;
+  std::vector<torch::Tensor> views_;        // per parameter: this rank's piece, a view of the parameter
+  std::vector<torch::Tensor> masters_;      // what the optimizer updates: views_, or (offload) views of host_masters_
+  std::vector<torch::Tensor> host_masters_;  // offload, per bucket: this rank's chunk in (pinned) CPU memory
+  std::vector<torch::Tensor> host_grads_;    // offload, per bucket: its gradient chunk copied there
+  std::vector<torch::Tensor> grad_chunks_;  // per bucket: this rank's summed gradient chunk (fp32)
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> owns_;   // per bucket: this rank's updated chunk, sent by the all-gather
+  std::vector<torch::Tensor> fulls_;  // per bucket: the gathered parameters, only when the reduce dtype differs
+
+  torch::Tensor& gathered(size_t b) { return fulls_.empty() ? reducer_->scratch(b) : fulls_[b]; }
+};
+
+}  // namespace
+
+std::unique_ptr<ShardingStrategy> make_zero12_strategy(World& world, const config::Config& config,
+                                                       const optim::NamedParams& params, int stage) {
+  return std::make_unique<ZeroStrategy>(world, config, params, stage);
+}
+
+}  // namespace hftrain::parallel

@@ -1,0 +1,111 @@
+#include "parallel/plan/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace hftrain::parallel {
+
+std::string strategy_name(config::Strategy s) {
+  switch (s) {
+    case config::Strategy::kDdp: return "ddp";
+    case config::Strategy::kZero1: return "zero1";
+    case config::Strategy::kZero2: return "zero2";
+    case config::Strategy::kZero3: return "zero3";
+    case config::Strategy::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes) {
+  const double largest = static_cast<double>(std::max(units.root, units.block));
+  const double reduce = largest * static_cast<double>(reduce_element_bytes);
+  return 4.0 * static_cast<double>(units.root + 2 * units.block) + 2 * reduce + 2 * reduce / std::max(1, shard_ranks);
+}
+
+int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
+  switch (o.name) {
+    case config::OptimizerName::kAdamW: return 8;
+    case config::OptimizerName::kLion: return 4;
+    case config::OptimizerName::kSgd: return o.momentum > 0 ? 4 : 0;
+    case config::OptimizerName::kAdafactor: return o.adafactor.beta1 ? 4 : 0;  // plus the row/column factors
+  }
+  return 8;
+}
+
+MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
+                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units) {
+  const double psi = static_cast<double>(parameters), n = std::max(1, world_size);
+  const double k = static_cast<double>(optimizer_state_bytes_per_parameter(optimizer));
+  const std::string ks = std::to_string(static_cast<int>(k));
+  MemoryEstimate e;
+  e.strategy = strategy;
+  // Buckets hold fp32 gradients; a bucket is at most bucket_size, or one parameter larger than that.
+  const double bucket = std::min(static_cast<double>(bucket_bytes), 4 * psi);
+  switch (strategy) {
+    case config::Strategy::kDdp:
+      e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi;
+      e.buffers = 4 * psi;  // every bucket's flat buffer
+      e.formula = "4Ψ + 4Ψ + " + ks + "Ψ";
+      break;
+    case config::Strategy::kZero1:
+      e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi / n;
+      // flat buckets (reused for the all-gather), reduce-scatter chunks, this rank's chunks
+      e.buffers = 4 * psi + 8 * psi / n;
+      e.formula = "4Ψ + 4Ψ + " + ks + "Ψ/N";
+      break;
+    case config::Strategy::kZero2:
+      e.parameters = 4 * psi, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
+      e.buffers = 4 * psi + 8 * psi / n;  // flat buckets, reduce-scatter chunks, this rank's chunks
+      e.formula = "4Ψ + (4 + " + ks + ")Ψ/N";
+      break;
+    case config::Strategy::kZero3:
+    case config::Strategy::kHybrid:
+      e.parameters = 4 * psi / n, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
+      // Units whole while in use, and their reductions (fp32; or two buckets when the units are unknown).
+      e.buffers = units.root + units.block > 0 ? zero3_buffer_bytes(units, world_size, 4) : 2 * bucket;
+      e.formula = "(8 + " + ks + ")Ψ/N";
+      break;
+  }
+  return e;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
+                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy", "per rank (fp32 master)",
+                "parameters", "gradients", "optimizer", "total", "buffers");
+  out << line;
+  std::vector<config::Strategy> rows = {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2,
+                                        config::Strategy::kZero3};
+  const bool hybrid = ranks_per_node > 0 && ranks_per_node < world_size;
+  if (hybrid) rows.push_back(config::Strategy::kHybrid);
+  for (auto s : rows) {
+    const int n = s == config::Strategy::kHybrid ? ranks_per_node : world_size;
+    const MemoryEstimate e = estimate_memory(s, parameters, n, optimizer, bucket_bytes, units);
+    std::string name = strategy_name(s);
+    // Ψ takes two bytes and one column: pad by columns, not bytes.
+    std::string formula = s == config::Strategy::kHybrid ? e.formula + " (N=" + std::to_string(n) + ")" : e.formula;
+    size_t columns = 0;
+    for (unsigned char c : formula) columns += (c & 0xC0) != 0x80;
+    formula.append(columns < 22 ? 22 - columns : 0, ' ');
+    std::snprintf(line, sizeof line, "%-8s %s %12s %12s %12s %12s %12s\n", name.c_str(), formula.c_str(),
+                  format_bytes(e.parameters).c_str(), format_bytes(e.gradients).c_str(),
+                  format_bytes(e.optimizer_state).c_str(), format_bytes(e.total()).c_str(),
+                  format_bytes(e.buffers).c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace hftrain::parallel

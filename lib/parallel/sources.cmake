@@ -1,0 +1,26 @@
+# The multi-process stage's sources (relative to lib/parallel), one sub-folder per concept:
+#   comm/           communicators (interface, Open MPI, NCCL), the world (store, backend,
+#                   sub-groups), the monitor (phases, budgets, timeout diagnosis)
+#   plan/           the memory formulas of each strategy (`hftrain plan`)
+#   data_parallel/  gradient buckets, hooks and the overlapped reducer; the strategies (single,
+#                   ddp, zero1/2, zero3, hybrid, cpu_offload); shard layout; the memory report
+# Tensor and pipeline parallelism get sub-folders of their own beside data_parallel/.
+set(HFTRAIN_PARALLEL_CORE_SOURCES
+  comm/monitor.cpp
+  comm/ompi_server.cpp
+  plan/memory_plan.cpp
+  data_parallel/grad_buckets.cpp)
+set(HFTRAIN_PARALLEL_TORCH_SOURCES
+  comm/communicator.cpp
+  comm/mpi_communicator.cpp
+  comm/nccl_communicator.cpp
+  comm/world.cpp
+  data_parallel/grad_hook.cpp
+  data_parallel/grad_reducer.cpp
+  data_parallel/memory_report.cpp
+  data_parallel/optimizer_pieces.cpp
+  data_parallel/shard_layout.cpp
+  data_parallel/strategy.cpp
+  data_parallel/unit_storage.cpp
+  data_parallel/zero12.cpp
+  data_parallel/zero3.cpp)

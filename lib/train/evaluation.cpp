@@ -1,0 +1,58 @@
+#include "train/evaluation.h"
+
+#include <torch/torch.h>
+
+#include "metrics/classification.h"
+#include "parallel/comm/monitor.h"
+#include "train/precision.h"
+
+namespace hftrain::train {
+
+EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<int64_t> max_batches, int64_t k,
+                    config::Precision precision, parallel::World& world, const torch::Device& device) {
+  parallel::PhaseScope phase(world.monitor(), parallel::Phase::kEval);
+  torch::NoGradGuard no_grad;
+  model.module().eval();
+  loader.seek(0);
+  int64_t batches = static_cast<int64_t>(loader.batches_per_epoch());
+  if (max_batches) batches = std::min(batches, *max_batches);
+  auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  int64_t targets = 0;
+  // Classification: the confusion counts (label x prediction), summed on the device.
+  torch::Tensor confusion;
+  if (k > 0) confusion = torch::zeros({k * k}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  for (int64_t i = 0; i < batches; ++i) {
+    data::Batch b = loader.next();
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(precision, device);
+      loss_sum += model.loss_sum(b, 0.0, &logits).to(torch::kFloat64);
+    }
+    targets += b.num_target_tokens;
+    if (confusion.defined()) {
+      // Unlabelled rows add 0 (to cell 0..k-1): a fixed-size scatter, where masked_select and
+      // bincount would size their results from the data and wait for the device.
+      const auto labelled = b.labels.ne(-100);
+      const auto cell = b.labels.clamp_min(0) * k + logits.argmax(-1);
+      confusion.scatter_add_(0, cell.reshape({-1}), labelled.to(torch::kInt64).reshape({-1}));
+    }
+  }
+  model.module().train();
+  if (world.size() > 1) {
+    world.comm().all_reduce(loss_sum)->wait();
+    if (confusion.defined()) world.comm().all_reduce(confusion)->wait();
+    targets = parallel::all_reduce_value(world.comm(), targets, parallel::ReduceOp::kSum, device);
+  }
+  EvalResult result;
+  if (confusion.defined()) {
+    metrics::ConfusionMatrix m(k);
+    const torch::Tensor counts = confusion.cpu().contiguous();
+    m.add_counts({counts.data_ptr<int64_t>(), static_cast<size_t>(counts.numel())});
+    const metrics::ClassificationMetrics c = metrics::classification_metrics(m);
+    result.metrics = {{"eval_accuracy", c.accuracy}, {"eval_f1", c.f1}};
+  }
+  result.loss = targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
+  return result;
+}
+
+}  // namespace hftrain::train

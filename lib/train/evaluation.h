@@ -1,0 +1,28 @@
+// Evaluation over the validation split: the mean loss per target (token, or sequence), and for a
+// classifier its accuracy and F1, summed on the device and reduced over the ranks once at the end.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "data/loader.h"
+#include "parallel/comm/world.h"
+#include "train/task_model.h"
+
+namespace hftrain::train {
+
+struct EvalResult {
+  double loss = 0;  // mean per target over every rank's batches; 0 when there were no targets
+  std::vector<std::pair<std::string, double>> metrics;  // classification: eval_accuracy, eval_f1
+};
+
+// Runs `batches` (all when unset) of `loader` from its start through `model` in eval mode and
+// puts the model back in training mode. `num_labels` > 0 makes it a classification evaluation.
+EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<int64_t> batches, int64_t num_labels,
+                    config::Precision precision, parallel::World& world, const torch::Device& device);
+
+}  // namespace hftrain::train

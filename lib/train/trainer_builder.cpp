@@ -1,0 +1,117 @@
+#include "train/trainer_builder.h"
+
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "parallel/comm/monitor.h"
+#include "train/model_from.h"
+#include "train/wiring.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string label_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 20; ++i) out += (i ? ", " : "") + std::to_string(i) + " " + names[i];
+  return names.size() > 20 ? out + ", ..." : out;
+}
+
+void check_vocabulary(const config::Config& config, const tokenizer::Tokenizer& tokenizer) {
+  if (tokenizer.vocab_size() <= config.model.vocab_size) return;
+  throw util::ConfigError("model.vocab_size (" + std::to_string(config.model.vocab_size) +
+                              ") is smaller than the tokenizer's vocabulary (" +
+                              std::to_string(tokenizer.vocab_size()) + ")",
+                          "set model.vocab_size=" + std::to_string(tokenizer.vocab_size()) + " or more");
+}
+
+}  // namespace
+
+TrainerParts build_trainer_parts(const config::Config& config, parallel::World& world, const torch::Device& device,
+                                 const std::optional<std::filesystem::path>& resume_from) {
+  const auto& t = config.trainer;
+  if (t.precision == config::Precision::kFp16 && !device.is_cuda()) {
+    throw util::ConfigError("trainer.precision=fp16 needs a CUDA device (dynamic loss scaling runs there)",
+                            "use trainer.precision=bf16 on the CPU");
+  }
+  torch::manual_seed(static_cast<uint64_t>(config.run.seed));
+  if (device.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(t.tf32);
+    at::globalContext().setAllowTF32CuDNN(t.tf32);
+  }
+  TrainerParts parts;
+  parts.tokenizer = tokenizer::make_tokenizer(tokenizer_options(config));
+  check_vocabulary(config, *parts.tokenizer);
+
+  // A BERT encoder classifies sequences: its labels come from the model directory's classifier
+  // (named ones) or from the training data, and fix the classifier's size.
+  const bool classify = config.model.arch == config::ModelArch::kBert;
+  const bool from_model_dir = config.model.from && !resume_from;
+  std::optional<ModelSource> source;
+  if (from_model_dir) source = read_model_source(*config.model.from);
+  if (classify && resume_from) source = read_model_source(*resume_from);
+  std::optional<model::BertSpec> bert;
+  if (classify) bert = bert_spec(config, source);
+  {
+    // Rank 0 tokenizes into the token cache first; the other ranks then map it.
+    parallel::PhaseScope phase(world.monitor(), parallel::Phase::kData);
+    const bool many = world.size() > 1;
+    if (many && !world.is_main()) world.comm().barrier();
+    const data::DataOptions options = data_options(config, world.rank(), world.size());
+    if (classify) {
+      parts.loaders = data::make_classification_loaders(classification_options(config, source), options.loader,
+                                                        *parts.tokenizer, device);
+    } else {
+      parts.loaders = data::make_loaders(options, *parts.tokenizer, device);
+    }
+    if (many && world.is_main()) world.comm().barrier();
+  }
+  if (t.eval_every > 0 && !parts.loaders.validation) {
+    throw util::DataError("trainer.eval_every is set but the validation split is empty",
+                          "name data.validation sources or a data.validation_fraction large enough to hold a document");
+  }
+
+  if (classify) {
+    const auto& labels = parts.loaders.labels.names;
+    bert->num_labels = static_cast<int64_t>(labels.size());
+    parts.model = make_sequence_classifier(*bert, labels);
+    util::log::info("sequence classification over " + std::to_string(bert->num_labels) + " labels: " +
+                    label_list(labels));
+  } else {
+    parts.model = make_causal_lm(model::ModelSpec::from_config(config.model));
+  }
+  if (from_model_dir) parts.model->load(*config.model.from, "model.from");
+  parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
+  parts.model->module().to(device);
+  {
+    parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
+    parts.strategy = parallel::ShardingStrategy::create(world, config, parts.model->parameters_by_name(),
+                                                        parts.model->parameter_units());
+    parts.model->set_unit_hooks(parts.strategy->unit_hooks());
+  }
+  // Every rank initialised the same weights from the same seed; from here on (dropout) each
+  // rank draws its own numbers.
+  if (world.size() > 1) torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 7919u * world.rank());
+  return parts;
+}
+
+int64_t plan_total_steps(const config::Config& config, const data::DataLoader& train, int world_size) {
+  const auto& t = config.trainer;
+  const int64_t micro = t.grad_accum_steps;
+  int64_t total = std::numeric_limits<int64_t>::max();
+  if (t.max_steps) total = std::min(total, *t.max_steps);
+  if (t.max_epochs) {
+    total = std::min(total, *t.max_epochs * ceil_div(static_cast<int64_t>(train.batches_per_epoch()), micro));
+  }
+  if (t.max_tokens) {
+    const int64_t per_step = t.micro_batch_size * config.data.seq_len * micro * world_size;
+    total = std::min(total, ceil_div(*t.max_tokens, per_step));
+  }
+  return std::max<int64_t>(total, 1);
+}
+
+}  // namespace hftrain::train

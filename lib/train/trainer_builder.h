@@ -1,0 +1,37 @@
+// What a Trainer trains with, built from the config in one fixed order: device settings and
+// seed, tokenizer, data (rank 0 tokenizes first, the other ranks then map its token cache), the
+// model (its weights from model.from), then the sharding strategy that owns the optimizer.
+// Bad input throws ConfigError/DataError here, before any training.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "config/config.h"
+#include "data/loader.h"
+#include "parallel/comm/world.h"
+#include "parallel/data_parallel/strategy.h"
+#include "tokenizer/tokenizer.h"
+#include "train/task_model.h"
+
+namespace hftrain::train {
+
+struct TrainerParts {
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  data::Loaders loaders;
+  std::unique_ptr<TaskModel> model;
+  std::unique_ptr<parallel::ShardingStrategy> strategy;  // owns the optimizer (sharded under zero)
+};
+
+// `resume_from`: the checkpoint that will be restored, so model.from is not read (its weights
+// would be replaced, and the directory may be gone by now); a BERT classifier takes its shape
+// and labels from the checkpoint instead.
+TrainerParts build_trainer_parts(const config::Config& config, parallel::World& world, const torch::Device& device,
+                                 const std::optional<std::filesystem::path>& resume_from);
+
+// The run's optimizer steps: the least of trainer.max_steps, max_epochs over the training data
+// and max_tokens over the global batch (at least 1).
+int64_t plan_total_steps(const config::Config& config, const data::DataLoader& train, int world_size);
+
+}  // namespace hftrain::train
