@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark on one GPU: GPT-2 124M (recipes/gpt2-124m.yaml: seq 1024, bf16 autocast, tf32, AdamW,
-# clipping) trained by hftrain and by the same step in plain PyTorch (bench/peer_gpt2.py), on the
+# clipping) trained by hftrain and by the same step in plain PyTorch (bench/peer_eager.py), on the
 # same token shard, in the same session. Prints hftrain's tokens/s, step time, MFU and peak memory
 # from its metrics.jsonl (the window of the last 20 steps), the peer's, and their ratio. Also the
 # same with activation checkpointing and with zero3 + cpu_offload in one process, which trade
@@ -41,7 +41,7 @@ echo "GPT-2 124M, micro-batch $micro x 1024 tokens, $steps steps, bf16, $(nvidia
 "$hftrain" run gpt2-124m "${common[@]}" run.output_dir="$work/hftrain" >"$work/hftrain.log" 2>&1 \
   || { tail -20 "$work/hftrain.log"; exit 1; }
 report hftrain "$work/hftrain" | tee "$work/ours.json"
-"$py" "$root/bench/peer_gpt2.py" --shard "$work/train.bin" --micro-batch "$micro" --warmup-steps 20 --steps "$((steps - 20))" \
+"$py" "$root/bench/peer_eager.py" --shard "$work/train.bin" --micro-batch "$micro" --warmup-steps 20 --steps "$((steps - 20))" \
   | tee "$work/peer.json"
 "$py" - "$work/ours.json" "$work/peer.json" <<'PY'
 import json, sys
@@ -54,6 +54,6 @@ PY
 "$hftrain" run gpt2-124m "${common[@]}" distributed.strategy=zero3 distributed.cpu_offload=true \
   run.output_dir="$work/offload" >"$work/offload.log" 2>&1 && report "hftrain, zero3 + cpu_offload (1 GPU)" "$work/offload"
 if [ "${HFTRAIN_BENCH_COMPILE:-0}" = 1 ]; then
-  "$py" "$root/bench/peer_gpt2.py" --shard "$work/train.bin" --micro-batch "$micro" --warmup-steps 20 \
+  "$py" "$root/bench/peer_eager.py" --shard "$work/train.bin" --micro-batch "$micro" --warmup-steps 20 \
     --steps "$((steps - 20))" --compile
 fi
