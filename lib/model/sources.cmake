@@ -6,6 +6,7 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp
   hf_export.cpp
   hf_weights.cpp
+  lm_head_loss.cpp
   rope.cpp
   safetensors.cpp
   stored_weights.cpp

@@ -6,6 +6,7 @@
 
 #include "model/blocks.h"
 #include "model/checkpointing.h"
+#include "model/lm_head_loss.h"
 #include "model/rope.h"
 
 namespace hftrain::model {
@@ -48,6 +49,20 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec) : spec_(spec) {
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache) {
+  auto logits = F::linear(hidden_states(input_ids, cache), head_weight());  // (B, T, V)
+  return hooks_ ? hooks_->after_forward(0, logits) : logits;
+}
+
+torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
+                                        double label_smoothing) {
+  const torch::Tensor x = hidden_states(input_ids, nullptr);  // (B, T, C)
+  auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing);
+  // The root's hook sees the loss: under zero3 the root (which holds the head) stays whole until
+  // the loss exists, and in evaluation it is released only then.
+  return hooks_ ? hooks_->after_forward(0, loss) : loss;
+}
+
+torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache) {
   const int64_t T = input_ids.size(1);
   const int64_t offset = cache ? cache->length : 0;
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
@@ -76,8 +91,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
   }
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;
-  auto logits = spec_.tie_embeddings ? F::linear(x, embed_tokens_->weight) : lm_head_(x);  // (B, T, V)
-  return hooks_ ? hooks_->after_forward(0, logits) : logits;
+  return x;
 }
 
 KvCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) const {

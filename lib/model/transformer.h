@@ -38,6 +38,9 @@ class TransformerImpl : public torch::nn::Module {
   // input_ids (B, T) int64 -> logits (B, T, vocab). With a cache, the T new positions follow the
   // cache's and their keys and values are appended to it.
   torch::Tensor forward(const torch::Tensor& input_ids, KvCache* cache = nullptr);
+  // The next-token loss summed over the targets of `labels` (B, T) (-100: none), in fp32, without
+  // materialising the logits (lm_head_loss.h): what training and evaluation use.
+  torch::Tensor loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels, double label_smoothing);
 
   // An empty cache for `batch` sequences of up to `capacity` positions.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
@@ -55,6 +58,11 @@ class TransformerImpl : public torch::nn::Module {
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
  private:
+  // The blocks and the final norm: (B, T) ids -> (B, T, C), the output layer's input.
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache);
+  // The output layer's weight (V, C): the embedding when tied.
+  torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
+
   ModelSpec spec_;
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;

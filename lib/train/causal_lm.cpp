@@ -20,9 +20,9 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   explicit CausalLm(const model::ModelSpec& spec) : ModuleTask(model::Transformer(spec)) {}
 
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
-    torch::Tensor out = model_->forward(batch.input_ids);
-    if (logits) *logits = out;
-    return token_loss_sum(out, batch.labels, label_smoothing);
+    if (!logits) return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing);
+    *logits = model_->forward(batch.input_ids);
+    return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
 
   void load(const std::filesystem::path& path, const std::string& what) override {

@@ -26,7 +26,7 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     torch::Tensor logits;
     {
       AutocastScope autocast(precision, device);
-      loss_sum += model.loss_sum(b, 0.0, &logits).to(torch::kFloat64);
+      loss_sum += model.loss_sum(b, 0.0, confusion.defined() ? &logits : nullptr).to(torch::kFloat64);
     }
     targets += b.num_target_tokens;
     if (confusion.defined()) {

@@ -1,0 +1,110 @@
+// The chunked output layer + cross-entropy against F::linear + F::cross_entropy: loss and the
+// gradients of the hidden states and of the weight, with ignored targets, label smoothing, chunks
+// that do and do not divide the rows, tied use (the weight also used elsewhere), no-grad evaluation
+// and bf16 autocast.
+#include "../torch_catch.h"  // first: see the file
+
+#include <ATen/autocast_mode.h>
+
+#include "model/lm_head_loss.h"
+
+using namespace hftrain;
+namespace F = torch::nn::functional;
+
+namespace {
+
+struct Case {
+  torch::Tensor hidden, weight, labels;
+};
+
+Case make_case(int64_t n, int64_t c, int64_t v, uint64_t seed) {
+  torch::manual_seed(seed);
+  Case k{torch::randn({n, c}, torch::kFloat64).to(torch::kFloat32), torch::randn({v, c}) * 0.5,
+         torch::randint(0, v, {n}, torch::kInt64)};
+  k.labels.index_put_({torch::arange(0, n, 3)}, -100);  // every third row has no target
+  return k;
+}
+
+torch::Tensor reference(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& y, double smoothing) {
+  return F::cross_entropy(F::linear(h, w).to(torch::kFloat32), y,
+                          F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum).label_smoothing(
+                              smoothing));
+}
+
+// Loss and both gradients of `loss_fn` at the case, with a non-unit incoming gradient.
+std::vector<torch::Tensor> run(const Case& k, const std::function<torch::Tensor(torch::Tensor, torch::Tensor)>& loss_fn) {
+  auto h = k.hidden.clone().requires_grad_(true);
+  auto w = k.weight.clone().requires_grad_(true);
+  auto loss = loss_fn(h, w);
+  (loss * 0.37).backward();
+  return {loss.detach(), h.grad(), w.grad()};
+}
+
+void check_close(const std::vector<torch::Tensor>& ours, const std::vector<torch::Tensor>& ref, double tol) {
+  for (size_t i = 0; i < ours.size(); ++i) {
+    INFO("tensor " << i << " (0 loss, 1 grad hidden, 2 grad weight)");
+    const double scale = std::max(1.0, ref[i].abs().max().item<double>());
+    CHECK((ours[i] - ref[i]).abs().max().item<double>() <= tol * scale);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lm_head_loss_sum equals linear + cross_entropy, loss and gradients", "[model]") {
+  const Case k = make_case(37, 16, 53, 7);
+  for (double smoothing : {0.0, 0.1}) {
+    const auto ref = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
+    for (int64_t chunk : {int64_t{1}, int64_t{5}, int64_t{37}, int64_t{100}, int64_t{0}}) {
+      INFO("label smoothing " << smoothing << ", chunk rows " << chunk);
+      const auto ours =
+          run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, chunk); });
+      check_close(ours, ref, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("lm_head_loss_sum: a tied weight gets both of its gradients", "[model]") {
+  const Case k = make_case(12, 8, 20, 3);
+  auto loss_fn = [&](bool fused) {
+    return [&, fused](torch::Tensor h, torch::Tensor w) {
+      const auto x = h + F::embedding(k.labels.clamp_min(0), w);  // the weight also embeds
+      return fused ? model::lm_head_loss_sum(x, w, k.labels, 0.0, 4) : reference(x, w, k.labels, 0.0);
+    };
+  };
+  check_close(run(k, loss_fn(true)), run(k, loss_fn(false)), 1e-5);
+}
+
+TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients; no grad mode computes none", "[model]") {
+  Case k = make_case(6, 4, 9, 5);
+  k.labels.fill_(-100);
+  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 4); });
+  CHECK(ours[0].item<double>() == 0.0);
+  CHECK(ours[1].abs().max().item<double>() == 0.0);
+  CHECK(ours[2].abs().max().item<double>() == 0.0);
+
+  const Case e = make_case(10, 4, 9, 6);
+  torch::NoGradGuard no_grad;
+  const auto h = e.hidden.clone().requires_grad_(true);
+  const auto loss = model::lm_head_loss_sum(h, e.weight, e.labels, 0.0, 3);
+  CHECK_FALSE(loss.requires_grad());
+  CHECK(loss.item<double>() == Approx(reference(e.hidden, e.weight, e.labels, 0.0).item<double>()).epsilon(1e-6));
+}
+
+TEST_CASE("lm_head_loss_sum under bf16 autocast matches linear + cross_entropy under it", "[model]") {
+  const Case k = make_case(24, 32, 40, 11);
+  auto autocast = [](auto fn) {
+    return [fn](torch::Tensor h, torch::Tensor w) {
+      at::autocast::set_autocast_enabled(at::kCPU, true);
+      at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+      auto loss = fn(h, w);
+      at::autocast::set_autocast_enabled(at::kCPU, false);
+      at::autocast::clear_cache();
+      return loss;
+    };
+  };
+  const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
+  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 7); }));
+  CHECK(ours[1].scalar_type() == torch::kFloat32);
+  CHECK(ours[2].scalar_type() == torch::kFloat32);
+  check_close(ours, ref, 2e-2);  // bf16 matmuls: both round the logits the same way, not the sums
+}
