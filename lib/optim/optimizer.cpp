@@ -1,9 +1,9 @@
 #include "optim/optimizer.h"
 
-#include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
 #include "optim/adafactor.h"
+#include "optim/fused_adamw.h"
 #include "optim/lion.h"
 #include "optim/param_groups.h"
 #include "optim/state_io.h"
@@ -11,44 +11,9 @@
 namespace hftrain::optim {
 namespace {
 
-// What TorchBacked needs to know of each LibTorch optimizer to export and import its state.
+// What TorchBacked needs to know of a LibTorch optimizer to export and import its state.
 // LibTorch keys per-parameter state by the parameter's TensorImpl*, and its archive-based
 // save()/load() write TorchScript archives (no pickle-free format), so we move the state ourselves.
-struct AdamWTraits {
-  using Impl = torch::optim::AdamW;
-  using Options = torch::optim::AdamWOptions;
-  using ParamState = torch::optim::AdamWParamState;
-  static constexpr const char* kName = "adamw";
-  static constexpr bool kCountsSteps = true;
-
-  static std::vector<detail::TensorSpec> specs(const Options& o, const torch::Tensor& p) {
-    const std::vector<int64_t> shape = p.sizes().vec();
-    std::vector<detail::TensorSpec> s = {{"exp_avg", shape, p.scalar_type()},
-                                         {"exp_avg_sq", shape, p.scalar_type()}};
-    if (o.amsgrad()) s.push_back({"max_exp_avg_sq", shape, p.scalar_type()});
-    return s;
-  }
-  static int64_t export_state(const ParamState& st, const std::string& name, OptimizerState& out) {
-    detail::add_tensor(out, name, "exp_avg", st.exp_avg());
-    detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq());
-    detail::add_tensor(out, name, "max_exp_avg_sq", st.max_exp_avg_sq());
-    return st.step();
-  }
-  static std::unique_ptr<ParamState> import_state(detail::LoadedParam& in) {
-    auto st = std::make_unique<ParamState>();
-    st->step(in.step);
-    st->exp_avg(in.tensors[0]);
-    st->exp_avg_sq(in.tensors[1]);
-    if (in.tensors.size() > 2) st->max_exp_avg_sq(in.tensors[2]);
-    return st;
-  }
-  static nlohmann::json hyperparameters(const Options& o) {
-    return {{"betas", {std::get<0>(o.betas()), std::get<1>(o.betas())}},
-            {"eps", o.eps()},
-            {"amsgrad", o.amsgrad()}};
-  }
-};
-
 struct SgdTraits {
   using Impl = torch::optim::SGD;
   using Options = torch::optim::SGDOptions;
@@ -175,11 +140,9 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
 
   const double beta1 = config.beta1.value_or(0.9);
   switch (config.name) {
-    case config::OptimizerName::kAdamW: {
-      torch::optim::AdamWOptions o(config.lr);
-      o.betas({beta1, config.beta2.value_or(0.999)}).eps(config.eps).weight_decay(config.weight_decay);
-      return std::make_unique<TorchBacked<AdamWTraits>>(std::move(groups), o);
-    }
+    case config::OptimizerName::kAdamW:
+      return make_fused_adamw(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
+                                                  .eps = config.eps, .amsgrad = false});
     case config::OptimizerName::kSgd: {
       torch::optim::SGDOptions o(config.lr);
       o.momentum(config.momentum).nesterov(config.nesterov).weight_decay(config.weight_decay);

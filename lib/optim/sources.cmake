@@ -3,6 +3,7 @@ set(HFTRAIN_OPTIM_CORE_SOURCES
   param_groups.cpp)
 set(HFTRAIN_OPTIM_TORCH_SOURCES
   adafactor.cpp
+  fused_adamw.cpp
   lion.cpp
   optimizer.cpp
   state_io.cpp)
