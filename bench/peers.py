@@ -9,7 +9,7 @@ random token ids (the cost of a step does not depend on them). Runs are interlea
 `--rounds` times, each with the same thread count (OMP_NUM_THREADS and torch.set_num_threads).
 
 Per contender it prints: tokens/s (median over every timed step of every round, and the range of
-the rounds' medians), the ratio to hftrain, peak memory (peak RSS on the CPU from /usr/bin/time;
+the rounds' medians), the ratio to hftrain, peak memory (peak RSS on the CPU, from getrusage;
 the CUDA allocator's peak on a GPU), start-up (process start to the first step's start, median),
 and MFU: FLOPs per token (PaLM: 6N + 12 L H Q T, with N the non-embedding parameters plus the
 output layer, which at a 50257 vocabulary is most of the work) times tokens/s over the peak this
@@ -129,10 +129,17 @@ def flops_per_token(shape):
     return 6 * n + 12 * layers * s["n_head"] * hd * s["seq"]
 
 
-def timed(cmd, env):
-    """Runs cmd under /usr/bin/time; returns (stdout, launch wall time, max RSS in MiB)."""
+# Runs argv[1:] and reports its peak RSS (kB) on stderr: getrusage of this wrapper's children is
+# exactly the one command's, with no external `time` program needed.
+RSS_WRAPPER = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+               "sys.stderr.write('MAXRSS %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+               "sys.exit(r.returncode)")
+
+
+def timed(cmd, env, python):
+    """Runs cmd; returns (stdout, launch wall time, max RSS in MiB)."""
     launch = time.time()
-    p = subprocess.run(["/usr/bin/time", "-f", "MAXRSS %M"] + cmd, env=env, capture_output=True, text=True)
+    p = subprocess.run([python, "-c", RSS_WRAPPER] + cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd[:3])} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     rss = re.findall(r"MAXRSS (\d+)", p.stderr)
@@ -157,7 +164,7 @@ def run_hftrain(args, shape, work, model_dir, shard, env, rnd):
            "optimizer.name=adamw", "optimizer.lr=6e-4", "optimizer.weight_decay=0.1", "optimizer.beta1=0.9",
            "optimizer.beta2=0.95", "scheduler.name=cosine", "scheduler.warmup_steps=2", "checkpoint.at_end=false",
            "checkpoint.every_steps=0", f"run.output_dir={out}", f"data.cache_dir={work}/cache"]
-    _, launch, rss = timed(cmd, env)
+    _, launch, rss = timed(cmd, env, args.python)
     records = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     steps = [r for r in records if r.get("type") == "train"]
     times = [r["time"] for r in steps]
@@ -174,7 +181,7 @@ def run_python_peer(args, script, shape, model_dir, shard, env):
     cmd = [args.python, os.path.join(ROOT, "bench", script), "--shard", shard, "--model-dir", model_dir,
            "--seq", str(s["seq"]), "--micro-batch", str(s["batch"]), "--warmup-steps", str(args.warmup),
            "--steps", str(args.steps), "--device", "cuda" if gpu else "cpu", "--threads", str(args.threads)]
-    out, launch, rss = timed(cmd, env)
+    out, launch, rss = timed(cmd, env, args.python)
     r = json.loads(out.strip().splitlines()[-1])
     return dict(step_seconds=r["step_seconds"], startup_s=r["first_step_start"] - launch,
                 peak_mem_mb=r["peak_mem_mb"] if gpu else rss, last_loss=r["last_loss"])
