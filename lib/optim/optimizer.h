@@ -1,6 +1,6 @@
-// The optimizer interface the training loop uses: AdamW runs ATen's fused kernel (fused_adamw.h),
-// SGD is LibTorch's own implementation; Adafactor and Lion, which LibTorch lacks, are ours
-// (adafactor.h, lion.h).
+// The optimizer interface the training loop uses: AdamW and SGD run ATen's fused kernels
+// (fused_adamw.h, fused_sgd.h); Adafactor and Lion, which ATen lacks, are ours (adafactor.h,
+// lion.h).
 // Groups come from param_groups.h; the schedule sets each group's lr as base lr x factor.
 #pragma once
 

@@ -4,6 +4,7 @@ set(HFTRAIN_OPTIM_CORE_SOURCES
 set(HFTRAIN_OPTIM_TORCH_SOURCES
   adafactor.cpp
   fused_adamw.cpp
+  fused_sgd.cpp
   lion.cpp
   optimizer.cpp
   state_io.cpp)
