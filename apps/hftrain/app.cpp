@@ -25,6 +25,7 @@ int run_app(int argc, char** argv) {
   add_generate_command(app, runner);
   add_tokenizer_command(app, runner);
   add_plan_command(app, runner);
+  add_prepare_command(app, runner);
   add_config_command(app, runner);
   add_recipes_command(app, runner);
 

@@ -23,6 +23,7 @@ void add_generate_command(CLI::App& app, Runner& runner);
 void add_tokenizer_command(CLI::App& app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);
 void add_plan_command(CLI::App& app, Runner& runner);
+void add_prepare_command(CLI::App& app, Runner& runner);
 
 // Parses argv, runs the chosen verb, maps errors to exit codes (0 ok, 2 bad input, 1 failure).
 int run_app(int argc, char** argv);

@@ -140,7 +140,7 @@ Schema build() {
       .def("4").min(0).max(1024).doc("Batches prepared ahead by background threads; 0 loads synchronously.");
   s.add("data.num_workers", Type::kInt, HFTRAIN_FIELD(data.num_workers))
       .on_resume(ResumeChange::kSafe)
-      .def("2").min(1).max(256).doc("Threads preparing batches.");
+      .def("2").min(1).max(256).doc("Threads preparing batches, and encoding text into the token cache.");
   s.add("data.cache", Type::kBool, HFTRAIN_FIELD(data.cache))
       .on_resume(ResumeChange::kSafe)
       .def("true").doc("Cache tokenized text on disk so that the next run starts at once.");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "data/sampler.h"
 #include "data/token_shard.h"
@@ -43,6 +44,7 @@ struct Corpora {
   std::vector<std::shared_ptr<const TokenCorpus>> list;
   uint64_t hits = 0;
   uint64_t misses = 0;
+  TokenizeStats tokenized{};
 };
 
 Corpora load_corpora(const std::vector<SourceSpec>& sources, const DatasetOptions& options,
@@ -61,9 +63,20 @@ Corpora load_corpora(const std::vector<SourceSpec>& sources, const DatasetOption
   if (!text_files.empty()) {
     CacheResult cached = load_or_tokenize(text_files, options.chat, tokenizer, options.cache);
     (cached.hit ? out.hits : out.misses) += 1;
+    std::string speed;
+    if (!cached.hit) {
+      out.tokenized.text_bytes += cached.stats.text_bytes;
+      out.tokenized.seconds += cached.stats.seconds;
+      out.tokenized.threads = cached.stats.threads;
+      char buf[128];
+      std::snprintf(buf, sizeof(buf), " in %.2f s (%.1f MB/s of text, %d threads)", cached.stats.seconds,
+                    static_cast<double>(cached.stats.text_bytes) / 1e6 / std::max(cached.stats.seconds, 1e-9),
+                    cached.stats.threads);
+      speed = buf;
+    }
     util::log::info(std::string(cached.hit ? "token cache hit: " : "tokenized: ") +
                     std::to_string(text_files.size()) + " files, " + std::to_string(cached.num_documents) +
-                    " documents, " + std::to_string(cached.corpus->num_tokens()) + " tokens" +
+                    " documents, " + std::to_string(cached.corpus->num_tokens()) + " tokens" + speed +
                     (cached.file.empty() ? "" : " (" + cached.file.string() + ")"));
     out.list.insert(out.list.begin(), cached.corpus);
   }
@@ -120,10 +133,14 @@ Datasets build_datasets(const DatasetOptions& options, const tokenizer::Tokenize
   Corpora train = load_corpora(options.train, options, tokenizer);
   out.cache_hits += train.hits;
   out.cache_misses += train.misses;
+  out.tokenized = train.tokenized;
   if (!options.validation.empty()) {
     Corpora validation = load_corpora(options.validation, options, tokenizer);
     out.cache_hits += validation.hits;
     out.cache_misses += validation.misses;
+    out.tokenized.text_bytes += validation.tokenized.text_bytes;
+    out.tokenized.seconds += validation.tokenized.seconds;
+    out.tokenized.threads = std::max(out.tokenized.threads, validation.tokenized.threads);
     out.train = std::make_shared<TokenDataset>(train.list, whole(train.list));
     out.validation = std::make_shared<TokenDataset>(validation.list, whole(validation.list));
   } else if (options.validation_fraction > 0.0) {

@@ -56,6 +56,7 @@ struct Datasets {
   std::shared_ptr<const TokenDataset> validation;  // null when there is no validation split
   uint64_t cache_hits = 0;    // text corpora read from the token cache
   uint64_t cache_misses = 0;  // text corpora tokenized in this call
+  TokenizeStats tokenized{};  // of those tokenized in this call (zero when all were hits)
 };
 
 // Reads (or maps from the cache) every source and makes the splits. Throws DataError for bad

@@ -121,37 +121,11 @@ std::string cache_key(const std::vector<std::pair<SourceSpec, fs::path>>& files,
   return key;
 }
 
-std::shared_ptr<TokenCorpus> tokenize_files(const std::vector<std::pair<SourceSpec, fs::path>>& files,
-                                            const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer) {
-  std::vector<uint32_t> tokens;
-  std::vector<uint8_t> mask;
-  std::vector<uint64_t> starts{0};
-  bool any_masked = false;
-  const auto eot = static_cast<uint32_t>(tokenizer.eot_id());
-  for (const auto& [spec, file] : files) {
-    read_documents(spec, file, chat, [&](Document&& doc) {
-      for (const auto& segment : doc.segments) {
-        auto ids = tokenizer.encode(segment.text);
-        tokens.insert(tokens.end(), ids.begin(), ids.end());
-        mask.insert(mask.end(), ids.size(), segment.train ? 1 : 0);
-        any_masked = any_masked || (!segment.train && !ids.empty());
-      }
-      // The end-of-text token is a target: the model learns where a document ends.
-      tokens.push_back(eot);
-      mask.push_back(1);
-      starts.push_back(tokens.size());
-    });
-  }
-  if (!any_masked) mask.clear();
-  return std::make_shared<TokenCorpus>(std::move(tokens), std::move(mask), std::move(starts),
-                                       files.empty() ? "" : files.front().second.string());
-}
-
 CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, fs::path>>& files, const ChatTemplate& chat,
                              const tokenizer::Tokenizer& tokenizer, const CacheOptions& options) {
   CacheResult result;
   if (!options.enabled) {
-    result.corpus = tokenize_files(files, chat, tokenizer);
+    result.corpus = tokenize_files(files, chat, tokenizer, options.threads, &result.stats);
     result.num_documents = result.corpus->num_docs();
     return result;
   }
@@ -165,7 +139,7 @@ CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, fs::path>>&
     result.num_documents = result.corpus->num_docs();
     return result;
   }
-  result.corpus = tokenize_files(files, chat, tokenizer);
+  result.corpus = tokenize_files(files, chat, tokenizer, options.threads, &result.stats);
   result.num_documents = result.corpus->num_docs();
   try {
     std::error_code ec;

@@ -12,6 +12,7 @@
 
 #include "data/source.h"
 #include "data/token_corpus.h"
+#include "data/tokenize_documents.h"
 #include "tokenizer/tokenizer.h"
 #include "util/env.h"
 
@@ -21,6 +22,8 @@ struct CacheOptions {
   bool enabled = true;
   // Folder of the cache files; "" = default_cache_dir().
   std::string dir{};
+  // Threads encoding documents on a miss (data.num_workers).
+  int threads = 1;
 };
 
 // $HFTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/hftrain/tokens, else ~/.cache/hftrain/tokens.
@@ -31,6 +34,7 @@ struct CacheResult {
   bool hit = false;                // read from an existing cache file
   std::filesystem::path file;      // the cache file ("" when caching is off or writing failed)
   uint64_t num_documents = 0;
+  TokenizeStats stats{};           // of the tokenization (zero on a hit)
 };
 
 // The key text of a set of text files (one per line: path, size, mtime) plus the options that
@@ -43,9 +47,5 @@ std::string cache_key(const std::vector<std::pair<SourceSpec, std::filesystem::p
 // the run goes on with the in-memory corpus.
 CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
                              const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer, const CacheOptions& options);
-
-// The corpus without any cache (tests, and caching off).
-std::shared_ptr<TokenCorpus> tokenize_files(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
-                                            const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer);
 
 }  // namespace hftrain::data

@@ -46,6 +46,7 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   o.dataset.split_seed = static_cast<uint64_t>(c.run.seed);
   o.dataset.cache.enabled = c.data.cache;
   o.dataset.cache.dir = c.data.cache_dir;
+  o.dataset.cache.threads = static_cast<int>(c.data.num_workers);
   o.packing.seq_len = c.data.seq_len;
   o.packing.mode = c.data.packing == config::Packing::kPack ? data::PackingMode::kPack : data::PackingMode::kPad;
   o.packing.pad_to_multiple_of = c.data.pad_to_multiple_of;

@@ -39,6 +39,17 @@ grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the
 run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
 has "The cat" out
 
+# --- prepare: the token cache built ahead of a run (on every data.num_workers thread), then hit
+run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" data.num_workers=3
+has "token cache: 0 hit(s), 1 built" out && has "3 threads" out && has "train: " out && has "validation: " out
+run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache"
+has "token cache: 1 hit(s), 0 built" out
+run 0 run quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" run.output_dir="$WORK/prepared"
+has "token cache hit" err
+run 2 prepare && has "needs a RECIPE" err
+run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache=false && has "data.cache is false" err
+run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.train="$WORK/nothing-here.txt" && has "nothing-here.txt" err
+
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
 "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
 pid=$!
