@@ -34,9 +34,9 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
     : n_head_(spec.n_head), n_kv_head_(spec.n_kv_head), head_dim_(spec.head_dim()), dropout_(spec.dropout) {
   const int64_t qkv_out = (n_head_ + 2 * n_kv_head_) * head_dim_;
   qkv_proj = register_module("qkv_proj",
-                             torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, qkv_out).bias(spec.qkv_bias())));
+                             Dense(spec.d_model, qkv_out, spec.qkv_bias()));
   o_proj = register_module(
-      "o_proj", torch::nn::Linear(torch::nn::LinearOptions(n_head_ * head_dim_, spec.d_model).bias(spec.o_bias())));
+      "o_proj", Dense(n_head_ * head_dim_, spec.d_model, spec.o_bias()));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -73,13 +73,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 MlpImpl::MlpImpl(const ModelSpec& spec) : gated_(spec.gated_mlp()), d_ff_(spec.d_ff) {
   if (gated_) {
     gate_up_proj = register_module(
-        "gate_up_proj", torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, 2 * spec.d_ff).bias(spec.mlp_biases())));
+        "gate_up_proj", Dense(spec.d_model, 2 * spec.d_ff, spec.mlp_biases()));
   } else {
     up_proj = register_module("up_proj",
-                              torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, spec.d_ff).bias(spec.mlp_biases())));
+                              Dense(spec.d_model, spec.d_ff, spec.mlp_biases()));
   }
   down_proj = register_module(
-      "down_proj", torch::nn::Linear(torch::nn::LinearOptions(spec.d_ff, spec.d_model).bias(spec.mlp_biases())));
+      "down_proj", Dense(spec.d_ff, spec.d_model, spec.mlp_biases()));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {

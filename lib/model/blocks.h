@@ -2,7 +2,7 @@
 #pragma once
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
+#include "model/dense.h"
 #include <torch/nn/pimpl.h>
 
 #include "model/spec.h"
@@ -37,8 +37,8 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         LayerCache* cache);
 
-  torch::nn::Linear qkv_proj{nullptr};
-  torch::nn::Linear o_proj{nullptr};
+  Dense qkv_proj{nullptr};
+  Dense o_proj{nullptr};
 
  private:
   int64_t n_head_, n_kv_head_, head_dim_;
@@ -51,9 +51,9 @@ class MlpImpl : public torch::nn::Module {
   explicit MlpImpl(const ModelSpec& spec);
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::nn::Linear up_proj{nullptr};       // gpt2: C -> d_ff
-  torch::nn::Linear gate_up_proj{nullptr};  // llama: C -> 2 d_ff (gate, then up)
-  torch::nn::Linear down_proj{nullptr};
+  Dense up_proj{nullptr};       // gpt2: C -> d_ff
+  Dense gate_up_proj{nullptr};  // llama: C -> 2 d_ff (gate, then up)
+  Dense down_proj{nullptr};
 
  private:
   bool gated_;

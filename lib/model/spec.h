@@ -10,6 +10,11 @@
 
 namespace hftrain::model {
 
+// How a model's weights start: the family's random scheme (from torch's global generator; seed it
+// first), or left as LibTorch's modules make them because every weight is loaded next (model.from:
+// the loaders are strict, and drawing 124M numbers costs a second of start-up).
+enum class WeightInit { kRandom, kSkip };
+
 // RoPE scaling with every default resolved (transformers' rope_parameters, rope_type != default).
 struct RopeScaling {
   config::RopeType type = config::RopeType::kDefault;

@@ -12,10 +12,10 @@
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 
-TransformerImpl::TransformerImpl(const ModelSpec& spec) : spec_(spec) {
-  embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(spec.vocab_size, spec.d_model));
+TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_(spec) {
+  embed_tokens_ = register_module("embed_tokens", Table(spec.vocab_size, spec.d_model));
   if (spec.learned_positions()) {
-    embed_positions_ = register_module("embed_positions", torch::nn::Embedding(spec.max_seq_len, spec.d_model));
+    embed_positions_ = register_module("embed_positions", Table(spec.max_seq_len, spec.d_model));
   } else {
     const RopeTables rope = rope_tables(spec);
     rope_cos_ = register_buffer("rope_cos", rope.cos);
@@ -26,9 +26,10 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec) : spec_(spec) {
   final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
   if (!spec.tie_embeddings) {
     lm_head_ = register_module("lm_head",
-                               torch::nn::Linear(torch::nn::LinearOptions(spec.d_model, spec.vocab_size).bias(false)));
+                               Dense(spec.d_model, spec.vocab_size, false));
   }
 
+  if (init == WeightInit::kSkip) return;
   // Initialisation as GPT-2 and Llama do it: N(0, init_std) for weights and embeddings, zero
   // biases, unit norms; GPT-2 also shrinks the residual projections by 1/sqrt(2 n_layer).
   torch::NoGradGuard no_grad;

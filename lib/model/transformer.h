@@ -19,6 +19,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "model/parameter_units.h"
+#include "model/dense.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -32,8 +33,7 @@ struct KvCache {
 
 class TransformerImpl : public torch::nn::Module {
  public:
-  // Random initialisation with the family's scheme, from torch's global generator (seed it first).
-  explicit TransformerImpl(const ModelSpec& spec);
+  explicit TransformerImpl(const ModelSpec& spec, WeightInit init = WeightInit::kRandom);
 
   // input_ids (B, T) int64 -> logits (B, T, vocab). With a cache, the T new positions follow the
   // cache's and their keys and values are appended to it.
@@ -66,11 +66,11 @@ class TransformerImpl : public torch::nn::Module {
   ModelSpec spec_;
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;
-  torch::nn::Embedding embed_tokens_{nullptr};
-  torch::nn::Embedding embed_positions_{nullptr};
+  Table embed_tokens_{nullptr};
+  Table embed_positions_{nullptr};
   torch::nn::ModuleList layers_{nullptr};
   std::shared_ptr<torch::nn::Module> final_norm_;
-  torch::nn::Linear lm_head_{nullptr};
+  Dense lm_head_{nullptr};
   torch::Tensor rope_cos_;  // (max_seq_len, head_dim), llama only
   torch::Tensor rope_sin_;
 };

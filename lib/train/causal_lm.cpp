@@ -17,7 +17,8 @@ namespace {
 
 class CausalLm final : public ModuleTask<model::Transformer> {
  public:
-  explicit CausalLm(const model::ModelSpec& spec) : ModuleTask(model::Transformer(spec)) {}
+  CausalLm(const model::ModelSpec& spec, model::WeightInit init)
+      : ModuleTask(model::Transformer(spec, init)) {}
 
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     if (!logits) return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing);
@@ -62,6 +63,8 @@ class CausalLm final : public ModuleTask<model::Transformer> {
 
 }  // namespace
 
-std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec) { return std::make_unique<CausalLm>(spec); }
+std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec, model::WeightInit init) {
+  return std::make_unique<CausalLm>(spec, init);
+}
 
 }  // namespace hftrain::train

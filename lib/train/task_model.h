@@ -76,8 +76,10 @@ class ModuleTask : public TaskModel {
   M model_;
 };
 
-// The decoder transformer (GPT-2, Llama families).
-std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec);
+// The decoder transformer (GPT-2, Llama families). With init kSkip the weights are left as LibTorch's
+// modules make them: only for a model whose every weight is loaded next (load() is strict).
+std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec,
+                                          model::WeightInit init = model::WeightInit::kRandom);
 // A BERT encoder with a classifier over `labels` (config.json's id2label).
 std::unique_ptr<TaskModel> make_sequence_classifier(const model::BertSpec& spec, std::vector<std::string> labels);
 

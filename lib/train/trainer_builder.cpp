@@ -82,7 +82,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     util::log::info("sequence classification over " + std::to_string(bert->num_labels) + " labels: " +
                     label_list(labels));
   } else {
-    parts.model = make_causal_lm(model::ModelSpec::from_config(config.model));
+    // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).
+    parts.model = make_causal_lm(model::ModelSpec::from_config(config.model),
+                                 from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from");
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);

@@ -1,0 +1,39 @@
+// Linear and embedding layers whose weights start as uninitialised memory (torch::empty). LibTorch's
+// own Linear and Embedding draw kaiming-uniform and normal numbers in their constructors, which the
+// transformer's initialisation (or model.from) then overwrites: at GPT-2 124M that was most of a
+// second of start-up. Parameter names are LibTorch's ("weight", "bias"), so checkpoints, the Hugging
+// Face name maps and zero3's units see the same model.
+#pragma once
+
+#include <torch/nn/functional/embedding.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+namespace hftrain::model {
+
+class DenseImpl : public torch::nn::Module {
+ public:
+  DenseImpl(int64_t in_features, int64_t out_features, bool with_bias) {
+    weight = register_parameter("weight", torch::empty({out_features, in_features}));
+    if (with_bias) bias = register_parameter("bias", torch::empty({out_features}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight, bias); }
+
+  torch::Tensor weight;
+  torch::Tensor bias;  // undefined without a bias
+};
+TORCH_MODULE(Dense);
+
+class TableImpl : public torch::nn::Module {
+ public:
+  TableImpl(int64_t num_embeddings, int64_t dim) {
+    weight = register_parameter("weight", torch::empty({num_embeddings, dim}));
+  }
+  torch::Tensor forward(const torch::Tensor& ids) { return torch::embedding(weight, ids); }
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(Table);
+
+}  // namespace hftrain::model
