@@ -5,6 +5,7 @@
 #                normalization, tokenizer.json reading/writing, special-token choice
 #   hf/          the general tokenizer.json pipeline: normalizers, pre-tokenizers, models (BPE,
 #                WordPiece, WordLevel, Unigram), added tokens, post-processors, decoders
+#   jinja/       the chat-template language (a Jinja2 subset, as transformers renders it)
 #   generated/   Unicode and grapheme tables written by generators (see generated/README.md)
 set(HFTRAIN_TOKENIZER_CORE_SOURCES
   tokenizer.cpp
@@ -39,4 +40,29 @@ set(HFTRAIN_TOKENIZER_CORE_SOURCES
   generated/unicode_tables.cpp
   generated/unicode_norm_tables.cpp
   generated/hf_grapheme_tables.cpp)
+# jinja/: the subset of Jinja2 that Hugging Face chat templates use (template.h says what and the limits).
+list(APPEND HFTRAIN_TOKENIZER_CORE_SOURCES
+  jinja/access.cpp
+  jinja/args.cpp
+  jinja/chat_context.cpp
+  jinja/error.cpp
+  jinja/evaluate.cpp
+  jinja/filters.cpp
+  jinja/filters_seq.cpp
+  jinja/filters_text.cpp
+  jinja/globals.cpp
+  jinja/interpreter.cpp
+  jinja/json_bridge.cpp
+  jinja/lexer.cpp
+  jinja/literals.cpp
+  jinja/methods.cpp
+  jinja/operators.cpp
+  jinja/parser.cpp
+  jinja/parser_expr.cpp
+  jinja/parser_primary.cpp
+  jinja/predicates.cpp
+  jinja/py_format.cpp
+  jinja/template.cpp
+  jinja/text.cpp
+  jinja/value.cpp)
 set(HFTRAIN_TOKENIZER_TORCH_SOURCES)
