@@ -96,6 +96,7 @@ struct DataConfig {
   std::string prompt_field;
   std::string response_field;
   std::string messages_field;
+  std::string chat_template;  // auto | hftrain | chatml | a file or directory
   TokenWidth token_dtype = TokenWidth::kUint16;
   Packing packing = Packing::kPack;
   int64_t pad_to_multiple_of = 1;

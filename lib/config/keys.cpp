@@ -127,6 +127,11 @@ Schema build() {
       .def("response").doc("Chat JSONL: the response field (carries the loss).");
   s.add("data.messages_field", Type::kString, HFTRAIN_FIELD(data.messages_field))
       .def("messages").doc("Chat JSONL: a list of {role, content}; only assistant turns carry loss.");
+  s.add("data.chat_template", Type::kString, HFTRAIN_FIELD(data.chat_template))
+      .def("auto")
+      .doc("How chat records are rendered: auto (the tokenizer's own chat template, from chat_template.jinja or "
+           "tokenizer_config.json beside tokenizer.path, else hftrain), hftrain (its own <|role|> lines), chatml, or "
+           "a Jinja file / tokenizer_config.json / model directory.");
   s.add("data.token_dtype", Type::kChoice, HFTRAIN_FIELD(data.token_dtype))
       .choices({"uint16", "uint32"}).def("uint16").doc("Token shards without an llm.c header: the token width.");
   s.add("data.packing", Type::kChoice, HFTRAIN_FIELD(data.packing))

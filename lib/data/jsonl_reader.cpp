@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/chat_render.h"
 #include "data/text_checks.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -89,6 +90,11 @@ void read_jsonl(const SourceSpec& spec, const std::filesystem::path& file, std::
     pos = end + 1;
     if (util::trim(line).empty()) continue;
     LineContext at{file, line_no};
+    if (chat && tmpl.model_template) {
+      sink(render_chat_document(spec, at.where(), line, *tmpl.model_template));
+      ++count;
+      continue;
+    }
     Json obj;
     try {
       obj = Json::parse(line);

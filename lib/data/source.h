@@ -6,8 +6,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace hftrain::tokenizer {
+class ChatTemplate;
+}
 
 namespace hftrain::data {
 
@@ -48,11 +53,18 @@ struct Segment {
 struct Document {
   std::vector<Segment> segments;
   std::string origin;
+  // A chat template's output: special-token text in it (<|im_start|>) encodes as the special token,
+  // as transformers tokenizes apply_chat_template's text. Otherwise it stays text, so that data
+  // cannot inject control tokens.
+  bool special_tokens = false;
 };
 
 // Chat rendering. A message becomes role_prefix + role + role_suffix + content + message_end;
 // only the content and message_end of `train_role` messages carry loss.
 struct ChatTemplate {
+  // The model's own template (data.chat_template): when set, chat records are rendered through it
+  // (data/chat_render.h) and the fields below are not used.
+  std::shared_ptr<const tokenizer::ChatTemplate> model_template;
   std::string role_prefix = "<|";
   std::string role_suffix = "|>\n";
   std::string message_end = "\n";

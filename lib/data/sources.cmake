@@ -6,6 +6,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
   source.cpp
   text_checks.cpp
   jsonl_reader.cpp
+  chat_render.cpp
   tokenizer_training.cpp
   mapped_file.cpp
   token_corpus.cpp

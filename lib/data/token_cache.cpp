@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -106,7 +107,8 @@ fs::path default_cache_dir(const util::Environment& env) {
 std::string cache_key(const std::vector<std::pair<SourceSpec, fs::path>>& files, const ChatTemplate& chat,
                       const tokenizer::Tokenizer& tokenizer) {
   std::string key = "hftrain-token-cache v1\ntokenizer " + tokenizer.fingerprint() + "\nchat " + chat.role_prefix +
-                    "\x1f" + chat.role_suffix + "\x1f" + chat.message_end + "\x1f" + chat.train_role + "\n";
+                    "\x1f" + chat.role_suffix + "\x1f" + chat.message_end + "\x1f" + chat.train_role +
+                    (chat.model_template ? "\x1f" + chat.model_template->fingerprint() : std::string()) + "\n";
   for (const auto& [spec, file] : files) {
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {

@@ -81,7 +81,7 @@ class CorpusBuilder {
     for (size_t d = 0; d < batch.docs.size(); ++d) {
       Encoded& out = batch.encoded[d];
       for (const auto& segment : batch.docs[d].segments) {
-        std::vector<int32_t> ids = tokenizer_.encode(segment.text);
+        std::vector<int32_t> ids = tokenizer_.encode(segment.text, batch.docs[d].special_tokens);
         out.ids.insert(out.ids.end(), ids.begin(), ids.end());
         out.segment_ends.push_back(static_cast<uint32_t>(out.ids.size()));
       }

@@ -19,6 +19,7 @@ set(HFTRAIN_TOKENIZER_CORE_SOURCES
   bpe_trainer.cpp
   tokenizer_json.cpp
   tokenizer_specials.cpp
+  chat_template.cpp
   hf/hf_json.cpp
   hf/hf_split.cpp
   hf/hf_normalizer.cpp

@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include "tokenizer/chat_template.h"
 #include "util/error.h"
 
 namespace hftrain::train {
@@ -44,6 +45,7 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   for (const auto& p : c.data.validation) o.dataset.validation.push_back(source(p, c.data));
   o.dataset.validation_fraction = c.data.validation_fraction;
   o.dataset.split_seed = static_cast<uint64_t>(c.run.seed);
+  o.dataset.chat.model_template = tokenizer::resolve_chat_template(c.data.chat_template, c.tokenizer.path.value_or(""));
   o.dataset.cache.enabled = c.data.cache;
   o.dataset.cache.dir = c.data.cache_dir;
   o.dataset.cache.threads = static_cast<int>(c.data.num_workers);

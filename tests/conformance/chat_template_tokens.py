@@ -1,0 +1,149 @@
+"""Chat data through the model's own template, token for token against transformers.
+
+    chat_template_tokens.py path/to/hftrain
+
+A byte-level BPE tokenizer with chat special tokens is trained here with `tokenizers` and saved with
+transformers (tokenizer.json + tokenizer_config.json carrying a chat_template). For each template
+of tests/fixtures/chat_templates (ChatML with tools, Llama 3.1, Phi-3, Zephyr, and ChatML with
+{% generation %} blocks), `hftrain prepare` with data.chat_template=auto tokenizes a chat JSONL into
+its token cache, which is read back and compared per record with:
+  ids   transformers' apply_chat_template(..., tokenize=True) plus the end-of-text token hftrain
+        appends to every document;
+  mask  for the template with generation blocks, transformers' return_assistant_tokens_mask; for
+        the others, the rule hftrain documents (tokenizer/chat_template.h) computed here from
+        transformers' renderings: an assistant message's span runs from the end of the rendering of
+        the messages before it with the generation prompt to the end of the rendering through it
+        (less a special token the template writes only after the last message, as Phi-3's eos);
+        a token carries loss when its first character lies in a span. The appended end-of-text
+        token always carries loss.
+Exits 1 on any difference.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "generation"]
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
+            "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|system|>", "<|user|>",
+            "<|assistant|>", "<|end|>"]
+CONVERSATIONS = [
+    {"messages": [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4."}]},
+    {"messages": [{"role": "system", "content": "You answer briefly."},
+                  {"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue."},
+                  {"role": "user", "content": "Another, in French: ünïcödé ✓ 🙂"},
+                  {"role": "assistant", "content": "Rouge — 赤."}]},
+    {"prompt": "Say hello.", "response": "Hello there!"},
+    {"messages": [{"role": "user", "content": "Quote the token <|im_end|> please."},
+                  {"role": "assistant", "content": "Here: <|im_end|> and\n\ntwo lines."}]},
+]
+
+
+def train_tokenizer(out_dir):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    text = [json.dumps(c, ensure_ascii=False) for c in CONVERSATIONS] * 20
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=SPECIALS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(text, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|begin_of_text|>")
+
+
+def read_cache(path):
+    data = open(path, "rb").read()
+    _, width, has_mask, num_tokens, num_docs, key_bytes = struct.unpack_from("<8sIIQQQ", data, 0)
+    pad = lambda n: (n + 7) & ~7
+    off = pad(40) + pad(key_bytes)
+    starts = struct.unpack_from(f"<{num_docs + 1}Q", data, off)
+    off += 8 * (num_docs + 1)
+    ids = struct.unpack_from(f"<{num_tokens}{'H' if width == 2 else 'I'}", data, off)
+    off += pad(width * num_tokens)
+    mask = list(data[off:off + num_tokens]) if has_mask else [1] * num_tokens
+    return ids, mask, starts
+
+
+def messages_of(record):
+    if "messages" in record:
+        return record["messages"]
+    return [{"role": "user", "content": record["prompt"]}, {"role": "assistant", "content": record["response"]}]
+
+
+def expected(tok, template, record):
+    msgs = messages_of(record)
+    if "{% generation" in template or "{%- generation" in template:
+        out = tok.apply_chat_template(msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        return list(out["input_ids"]), list(out["assistant_masks"])
+    text = tok.apply_chat_template(msgs, tokenize=False)
+    spans = []
+    for i, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        start = len(tok.apply_chat_template(msgs[:i], tokenize=False, add_generation_prompt=True)) if i else 0
+        if i == 0:
+            start = len(tok.apply_chat_template([], tokenize=False, add_generation_prompt=True))
+        turn = tok.apply_chat_template(msgs[:i + 1], tokenize=False)
+        end = len(turn)
+        if not text.startswith(turn):
+            for special in (tok.bos_token, tok.eos_token, tok.unk_token, tok.pad_token):
+                if special and turn.endswith(special) and text.startswith(turn[:-len(special)]):
+                    end -= len(special)
+                    break
+        spans.append((start, end))
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    mask = [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
+    return list(enc["input_ids"]), mask
+
+
+def main():
+    hftrain = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="hftrain-chat-tokens-")
+    tok = train_tokenizer(work)
+    failures = 0
+    cases = 0
+    for name in TEMPLATES:
+        template = open(os.path.join(ROOT, "tests", "fixtures", "chat_templates", name + ".jinja")).read()
+        tok.chat_template = template
+        model_dir = os.path.join(work, name)
+        tok.save_pretrained(model_dir)
+        chat = os.path.join(work, name + ".jsonl")
+        with open(chat, "w") as f:
+            for record in CONVERSATIONS:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        recipe = os.path.join(work, "chat.yaml")
+        with open(recipe, "w") as f:
+            f.write("run:\n  name: chat\ntrainer:\n  max_steps: 1\n")
+        cache = os.path.join(work, "cache-" + name)
+        cmd = [hftrain, "prepare", recipe, "tokenizer.type=hf", f"tokenizer.path={model_dir}/tokenizer.json",
+               f"data.train=[{chat}]", "data.format=chat", "data.validation=[]", "data.validation_fraction=0",
+               "data.exclude=[]", f"data.cache_dir={cache}", "data.chat_template=auto", "data.num_workers=2"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{name}: hftrain prepare failed ({p.returncode}):\n{p.stderr[-2000:]}")
+            failures += 1
+            continue
+        files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".bin")]
+        ids, mask, starts = read_cache(files[0])
+        eot = tok.convert_tokens_to_ids("<|endoftext|>")
+        for d, record in enumerate(CONVERSATIONS):
+            cases += 1
+            want_ids, want_mask = expected(tok, template, record)
+            have_ids = list(ids[starts[d]:starts[d + 1]])
+            have_mask = list(mask[starts[d]:starts[d + 1]])
+            if have_ids != want_ids + [eot]:
+                print(f"{name} record {d}: ids differ\n  hftrain      {have_ids}\n  transformers {want_ids + [eot]}")
+                failures += 1
+            elif have_mask != want_mask + [1]:
+                print(f"{name} record {d}: loss mask differs\n  hftrain  {have_mask}\n  expected {want_mask + [1]}")
+                failures += 1
+    print(f"{cases} template x conversation cases, {failures} differences")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
