@@ -50,6 +50,19 @@ run 2 prepare && has "needs a RECIPE" err
 run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache=false && has "data.cache is false" err
 run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.train="$WORK/nothing-here.txt" && has "nothing-here.txt" err
 
+# --- chat templates: rendered through a named template; bad templates and raising records exit 2
+printf '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n' > chat.jsonl
+printf '{"messages": [{"role": "assistant", "content": "first"}]}\n' >> chat.jsonl
+chat=(data.train="$WORK/chat.jsonl" data.format=chat data.validation_fraction=0 trainer.eval_every=0 trainer.max_steps=6 data.cache_dir="$WORK/ccache")
+run 0 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml && has "token cache: 0 hit(s), 1 built" out
+printf '{%% for m in messages %%}{{ m.content | wordwrap }}{%% endfor %%}\n' > unsupported.jinja
+run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/unsupported.jinja"
+has "unsupported.jinja" err && has "wordwrap" err
+printf '{%% for m in messages %%}\n{%% if loop.first and m.role != "user" %%}{{ raise_exception("start with a user turn") }}{%% endif %%}{{ m.content }}{%% endfor %%}' > strict.jinja
+run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/strict.jinja"
+has "chat.jsonl:2" err && has "start with a user turn" err
+run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
+
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
 "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
 pid=$!
