@@ -1,6 +1,7 @@
 // `hftrain tokenizer train --data PATH_OR_GLOB ... --output tokenizer.json`: trains a byte-level
 // BPE tokenizer (Hugging Face tokenizer.json) on text files.
 // `hftrain tokenizer encode --tokenizer FILE --text TEXT`: prints the ids of a text.
+// `hftrain tokenizer render`: cmd_tokenizer_render.cpp.
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -164,6 +165,7 @@ void add_tokenizer_command(CLI::App& app, Runner& runner) {
   encode->add_flag("--no-special", e->no_special,
                    "Treat special-token text such as <|endoftext|> as plain text");
   encode->callback([e, &runner] { runner = [e] { return run_encode(*e); }; });
+  add_tokenizer_render_command(*sub, runner);
 }
 
 }  // namespace hftrain::app

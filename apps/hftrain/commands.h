@@ -21,6 +21,7 @@ void add_verify_command(CLI::App& app, Runner& runner);
 void add_export_command(CLI::App& app, Runner& runner);
 void add_generate_command(CLI::App& app, Runner& runner);
 void add_tokenizer_command(CLI::App& app, Runner& runner);
+void add_tokenizer_render_command(CLI::App& tokenizer_app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);
 void add_plan_command(CLI::App& app, Runner& runner);
 void add_prepare_command(CLI::App& app, Runner& runner);

@@ -10,7 +10,7 @@ namespace {
 const std::string& text_field(const std::string& origin, const Json& obj, const std::string& field) {
   auto it = obj.find(field);
   if (it == obj.end() || !it->is_string()) {
-    throw util::DataError(origin + ": field '" + field + "' is missing or not a string",
+    throw util::DataError("data file " + origin + ": field '" + field + "' is missing or not a string",
                           "each chat record needs '" + field + "' as a JSON string");
   }
   return it->get_ref<const std::string&>();
@@ -23,13 +23,15 @@ Json conversation(const SourceSpec& spec, const std::string& origin, const Json&
                         Json{{"role", "assistant"}, {"content", text_field(origin, record, spec.response_field)}}});
   }
   if (!messages->is_array() || messages->empty()) {
-    throw util::DataError(origin + ": field '" + spec.messages_field + "' must be a non-empty list of "
+    throw util::DataError("data file " + origin + ": field '" + spec.messages_field +
+                              "' must be a non-empty list of "
                               "{\"role\": ..., \"content\": ...} objects", "fix that line");
   }
   size_t index = 0;
   for (const auto& message : *messages) {
     if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
-      throw util::DataError(origin + ": message " + std::to_string(index) + " is not an object with a string 'role'",
+      throw util::DataError("data file " + origin + ": message " + std::to_string(index) +
+                                " is not an object with a string 'role'",
                             "each message is {\"role\": ..., \"content\": ...}");
     }
     ++index;
@@ -46,11 +48,12 @@ Document render_chat_document(const SourceSpec& spec, const std::string& origin,
   try {
     record = Json::parse(line);
   } catch (const Json::parse_error& e) {
-    throw util::DataError(origin + ": malformed JSON (at column " + std::to_string(e.byte) + ")",
+    throw util::DataError("data file " + origin + ": malformed JSON (at column " + std::to_string(e.byte) + ")",
                           "each line of a JSONL file must be one complete JSON object");
   }
   if (!record.is_object()) {
-    throw util::DataError(origin + ": the line is a JSON " + std::string(record.type_name()) + ", not an object",
+    throw util::DataError("data file " + origin + ": the line is a JSON " + std::string(record.type_name()) +
+                              ", not an object",
                           "each line of a JSONL file must be one JSON object");
   }
   const Json messages = conversation(spec, origin, record);
@@ -59,7 +62,8 @@ Document render_chat_document(const SourceSpec& spec, const std::string& origin,
   try {
     rendered = chat_template.render_for_training(messages, tools);
   } catch (const util::Error& e) {
-    throw util::DataError(origin + ": " + e.what(), e.hint().empty() ? "fix that record or the template" : e.hint());
+    throw util::DataError("data file " + origin + ": " + e.what(),
+                          e.hint().empty() ? "fix that record or the template" : e.hint());
   }
   Document doc;
   doc.origin = origin;

@@ -91,7 +91,7 @@ void read_jsonl(const SourceSpec& spec, const std::filesystem::path& file, std::
     if (util::trim(line).empty()) continue;
     LineContext at{file, line_no};
     if (chat && tmpl.model_template) {
-      sink(render_chat_document(spec, at.where(), line, *tmpl.model_template));
+      sink(render_chat_document(spec, file.string() + ":" + std::to_string(line_no), line, *tmpl.model_template));
       ++count;
       continue;
     }

@@ -61,6 +61,10 @@ has "unsupported.jinja" err && has "wordwrap" err
 printf '{%% for m in messages %%}\n{%% if loop.first and m.role != "user" %%}{{ raise_exception("start with a user turn") }}{%% endif %%}{{ m.content }}{%% endfor %%}' > strict.jinja
 run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/strict.jinja"
 has "chat.jsonl:2" err && has "start with a user turn" err
+run 0 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template chatml --limit 1
+has "chatml (built in)" out && has "⟦hello<|im_end|>" out && has "chat.jsonl:1: " out && has "first 1 records" out
+run 2 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template "$WORK/strict.jinja"
+has "chat.jsonl:2" err && has "start with a user turn" err
 run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
 
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
