@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "model/sampling.h"
 #include "model/saved_model.h"
+#include "tokenizer/chat_template.h"
 #include "util/error.h"
 
 namespace hftrain::app {
@@ -30,7 +31,49 @@ struct GenerateArgs {
   model::SamplingOptions sampling;
   int64_t num_samples = 1;
   std::string device = "cpu";
+  bool chat = false;                  // --prompt is a user message, rendered with the chat template
+  std::string system;                 // an optional system message before it
+  std::string chat_template = "auto";  // as data.chat_template
 };
+
+// The prompt a chat model sees for --chat, and the token that ends its turn (the first token of
+// what the template writes after an assistant message's content, when that is a special token;
+// else the end-of-text token).
+struct ChatPrompt {
+  std::string text;
+  std::optional<int64_t> stop_id;
+};
+
+ChatPrompt chat_prompt(const GenerateArgs& a, const std::filesystem::path& model_dir, const tokenizer::Tokenizer& tok) {
+  using Json = nlohmann::ordered_json;
+  const auto tmpl = tokenizer::resolve_chat_template(a.chat_template, model_dir / model::kTokenizerFile);
+  Json messages = Json::array();
+  if (!a.system.empty()) messages.push_back(Json{{"role", "system"}, {"content", a.system}});
+  messages.push_back(Json{{"role", "user"}, {"content", a.prompt}});
+  ChatPrompt out;
+  if (!tmpl) {
+    // hftrain's own format (data/source.h's ChatTemplate), which ends a conversation with eot.
+    for (const auto& m : messages) {
+      out.text += "<|" + m["role"].get<std::string>() + "|>\n" + m["content"].get<std::string>() + "\n";
+    }
+    out.text += "<|assistant|>\n";
+    return out;
+  }
+  out.text = tmpl->render_prompt(messages);
+  const std::string probe = "hftrain-probe-7f3a";
+  Json turn = messages;
+  turn.push_back(Json{{"role", "assistant"}, {"content", probe}});
+  const tokenizer::ChatRendering r = tmpl->render_for_training(turn, nullptr);
+  const size_t at = r.text.rfind(probe);
+  if (at != std::string::npos && !r.train_spans.empty()) {
+    const size_t end = r.train_spans.back().second;
+    if (at + probe.size() < end) {
+      const auto ids = tok.encode(r.text.substr(at + probe.size(), end - at - probe.size()), true);
+      if (!ids.empty() && tok.special_id(tok.decode(std::vector<int32_t>{ids[0]}))) out.stop_id = ids[0];
+    }
+  }
+  return out;
+}
 
 torch::Device parse_device(const std::string& name) {
   std::optional<torch::Device> device;
@@ -97,8 +140,10 @@ int run_generate(const GenerateArgs& a) {
 
   // Special-token text in the prompt ("<|endoftext|>") becomes the token, as Hugging Face
   // tokenizers encode by default: a prompt may start a new document on purpose.
-  const std::vector<int32_t> prompt_ids =
-      loaded.tokenizer->encode(a.prompt, /*allow_special=*/true);
+  ChatPrompt chat;
+  if (a.chat) chat = chat_prompt(a, loaded.dir, *loaded.tokenizer);
+  const std::string& prompt = a.chat ? chat.text : a.prompt;
+  const std::vector<int32_t> prompt_ids = loaded.tokenizer->encode(prompt, /*allow_special=*/true);
   if (static_cast<int64_t>(prompt_ids.size()) > spec.max_seq_len) {
     throw util::UsageError("the prompt is " + std::to_string(prompt_ids.size()) +
                                " tokens, longer than the model's max_seq_len of " +
@@ -107,7 +152,7 @@ int run_generate(const GenerateArgs& a) {
   }
   model::GenerateRequest request;
   request.prompt.assign(prompt_ids.begin(), prompt_ids.end());
-  request.stop_id = loaded.tokenizer->eot_id();
+  request.stop_id = chat.stop_id.value_or(loaded.tokenizer->eot_id());
   request.vocab_limit = loaded.tokenizer->vocab_size();
 
   // One generator for all samples: sample i is the same whatever --num-samples is.
@@ -117,7 +162,7 @@ int run_generate(const GenerateArgs& a) {
       if (i > 0) std::cout << "\n";
       std::cout << "----- sample " << (i + 1) << "/" << a.num_samples << " -----\n";
     }
-    std::cout << a.prompt << std::flush;
+    std::cout << prompt << std::flush;
     const auto start = std::chrono::steady_clock::now();
     // Tokens are decoded in context, prompt included: a WordPiece "##ing" joins the word before
     // it and a Metaspace "▁cat" becomes " cat" only next to what precedes them. Each step prints
@@ -181,6 +226,14 @@ void add_generate_command(CLI::App& app, Runner& runner) {
       ->capture_default_str();
   sub->add_flag("--greedy", a->sampling.greedy, "Always pick the most likely token (no sampling)");
   sub->add_option("--device", a->device, "Where the model runs: cpu, cuda or cuda:N")
+      ->capture_default_str();
+  sub->add_flag("--chat", a->chat,
+                "--prompt is a user message: render it with the model's chat template (and the generation "
+                "prompt), and stop at the template's end-of-turn token");
+  sub->add_option("--system", a->system, "With --chat: a system message before the prompt");
+  sub->add_option("--template", a->chat_template,
+                  "With --chat: as data.chat_template (auto: the model directory's own; hftrain; chatml; a file "
+                  "or directory)")
       ->capture_default_str();
   sub->callback([a, &runner] { runner = [a] { return run_generate(*a); }; });
 }

@@ -65,6 +65,14 @@ run 0 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" 
 has "chatml (built in)" out && has "⟦hello<|im_end|>" out && has "chat.jsonl:1: " out && has "first 1 records" out
 run 2 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template "$WORK/strict.jinja"
 has "chat.jsonl:2" err && has "start with a user turn" err
+run 0 generate run1 --prompt "hi" --chat --template chatml --max-new-tokens 3 --seed 1
+has "<|im_start|>user
+hi<|im_end|>
+<|im_start|>assistant" out
+run 0 generate run1 --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|user|>
+hi
+<|assistant|>" out
+run 2 generate run1 --prompt "hi" --chat --template "$WORK/unsupported.jinja" && has "wordwrap" err
 run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
 
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
