@@ -51,6 +51,7 @@ class ChatTemplate {
   std::string render_prompt(const nlohmann::ordered_json& messages) const;
 
   const std::string& name() const { return name_; }
+  const std::string& source() const { return source_; }
   bool has_generation_blocks() const { return template_.has_generation_blocks(); }
   // Changes whenever a rendering could: part of the token cache's key.
   std::string fingerprint() const;

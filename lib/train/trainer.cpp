@@ -14,6 +14,7 @@
 #include "train/trainer_builder.h"
 #include "train/wiring.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/log.h"
 
 namespace hftrain::train {
@@ -61,7 +62,10 @@ void Trainer::save_model(const std::filesystem::path& dir) {
   {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
-    if (world_->is_main()) model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
+    if (world_->is_main()) {
+      model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
+      for (const auto& [name, text] : chat_template_files(config_)) util::atomic_write_file(dir / name, text);
+    }
   }
   if (world_->is_main()) {
     for (auto& cb : callbacks_) cb->on_save(state_, dir);

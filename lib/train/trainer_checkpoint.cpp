@@ -238,6 +238,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
     writer.add_bytes(name, text);
   }
+  for (const auto& [name, text] : chat_template_files(config_)) writer.add_bytes(name, text);
 
   ckpt::adopt_optimizer_shards(writer, staged.handoff());  // the shard files the ranks staged
 

@@ -4,8 +4,22 @@
 
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace hftrain::train {
+
+std::vector<std::pair<std::string, std::string>> chat_template_files(const config::Config& c) {
+  const std::filesystem::path tokenizer_file = c.tokenizer.path.value_or("");
+  const auto tmpl = tokenizer::resolve_chat_template(c.data.chat_template, tokenizer_file);
+  if (!tmpl) return {};
+  std::vector<std::pair<std::string, std::string>> files{{"chat_template.jinja", tmpl->source()}};
+  std::error_code ec;
+  const auto config_file = tokenizer_file.parent_path() / "tokenizer_config.json";
+  if (!tokenizer_file.empty() && std::filesystem::is_regular_file(config_file, ec)) {
+    files.emplace_back("tokenizer_config.json", util::read_file<util::DataError>(config_file, "tokenizer config"));
+  }
+  return files;
+}
 
 tokenizer::TokenizerOptions tokenizer_options(const config::Config& c) {
   tokenizer::TokenizerOptions o;

@@ -1,6 +1,10 @@
 // From the resolved config to each stage's own options: the one place that knows both sides.
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <torch/types.h>
 
 #include "config/config.h"
@@ -22,6 +26,12 @@ model::BertSpec bert_spec(const config::Config& config, const std::optional<Mode
 // names them (not transformers' default LABEL_0, LABEL_1, ...).
 data::ClassificationOptions classification_options(const config::Config& config,
                                                    const std::optional<ModelSource>& source);
+
+// The files a saved model directory (final/, checkpoints) gets besides model and tokenizer so that
+// `generate --chat` and later runs find the chat template the run trained with: chat_template.jinja,
+// and the tokenizer_config.json beside tokenizer.path (its special tokens) when there is one. Empty
+// for hftrain's own format.
+std::vector<std::pair<std::string, std::string>> chat_template_files(const config::Config& config);
 
 // trainer.device: auto picks CUDA when visible, device `local_rank` (one process per GPU).
 // Throws ConfigError for cuda without a GPU, or fewer GPUs than local processes.

@@ -73,6 +73,12 @@ run 0 generate run1 --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|u
 hi
 <|assistant|>" out
 run 2 generate run1 --prompt "hi" --chat --template "$WORK/unsupported.jinja" && has "wordwrap" err
+# a model trained through a template keeps it: generate --chat (auto) finds it in final/
+run 0 run quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml run.output_dir="$WORK/chatrun" checkpoint.every_steps=3
+[ -s chatrun/final/chat_template.jinja ] && ok || fail "chatrun/final/chat_template.jinja missing"
+[ -s chatrun/checkpoint-3/chat_template.jinja ] && ok || fail "chatrun/checkpoint-3/chat_template.jinja missing"
+run 0 verify chatrun
+run 0 generate chatrun --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|im_start|>user" out
 run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
 
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
