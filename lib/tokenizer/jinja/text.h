@@ -12,12 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/unicode.h"
+
 namespace hftrain::tokenizer::jinja::text {
 
 // The code point at s[i]; `len` gets its byte length. A byte that starts no valid sequence
 // decodes as U+FFFD with length 1.
 uint32_t decode(std::string_view s, size_t i, size_t& len);
-void append_utf8(std::string& out, uint32_t cp);
+using unicode::append_utf8;  // tokenizer/unicode.h
 std::u32string to_u32(std::string_view s);
 std::string to_utf8(std::u32string_view s);
 bool is_ascii(std::string_view s);
