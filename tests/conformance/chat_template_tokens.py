@@ -16,6 +16,9 @@ its token cache, which is read back and compared per record with:
         (less a special token the template writes only after the last message, as Phi-3's eos);
         a token carries loss when its first character lies in a span. The appended end-of-text
         token always carries loss.
+Templates that rewrite earlier turns (Mistral-style, which folds the system message into the last
+user turn, and a DeepSeek-style one) have no {% generation %} blocks, so they must be refused with
+exit 2 and a message saying why.
 Exits 1 on any difference.
 """
 import json
@@ -27,6 +30,10 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "generation"]
+# Templates that rewrite earlier turns (Mistral folds the system message into the last user turn;
+# this DeepSeek-style one changes how earlier turns print): without {% generation %} blocks the
+# prefix rule cannot place the assistant text, and hftrain must refuse them, not guess.
+REFUSED = ["mistral", "deepseek"]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
             "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|system|>", "<|user|>",
             "<|assistant|>", "<|end|>"]
@@ -106,7 +113,7 @@ def main():
     tok = train_tokenizer(work)
     failures = 0
     cases = 0
-    for name in TEMPLATES:
+    for name in TEMPLATES + REFUSED:
         template = open(os.path.join(ROOT, "tests", "fixtures", "chat_templates", name + ".jinja")).read()
         tok.chat_template = template
         model_dir = os.path.join(work, name)
@@ -123,6 +130,12 @@ def main():
                f"data.train=[{chat}]", "data.format=chat", "data.validation=[]", "data.validation_fraction=0",
                "data.exclude=[]", f"data.cache_dir={cache}", "data.chat_template=auto", "data.num_workers=2"]
         p = subprocess.run(cmd, capture_output=True, text=True)
+        if name in REFUSED:
+            cases += 1
+            if p.returncode != 2 or "rewrites earlier turns" not in p.stderr:
+                print(f"{name}: expected a refusal (exit 2, 'rewrites earlier turns'), got {p.returncode}:\n{p.stderr[-2000:]}")
+                failures += 1
+            continue
         if p.returncode != 0:
             print(f"{name}: hftrain prepare failed ({p.returncode}):\n{p.stderr[-2000:]}")
             failures += 1
