@@ -31,6 +31,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+from token_cache_file import read_cache  # noqa: E402
 VOCAB = 32000
 
 PEER = r"""
@@ -87,19 +89,6 @@ def make_corpus(python, path, megabytes):
     return total, docs
 
 
-def read_cache(path):
-    """The token ids and document starts of an hftrain token cache file (token_cache.cpp's layout)."""
-    import struct
-    data = open(path, "rb").read()
-    _, width, _, num_tokens, num_docs, key_bytes = struct.unpack_from("<8sIIQQQ", data, 0)
-    pad = lambda n: (n + 7) & ~7
-    off = pad(40) + pad(key_bytes)
-    starts = struct.unpack_from(f"<{num_docs + 1}Q", data, off)
-    off += 8 * (num_docs + 1)
-    ids = struct.unpack_from(f"<{num_tokens}{'H' if width == 2 else 'I'}", data, off)
-    return ids, starts
-
-
 def run_hftrain(args, work, corpus, tokenizer, check=False):
     cache = tempfile.mkdtemp(dir=work, prefix="cache-")
     recipe = os.path.join(work, "tokenize.yaml")
@@ -139,7 +128,7 @@ def check_equal(args, work, corpus, tokenizer):
     run_peer(args, corpus, tokenizer, "encode_batch", dump)
     peer = json.load(open(dump))
     got = run_hftrain(args, work, corpus, tokenizer, check=True)
-    ids, starts = read_cache(got["cache"])
+    ids, _, starts = read_cache(got["cache"])
     if len(starts) - 1 != len(peer):
         sys.exit(f"document count differs: hftrain {len(starts) - 1}, tokenizers {len(peer)}")
     for d, want in enumerate(peer):

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "recipe_options.h"
 #include "config/emit.h"
 #include "config/overrides.h"
 #include "config/recipe.h"
@@ -30,15 +31,8 @@ int run_config(const ConfigArgs& a) {
                          : a.markdown ? config::schema_markdown(schema) : config::schema_text(schema));
     return util::kExitOk;
   }
-  config::RecipeArgs split = config::split_recipe_args(a.args);
-  if (!split.recipe) {
-    throw util::UsageError("`hftrain config` needs a RECIPE before the overrides",
-                           "hftrain config recipes/quickstart.yaml optimizer.lr=1e-3");
-  }
-  config::ResolveOptions options;
-  options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
-  options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
-  options.overrides = split.overrides;
+  config::ResolveOptions options =
+      recipe_options(a.args, "config", "hftrain config recipes/quickstart.yaml optimizer.lr=1e-3");
   const config::ResolvedConfig resolved = train::resolve_with_model_from(options, schema);
   std::cout << (a.json ? config::to_json(resolved, schema, a.provenance)
                        : config::to_yaml(resolved, schema, a.provenance));

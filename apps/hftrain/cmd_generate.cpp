@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "data/source.h"
 #include "model/sampling.h"
 #include "model/saved_model.h"
 #include "tokenizer/chat_template.h"
@@ -53,10 +54,12 @@ ChatPrompt chat_prompt(const GenerateArgs& a, const std::filesystem::path& model
   ChatPrompt out;
   if (!tmpl) {
     // hftrain's own format (data/source.h's ChatTemplate), which ends a conversation with eot.
+    const data::ChatTemplate own;
     for (const auto& m : messages) {
-      out.text += "<|" + m["role"].get<std::string>() + "|>\n" + m["content"].get<std::string>() + "\n";
+      out.text += own.role_prefix + m["role"].get<std::string>() + own.role_suffix + m["content"].get<std::string>() +
+                  own.message_end;
     }
-    out.text += "<|assistant|>\n";
+    out.text += own.role_prefix + own.train_role + own.role_suffix;
     return out;
   }
   out.text = tmpl->render_prompt(messages);

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "recipe_options.h"
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
@@ -27,14 +28,7 @@ struct PlanArgs {
 };
 
 int run_plan(const PlanArgs& a) {
-  config::RecipeArgs split = config::split_recipe_args(a.args);
-  if (!split.recipe) {
-    throw util::UsageError("`hftrain plan` needs a RECIPE before the overrides", "hftrain plan gpt2-124m --nproc 8");
-  }
-  config::ResolveOptions options;
-  options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
-  options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
-  options.overrides = split.overrides;
+  config::ResolveOptions options = recipe_options(a.args, "plan", "hftrain plan gpt2-124m --nproc 8");
   const config::Config cfg = train::resolve_with_model_from(options).values;
   int64_t psi = 0;
   parallel::UnitSizes units;

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "recipe_options.h"
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
@@ -22,15 +23,7 @@ namespace hftrain::app {
 namespace {
 
 int run_prepare(const std::vector<std::string>& args) {
-  config::RecipeArgs split = config::split_recipe_args(args);
-  if (!split.recipe) {
-    throw util::UsageError("`hftrain prepare` needs a RECIPE before the overrides",
-                           "hftrain prepare my-recipe.yaml data.num_workers=8");
-  }
-  config::ResolveOptions options;
-  options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
-  options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
-  options.overrides = split.overrides;
+  config::ResolveOptions options = recipe_options(args, "prepare", "hftrain prepare my-recipe.yaml data.num_workers=8");
   const config::Config cfg = train::resolve_with_model_from(options).values;
   if (cfg.model.arch == config::ModelArch::kBert) {
     std::cout << "model.arch=bert: labelled data is encoded at the start of each run; there is no token cache "

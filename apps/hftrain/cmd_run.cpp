@@ -9,6 +9,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/locate.h"
 #include "commands.h"
+#include "recipe_options.h"
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
@@ -57,14 +58,7 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   if (a.resume && a.overwrite) {
     throw util::UsageError("--resume and --overwrite contradict each other", "pick one");
   }
-  config::RecipeArgs split = config::split_recipe_args(a.args);
-  if (!split.recipe) {
-    throw util::UsageError("`hftrain run` needs a RECIPE before the overrides", "hftrain run quickstart trainer.max_steps=100");
-  }
-  config::ResolveOptions options;
-  options.recipe_dirs = config::shipped_recipe_dirs(util::Environment::process());
-  options.recipe = config::locate_recipe(*split.recipe, options.recipe_dirs);
-  options.overrides = split.overrides;
+  config::ResolveOptions options = recipe_options(a.args, "run", "hftrain run quickstart trainer.max_steps=100");
 
   TrainJob job;
   job.resolved = train::resolve_with_model_from(options);

@@ -23,10 +23,11 @@ Exits 1 on any difference.
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
+
+from token_cache_file import read_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "generation"]
@@ -60,19 +61,6 @@ def train_tokenizer(out_dir):
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(text, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|begin_of_text|>")
-
-
-def read_cache(path):
-    data = open(path, "rb").read()
-    _, width, has_mask, num_tokens, num_docs, key_bytes = struct.unpack_from("<8sIIQQQ", data, 0)
-    pad = lambda n: (n + 7) & ~7
-    off = pad(40) + pad(key_bytes)
-    starts = struct.unpack_from(f"<{num_docs + 1}Q", data, off)
-    off += 8 * (num_docs + 1)
-    ids = struct.unpack_from(f"<{num_tokens}{'H' if width == 2 else 'I'}", data, off)
-    off += pad(width * num_tokens)
-    mask = list(data[off:off + num_tokens]) if has_mask else [1] * num_tokens
-    return ids, mask, starts
 
 
 def messages_of(record):
