@@ -18,6 +18,7 @@ set(HFTRAIN_CORE_SOURCES
   config/resolve.cpp
   config/rules.cpp
   config/schema.cpp
+  config/data_sources.cpp
   config/units.cpp
   config/validate.cpp
   config/yaml_load.cpp

@@ -11,6 +11,7 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
+#include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
 #include "model/spec.h"
 #include "train/model_from.h"
@@ -52,8 +53,32 @@ int run_plan(const PlanArgs& a) {
             << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
-               "activations not included):\n\n"
+               "activations after the table):\n\n"
             << parallel::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
+  if (cfg.model.arch != config::ModelArch::kBert) {
+    const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
+    parallel::ActivationShape shape{.batch = cfg.trainer.micro_batch_size,
+                                    .seq_len = cfg.data.seq_len,
+                                    .n_layer = spec.n_layer,
+                                    .d_model = spec.d_model,
+                                    .n_head = spec.n_head,
+                                    .n_kv_head = spec.n_kv_head,
+                                    .head_dim = spec.head_dim(),
+                                    .d_ff = spec.d_ff,
+                                    .vocab = spec.vocab_size,
+                                    .gated_mlp = spec.gated_mlp(),
+                                    .rope = !spec.learned_positions(),
+                                    .dropout = spec.dropout,
+                                    .element_bytes = cfg.trainer.precision == config::Precision::kFp32 ? 4 : 2,
+                                    .checkpointing = cfg.model.activation_checkpointing};
+    std::string note;
+    try {
+      shape.document_mask = train::document_masking(cfg);
+    } catch (const util::DataError&) {
+      note = "  (the training data was not found, so its document masking default is not known; counted without)\n";
+    }
+    std::cout << "\n" << parallel::activation_summary(shape) << note;
+  }
   return util::kExitOk;
 }
 

@@ -75,6 +75,22 @@ struct ModelConfig {
   bool activation_checkpointing = false;
 };
 
+// One entry of data.train or data.validation: a path (a file, a folder or a glob), or a mapping
+// with the path and what sets this source apart. A field left unset takes the data.* value.
+struct DataSource {
+  std::string path;
+  std::optional<double> weight;  // training mixtures: this source's share of the samples drawn
+  std::string name;              // in metrics and evaluation; "": made from the path
+  std::optional<DataFormat> format;
+  std::optional<std::string> text_field, prompt_field, response_field, messages_field, separator;
+  // A bare path: written back as a plain string.
+  bool plain() const {
+    return !weight && name.empty() && !format && !text_field && !prompt_field && !response_field &&
+           !messages_field && !separator;
+  }
+  bool operator==(const DataSource&) const = default;
+};
+
 struct TokenizerConfig {
   TokenizerType type = TokenizerType::kByte;
   std::optional<std::string> path;
@@ -83,8 +99,8 @@ struct TokenizerConfig {
 };
 
 struct DataConfig {
-  std::vector<std::string> train;
-  std::vector<std::string> validation;
+  std::vector<DataSource> train;
+  std::vector<DataSource> validation;
   int64_t seq_len = 0;
   double validation_fraction = 0;
   DataFormat format = DataFormat::kAuto;
@@ -99,6 +115,7 @@ struct DataConfig {
   std::string chat_template;  // auto | hftrain | chatml | a file or directory
   TokenWidth token_dtype = TokenWidth::kUint16;
   Packing packing = Packing::kPack;
+  std::optional<bool> document_mask;  // unset: true when every training source is JSONL or chat
   int64_t pad_to_multiple_of = 1;
   bool shuffle = true;
   int64_t prefetch_batches = 0;

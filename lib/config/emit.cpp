@@ -1,11 +1,14 @@
 #include "config/emit.h"
 
+#include "config/data_sources.h"
+
 #include <charconv>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "config/data_sources.h"
 #include "config/yaml_load.h"
 #include "util/build_info.h"
 #include "util/error.h"
@@ -101,6 +104,40 @@ void emit_map(YAML::Emitter& out, const Map& map, const KeySpec& spec, const Res
   out << YAML::EndMap;
 }
 
+// Data sources: a flow list of paths, and of mappings for the entries that set more than a path.
+void emit_sources(YAML::Emitter& out, const std::vector<DataSource>& sources) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& s : sources) {
+    if (s.plain()) {
+      emit_string(out, s.path);
+      continue;
+    }
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "path" << YAML::Value;
+    emit_string(out, s.path);
+    if (s.weight) {
+      KeySpec weight;
+      weight.type = Type::kFloat;
+      out << YAML::Key << "weight" << YAML::Value << value_to_text(Value{*s.weight}, weight);
+    }
+    const std::pair<const char*, const std::optional<std::string>*> texts[] = {
+        {"text_field", &s.text_field}, {"prompt_field", &s.prompt_field}, {"response_field", &s.response_field},
+        {"messages_field", &s.messages_field}, {"separator", &s.separator}};
+    if (!s.name.empty()) {
+      out << YAML::Key << "name" << YAML::Value;
+      emit_string(out, s.name);
+    }
+    if (s.format) out << YAML::Key << "format" << YAML::Value << std::string(data_format_name(*s.format));
+    for (const auto& [field, value] : texts) {
+      if (!*value) continue;
+      out << YAML::Key << field << YAML::Value;
+      emit_string(out, **value);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c, bool provenance) {
   out << YAML::BeginMap;
   for (const auto& child : node.children) {
@@ -119,6 +156,8 @@ void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c,
       out << YAML::Flow << YAML::BeginSeq;
       for (const auto& item : *list) emit_string(out, item);
       out << YAML::EndSeq;
+    } else if (auto* sources = std::get_if<std::vector<DataSource>>(&v)) {
+      emit_sources(out, *sources);
     } else if (auto* map = std::get_if<std::map<std::string, std::string>>(&v)) {
       emit_map(out, *map, spec, c, provenance, [&](const std::string& x) { emit_string(out, x); });
       if (!map->empty()) continue;  // entries carry their own comments
@@ -147,6 +186,27 @@ Json json_value(const Value& v, const KeySpec& spec) {
     Json operator()(bool x) const { return x; }
     Json operator()(const std::string& x) const { return x; }
     Json operator()(const std::vector<std::string>& x) const { return x; }
+    Json operator()(const std::vector<DataSource>& x) const {
+      Json list = Json::array();
+      for (const auto& s : x) {
+        if (s.plain()) {
+          list.push_back(s.path);
+          continue;
+        }
+        Json obj = Json::object();
+        obj["path"] = s.path;
+        if (s.weight) obj["weight"] = *s.weight;
+        if (!s.name.empty()) obj["name"] = s.name;
+        if (s.format) obj["format"] = std::string(data_format_name(*s.format));
+        if (s.text_field) obj["text_field"] = *s.text_field;
+        if (s.prompt_field) obj["prompt_field"] = *s.prompt_field;
+        if (s.response_field) obj["response_field"] = *s.response_field;
+        if (s.messages_field) obj["messages_field"] = *s.messages_field;
+        if (s.separator) obj["separator"] = *s.separator;
+        list.push_back(std::move(obj));
+      }
+      return list;
+    }
     Json operator()(const std::map<std::string, std::string>& x) const {
       Json obj = Json::object();
       for (const auto& [k, s] : x) obj[k] = s;

@@ -100,10 +100,12 @@ Schema build() {
       .nullable().doc("The padding token; unset: the tokenizer's own, else the end-of-text token.");
 
   s.section("data", "Training and validation data.", ResumeChange::kDataOrder);
-  s.add("data.train", Type::kStringList, HFTRAIN_FIELD(data.train))
-      .def("[]").doc("Training sources: files or globs.");
-  s.add("data.validation", Type::kStringList, HFTRAIN_FIELD(data.validation))
-      .def("[]").doc("Validation sources: files or globs.");
+  s.add("data.train", Type::kSourceList, HFTRAIN_FIELD(data.train))
+      .def("[]")
+      .doc("Training sources: files, folders or globs, or mappings {path, weight, name, format, text_field, ...}; "
+           "with weights, samples are drawn from each source in proportion to its weight.");
+  s.add("data.validation", Type::kSourceList, HFTRAIN_FIELD(data.validation))
+      .def("[]").doc("Validation sources, as data.train (no weights); several are evaluated one by one.");
   s.add("data.seq_len", Type::kInt, HFTRAIN_FIELD(data.seq_len))
       .def("${model.max_seq_len}").min(1).unit("tokens")
       .doc("Tokens per training sequence; at most model.max_seq_len.");
@@ -137,6 +139,10 @@ Schema build() {
   s.add("data.packing", Type::kChoice, HFTRAIN_FIELD(data.packing))
       .choices({"pack", "pad"}).def("pack")
       .doc("pack: documents joined by end-of-text into full blocks; pad: one document per row, padded.");
+  s.add("data.document_mask", Type::kBool, HFTRAIN_FIELD(data.document_mask))
+      .nullable()
+      .doc("pack: keep packed documents apart (positions restart at each document, attention and targets "
+           "never cross a boundary); unset: true when every training source is JSONL or chat, else false.");
   s.add("data.pad_to_multiple_of", Type::kInt, HFTRAIN_FIELD(data.pad_to_multiple_of))
       .def("1").min(1).max(4096).doc("pad: round the batch length up to a multiple of this.");
   s.add("data.shuffle", Type::kBool, HFTRAIN_FIELD(data.shuffle)).def("true").doc("Shuffle the sample order every epoch.");

@@ -12,9 +12,41 @@ std::string from(const Node& tree, const std::string& dotted) {
   return n ? n->origin().describe() : "default";
 }
 
+// A mixture's weights: every training source has one or none does; not all zero; validation
+// sources are evaluated one by one and take none.
+void check_source_weights(const DataConfig& d, const Node& tree, Diagnostics& diags) {
+  size_t weighted = 0;
+  double total = 0;
+  for (const auto& s : d.train) {
+    if (s.weight) ++weighted, total += *s.weight;
+  }
+  if (weighted > 0 && weighted < d.train.size()) {
+    std::string missing;
+    for (const auto& s : d.train) {
+      if (!s.weight) missing += (missing.empty() ? "" : ", ") + s.path;
+    }
+    diags.add(from(tree, "data.train"),
+              "`data.train` gives weights to " + std::to_string(weighted) + " of its " +
+                  std::to_string(d.train.size()) + " sources; without a weight: " + missing,
+              "give every source a weight (relative shares of the samples), or none (each source in proportion "
+              "to its size)");
+  } else if (weighted > 0 && total == 0) {
+    diags.add(from(tree, "data.train"), "every weight in `data.train` is 0, so no source would be drawn from",
+              "give at least one source a weight above 0");
+  }
+  for (const auto& s : d.validation) {
+    if (s.weight) {
+      diags.add(from(tree, "data.validation"), "`data.validation` source " + s.path + " has a weight",
+                "validation sources are each evaluated in full: remove the weight");
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
+  check_source_weights(c.data, tree, diags);
   if (!c.trainer.max_steps && !c.trainer.max_epochs && !c.trainer.max_tokens) {
     diags.add("", "none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set, so training would never stop",
               "set one, e.g. trainer.max_steps=1000");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "config/data_sources.h"
 #include "config/units.h"
 #include "config/yaml_load.h"
 #include "util/strings.h"
@@ -62,6 +63,7 @@ std::string KeySpec::type_name() const {
     case Type::kStringList: return "list of strings";
     case Type::kStringMap: return "map of strings";
     case Type::kFloatMap: return "map of floats";
+    case Type::kSourceList: return "list of sources (paths or {path, weight, name, format, ...})";
   }
   return "?";
 }
@@ -172,10 +174,12 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     if (spec.type == Type::kStringList) return Value{std::vector<std::string>{}};
     if (spec.type == Type::kStringMap) return Value{std::map<std::string, std::string>{}};
     if (spec.type == Type::kFloatMap) return Value{std::map<std::string, double>{}};
+    if (spec.type == Type::kSourceList) return Value{std::vector<DataSource>{}};
     return fail(key + " has no value; it expects " + spec.type_name(),
                 "give it a value, or remove the line to use the default");
   }
 
+  if (spec.type == Type::kSourceList) return convert_sources(*this, node, spec, diags);
   if (spec.type == Type::kStringList) {
     if (node.is_scalar()) return Value{std::vector<std::string>{node.text()}};
     if (!node.is_sequence()) return fail(expected() + ", got a " + node.kind_name());
@@ -303,6 +307,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
       break;
     }
     case Type::kStringList:
+    case Type::kSourceList:
     case Type::kStringMap:
     case Type::kFloatMap:
       break;
@@ -346,6 +351,11 @@ std::string value_to_text(const Value& value, const KeySpec& spec) {
       std::vector<std::string> parts;
       for (const auto& [k, x] : v) parts.push_back(k + ": " + number_text(x));
       return "{" + util::join(parts, ", ") + "}";
+    }
+    std::string operator()(const std::vector<DataSource>& v) const {
+      std::vector<std::string> parts;
+      for (const auto& x : v) parts.push_back(data_source_text(x));
+      return "[" + util::join(parts, ", ") + "]";
     }
   };
   return std::visit(Visitor{spec}, value);

@@ -30,6 +30,7 @@ enum class Type {
   kStringList,  // list of strings; a single string is a list of one
   kStringMap,   // free-form map of string values; `+key.sub=VALUE` adds entries
   kFloatMap,    // free-form map of floats, e.g. name pattern -> learning rate
+  kSourceList,  // data sources: a list of paths and {path, weight, name, format, ...} mappings
 };
 
 // What changing a key means when a run is resumed from a checkpoint with overrides.
@@ -44,7 +45,7 @@ std::string_view resume_change_name(ResumeChange change);
 
 using Value = std::variant<std::monostate, int64_t, double, bool, std::string,
                            std::vector<std::string>, std::map<std::string, std::string>,
-                           std::map<std::string, double>>;
+                           std::map<std::string, double>, std::vector<DataSource>>;
 
 struct KeySpec {
   std::string path;    // "optimizer.lr"
@@ -171,6 +172,11 @@ class Schema {
 
 // hftrain's schema (keys.cpp).
 const Schema& product_schema();
+
+// The fields a data source mapping may set (kSourceList), in the order they are written.
+const std::vector<std::string>& data_source_fields();
+// The text of one data source entry: its path, or a flow mapping of the fields it sets.
+std::string data_source_text(const DataSource& source);
 
 // The scalar text of a value as hftrain writes it (units spelled out for sizes, counts, durations).
 std::string value_to_text(const Value& value, const KeySpec& spec);

@@ -26,13 +26,16 @@ struct Piece {
 class TokenDataset {
  public:
   TokenDataset(std::vector<std::shared_ptr<const TokenCorpus>> corpora, std::vector<Piece> pieces);
+  // The datasets one after another, as one.
+  static std::shared_ptr<const TokenDataset> concat(const std::vector<std::shared_ptr<const TokenDataset>>& parts);
 
   uint64_t num_tokens() const { return starts_.back(); }
   const std::vector<Piece>& pieces() const { return pieces_; }
   const TokenCorpus& corpus(uint32_t index) const { return *corpora_[index]; }
   // Copies tokens [begin, begin + count) of the virtual stream (the pieces one after another)
-  // and their loss flags. O(log pieces + count).
-  void read(uint64_t begin, uint64_t count, int64_t* tokens, uint8_t* train) const;
+  // and their loss flags. With `starts`, also marks (1) the positions where a document begins:
+  // a corpus's document start, or the start of a piece. O(log pieces + log docs + count).
+  void read(uint64_t begin, uint64_t count, int64_t* tokens, uint8_t* train, uint8_t* starts = nullptr) const;
 
  private:
   std::vector<std::shared_ptr<const TokenCorpus>> corpora_;
@@ -51,9 +54,22 @@ struct DatasetOptions {
   CacheOptions cache;
 };
 
+// A source kept apart from the others: one of a weighted training mixture, or a validation source
+// evaluated on its own.
+struct SourceDataset {
+  std::string name;  // source_name(): in metrics (data/<name>/tokens, eval/<name>/loss)
+  double weight = 0;  // training mixtures: the source's relative share of the samples drawn
+  std::shared_ptr<const TokenDataset> data;
+};
+
 struct Datasets {
-  std::shared_ptr<const TokenDataset> train;
+  std::shared_ptr<const TokenDataset> train;       // every training source as one
   std::shared_ptr<const TokenDataset> validation;  // null when there is no validation split
+  // A weighted mixture (training sources with weights): each source with a weight above 0.
+  std::vector<SourceDataset> train_sources;
+  // Evaluated one by one: several validation sources, or a mixture's held-out parts (with
+  // validation_fraction); `validation` is then all of them together.
+  std::vector<SourceDataset> validation_sources;
   uint64_t cache_hits = 0;    // text corpora read from the token cache
   uint64_t cache_misses = 0;  // text corpora tokenized in this call
   TokenizeStats tokenized{};  // of those tokenized in this call (zero when all were hits)

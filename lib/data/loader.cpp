@@ -39,13 +39,19 @@ void mask_past_end(HostBatch& batch, uint64_t cursor, uint64_t n) {
   }
 }
 
+Sampler make_sampler(const BatchSource& source, const SamplerOptions& options) {
+  std::vector<MixtureSource> mixture = source.mixture();
+  if (mixture.empty()) return Sampler(source.num_samples(), options);
+  return Sampler(std::make_shared<const MixtureSampler>(std::move(mixture), options));
+}
+
 }  // namespace
 
 DataLoader::DataLoader(std::shared_ptr<const BatchSource> source, const LoaderOptions& options, torch::Device device)
     : source_(std::move(source)),
       options_(checked(options)),
       device_(device),
-      sampler_(source_->num_samples(), options_.sampler) {
+      sampler_(make_sampler(*source_, options_.sampler)) {
   restart();
 }
 
@@ -53,9 +59,19 @@ DataLoader::DataLoader(std::shared_ptr<const TokenDataset> dataset, const Packin
                        const LoaderOptions& options, int32_t pad_id, torch::Device device)
     : DataLoader(token_batch_source(std::move(dataset), packing, pad_id), options, device) {}
 
+namespace {
+
+// The training split as batches: one dataset, or a weighted mixture of sources.
+std::shared_ptr<const BatchSource> training_source(const Datasets& d, const PackingOptions& packing, int32_t pad_id) {
+  if (d.train_sources.empty()) return token_batch_source(d.train, packing, pad_id);
+  return mixture_batch_source(d.train_sources, packing, pad_id);
+}
+
+}  // namespace
+
 DataLoader::DataLoader(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device)
-    : DataLoader(build_datasets(options.dataset, tokenizer).train, options.packing, options.loader,
-                 tokenizer.pad_id(), device) {}
+    : DataLoader(training_source(build_datasets(options.dataset, tokenizer), options.packing, tokenizer.pad_id()),
+                 options.loader, device) {}
 
 DataLoader::~DataLoader() = default;
 
@@ -81,8 +97,23 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
   if (!batch.token_type_ids.empty()) {
     out.token_type_ids = host_tensor(batch.token_type_ids, batch.batch_size, batch.seq_len, pinned);
   }
+  if (!batch.position_ids.empty()) {
+    out.position_ids = host_tensor(batch.position_ids, batch.batch_size, batch.seq_len, pinned);
+  }
   out.num_target_tokens = batch.num_target_tokens;
   out.cursor = cursor;
+  return out;
+}
+
+std::vector<double> DataLoader::source_epochs() const {
+  const MixtureSampler* mixture = sampler_.mixture();
+  if (!mixture) return {};
+  const std::vector<uint64_t> draws = mixture->draws_before(cursor_);
+  const std::vector<MixtureSource> sources = source_->mixture();
+  std::vector<double> out;
+  for (size_t s = 0; s < draws.size(); ++s) {
+    out.push_back(static_cast<double>(draws[s]) / static_cast<double>(sources[s].num_samples));
+  }
   return out;
 }
 
@@ -114,7 +145,16 @@ Batch DataLoader::next() {
   batch.labels = host.labels.to(device_, async);
   batch.attention_mask = host.attention_mask.to(device_, async);
   if (host.token_type_ids.defined()) batch.token_type_ids = host.token_type_ids.to(device_, async);
+  if (host.position_ids.defined()) batch.position_ids = host.position_ids.to(device_, async);
   batch.num_target_tokens = host.num_target_tokens;
+  if (const MixtureSampler* mixture = sampler_.mixture()) {
+    batch.source_tokens.assign(mixture->num_sources(), 0);
+    const uint64_t first = host.cursor - static_cast<uint64_t>(options_.rank) * b;
+    for (uint64_t c = first; c < first + b * static_cast<uint64_t>(options_.world_size); ++c) {
+      const uint64_t id = mixture->sample_at(c);
+      batch.source_tokens[source_->source_of(id)] += source_->sample_tokens(id);
+    }
+  }
   batch.cursor = host.cursor;
   batch.epoch = sampler_.epoch_of(host.cursor);
   // The next global batch: past this one's slices of every rank.
@@ -128,14 +168,18 @@ Batch DataLoader::next() {
 Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   Loaders out;
   out.datasets = build_datasets(options.dataset, tokenizer);
-  out.train = std::make_unique<DataLoader>(out.datasets.train, options.packing, options.loader, tokenizer.pad_id(),
-                                           device);
+  out.train = std::make_unique<DataLoader>(training_source(out.datasets, options.packing, tokenizer.pad_id()),
+                                           options.loader, device);
+  LoaderOptions validation = options.loader;
+  validation.sampler.shuffle = false;
+  validation.wrap = false;
   if (out.datasets.validation) {
-    LoaderOptions validation = options.loader;
-    validation.sampler.shuffle = false;
-    validation.wrap = false;
     out.validation = std::make_unique<DataLoader>(out.datasets.validation, options.packing, validation,
                                                   tokenizer.pad_id(), device);
+  }
+  for (const auto& source : out.datasets.validation_sources) {
+    out.validation_sources.emplace_back(source.name, std::make_unique<DataLoader>(source.data, options.packing, validation,
+                                                                                  tokenizer.pad_id(), device));
   }
   return out;
 }

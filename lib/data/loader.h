@@ -53,7 +53,12 @@ struct Batch {
                                  // (B), each sequence's class
   torch::Tensor attention_mask;  // (B, T) int64: 1 = token, 0 = padding
   torch::Tensor token_type_ids;  // (B, T) int64 segment ids (classification of text pairs), or undefined
+  torch::Tensor position_ids;    // (B, T) int64 positions restarting at each packed document
+                                 // (data.document_mask), or undefined: 0..T-1 in every row
   int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
+  // A weighted mixture: the tokens (padding not counted) each source put in the global batch (all
+  // ranks' rows), counted on the host from the sample order; empty otherwise.
+  std::vector<uint64_t> source_tokens;
   uint64_t cursor = 0;            // the global cursor of the batch's first sample
   uint64_t epoch = 0;             // the epoch of the batch's first sample
 };
@@ -75,6 +80,9 @@ class DataLoader {
   uint64_t cursor() const { return cursor_; }
   void seek(uint64_t cursor);
   uint64_t epoch() const { return sampler_.epoch_of(cursor_); }
+  // A weighted mixture: the passes made over each source so far (fractional), in source order;
+  // empty otherwise.
+  std::vector<double> source_epochs() const;
 
   uint64_t num_samples() const { return source_->num_samples(); }
   // Global batches per epoch, optimizer-independent: ceil(num_samples / (batch_size x world_size)).
@@ -91,7 +99,7 @@ class DataLoader {
 
  private:
   struct HostTensors {
-    torch::Tensor input_ids, labels, attention_mask, token_type_ids;  // on the host, pinned for CUDA
+    torch::Tensor input_ids, labels, attention_mask, token_type_ids, position_ids;  // on the host, pinned for CUDA
     int64_t num_target_tokens = 0;
     uint64_t cursor = 0;
   };
@@ -115,6 +123,8 @@ class DataLoader {
 struct Loaders {
   std::unique_ptr<DataLoader> train;
   std::unique_ptr<DataLoader> validation;
+  // Validation sources evaluated one by one (Datasets::validation_sources), by name.
+  std::vector<std::pair<std::string, std::unique_ptr<DataLoader>>> validation_sources;
   Datasets datasets;  // language modelling
   LabelSet labels;    // classification: the classes, by id
 };

@@ -51,16 +51,19 @@ SampleRef SampleIndex::operator[](uint64_t i) const {
 
 HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::span<const uint64_t> sample_ids,
                   const PackingOptions& options, int32_t pad_id) {
+  std::vector<RowRef> rows;
+  rows.reserve(sample_ids.size());
+  for (uint64_t id : sample_ids) rows.push_back(RowRef{&dataset, index[id]});
+  return collate_rows(rows, sample_ids, options, pad_id);
+}
+
+HostBatch collate_rows(std::span<const RowRef> rows, std::span<const uint64_t> sample_ids,
+                       const PackingOptions& options, int32_t pad_id) {
   HostBatch batch;
-  batch.batch_size = static_cast<int64_t>(sample_ids.size());
+  batch.batch_size = static_cast<int64_t>(rows.size());
   batch.sample_ids.assign(sample_ids.begin(), sample_ids.end());
-  std::vector<SampleRef> refs;
-  refs.reserve(sample_ids.size());
   uint64_t longest = 0;
-  for (uint64_t id : sample_ids) {
-    refs.push_back(index[id]);
-    longest = std::max(longest, refs.back().length - 1);
-  }
+  for (const RowRef& row : rows) longest = std::max(longest, row.sample.length - 1);
   int64_t t = options.seq_len;
   if (options.mode == PackingMode::kPad) {
     const auto m = static_cast<uint64_t>(options.pad_to_multiple_of);
@@ -73,20 +76,34 @@ HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::sp
   batch.attention_mask.assign(cells, 0);
   std::vector<int64_t> tokens(static_cast<size_t>(options.seq_len) + 1);
   std::vector<uint8_t> train(tokens.size());
-  for (size_t b = 0; b < refs.size(); ++b) {
-    const SampleRef& ref = refs[b];
-    dataset.read(ref.begin, ref.length, tokens.data(), train.data());
+  const bool split_docs = options.document_mask && options.mode == PackingMode::kPack;
+  std::vector<uint8_t> starts(split_docs ? tokens.size() : 0);
+  std::vector<int64_t> positions(split_docs ? cells : 0);
+  bool any_boundary = false;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const SampleRef& ref = rows[b].sample;
+    rows[b].dataset->read(ref.begin, ref.length, tokens.data(), train.data(), split_docs ? starts.data() : nullptr);
     const size_t row = b * static_cast<size_t>(t);
     const size_t n = ref.length - 1;  // positions with a next-token target
+    int64_t position = 0;
     for (size_t i = 0; i < n; ++i) {
       batch.input_ids[row + i] = tokens[i];
       batch.attention_mask[row + i] = 1;
+      if (split_docs) {
+        if (i > 0 && starts[i]) {
+          position = 0;
+          any_boundary = true;
+        }
+        positions[row + i] = position++;
+        if (starts[i + 1]) continue;  // the next token opens another document: no target
+      }
       if (train[i + 1]) {
         batch.labels[row + i] = tokens[i + 1];
         ++batch.num_target_tokens;
       }
     }
   }
+  if (any_boundary) batch.position_ids = std::move(positions);
   return batch;
 }
 

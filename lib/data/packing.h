@@ -5,6 +5,10 @@
 //    to its longest sample, rounded up to pad_to_multiple_of.
 // Labels are the next token (labels[t] = token[t + 1]); a label is -100 where that token is
 // padding or context only (a prompt), the way Hugging Face's loss ignores them.
+// Document masking (pack mode): a packed row keeps its documents apart. Its position ids restart
+// at 0 where each document (or the row) starts, the model attends only within a document (the
+// attention mask is derived from the position ids), and the target after a document's last
+// token (the next document's first) carries no loss. A padded sample is one document already.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,7 @@ struct PackingOptions {
   int64_t seq_len = 1024;         // T: model positions per sample (data.seq_len)
   PackingMode mode = PackingMode::kPack;
   int64_t pad_to_multiple_of = 1;  // kPad: round the batch length up to a multiple of this
+  bool document_mask = false;      // kPack: no attention or target across document boundaries
 };
 
 // A sample: `length` tokens (at most seq_len + 1) of the dataset's virtual stream from `begin`.
@@ -54,6 +59,9 @@ struct HostBatch {
   std::vector<int64_t> labels;          // (B, T), kIgnoreIndex where no loss; (B) when sequence_labels
   std::vector<int64_t> attention_mask;  // (B, T), 1 = real token, 0 = padding
   std::vector<int64_t> token_type_ids;  // (B, T) segment ids (BERT), or empty
+  // (B, T) each token's position in its document (document masking), or empty: positions are
+  // 0..T-1 in every row. Left empty when no row of the batch holds a document boundary.
+  std::vector<int64_t> position_ids;
   bool sequence_labels = false;         // one class per sequence (classification)
   int64_t num_target_tokens = 0;        // labels != kIgnoreIndex
   std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
@@ -61,5 +69,14 @@ struct HostBatch {
 
 HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::span<const uint64_t> sample_ids,
                   const PackingOptions& options, int32_t pad_id);
+
+// One row of a batch: a sample of a dataset (rows of a mixture come from several).
+struct RowRef {
+  const TokenDataset* dataset = nullptr;
+  SampleRef sample;
+};
+// The batch of `rows`; `sample_ids` (one per row) are recorded in it.
+HostBatch collate_rows(std::span<const RowRef> rows, std::span<const uint64_t> sample_ids,
+                       const PackingOptions& options, int32_t pad_id);
 
 }  // namespace hftrain::data

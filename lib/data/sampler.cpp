@@ -1,5 +1,7 @@
 #include "data/sampler.h"
 
+#include "data/mixture.h"
+
 namespace hftrain::data {
 
 uint64_t mix64(uint64_t x) {
@@ -45,7 +47,11 @@ uint64_t Permutation::operator()(uint64_t i) const {
 
 Sampler::Sampler(uint64_t num_samples, SamplerOptions options) : n_(num_samples), options_(options) {}
 
+Sampler::Sampler(std::shared_ptr<const MixtureSampler> mixture)
+    : n_(mixture->num_samples()), mixture_(std::move(mixture)) {}
+
 uint64_t Sampler::sample_at(uint64_t cursor) const {
+  if (mixture_) return mixture_->sample_at(cursor);
   if (n_ == 0) return 0;
   const uint64_t epoch = cursor / n_;
   const uint64_t position = cursor % n_;

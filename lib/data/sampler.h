@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace hftrain::data {
 
@@ -30,9 +31,14 @@ struct SamplerOptions {
   bool shuffle = true;   // false: samples in corpus order every epoch (validation)
 };
 
+class MixtureSampler;
+
 class Sampler {
  public:
   Sampler(uint64_t num_samples, SamplerOptions options);
+  // A weighted mixture's order (mixture.h): sample ids are the sources' samples one after another.
+  explicit Sampler(std::shared_ptr<const MixtureSampler> mixture);
+  const MixtureSampler* mixture() const { return mixture_.get(); }
 
   uint64_t num_samples() const { return n_; }
   uint64_t epoch_of(uint64_t cursor) const { return n_ == 0 ? 0 : cursor / n_; }
@@ -42,6 +48,7 @@ class Sampler {
  private:
   uint64_t n_;
   SamplerOptions options_;
+  std::shared_ptr<const MixtureSampler> mixture_;
 };
 
 // splitmix64: the mixing function keys and Feistel rounds are made from.

@@ -144,6 +144,25 @@ std::vector<fs::path> expand_source(const SourceSpec& spec) {
   return files;
 }
 
+std::string source_name(const SourceSpec& spec) {
+  if (!spec.name.empty()) return spec.name;
+  fs::path p = fs::path(spec.path).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "shards/"
+  while (!p.empty() && has_wildcard(p.filename().string())) p = p.parent_path();
+  const std::string stem = p.stem().string();
+  return stem.empty() || stem == "." ? spec.path : stem;
+}
+
+bool records_only(const std::vector<SourceSpec>& sources) {
+  for (const auto& spec : sources) {
+    for (const auto& file : expand_source(spec)) {
+      const SourceFormat format = resolve_format(spec, file);
+      if (format != SourceFormat::kJsonl && format != SourceFormat::kChat) return false;
+    }
+  }
+  return !sources.empty();
+}
+
 void read_documents(const SourceSpec& spec, const fs::path& file, const ChatTemplate& chat,
                     const std::function<void(Document&&)>& sink) {
   const SourceFormat format = resolve_format(spec, file);

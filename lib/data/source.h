@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ enum class TokenDtype { kUint16, kUint32 };
 struct SourceSpec {
   // A file, a folder (every regular file below it) or a glob ("data/*.txt", "/usr/share/games/fortunes/*").
   std::string path{};
+  // What metrics and evaluation call the source (data.train's `name`); "": made from the path
+  // (source_name).
+  std::string name{};
+  // A weighted mixture's share of the samples (data.train's `weight`); unset: not a mixture.
+  std::optional<double> weight{};
   // Glob patterns (fnmatch) checked against each file's name and full path; matches are skipped.
   // Example for fortune folders: {"*.dat", "*.u8"} (binary indexes and symlinked copies).
   std::vector<std::string> exclude{};
@@ -73,6 +79,14 @@ struct ChatTemplate {
 
 // The format a file is read with (kAuto resolved by its extension).
 SourceFormat resolve_format(const SourceSpec& spec, const std::filesystem::path& file);
+
+// The source's name: `name` when set, else its path's last component without wildcards and
+// extension ("data/chat.jsonl" -> "chat", "web/*.txt" -> "web", "shards/" -> "shards").
+std::string source_name(const SourceSpec& spec);
+
+// Whether every file of `sources` holds records that stand alone as documents (JSONL or chat):
+// the default of document masking (data.document_mask). Throws as expand_source does.
+bool records_only(const std::vector<SourceSpec>& sources);
 
 // The files a source names, sorted, excludes applied. Throws DataError when the path does not
 // exist or nothing is left (naming the pattern and the excludes).

@@ -16,7 +16,8 @@ set(HFTRAIN_DATA_CORE_SOURCES
   dataset.cpp
   packing.cpp
   batch_source.cpp
-  sampler.cpp)
+  sampler.cpp
+  mixture.cpp)
 # LibTorch: the loader turns host batches into (pinned) tensors on the device.
 set(HFTRAIN_DATA_TORCH_SOURCES
   classification_loader.cpp

@@ -1,6 +1,9 @@
 #include "data/token_corpus.h"
 
 #include <algorithm>
+#include <string>
+
+#include "util/error.h"
 
 namespace hftrain::data {
 
@@ -43,6 +46,15 @@ void TokenCorpus::copy(uint64_t begin, uint64_t end, int64_t* tokens, uint8_t* t
   } else {
     const auto* src = static_cast<const uint32_t*>(tokens_) + begin;
     for (uint64_t i = 0; i < n; ++i) tokens[i] = src[i];
+  }
+  if (id_limit_ != 0) {
+    for (uint64_t i = 0; i < n; ++i) {
+      if (tokens[i] >= id_limit_) {
+        throw util::DataError(name_ + ": token " + std::to_string(begin + i) + " has id " + std::to_string(tokens[i]) +
+                                  ", outside the tokenizer's vocabulary of " + std::to_string(id_limit_),
+                              "the file was made with another tokenizer, or its dtype is wrong");
+      }
+    }
   }
   if (train_mask_ == nullptr) {
     std::fill(train, train + n, uint8_t{1});

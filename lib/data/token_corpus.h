@@ -37,8 +37,12 @@ class TokenCorpus {
   }
   bool trains(uint64_t i) const { return train_mask_ == nullptr || train_mask_[i] != 0; }
 
-  // Copies tokens [begin, end) to `tokens` and their loss flags (0/1) to `train`.
+  // Copies tokens [begin, end) to `tokens` and their loss flags (0/1) to `train`. Throws DataError
+  // for a token at or above the id limit, when one is set.
   void copy(uint64_t begin, uint64_t end, int64_t* tokens, uint8_t* train) const;
+  // Ids at or above `limit` are refused as they are read (a shard far larger than memory is not
+  // scanned up front).
+  void set_id_limit(uint32_t limit) { id_limit_ = limit; }
   // The largest token id (scanned once, for vocabulary checks).
   uint32_t max_token() const;
 
@@ -51,6 +55,7 @@ class TokenCorpus {
   int width_ = 4;
   uint64_t num_tokens_ = 0;
   const uint8_t* train_mask_ = nullptr;
+  uint32_t id_limit_ = 0;  // 0: none
   std::span<const uint64_t> doc_starts_;
   std::string name_;
 };

@@ -1,5 +1,7 @@
 #include "data/token_shard.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -11,6 +13,7 @@ namespace {
 constexpr int32_t kLlmcMagic16 = 20240520;
 constexpr int32_t kLlmcMagic32 = 20240801;
 constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
+constexpr uint64_t kCheckedAtOpen = uint64_t{1} << 20;  // tokens checked against the vocabulary at open
 
 }  // namespace
 
@@ -47,7 +50,10 @@ std::shared_ptr<TokenCorpus> open_token_shard(const std::filesystem::path& file,
   }
   const uint8_t* tokens = map->data() + offset;
   auto corpus = std::make_shared<TokenCorpus>(map, tokens, width, count, nullptr, std::span<const uint64_t>{}, name);
-  for (uint64_t i = 0; i < count; ++i) {
+  // The head of the shard is checked now, so that a wrong dtype or tokenizer fails at start; the
+  // rest as it is read (reading a 100 GB folder of shards up front would take minutes).
+  const uint64_t head = std::min<uint64_t>(count, kCheckedAtOpen);
+  for (uint64_t i = 0; i < head; ++i) {
     if (static_cast<int64_t>(corpus->token(i)) >= vocab_size) {
       throw util::DataError("token shard " + name + ": token " + std::to_string(i) + " has id " +
                                 std::to_string(corpus->token(i)) + ", outside the tokenizer's vocabulary of " +
@@ -55,6 +61,7 @@ std::shared_ptr<TokenCorpus> open_token_shard(const std::filesystem::path& file,
                             "the shard was made with another tokenizer, or its dtype is wrong");
     }
   }
+  if (head < count) corpus->set_id_limit(static_cast<uint32_t>(std::min<int64_t>(vocab_size, UINT32_MAX)));
   return corpus;
 }
 

@@ -104,6 +104,7 @@ void Recorder::log_step(const StepMetrics& m) {
       scalars.push_back({"train/loss_scale", static_cast<float>(*m.loss_scale)});
       scalars.push_back({"train/skipped_steps", static_cast<float>(m.skipped_steps)});
     }
+    for (const auto& [name, value] : m.extra) scalars.push_back({name, static_cast<float>(value)});
     tensorboard_->add_scalars(m.step, now, scalars);
   }
 

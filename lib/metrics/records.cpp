@@ -44,6 +44,7 @@ std::string step_record_json(const StepMetrics& m, double wall_time, const MfuFi
     j["loss_scale"] = number(*m.loss_scale);
     j["skipped_steps"] = m.skipped_steps;
   }
+  for (const auto& [name, value] : m.extra) j[name] = number(value);
   j["time"] = number(wall_time);
   return j.dump();
 }

@@ -26,6 +26,8 @@ struct StepMetrics {
   // skipped because their gradients held inf/NaN.
   std::optional<double> loss_scale{};
   int64_t skipped_steps = 0;
+  // More figures by name ("data/<source>/tokens" of a weighted mixture), in this order.
+  std::vector<std::pair<std::string, double>> extra{};
 };
 
 struct EvalMetrics {

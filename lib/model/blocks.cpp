@@ -25,7 +25,7 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  return x * cos + rotate_half(x) * sin;  // x (B, H, T, D); cos/sin (T, D) broadcast
+  return x * cos + rotate_half(x) * sin;  // x (B, H, T, D); cos/sin (T, D) or (B, 1, T, D) broadcast
 }
 
 }  // namespace
@@ -39,8 +39,7 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
       "o_proj", Dense(n_head_ * head_dim_, spec.d_model, spec.o_bias()));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                     LayerCache* cache) {
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
   const int64_t B = x.size(0);
   const int64_t T = x.size(1);
   auto qkv = qkv_proj(x);  // (B, T, (H + 2 KVH) D)
@@ -49,9 +48,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto v = qkv.narrow(-1, (n_head_ + n_kv_head_) * head_dim_, n_kv_head_ * head_dim_)
                .view({B, T, n_kv_head_, head_dim_})
                .transpose(1, 2);  // q (B, H, T, D); k, v (B, KVH, T, D)
-  if (cos.defined()) {
-    q = apply_rope(q, cos, sin);
-    k = apply_rope(k, cos, sin);
+  if (in.cos.defined()) {
+    q = apply_rope(q, in.cos, in.sin);
+    k = apply_rope(k, in.cos, in.sin);
   }
   bool causal = true;
   if (cache) {
@@ -64,7 +63,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     TORCH_CHECK(cache->offset == 0 || T == 1, "KV cache: extend by one position at a time");
     causal = cache->offset == 0;
   }
-  auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, is_training() ? dropout_ : 0.0, causal,
+  // A document mask holds the causal rule itself (document_mask.h).
+  if (in.mask.defined()) causal = false;
+  const std::optional<torch::Tensor> mask = in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt;
+  auto y = at::scaled_dot_product_attention(q, k, v, mask, is_training() ? dropout_ : 0.0, causal,
                                             /*scale=*/std::nullopt, /*enable_gqa=*/n_kv_head_ != n_head_);
   y = y.transpose(1, 2).reshape({B, T, n_head_ * head_dim_});  // (B, T, H D)
   return o_proj(y);
@@ -98,9 +100,8 @@ BlockImpl::BlockImpl(const ModelSpec& spec) : dropout_(spec.dropout) {
   mlp = register_module("mlp", Mlp(spec));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                 LayerCache* cache) {
-  auto h = x + F::dropout(attn(attn_norm(x), cos, sin, cache), F::DropoutFuncOptions().p(dropout_).training(is_training()));
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
+  auto h = x + F::dropout(attn(attn_norm(x), in, cache), F::DropoutFuncOptions().p(dropout_).training(is_training()));
   return h + F::dropout(mlp(mlp_norm(h)), F::DropoutFuncOptions().p(dropout_).training(is_training()));
 }
 

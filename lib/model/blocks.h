@@ -23,6 +23,14 @@ class NormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Norm);
 
+// What every attention layer of a forward shares, made once per batch by the transformer.
+struct AttentionInputs {
+  torch::Tensor cos, sin;  // RoPE tables for the positions: (T, head_dim), or (B, 1, T, head_dim)
+                           // with per-row position ids; undefined for GPT-2
+  torch::Tensor mask;      // (B, 1, T, T) bool, true = may attend (document masking), or
+                           // undefined: plain causal attention
+};
+
 // Per-layer slice of a KV cache, plus where the new positions start.
 struct LayerCache {
   torch::Tensor* keys = nullptr;    // (B, n_kv_head, capacity, head_dim)
@@ -33,9 +41,8 @@ struct LayerCache {
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelSpec& spec);
-  // x (B, T, C); rope cos/sin (T, head_dim) for the T positions, undefined for GPT-2.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        LayerCache* cache);
+  // x (B, T, C).
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
 
   Dense qkv_proj{nullptr};
   Dense o_proj{nullptr};
@@ -65,8 +72,7 @@ TORCH_MODULE(Mlp);
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const ModelSpec& spec);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        LayerCache* cache);
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
 
   Norm attn_norm{nullptr};
   Attention attn{nullptr};

@@ -4,6 +4,7 @@ set(HFTRAIN_MODEL_CORE_SOURCES
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp
+  document_mask.cpp
   hf_export.cpp
   hf_weights.cpp
   lm_head_loss.cpp

@@ -6,6 +6,7 @@
 
 #include "model/blocks.h"
 #include "model/checkpointing.h"
+#include "model/document_mask.h"
 #include "model/lm_head_loss.h"
 #include "model/rope.h"
 
@@ -49,33 +50,44 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
   }
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache) {
-  auto logits = F::linear(hidden_states(input_ids, cache), head_weight());  // (B, T, V)
+torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache,
+                                       const torch::Tensor& position_ids) {
+  auto logits = F::linear(hidden_states(input_ids, cache, position_ids), head_weight());  // (B, T, V)
   return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 
 torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
-                                        double label_smoothing) {
-  const torch::Tensor x = hidden_states(input_ids, nullptr);  // (B, T, C)
+                                        double label_smoothing, const torch::Tensor& position_ids) {
+  const torch::Tensor x = hidden_states(input_ids, nullptr, position_ids);  // (B, T, C)
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing);
   // The root's hook sees the loss: under zero3 the root (which holds the head) stays whole until
   // the loss exists, and in evaluation it is released only then.
   return hooks_ ? hooks_->after_forward(0, loss) : loss;
 }
 
-torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache) {
+torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache,
+                                             const torch::Tensor& position_ids) {
+  const int64_t B = input_ids.size(0);
   const int64_t T = input_ids.size(1);
   const int64_t offset = cache ? cache->length : 0;
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
               spec_.max_seq_len);
+  TORCH_CHECK(!position_ids.defined() || !cache, "position ids are for packed training rows, not a KV cache");
   if (hooks_) hooks_->before_forward(0);
   auto x = embed_tokens_(input_ids);  // (B, T, C)
-  torch::Tensor cos, sin;
+  AttentionInputs attention;
+  if (position_ids.defined()) attention.mask = document_causal_mask(position_ids);
   if (spec_.learned_positions()) {
-    x = x + embed_positions_(torch::arange(offset, offset + T, input_ids.options()));
+    x = x + embed_positions_(position_ids.defined() ? position_ids
+                                                    : torch::arange(offset, offset + T, input_ids.options()));
+  } else if (position_ids.defined()) {
+    const auto rows = position_ids.reshape({-1});
+    const int64_t d = rope_cos_.size(1);
+    attention.cos = rope_cos_.index_select(0, rows).view({B, 1, T, d}).to(x.dtype());
+    attention.sin = rope_sin_.index_select(0, rows).view({B, 1, T, d}).to(x.dtype());
   } else {
-    cos = rope_cos_.narrow(0, offset, T).to(x.dtype());
-    sin = rope_sin_.narrow(0, offset, T).to(x.dtype());
+    attention.cos = rope_cos_.narrow(0, offset, T).to(x.dtype());
+    attention.sin = rope_sin_.narrow(0, offset, T).to(x.dtype());
   }
   x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
   for (size_t i = 0; i < layers_->size(); ++i) {
@@ -84,9 +96,9 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     auto block = layers_->ptr<BlockImpl>(i);
     if (hooks_) hooks_->before_forward(i + 1);
     if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
-      x = checkpointed([block, cos, sin](const torch::Tensor& h) { return block->forward(h, cos, sin, nullptr); }, x);
+      x = checkpointed([block, attention](const torch::Tensor& h) { return block->forward(h, attention, nullptr); }, x);
     } else {
-      x = block->forward(x, cos, sin, cache ? &layer_cache : nullptr);
+      x = block->forward(x, attention, cache ? &layer_cache : nullptr);
     }
     if (hooks_) x = hooks_->after_forward(i + 1, x);
   }

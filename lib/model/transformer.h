@@ -36,11 +36,15 @@ class TransformerImpl : public torch::nn::Module {
   explicit TransformerImpl(const ModelSpec& spec, WeightInit init = WeightInit::kRandom);
 
   // input_ids (B, T) int64 -> logits (B, T, vocab). With a cache, the T new positions follow the
-  // cache's and their keys and values are appended to it.
-  torch::Tensor forward(const torch::Tensor& input_ids, KvCache* cache = nullptr);
+  // cache's and their keys and values are appended to it. `position_ids` (B, T), when given (not
+  // with a cache), are packed documents' positions: each document is attended and positioned on
+  // its own (document_mask.h).
+  torch::Tensor forward(const torch::Tensor& input_ids, KvCache* cache = nullptr,
+                        const torch::Tensor& position_ids = {});
   // The next-token loss summed over the targets of `labels` (B, T) (-100: none), in fp32, without
   // materialising the logits (lm_head_loss.h): what training and evaluation use.
-  torch::Tensor loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels, double label_smoothing);
+  torch::Tensor loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels, double label_smoothing,
+                         const torch::Tensor& position_ids = {});
 
   // An empty cache for `batch` sequences of up to `capacity` positions.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
@@ -59,7 +63,7 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   // The blocks and the final norm: (B, T) ids -> (B, T, C), the output layer's input.
-  torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache);
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids);
   // The output layer's weight (V, C): the embedding when tied.
   torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
 

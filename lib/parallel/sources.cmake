@@ -9,6 +9,7 @@ set(HFTRAIN_PARALLEL_CORE_SOURCES
   comm/monitor.cpp
   comm/ompi_server.cpp
   plan/memory_plan.cpp
+  plan/activation_plan.cpp
   data_parallel/grad_buckets.cpp)
 set(HFTRAIN_PARALLEL_TORCH_SOURCES
   comm/communicator.cpp

@@ -17,6 +17,9 @@ struct TrainState {
   int64_t total_steps = 0;
   double epoch = 0;         // fractional epochs of training data consumed
   int64_t tokens_seen = 0;  // input tokens processed
+  // A weighted mixture: the tokens drawn from each training source so far (padding not counted),
+  // in source order.
+  std::vector<int64_t> source_tokens;
   double data_wait_s = 0;   // total time the loop waited for training data
   std::optional<double> best_eval_loss;
   int64_t best_step = 0;
@@ -33,6 +36,8 @@ struct TrainState {
 // One logging step's figures (synchronised with the device only on logging steps).
 struct StepStats {
   double loss = 0;  // mean per target token over the logging window
+  // More figures by name, in this order: a mixture's data/<source>/tokens and data/<source>/epoch.
+  std::vector<std::pair<std::string, double>> extra;
   double lr = 0;
   double grad_norm = 0;
   std::optional<double> peak_mem_mb;

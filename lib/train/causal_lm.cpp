@@ -21,8 +21,8 @@ class CausalLm final : public ModuleTask<model::Transformer> {
       : ModuleTask(model::Transformer(spec, init)) {}
 
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
-    if (!logits) return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing);
-    *logits = model_->forward(batch.input_ids);
+    if (!logits) return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing, batch.position_ids);
+    *logits = model_->forward(batch.input_ids, nullptr, batch.position_ids);
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
 

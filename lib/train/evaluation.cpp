@@ -51,6 +51,7 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     const metrics::ClassificationMetrics c = metrics::classification_metrics(m);
     result.metrics = {{"eval_accuracy", c.accuracy}, {"eval_f1", c.f1}};
   }
+  result.targets = targets;
   result.loss = targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
   return result;
 }

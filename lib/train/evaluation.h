@@ -17,6 +17,7 @@ namespace hftrain::train {
 
 struct EvalResult {
   double loss = 0;  // mean per target over every rank's batches; 0 when there were no targets
+  int64_t targets = 0;  // the targets (tokens, or sequences) of every rank
   std::vector<std::pair<std::string, double>> metrics;  // classification: eval_accuracy, eval_f1
 };
 

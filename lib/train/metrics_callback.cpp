@@ -31,6 +31,7 @@ void MetricsCallback::on_log(TrainState& state, const StepStats& stats) {
   m.peak_mem_mb = stats.peak_mem_mb;
   m.loss_scale = stats.loss_scale;
   m.skipped_steps = stats.skipped_steps;
+  m.extra = stats.extra;
   recorder_.log_step(m);
 }
 

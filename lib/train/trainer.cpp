@@ -52,10 +52,25 @@ void Trainer::start_from(const std::string& path, const std::string& what) { mod
 
 double Trainer::evaluate() {
   const int64_t labels = model_->causal_lm() ? 0 : static_cast<int64_t>(loaders_.labels.names.size());
-  EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
-                                 config_.trainer.precision, *world_, device_);
-  state_.last_eval_metrics = std::move(r.metrics);
-  return r.loss;
+  if (loaders_.validation_sources.empty()) {
+    EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
+                                   config_.trainer.precision, *world_, device_);
+    state_.last_eval_metrics = std::move(r.metrics);
+    return r.loss;
+  }
+  // Each validation source on its own (trainer.eval_batches of each); the overall loss is the mean
+  // over all their targets, as one pass over them together would give.
+  state_.last_eval_metrics.clear();
+  double loss_sum = 0;
+  int64_t targets = 0;
+  for (auto& [name, loader] : loaders_.validation_sources) {
+    EvalResult r = train::evaluate(*model_, *loader, config_.trainer.eval_batches, labels, config_.trainer.precision,
+                                   *world_, device_);
+    state_.last_eval_metrics.emplace_back("eval/" + name + "/loss", r.loss);
+    loss_sum += r.loss * static_cast<double>(r.targets);
+    targets += r.targets;
+  }
+  return targets == 0 ? 0.0 : loss_sum / static_cast<double>(targets);
 }
 
 void Trainer::save_model(const std::filesystem::path& dir) {
@@ -89,6 +104,9 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     // Every rank's micro-batch has this shape (exactly so with packing; with padding to the
     // longest, approximately).
     state_.tokens_seen += micro.back().input_ids.numel() * world_->size();
+    const std::vector<uint64_t>& drawn = micro.back().source_tokens;
+    if (state_.source_tokens.size() < drawn.size()) state_.source_tokens.resize(drawn.size(), 0);
+    for (size_t s = 0; s < drawn.size(); ++s) state_.source_tokens[s] += static_cast<int64_t>(drawn[s]);
   }
   // The loss is divided by the step's target tokens over ALL ranks, so the summed gradients equal
   // one process's over the same global batch. The count is all-reduced on the device: no sync.
@@ -156,6 +174,14 @@ StepStats Trainer::close_log_window(double lr_factor) {
   if (scaler_.enabled()) {
     s.loss_scale = scaler_.current_scale();
     s.skipped_steps = window_skipped_;
+  }
+  // A mixture's progress through each source (the loader's cursor is global: no reduction).
+  const auto& sources = loaders_.datasets.train_sources;
+  const std::vector<double> epochs = loaders_.train->source_epochs();
+  for (size_t i = 0; i < sources.size() && i < epochs.size(); ++i) {
+    const int64_t tokens = i < state_.source_tokens.size() ? state_.source_tokens[i] : 0;
+    s.extra.emplace_back("data/" + sources[i].name + "/tokens", static_cast<double>(tokens));
+    s.extra.emplace_back("data/" + sources[i].name + "/epoch", epochs[i]);
   }
   window_skipped_ = 0;
   window_loss_.zero_();

@@ -264,6 +264,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   ts["total_steps"] = total_steps_;
   ts["epoch"] = state_.epoch;
   ts["tokens_seen"] = state_.tokens_seen;
+  if (!state_.source_tokens.empty()) ts["source_tokens"] = state_.source_tokens;
   ts["best_eval_loss"] = optional_number(state_.best_eval_loss);
   ts["best_step"] = state_.best_step;
   ts["last_eval_loss"] = optional_number(state_.last_eval_loss);
@@ -338,6 +339,22 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   state_.step = field<int64_t>(ts, "step", state_file);
   state_.epoch = field<double>(ts, "epoch", state_file);
   state_.tokens_seen = field<int64_t>(ts, "tokens_seen", state_file);
+  state_.source_tokens.clear();
+  if (ts.contains("source_tokens")) {
+    const Json& counts = ts["source_tokens"];
+    if (!counts.is_array() || counts.size() != loaders_.datasets.train_sources.size()) {
+      throw util::CheckpointError(state_file.string() + ": `source_tokens` does not list one count per training source (" +
+                                      std::to_string(loaders_.datasets.train_sources.size()) + ")",
+                                  "resume with the data.train sources the checkpoint was trained on");
+    }
+    for (const Json& n : counts) {
+      if (!n.is_number_integer() || n.get<int64_t>() < 0) {
+        throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + n.dump().substr(0, 40) +
+                                        ", not a token count", "the file is damaged; resume from another checkpoint");
+      }
+      state_.source_tokens.push_back(n.get<int64_t>());
+    }
+  }
   state_.best_eval_loss = optional_field(ts, "best_eval_loss", state_file);
   state_.best_step = field<int64_t>(ts, "best_step", state_file);
   state_.last_eval_loss = optional_field(ts, "last_eval_loss", state_file);

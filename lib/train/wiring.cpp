@@ -32,24 +32,39 @@ tokenizer::TokenizerOptions tokenizer_options(const config::Config& c) {
 
 namespace {
 
-data::SourceSpec source(const std::string& path, const config::DataConfig& d) {
-  data::SourceSpec s;
-  s.path = path;
-  s.exclude = d.exclude;
+data::SourceFormat source_format(config::DataFormat f) {
   static constexpr data::SourceFormat kFormats[] = {data::SourceFormat::kAuto, data::SourceFormat::kText,
                                                     data::SourceFormat::kJsonl, data::SourceFormat::kChat,
                                                     data::SourceFormat::kTokens};
-  s.format = kFormats[static_cast<int>(d.format)];
-  s.separator = d.separator;
-  s.text_field = d.text_field;
-  s.prompt_field = d.prompt_field;
-  s.response_field = d.response_field;
-  s.messages_field = d.messages_field;
+  return kFormats[static_cast<int>(f)];
+}
+
+// A data.train / data.validation entry: its own fields where it sets them, data.*'s otherwise.
+data::SourceSpec source(const config::DataSource& entry, const config::DataConfig& d) {
+  data::SourceSpec s;
+  s.path = entry.path;
+  s.name = entry.name;
+  s.weight = entry.weight;
+  s.exclude = d.exclude;
+  s.format = source_format(entry.format.value_or(d.format));
+  s.separator = entry.separator.value_or(d.separator);
+  s.text_field = entry.text_field.value_or(d.text_field);
+  s.prompt_field = entry.prompt_field.value_or(d.prompt_field);
+  s.response_field = entry.response_field.value_or(d.response_field);
+  s.messages_field = entry.messages_field.value_or(d.messages_field);
   s.dtype = d.token_dtype == config::TokenWidth::kUint16 ? data::TokenDtype::kUint16 : data::TokenDtype::kUint32;
   return s;
 }
 
 }  // namespace
+
+bool document_masking(const config::Config& c) {
+  if (c.data.packing != config::Packing::kPack) return false;
+  if (c.data.document_mask) return *c.data.document_mask;
+  std::vector<data::SourceSpec> train;
+  for (const auto& p : c.data.train) train.push_back(source(p, c.data));
+  return data::records_only(train);
+}
 
 data::DataOptions data_options(const config::Config& c, int rank, int world_size) {
   data::DataOptions o;
@@ -66,6 +81,7 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   o.packing.seq_len = c.data.seq_len;
   o.packing.mode = c.data.packing == config::Packing::kPack ? data::PackingMode::kPack : data::PackingMode::kPad;
   o.packing.pad_to_multiple_of = c.data.pad_to_multiple_of;
+  o.packing.document_mask = document_masking(c);
   o.loader.batch_size = c.trainer.micro_batch_size;
   o.loader.sampler.seed = static_cast<uint64_t>(c.run.seed);
   o.loader.sampler.shuffle = c.data.shuffle;
@@ -102,8 +118,8 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
 
 data::ClassificationOptions classification_options(const config::Config& c, const std::optional<ModelSource>& source) {
   data::ClassificationOptions o;
-  for (const auto& p : c.data.train) o.train.push_back(p);
-  for (const auto& p : c.data.validation) o.validation.push_back(p);
+  for (const auto& p : c.data.train) o.train.push_back(p.path);
+  for (const auto& p : c.data.validation) o.validation.push_back(p.path);
   o.validation_fraction = c.data.validation_fraction;
   o.split_seed = static_cast<uint64_t>(c.run.seed);
   o.records.text_column = c.data.text_field;

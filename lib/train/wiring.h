@@ -18,6 +18,9 @@ namespace hftrain::train {
 tokenizer::TokenizerOptions tokenizer_options(const config::Config& config);
 // `rank` of `world_size`: which slice of each global batch this process loads.
 data::DataOptions data_options(const config::Config& config, int rank = 0, int world_size = 1);
+// Whether packed rows keep their documents apart: data.document_mask, or when unset, whether every
+// training source is JSONL or chat (reads the source folders; DataError when they are missing).
+bool document_masking(const config::Config& config);
 // model.arch=bert: the encoder of `source` (model.from's directory, or the checkpoint resumed),
 // else one of the model.* shape (d_ff unset: 4 x d_model). num_labels is set from the data later.
 // Throws ConfigError when `source` holds a decoder.

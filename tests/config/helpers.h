@@ -58,6 +58,13 @@ inline std::string resolve_error(const std::string& yaml, std::vector<std::strin
   return {};
 }
 
+// Data sources that are bare paths, as data.train lists them.
+inline std::vector<config::DataSource> paths_of(const std::vector<std::string>& paths) {
+  std::vector<config::DataSource> out(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) out[i].path = paths[i];
+  return out;
+}
+
 inline constexpr const char* kMinimal = "trainer:\n  max_steps: 100\n";
 
 }  // namespace hftrain::test

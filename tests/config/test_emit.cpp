@@ -25,7 +25,7 @@ TEST_CASE("the emitted YAML resolves back to the same config", "[config][emit]")
   auto second = resolve(yaml);
   CHECK(config::to_yaml(second, schema, false) == yaml);
   CHECK(second.values.run.name == "true");  // a string that looks like a bool stays a string
-  CHECK(second.values.data.train == std::vector<std::string>{"a b.txt", "123"});
+  CHECK(second.values.data.train == paths_of({"a b.txt", "123"}));
   CHECK(std::isinf(second.values.trainer.max_grad_norm));
   CHECK(second.values.distributed.strategy == config::Strategy::kZero3);
   CHECK(second.values.optimizer.lr == 0.00125);

@@ -12,7 +12,7 @@ TEST_CASE("key=value overrides are parsed as YAML", "[config][overrides]") {
                               "run.name='123'", "checkpoint.keep_best=false"}).values;
   CHECK(c.optimizer.lr == Approx(1e-3));
   CHECK(c.trainer.precision == config::Precision::kBf16);
-  CHECK(c.data.train == std::vector<std::string>{"a.txt", "b.txt"});
+  CHECK(c.data.train == paths_of({"a.txt", "b.txt"}));
   CHECK(c.run.name == "123");
 }
 

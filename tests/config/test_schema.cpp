@@ -84,7 +84,7 @@ TEST_CASE("convenient spellings are accepted", "[config][schema]") {
   CHECK(c.trainer.max_steps == 10000);
   CHECK(std::isinf(c.trainer.max_grad_norm));
   CHECK(c.distributed.strategy == config::Strategy::kZero3);  // alias
-  CHECK(c.data.train == std::vector<std::string>{"one.txt"});  // a single string is a list of one
+  CHECK(c.data.train == paths_of({"one.txt"}));  // a single string is a list of one
   CHECK_THAT(resolve_error("trainer: {max_steps: 2.5}\n"), Contains("expects an integer"));
 }
 

@@ -144,6 +144,22 @@ TEST_CASE("token shards: raw uint16/uint32 and llm.c headers, bad shards are Dat
              Catch::Contains("none.bin"));
 }
 
+TEST_CASE("token shards: ids past the checked head are refused as they are read", "[data][shard]") {
+  // A shard far larger than memory is not scanned at open: its first 2^20 tokens are, the rest
+  // when a batch reads them, with the same message.
+  test::TempDir dir;
+  std::vector<uint16_t> tokens((1u << 20) + 10, 7);
+  tokens.back() = 300;
+  auto shard = dir.write("big.bin", std::string(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 2));
+  auto corpus = data::open_token_shard(shard, data::TokenDtype::kUint16, 258);
+  std::vector<int64_t> ids(4);
+  std::vector<uint8_t> train(4);
+  corpus->copy(0, 4, ids.data(), train.data());  // the good part reads
+  CHECK(ids == std::vector<int64_t>{7, 7, 7, 7});
+  CHECK_THAT(test::data_error([&] { corpus->copy(tokens.size() - 4, tokens.size(), ids.data(), train.data()); }),
+             Catch::Contains("token 1048585 has id 300, outside the tokenizer's vocabulary of 258"));
+}
+
 TEST_CASE("split by fraction: disjoint documents, deterministic, every document somewhere", "[data][split]") {
   test::TempDir dir;
   std::string text;

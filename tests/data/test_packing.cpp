@@ -113,3 +113,56 @@ TEST_CASE("a dataset of several pieces reads as one stream", "[data][packing]") 
   CHECK(index[1].begin == 2);
   CHECK(index[1].length == 3);
 }
+
+TEST_CASE("pack with document mask: positions restart per document, no target across a boundary",
+          "[data][packing]") {
+  // 1 2 3 9 | 4 5 9 | 6 7 8 10 9: rows of 5 positions (6 tokens, overlapping by one).
+  auto ds = dataset_of(test::make_corpus({{1, 2, 3}, {4, 5}, {6, 7, 8, 10}}, kEot));
+  PackingOptions opt{.seq_len = 5, .mode = PackingMode::kPack, .document_mask = true};
+  data::SampleIndex index(ds, opt);
+  REQUIRE(index.size() == 2);
+  std::vector<uint64_t> ids{0, 1};
+  auto batch = data::collate(ds, index, ids, opt, kPadId);
+  CHECK(batch.input_ids == I{1, 2, 3, 9, 4, /**/ 5, 9, 6, 7, 8});
+  CHECK(batch.position_ids == I{0, 1, 2, 3, 0, /**/ 0, 1, 0, 1, 2});
+  // The end-of-text token is a document's last target; what follows it is never one.
+  CHECK(batch.labels == I{2, 3, 9, kIgnoreIndex, 5, /**/ 9, kIgnoreIndex, 7, 8, 10});
+  CHECK(batch.num_target_tokens == 8);
+
+  // Without the mask the same rows run on across documents.
+  opt.document_mask = false;
+  auto plain = data::collate(ds, index, ids, opt, kPadId);
+  CHECK(plain.position_ids.empty());
+  CHECK(plain.labels == I{2, 3, 9, 4, 5, /**/ 9, 6, 7, 8, 10});
+}
+
+TEST_CASE("pack with document mask: rows inside one document need no positions", "[data][packing]") {
+  auto ds = dataset_of(test::make_corpus({{1, 2, 3, 4, 5, 6}, {11, 12}}, kEot));  // 1 2 3 4 5 6 9 | 11 12 9
+  PackingOptions opt{.seq_len = 4, .mode = PackingMode::kPack, .document_mask = true};
+  data::SampleIndex index(ds, opt);
+  std::vector<uint64_t> first{0};
+  auto batch = data::collate(ds, index, first, opt, kPadId);
+  CHECK(batch.position_ids.empty());  // 0..T-1: the model's plain causal path
+  CHECK(batch.labels == I{2, 3, 4, 5});
+  std::vector<uint64_t> second{1};  // 5 6 9 | 11 12: the boundary inside the row
+  auto crossing = data::collate(ds, index, second, opt, kPadId);
+  CHECK(crossing.input_ids == I{5, 6, 9, 11});
+  CHECK(crossing.position_ids == I{0, 1, 2, 0});
+  CHECK(crossing.labels == I{6, 9, kIgnoreIndex, 12});
+}
+
+TEST_CASE("dataset read marks document starts, and a piece's start is one", "[data][packing]") {
+  auto corpus = test::make_corpus({{1, 2}, {3, 4, 5}, {6}}, kEot);  // 1 2 9 | 3 4 5 9 | 6 9
+  // Two pieces: the first document, then the third (a validation split's shape).
+  data::TokenDataset ds({corpus}, {data::Piece{0, 0, 3}, data::Piece{0, 7, 9}});
+  std::vector<int64_t> tokens(5);
+  std::vector<uint8_t> train(5), starts(5);
+  ds.read(0, 5, tokens.data(), train.data(), starts.data());
+  CHECK(tokens == I{1, 2, 9, 6, 9});
+  CHECK(starts == std::vector<uint8_t>{1, 0, 0, 1, 0});
+  data::TokenDataset whole({corpus}, {data::Piece{0, 0, corpus->num_tokens()}});
+  std::vector<int64_t> t2(6);
+  std::vector<uint8_t> tr2(6), s2(6);
+  whole.read(1, 6, t2.data(), tr2.data(), s2.data());  // 2 9 3 4 5 9
+  CHECK(s2 == std::vector<uint8_t>{0, 0, 1, 0, 0, 0});
+}

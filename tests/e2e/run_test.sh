@@ -81,6 +81,37 @@ run 0 verify chatrun
 run 0 generate chatrun --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|im_start|>user" out
 run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
 
+# --- a weighted mixture: per-source tokens and epochs in metrics.jsonl, per-source evaluation;
+# chat data packs with document masking by default (plan's activation figure counts the mask)
+for i in $(seq 1 40); do
+  printf '{"messages": [{"role": "user", "content": "question %d"}, {"role": "assistant", "content": "answer %d"}]}\n' "$i" "$i"
+done > mixchat.jsonl
+mix=("data.train=[{path: $WORK/corpus/cookies, weight: 0.25, name: cookies, format: text}, {path: $WORK/mixchat.jsonl, weight: 0.75, format: chat}]"
+     data.validation_fraction=0.1 trainer.max_steps=20 trainer.eval_every=10 trainer.log_every=5 data.cache_dir="$WORK/mcache")
+run 0 run quickstart "${common[@]}" "${mix[@]}" run.output_dir="$WORK/mixrun"
+"$PY" - "$WORK/mixrun/metrics.jsonl" <<'PY' && ok || fail "mixture metrics check failed"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r for r in rows if r.get("type") == "train"]
+evals = [r for r in rows if r.get("type") == "eval"]
+last = steps[-1]
+for name in ("cookies", "mixchat"):
+    assert last[f"data/{name}/tokens"] > 0 and last[f"data/{name}/epoch"] > 0, last
+    assert f"eval/{name}/loss" in evals[-1], evals[-1]
+share = last["data/mixchat/tokens"] / (last["data/mixchat/tokens"] + last["data/cookies/tokens"])
+assert 0.6 < share < 0.9, share
+PY
+grep -q "weight: 0.75" mixrun/config.yaml && ok || fail "config.yaml lacks the mixture's weights"
+run 0 plan quickstart "${common[@]}" "${chat[@]}" --nproc 1 && has "document mask" out
+run 0 plan quickstart "${common[@]}" --nproc 1 && has "activations per micro-batch" out
+run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: -1}]" run.output_dir="$WORK/badw1"
+has "weight" err && has "out of range" err
+run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 0}, {path: $WORK/mixchat.jsonl, weight: 0}]" run.output_dir="$WORK/badw2"
+has "every weight in \`data.train\` is 0" err
+run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 1}, $WORK/mixchat.jsonl]" run.output_dir="$WORK/badw3"
+has "without a weight" err
+[ ! -e badw1 ] && [ ! -e badw2 ] && [ ! -e badw3 ] && ok || fail "a refused mixture left a run directory"
+
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
 "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
 pid=$!

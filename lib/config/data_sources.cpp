@@ -1,0 +1,138 @@
+// data.train and data.validation (Type::kSourceList): a list whose items are paths or mappings
+// {path, weight, name, format, text_field, ...}. A single path is a list of one. Every problem is
+// reported at the item or field it concerns.
+#include <cmath>
+
+#include "config/data_sources.h"
+#include "util/strings.h"
+
+namespace hftrain::config {
+namespace {
+
+std::string quote(const std::string& s) { return "`" + s + "`"; }
+
+const char* const kFormats[] = {"auto", "text", "jsonl", "chat", "tokens"};  // DataFormat's order
+
+// One item. Returns false (having reported why) when it cannot be used. Weights and formats are
+// checked as the schema checks a float key (at least 0) and data.format.
+bool convert_item(const Schema& schema, const Node& item, const std::string& where_key, DataSource& out,
+                  Diagnostics& diags) {
+  if (item.is_scalar()) {
+    out.path = item.text();
+    return true;
+  }
+  if (!item.is_map()) {
+    diags.add(item.origin().describe(), where_key + " must be a path or a mapping with a `path`, not a " + item.kind_name());
+    return false;
+  }
+  bool ok = true;
+  auto text_of = [&](const std::string& field, const Node& v) -> std::optional<std::string> {
+    if (!v.is_scalar()) {
+      diags.add(v.origin().describe(), quote(where_key + "." + field) + " must be a string, not a " + v.kind_name());
+      ok = false;
+      return std::nullopt;
+    }
+    return v.text();
+  };
+  for (const auto& [field, v] : item.entries()) {
+    if (v.is_null()) continue;
+    if (field == "path") {
+      if (auto t = text_of(field, v)) out.path = *t;
+    } else if (field == "name") {
+      if (auto t = text_of(field, v)) out.name = *t;
+    } else if (field == "weight") {
+      KeySpec weight;
+      weight.path = where_key + ".weight";
+      weight.type = Type::kFloat;
+      weight.min = 0;
+      if (auto w = schema.convert(v, weight, diags)) {
+        out.weight = std::get<double>(*w);
+      } else {
+        ok = false;
+      }
+    } else if (field == "format") {
+      KeySpec format = *schema.find("data.format");
+      format.path = where_key + ".format";
+      if (auto f = schema.convert(v, format, diags)) {
+        for (size_t i = 0; i < std::size(kFormats); ++i) {
+          if (std::get<std::string>(*f) == kFormats[i]) out.format = static_cast<DataFormat>(i);
+        }  // convert() accepted it, so it is one of them
+      } else {
+        ok = false;
+      }
+    } else if (field == "text_field" || field == "prompt_field" || field == "response_field" ||
+               field == "messages_field" || field == "separator") {
+      auto t = text_of(field, v);
+      if (!t) continue;
+      if (field == "text_field") out.text_field = *t;
+      if (field == "prompt_field") out.prompt_field = *t;
+      if (field == "response_field") out.response_field = *t;
+      if (field == "messages_field") out.messages_field = *t;
+      if (field == "separator") out.separator = *t;
+    } else {
+      const auto near = util::closest_matches(field, data_source_fields(), 1);
+      diags.add(v.origin().describe(), quote(where_key + "." + field) + " is not a field of a data source; fields: " +
+                                           util::join(data_source_fields(), ", "),
+                near.empty() ? std::string() : "did you mean `" + near[0] + "`?");
+      ok = false;
+    }
+  }
+  if (ok && out.path.empty()) {
+    diags.add(item.origin().describe(), where_key + " has no `path`", "add path: FILE, FOLDER or GLOB");
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::string_view data_format_name(DataFormat format) { return kFormats[static_cast<int>(format)]; }
+
+const std::vector<std::string>& data_source_fields() {
+  static const std::vector<std::string> kFields{"path", "weight", "name", "format", "text_field",
+                                                "prompt_field", "response_field", "messages_field", "separator"};
+  return kFields;
+}
+
+std::string data_source_text(const DataSource& s) {
+  if (s.plain()) return s.path;
+  std::vector<std::string> parts{"path: " + s.path};
+  if (s.weight) {
+    KeySpec weight;
+    weight.type = Type::kFloat;
+    parts.push_back("weight: " + value_to_text(Value{*s.weight}, weight));
+  }
+  if (!s.name.empty()) parts.push_back("name: " + s.name);
+  if (s.format) parts.push_back("format: " + std::string(data_format_name(*s.format)));
+  if (s.text_field) parts.push_back("text_field: " + *s.text_field);
+  if (s.prompt_field) parts.push_back("prompt_field: " + *s.prompt_field);
+  if (s.response_field) parts.push_back("response_field: " + *s.response_field);
+  if (s.messages_field) parts.push_back("messages_field: " + *s.messages_field);
+  if (s.separator) parts.push_back("separator: " + *s.separator);
+  return "{" + util::join(parts, ", ") + "}";
+}
+
+std::optional<Value> convert_sources(const Schema& schema, const Node& node, const KeySpec& spec,
+                                     Diagnostics& diags) {
+  std::vector<DataSource> out;
+  if (node.is_null()) return Value{std::move(out)};
+  if (node.is_scalar() || node.is_map()) {
+    DataSource one;
+    if (!convert_item(schema, node, quote(spec.path), one, diags)) return std::nullopt;
+    out.push_back(std::move(one));
+    return Value{std::move(out)};
+  }
+  bool ok = true;
+  for (size_t i = 0; i < node.items().size(); ++i) {
+    DataSource entry;
+    if (convert_item(schema, node.items()[i], quote(spec.path) + " item " + std::to_string(i + 1), entry, diags)) {
+      out.push_back(std::move(entry));
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return Value{std::move(out)};
+}
+
+}  // namespace hftrain::config

@@ -1,0 +1,56 @@
+#include "parallel/plan/activation_plan.h"
+
+#include <algorithm>
+
+#include "parallel/plan/memory_plan.h"
+
+namespace hftrain::parallel {
+
+ActivationEstimate estimate_activations(const ActivationShape& s) {
+  const double tokens = static_cast<double>(s.batch * s.seq_len);
+  const double e = static_cast<double>(s.element_bytes);
+  const double c = static_cast<double>(s.d_model);
+  const double q = static_cast<double>(s.n_head * s.head_dim);
+  const double kv = static_cast<double>(s.n_kv_head * s.head_dim);
+  const double ff = static_cast<double>(s.d_ff);
+  // Per token: the residual stream into each norm and each norm's output (4C), q/k/v (q + 2kv) and
+  // the attention output (q); RoPE keeps q and k before rotation (q + kv); the MLP keeps its
+  // up-projection and activation (GELU: 2 d_ff; SwiGLU: gate and up, silu(gate), their product).
+  double per_token = 4 * c + (q + 2 * kv) + q + (s.rope ? q + kv : 0) + (s.gated_mlp ? 4 * ff : 2 * ff);
+  double per_block = per_token * tokens * e;
+  if (s.dropout > 0) {
+    // Dropout masks on the attention and MLP outputs (one byte each), and the math kernel's
+    // probabilities with their mask (CPU).
+    per_block += 2 * c * tokens;
+    per_block += static_cast<double>(s.batch * s.n_head) * static_cast<double>(s.seq_len * s.seq_len) * (e + 1);
+  }
+  ActivationEstimate out;
+  out.per_block = per_block;
+  const double layers = static_cast<double>(s.n_layer);
+  out.blocks = s.checkpointing ? layers * c * tokens * 4 + per_block : layers * per_block;
+  // The head keeps the final norm's input and output; the loss holds one chunk of fp32 logits
+  // (about 32 MB, lm_head_loss.h) and the gradient of the hidden states.
+  const double chunk = std::min(tokens * static_cast<double>(s.vocab) * 4, 32.0 * 1024 * 1024);
+  out.head = 2 * c * tokens * 4 + chunk;
+  if (s.document_mask) {
+    out.mask = static_cast<double>(s.batch) * static_cast<double>(s.seq_len * s.seq_len) * (1 + e);
+  }
+  return out;
+}
+
+std::string activation_summary(const ActivationShape& s) {
+  const ActivationEstimate a = estimate_activations(s);
+  std::string out = "activations per micro-batch of " + std::to_string(s.batch) + " x " + std::to_string(s.seq_len) +
+                    " tokens (per rank, estimate): " + format_bytes(a.total()) + " = blocks " + format_bytes(a.blocks);
+  out += s.checkpointing ? " (activation checkpointing: block inputs plus one block of " + format_bytes(a.per_block) + ")"
+                         : " (" + format_bytes(a.per_block) + " per block)";
+  out += " + output layer and loss " + format_bytes(a.head);
+  if (s.document_mask) out += " + document mask " + format_bytes(a.mask);
+  out += "\n";
+  if (s.dropout > 0) {
+    out += "  dropout > 0: on the CPU attention runs the math kernel, which keeps B x H x T x T probabilities per block\n";
+  }
+  return out;
+}
+
+}  // namespace hftrain::parallel
