@@ -4,8 +4,8 @@
 
 A byte-level BPE tokenizer with chat special tokens is trained here with `tokenizers` and saved with
 transformers (tokenizer.json + tokenizer_config.json carrying a chat_template). For each template
-of tests/fixtures/chat_templates (ChatML with tools, Llama 3.1, Phi-3, Zephyr, and ChatML with
-{% generation %} blocks), `hftrain prepare` with data.chat_template=auto tokenizes a chat JSONL into
+of tests/fixtures/chat_templates (ChatML with tools, Llama 3.1, Phi-3, Zephyr, Gemma without a
+system role, and ChatML with {% generation %} blocks), `hftrain prepare` with data.chat_template=auto tokenizes a chat JSONL into
 its token cache, which is read back and compared per record with:
   ids   transformers' apply_chat_template(..., tokenize=True) plus the end-of-text token hftrain
         appends to every document;
@@ -30,14 +30,14 @@ import tempfile
 from token_cache_file import read_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "generation"]
+TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "gemma", "generation"]
 # Templates that rewrite earlier turns (Mistral folds the system message into the last user turn;
 # this DeepSeek-style one changes how earlier turns print): without {% generation %} blocks the
 # prefix rule cannot place the assistant text, and hftrain must refuse them, not guess.
 REFUSED = ["mistral", "deepseek"]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
             "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|system|>", "<|user|>",
-            "<|assistant|>", "<|end|>"]
+            "<|assistant|>", "<|end|>", "<start_of_turn>", "<end_of_turn>"]
 CONVERSATIONS = [
     {"messages": [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4."}]},
     {"messages": [{"role": "system", "content": "You answer briefly."},
@@ -48,6 +48,20 @@ CONVERSATIONS = [
     {"messages": [{"role": "user", "content": "Quote the token <|im_end|> please."},
                   {"role": "assistant", "content": "Here: <|im_end|> and\n\ntwo lines."}]},
 ]
+
+
+
+
+def conversations_for(name):
+    """Gemma's template refuses a system role (raise_exception): its conversations go without."""
+    if name != "gemma":
+        return CONVERSATIONS
+    out = []
+    for c in CONVERSATIONS:
+        if "messages" in c:
+            c = {"messages": [m for m in c["messages"] if m["role"] != "system"]}
+        out.append(c)
+    return out
 
 
 def train_tokenizer(out_dir):
@@ -108,7 +122,7 @@ def main():
         tok.save_pretrained(model_dir)
         chat = os.path.join(work, name + ".jsonl")
         with open(chat, "w") as f:
-            for record in CONVERSATIONS:
+            for record in conversations_for(name):
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
         recipe = os.path.join(work, "chat.yaml")
         with open(recipe, "w") as f:
@@ -131,7 +145,7 @@ def main():
         files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".bin")]
         ids, mask, starts = read_cache(files[0])
         eot = tok.convert_tokens_to_ids("<|endoftext|>")
-        for d, record in enumerate(CONVERSATIONS):
+        for d, record in enumerate(conversations_for(name)):
             cases += 1
             want_ids, want_mask = expected(tok, template, record)
             have_ids = list(ids[starts[d]:starts[d + 1]])

@@ -66,6 +66,24 @@ cmp -s straight/checkpoint-12/optimizer/index.json half/checkpoint-12/optimizer/
 run 0 generate half/checkpoint-12 --prompt "The cat" --max-new-tokens 5 --seed 1
 has "The cat" out
 
+# --- exact with a weighted mixture (per-source token counts carried on) and document masking
+for i in $(seq 1 50); do
+  printf '{"messages": [{"role": "user", "content": "question %d"}, {"role": "assistant", "content": "answer %d is here"}]}\n' "$i" "$i"
+done > mixchat.jsonl
+mix=("data.train=[{path: $WORK/corpus/cookies, weight: 0.4, format: text}, {path: $WORK/mixchat.jsonl, weight: 0.6, format: chat}]")
+run 0 run quickstart "${common[@]}" "${mix[@]}" trainer.max_steps=8 checkpoint.every_steps=4 run.output_dir="$WORK/mixstraight"
+mkdir mixhalf && cp -r mixstraight/checkpoint-4 mixhalf/
+run 0 resume mixhalf
+same_history mixstraight mixhalf 5 8 && ok || fail "a resumed mixture run differs from the uninterrupted one"
+cmp -s mixstraight/final/model.safetensors mixhalf/final/model.safetensors && ok || fail "mixture: final weights differ"
+"$PY" - "$WORK/mixstraight/metrics.jsonl" "$WORK/mixhalf/metrics.jsonl" <<'PY' && ok || fail "mixture: per-source counts differ after resume"
+import json, sys
+last = lambda p: [json.loads(l) for l in open(p) if '"train"' in l][-1]
+a, b = last(sys.argv[1]), last(sys.argv[2])
+keys = [k for k in a if k.startswith("data/")]
+assert len(keys) == 4 and all(a[k] == b[k] for k in keys), (a, b)
+PY
+
 # --- verify: a good checkpoint, a tampered one, a torn one
 run 0 verify straight
 has "checkpoint-12: OK" out
