@@ -48,7 +48,7 @@ TEST_CASE("rotation never deletes the protected checkpoint or the newest", "[ckp
   CHECK(steps_in(d.path()) == std::vector<int64_t>{500});
 }
 
-TEST_CASE("keep_last 0 keeps everything; fewer checkpoints than keep_last delete nothing",
+TEST_CASE("keep_last 0 keeps everything, fewer checkpoints than keep_last delete nothing",
           "[ckpt][rotation]") {
   test::TempDir d;
   make(d, {1, 2, 3});

@@ -57,7 +57,7 @@ TEST_CASE("defaults: shipped recipes by name", "[config][resolve]") {
   CHECK_THROWS_WITH(config::locate_recipe("tinny", {shipped.path()}), Contains("not found"));
 }
 
-TEST_CASE("defaults: cycles show the chain; missing entries name the line", "[config][resolve]") {
+TEST_CASE("defaults: cycles show the chain, missing entries name the line", "[config][resolve]") {
   TempDir d;
   d.write("a.yaml", "defaults: [b.yaml]\n");
   d.write("b.yaml", "defaults: [a.yaml]\n");

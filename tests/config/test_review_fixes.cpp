@@ -10,7 +10,7 @@ using namespace hftrain;
 using namespace hftrain::test;
 using Catch::Matchers::Contains;
 
-TEST_CASE("an empty section keeps its defaults; a map for a section merges", "[config][review]") {
+TEST_CASE("an empty section keeps its defaults, a map for a section merges", "[config][review]") {
   auto c = resolve("optimizer:\n  # nothing yet\ntrainer: {max_steps: 5}\n").values;
   CHECK(c.optimizer.lr == Approx(3e-4));
   auto merged = resolve("optimizer: {lr: 0.001, weight_decay: 0.1}\ntrainer: {max_steps: 5}\n",
@@ -48,7 +48,7 @@ TEST_CASE("nested YAML aliases cannot blow up memory", "[config][review]") {
   CHECK_THAT(resolve_error(bomb), Contains("expands to more than 100000 values"));
 }
 
-TEST_CASE("interpolation inside a value keeps its type; env values stay whole", "[config][review]") {
+TEST_CASE("interpolation inside a value keeps its type, env values stay whole", "[config][review]") {
   CHECK(resolve(kMinimal, {"trainer.max_steps=${trainer.log_every}0"}).values.trainer.max_steps == 100);
   util::MapEnvironment env({{"NAME", "my run #1"}, {"LIST", "- a"}, {"LR", "2e-3"}});
   auto c = resolve(kMinimal, {"run.name=${env:NAME}", "run.output_dir=${env:LIST}", "optimizer.lr=${env:LR}"}, env).values;

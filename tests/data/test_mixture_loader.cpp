@@ -126,7 +126,7 @@ TEST_CASE("mixture loader: a held-out part of each source is evaluated on its ow
                                                          loaders.datasets.validation_sources[1].data->num_tokens());
 }
 
-TEST_CASE("mixture loader: a zero weight leaves a source out; bad sources name themselves", "[data][mixture]") {
+TEST_CASE("mixture loader: a zero weight leaves a source out, bad sources name themselves", "[data][mixture]") {
   Fixture fx(0.0, 1.0);
   auto loaders = data::make_loaders(fx.options, fx.tok, torch::kCPU);
   REQUIRE(loaders.datasets.train_sources.size() == 1);

@@ -47,7 +47,7 @@ TEST_CASE("a step record carries every field the issue names", "[metrics][record
   CHECK(text.rfind(R"({"type":"train","step":120,)", 0) == 0);
 }
 
-TEST_CASE("fp16 runs add the loss scale and the skipped steps; other runs have neither", "[metrics][records]") {
+TEST_CASE("fp16 runs add the loss scale and the skipped steps, other runs have neither", "[metrics][records]") {
   CHECK_FALSE(json::parse(step_record_json(sample_step(), 1, MfuField{})).contains("loss_scale"));
   CHECK_FALSE(json::parse(step_record_json(sample_step(), 1, MfuField{})).contains("skipped_steps"));
   StepMetrics m = sample_step();

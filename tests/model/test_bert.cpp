@@ -197,7 +197,7 @@ TEST_CASE("bert model: Hugging Face names, counts and output shapes", "[model][b
   CHECK_THROWS_AS(model::BertEncoder(bad), util::UsageError);
 }
 
-TEST_CASE("bert model: padding changes no logit; checkpointing no gradient", "[model][bert]") {
+TEST_CASE("bert model: padding changes no logit, checkpointing no gradient", "[model][bert]") {
   torch::manual_seed(1);
   model::BertEncoder m(tiny());
   m->eval();

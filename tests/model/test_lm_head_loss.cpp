@@ -74,7 +74,7 @@ TEST_CASE("lm_head_loss_sum: a tied weight gets both of its gradients", "[model]
   check_close(run(k, loss_fn(true)), run(k, loss_fn(false)), 1e-5);
 }
 
-TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients; no grad mode computes none", "[model]") {
+TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients, no grad mode computes none", "[model]") {
   Case k = make_case(6, 4, 9, 5);
   k.labels.fill_(-100);
   const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 4); });

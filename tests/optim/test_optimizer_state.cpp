@@ -217,7 +217,7 @@ TEST_CASE("state names tensors <param>/<key> and records steps and settings", "[
                                          "final_norm.weight/exp_avg_sq 1"});
 }
 
-TEST_CASE("state() tensors alias the live state; load_state copies", "[optim][state]") {
+TEST_CASE("state() tensors alias the live state, load_state copies", "[optim][state]") {
   for (const auto& c : cases()) {
     if (std::string(c.label) == "sgd plain") continue;  // keeps no state
     INFO(c.label);
@@ -244,7 +244,7 @@ TEST_CASE("state() tensors alias the live state; load_state copies", "[optim][st
   }
 }
 
-TEST_CASE("loading replaces state; absent parameters become stateless", "[optim][state]") {
+TEST_CASE("loading replaces state, absent parameters become stateless", "[optim][state]") {
   for (const auto& c : cases()) {
     INFO(c.label);
     const auto cfg = config_of(c.overrides);

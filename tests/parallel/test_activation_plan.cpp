@@ -43,7 +43,7 @@ TEST_CASE("activation plan: checkpointing keeps block inputs and one block", "[p
   CHECK(a.blocks < parallel::estimate_activations(gpt2_small()).blocks / 4);
 }
 
-TEST_CASE("activation plan: a document mask is B x T x T once; dropout's math kernel is per block", "[plan]") {
+TEST_CASE("activation plan: a document mask is B x T x T once, dropout's math kernel is per block", "[plan]") {
   auto s = gpt2_small();
   s.document_mask = true;
   s.element_bytes = 2;

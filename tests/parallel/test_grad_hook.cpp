@@ -19,7 +19,7 @@ TEST_CASE("grad hook: once per backward, after every use is summed into the grad
   CHECK(parallel::is_grad_accumulator(p, node));
 }
 
-TEST_CASE("grad hook: set_data to another dtype drops the hooked node; hooking again restores it", "[dist]") {
+TEST_CASE("grad hook: set_data to another dtype drops the hooked node, hooking again restores it", "[dist]") {
   auto p = torch::ones({2}, torch::requires_grad());
   int calls = 0;
   auto node = parallel::after_grad_accumulated(p, [&] { ++calls; });

@@ -47,7 +47,7 @@ TEST_CASE("FileWriter writes the bytes and checksums them on the way", "[util][f
   CHECK(util::hash_file_hex(p) == util::hash_hex(expected));
 }
 
-TEST_CASE("FileWriter truncates an existing file; the destructor closes an unclosed one",
+TEST_CASE("FileWriter truncates an existing file, the destructor closes an unclosed one",
           "[util][file_writer]") {
   test::TempDir d;
   const auto p = d.write("f", "a much longer old content");

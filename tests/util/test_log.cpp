@@ -8,7 +8,7 @@
 using namespace hftrain;
 using Catch::Matchers::Contains;
 
-TEST_CASE("log levels parse; unknown ones are config errors", "[util][log]") {
+TEST_CASE("log levels parse, unknown ones are config errors", "[util][log]") {
   CHECK(util::log::parse_level("debug") == util::log::Level::kDebug);
   CHECK(util::log::parse_level("off") == util::log::Level::kOff);
   CHECK_THROWS_AS(util::log::parse_level("loud"), util::ConfigError);

@@ -1,5 +1,6 @@
 #include "parallel/data_parallel/zero3.h"
 
+#include <array>
 #include <deque>
 
 #include <torch/torch.h>
@@ -261,15 +262,40 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   void reduce(size_t u) {
     torch::NoGradGuard no_grad;
     const Bucket& g = layout_->groups()[u];
-    const auto options = units_[u].grad.options().dtype(reduce_dtype_);
-    auto flat = torch::empty({g.padded_numel}, options);
+    auto [flat, chunk] = reduction_buffers(u);
     pack_gradients(g, params_, flat, /*release=*/true);
     release(u);  // the unit's backward is over
-    auto chunk = torch::empty({g.chunk()}, options);
     WorkPtr work = shards_.reduce_scatter(chunk, flat, ReduceOp::kSum);
     reduced_[u] = true;
     in_flight_.push_back({u, flat, chunk, work});
     while (in_flight_.size() > 2) complete_oldest();
+  }
+  // A reduction's flat gradient and its chunk. Blocks take views into one of three buffers sized
+  // for the largest block and reused in turn: at most two reductions are in flight when a third
+  // is packed (reduce()), so the buffer taken was last used by a reduction that has completed.
+  // Allocated once instead of twice per block and micro-batch; the root (embeddings, head), when
+  // larger than a block, gets its own pair each time, as before, so that no buffer of its size is
+  // held for the whole run.
+  std::pair<torch::Tensor, torch::Tensor> reduction_buffers(size_t u) {
+    const Bucket& g = layout_->groups()[u];
+    const auto options = units_[u].grad.options().dtype(reduce_dtype_);
+    if (!ring_flat_[0].defined()) {
+      int64_t flat = 1, chunk = 1;
+      const auto& groups = layout_->groups();
+      for (size_t b = 1; b < groups.size(); ++b) {
+        flat = std::max(flat, groups[b].padded_numel);
+        chunk = std::max(chunk, groups[b].chunk());
+      }
+      for (size_t k = 0; k < ring_flat_.size(); ++k) {
+        ring_flat_[k] = torch::empty({flat}, options);
+        ring_chunk_[k] = torch::empty({chunk}, options);
+      }
+    }
+    if (g.padded_numel > ring_flat_[0].numel() || g.chunk() > ring_chunk_[0].numel()) {
+      return {torch::empty({g.padded_numel}, options), torch::empty({g.chunk()}, options)};
+    }
+    const size_t k = issued_++ % ring_flat_.size();
+    return {ring_flat_[k].narrow(0, 0, g.padded_numel), ring_chunk_[k].narrow(0, 0, g.chunk())};
   }
   void complete_oldest() {
     Reduction r = std::move(in_flight_.front());
@@ -319,6 +345,8 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
   std::vector<bool> reduced_;
   size_t next_ = 0;                    // into order_: the next unit to reduce
   std::deque<Reduction> in_flight_;
+  std::array<torch::Tensor, 3> ring_flat_, ring_chunk_;  // reduction buffers (reduction_buffers())
+  uint64_t issued_ = 0;                                   // reductions issued: the ring's position
   std::vector<std::shared_ptr<void>> accumulators_;  // keeps the hooked grad accumulators alive
   std::vector<torch::Tensor> host_grads_;  // offload: the units' gradient chunks in CPU memory
   // kSave on the main rank: each parameter's view into its unit, while it points at a host copy.

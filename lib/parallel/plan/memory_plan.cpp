@@ -18,9 +18,12 @@ std::string strategy_name(config::Strategy s) {
 }
 
 double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes) {
-  const double largest = static_cast<double>(std::max(units.root, units.block));
-  const double reduce = largest * static_cast<double>(reduce_element_bytes);
-  return 4.0 * static_cast<double>(units.root + 2 * units.block) + 2 * reduce + 2 * reduce / std::max(1, shard_ranks);
+  // Reductions: three block-sized buffers (flat gradient and chunk) reused in turn, plus the
+  // root's own pair while it is reduced when it is the larger unit.
+  const double block = static_cast<double>(units.block) * static_cast<double>(reduce_element_bytes);
+  const double root = units.root > units.block ? static_cast<double>(units.root) * static_cast<double>(reduce_element_bytes) : 0.0;
+  const double ranks = static_cast<double>(std::max(1, shard_ranks));
+  return 4.0 * static_cast<double>(units.root + 2 * units.block) + (3 * block + root) * (1 + 1 / ranks);
 }
 
 int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {

@@ -34,7 +34,8 @@ struct MemoryEstimate {
 std::string strategy_name(config::Strategy strategy);
 
 // Elements of zero3's largest units (model/parameter_units.h): its gather buffers hold the root and
-// two blocks whole, and two reductions in flight. Zero: unknown (two buckets are assumed).
+// two blocks whole; its reductions three block-sized buffers used in turn (and the root's own while it is
+// reduced, when it is larger). Zero: unknown (two buckets are assumed).
 struct UnitSizes {
   int64_t root = 0;
   int64_t block = 0;
