@@ -5,7 +5,7 @@
 A byte-level BPE tokenizer with chat special tokens is trained here with `tokenizers` and saved with
 transformers (tokenizer.json + tokenizer_config.json carrying a chat_template). For each template
 of tests/fixtures/chat_templates (ChatML with tools, Llama 3.1, Phi-3, Zephyr, Gemma without a
-system role, and ChatML with {% generation %} blocks), `hftrain prepare` with data.chat_template=auto tokenizes a chat JSONL into
+system role, and ChatML and Mistral [INST] with {% generation %} blocks), `hftrain prepare` with data.chat_template=auto tokenizes a chat JSONL into
 its token cache, which is read back and compared per record with:
   ids   transformers' apply_chat_template(..., tokenize=True) plus the end-of-text token hftrain
         appends to every document;
@@ -30,7 +30,7 @@ import tempfile
 from token_cache_file import read_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "gemma", "generation"]
+TEMPLATES = ["chatml_tools", "llama31", "phi3", "zephyr", "gemma", "generation", "mistral_generation"]
 # Templates that rewrite earlier turns (Mistral folds the system message into the last user turn;
 # this DeepSeek-style one changes how earlier turns print): without {% generation %} blocks the
 # prefix rule cannot place the assistant text, and hftrain must refuse them, not guess.
