@@ -51,7 +51,9 @@ bool convert_item(const Schema& schema, const Node& item, const std::string& whe
         ok = false;
       }
     } else if (field == "format") {
-      KeySpec format = *schema.find("data.format");
+      KeySpec format;
+      format.type = Type::kChoice;
+      format.choices.assign(std::begin(kFormats), std::end(kFormats));
       format.path = where_key + ".format";
       if (auto f = schema.convert(v, format, diags)) {
         for (size_t i = 0; i < std::size(kFormats); ++i) {

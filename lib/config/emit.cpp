@@ -1,6 +1,5 @@
 #include "config/emit.h"
 
-#include "config/data_sources.h"
 
 #include <charconv>
 #include <cmath>

@@ -47,6 +47,20 @@ void check_source_weights(const DataConfig& d, const Node& tree, Diagnostics& di
 
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
   check_source_weights(c.data, tree, diags);
+  if (c.model.arch == ModelArch::kBert) {
+    // Classification reads labelled files by path with data.*'s columns: per-source fields would be ignored.
+    for (const auto* list : {&c.data.train, &c.data.validation}) {
+      for (const auto& s : *list) {
+        if (!s.plain()) {
+          diags.add(from(tree, list == &c.data.train ? "data.train" : "data.validation"),
+                    "classification (model.arch=bert) takes data sources as plain paths, but " + s.path +
+                        " sets more (weight, name, format or fields)",
+                    "give the path alone, and the columns in data.text_field / data.label_field");
+          break;
+        }
+      }
+    }
+  }
   if (!c.trainer.max_steps && !c.trainer.max_epochs && !c.trainer.max_tokens) {
     diags.add("", "none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set, so training would never stop",
               "set one, e.g. trainer.max_steps=1000");

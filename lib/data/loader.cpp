@@ -168,6 +168,7 @@ Batch DataLoader::next() {
 Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   Loaders out;
   out.datasets = build_datasets(options.dataset, tokenizer);
+  out.packing = options.packing;
   out.train = std::make_unique<DataLoader>(training_source(out.datasets, options.packing, tokenizer.pad_id()),
                                            options.loader, device);
   LoaderOptions validation = options.loader;
@@ -177,9 +178,17 @@ Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tok
     out.validation = std::make_unique<DataLoader>(out.datasets.validation, options.packing, validation,
                                                   tokenizer.pad_id(), device);
   }
+  const bool held_out = options.dataset.validation.empty();
   for (const auto& source : out.datasets.validation_sources) {
-    out.validation_sources.emplace_back(source.name, std::make_unique<DataLoader>(source.data, options.packing, validation,
-                                                                                  tokenizer.pad_id(), device));
+    try {
+      out.validation_sources.emplace_back(
+          source.name, std::make_unique<DataLoader>(source.data, options.packing, validation, tokenizer.pad_id(), device));
+    } catch (const util::DataError& e) {
+      throw util::DataError((held_out ? "the held-out part of data.train source `" : "data.validation source `") +
+                                source.name + "`: " + e.what(),
+                            held_out ? "raise data.validation_fraction, or name validation files in data.validation"
+                                     : e.hint());
+    }
   }
   return out;
 }

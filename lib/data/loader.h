@@ -126,6 +126,7 @@ struct Loaders {
   // Validation sources evaluated one by one (Datasets::validation_sources), by name.
   std::vector<std::pair<std::string, std::unique_ptr<DataLoader>>> validation_sources;
   Datasets datasets;  // language modelling
+  PackingOptions packing;  // how the language-modelling samples are cut (document masking included)
   LabelSet labels;    // classification: the classes, by id
 };
 Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device);

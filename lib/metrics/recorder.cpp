@@ -123,7 +123,9 @@ void Recorder::log_eval(const EvalMetrics& m) {
     std::vector<Scalar> scalars = {{"eval/loss", static_cast<float>(m.eval_loss)},
                                    {"eval/ppl", static_cast<float>(perplexity(m.eval_loss))}};
     for (const auto& [name, value] : m.extra) {
-      scalars.push_back({"eval/" + name.substr(name.rfind('_') + 1), static_cast<float>(value)});
+      // "eval_accuracy" -> "eval/accuracy"; a per-source "eval/<source>/loss" is already a tag.
+      const std::string tag = name.rfind("eval/", 0) == 0 ? name : "eval/" + name.substr(name.rfind('_') + 1);
+      scalars.push_back({tag, static_cast<float>(value)});
     }
     tensorboard_->add_scalars(m.step, now, scalars);
   }

@@ -258,13 +258,22 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
                               {"epoch", loader.epoch()},
                               {"seed", config_.run.seed},
                               {"num_samples", loader.num_samples()},
-                              {"batch_size", loader.batch_size()}});
+                              {"batch_size", loader.batch_size()},
+                              {"document_mask", loaders_.packing.document_mask}});
   Json ts;
   ts["step"] = state_.step;
   ts["total_steps"] = total_steps_;
   ts["epoch"] = state_.epoch;
   ts["tokens_seen"] = state_.tokens_seen;
-  if (!state_.source_tokens.empty()) ts["source_tokens"] = state_.source_tokens;
+  if (!state_.source_tokens.empty()) {
+    // By source name, so that a resume matches counts to sources, not to positions.
+    Json counts = Json::object();
+    const auto& sources = loaders_.datasets.train_sources;
+    for (size_t i = 0; i < sources.size() && i < state_.source_tokens.size(); ++i) {
+      counts[sources[i].name] = state_.source_tokens[i];
+    }
+    ts["source_tokens"] = counts;
+  }
   ts["best_eval_loss"] = optional_number(state_.best_eval_loss);
   ts["best_step"] = state_.best_step;
   ts["last_eval_loss"] = optional_number(state_.last_eval_loss);
@@ -332,6 +341,16 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
                                     std::to_string(loaders_.train->num_samples()) + " now",
                                 "restore the data files, or pass --force to continue on the new data");
   }
+  // The effective document masking (its default depends on the data): a checkpoint from before
+  // it was recorded trained without.
+  const bool saved_mask = data.contains("document_mask") && data["document_mask"].is_boolean() &&
+                          data["document_mask"].get<bool>();
+  if (saved_mask != loaders_.packing.document_mask && !allow_data_change) {
+    throw util::CheckpointError(std::string("document masking was ") + (saved_mask ? "on" : "off") + " when " +
+                                    dir.string() + " was saved and is " + (saved_mask ? "off" : "on") + " now",
+                                std::string("resume with data.document_mask=") + (saved_mask ? "true" : "false") +
+                                    ", or pass --force to change it from here on");
+  }
   loaders_.train->seek(field<uint64_t>(data, "cursor", data_file));
 
   const fs::path state_file = dir / kTrainerStateFile;
@@ -339,20 +358,32 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   state_.step = field<int64_t>(ts, "step", state_file);
   state_.epoch = field<double>(ts, "epoch", state_file);
   state_.tokens_seen = field<int64_t>(ts, "tokens_seen", state_file);
-  state_.source_tokens.clear();
+  state_.source_tokens.assign(loaders_.datasets.train_sources.size(), 0);
   if (ts.contains("source_tokens")) {
     const Json& counts = ts["source_tokens"];
-    if (!counts.is_array() || counts.size() != loaders_.datasets.train_sources.size()) {
-      throw util::CheckpointError(state_file.string() + ": `source_tokens` does not list one count per training source (" +
-                                      std::to_string(loaders_.datasets.train_sources.size()) + ")",
-                                  "resume with the data.train sources the checkpoint was trained on");
+    if (!counts.is_object()) {
+      throw util::CheckpointError(state_file.string() + ": `source_tokens` is not a map of source names to token counts",
+                                  "the file is damaged; resume from another checkpoint");
     }
-    for (const Json& n : counts) {
-      if (!n.is_number_integer() || n.get<int64_t>() < 0) {
-        throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + n.dump().substr(0, 40) +
-                                        ", not a token count", "the file is damaged; resume from another checkpoint");
+    size_t matched = 0;
+    for (size_t i = 0; i < loaders_.datasets.train_sources.size(); ++i) {
+      const auto it = counts.find(loaders_.datasets.train_sources[i].name);
+      if (it == counts.end()) continue;
+      if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+        throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + it->dump().substr(0, 40) +
+                                        " for " + it.key() + ", not a token count",
+                                    "the file is damaged; resume from another checkpoint");
       }
-      state_.source_tokens.push_back(n.get<int64_t>());
+      state_.source_tokens[i] = it->get<int64_t>();
+      ++matched;
+    }
+    if ((matched != counts.size() || matched != loaders_.datasets.train_sources.size()) && !allow_data_change) {
+      std::string saved;
+      for (auto it = counts.begin(); it != counts.end(); ++it) saved += (saved.empty() ? "" : ", ") + it.key();
+      throw util::CheckpointError("the training sources changed since " + dir.string() + " was saved (it drew from: " +
+                                      saved.substr(0, 300) + ")",
+                                  "resume with the same data.train sources, or pass --force to continue with the new "
+                                  "ones (their token counts start at 0)");
     }
   }
   state_.best_eval_loss = optional_field(ts, "best_eval_loss", state_file);

@@ -1,10 +1,13 @@
 #include "train/wiring.h"
 
+#include <algorithm>
+
 #include <torch/cuda.h>
 
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/log.h"
 
 namespace hftrain::train {
 
@@ -82,6 +85,18 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   o.packing.mode = c.data.packing == config::Packing::kPack ? data::PackingMode::kPack : data::PackingMode::kPad;
   o.packing.pad_to_multiple_of = c.data.pad_to_multiple_of;
   o.packing.document_mask = document_masking(c);
+  if (o.packing.document_mask && c.data.document_mask) {
+    // Token shards have no document index: only the joins between shards are boundaries.
+    for (const auto& spec : o.dataset.train) {
+      const auto files = data::expand_source(spec);
+      if (std::any_of(files.begin(), files.end(),
+                      [&](const auto& f) { return data::resolve_format(spec, f) == data::SourceFormat::kTokens; })) {
+        util::log::warn("data.document_mask: " + spec.path + " holds token shards, which carry no document index; "
+                        "their documents stay joined (each shard is one document)");
+        break;
+      }
+    }
+  }
   o.loader.batch_size = c.trainer.micro_batch_size;
   o.loader.sampler.seed = static_cast<uint64_t>(c.run.seed);
   o.loader.sampler.shuffle = c.data.shuffle;

@@ -92,3 +92,9 @@ TEST_CASE("data sources: weights for every source or none, not all zero", "[conf
   // One zero weight among others leaves that source out of the mixture, which is allowed.
   CHECK(resolve(kMinimal, {"data.train=[{path: a, weight: 0}, {path: b, weight: 1}]"}).values.data.train.size() == 2);
 }
+
+TEST_CASE("data sources: classification takes plain paths only", "[config][sources]") {
+  CHECK_THAT(resolve_error(kMinimal, {"model.arch=bert", "data.train=[{path: a.csv, weight: 1}]"}),
+             Contains("classification (model.arch=bert) takes data sources as plain paths"));
+  CHECK(resolve(kMinimal, {"model.arch=bert", "data.train=[a.csv]"}).values.data.train.size() == 1);
+}

@@ -147,3 +147,11 @@ TEST_CASE("mixture loader: a zero weight leaves a source out, bad sources name t
     CHECK_THAT(std::string(e.what()), Catch::Contains("two data.train sources are named `a`"));
   }
 }
+
+TEST_CASE("mixture loader: a held-out part too small for one sample names its source", "[data][mixture]") {
+  Fixture fx(1.0, 1.0);
+  fx.options.dataset.validation_fraction = 0.02;  // one short document of source a
+  fx.options.packing.seq_len = 64;
+  CHECK_THAT(test::data_error([&] { data::make_loaders(fx.options, fx.tok, torch::kCPU); }),
+             Catch::Contains("the held-out part of data.train source `a`"));
+}
