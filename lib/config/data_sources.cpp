@@ -96,6 +96,19 @@ const std::vector<std::string>& data_source_fields() {
   return kFields;
 }
 
+std::vector<std::pair<std::string, std::string>> data_source_strings(const DataSource& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!s.name.empty()) out.emplace_back("name", s.name);
+  if (s.format) out.emplace_back("format", std::string(data_format_name(*s.format)));
+  const std::pair<const char*, const std::optional<std::string>*> texts[] = {
+      {"text_field", &s.text_field}, {"prompt_field", &s.prompt_field}, {"response_field", &s.response_field},
+      {"messages_field", &s.messages_field}, {"separator", &s.separator}};
+  for (const auto& [field, value] : texts) {
+    if (*value) out.emplace_back(field, **value);
+  }
+  return out;
+}
+
 std::string data_source_text(const DataSource& s) {
   if (s.plain()) return s.path;
   std::vector<std::string> parts{"path: " + s.path};
@@ -104,13 +117,7 @@ std::string data_source_text(const DataSource& s) {
     weight.type = Type::kFloat;
     parts.push_back("weight: " + value_to_text(Value{*s.weight}, weight));
   }
-  if (!s.name.empty()) parts.push_back("name: " + s.name);
-  if (s.format) parts.push_back("format: " + std::string(data_format_name(*s.format)));
-  if (s.text_field) parts.push_back("text_field: " + *s.text_field);
-  if (s.prompt_field) parts.push_back("prompt_field: " + *s.prompt_field);
-  if (s.response_field) parts.push_back("response_field: " + *s.response_field);
-  if (s.messages_field) parts.push_back("messages_field: " + *s.messages_field);
-  if (s.separator) parts.push_back("separator: " + *s.separator);
+  for (const auto& [field, value] : data_source_strings(s)) parts.push_back(field + ": " + value);
   return "{" + util::join(parts, ", ") + "}";
 }
 

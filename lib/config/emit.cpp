@@ -119,18 +119,9 @@ void emit_sources(YAML::Emitter& out, const std::vector<DataSource>& sources) {
       weight.type = Type::kFloat;
       out << YAML::Key << "weight" << YAML::Value << value_to_text(Value{*s.weight}, weight);
     }
-    const std::pair<const char*, const std::optional<std::string>*> texts[] = {
-        {"text_field", &s.text_field}, {"prompt_field", &s.prompt_field}, {"response_field", &s.response_field},
-        {"messages_field", &s.messages_field}, {"separator", &s.separator}};
-    if (!s.name.empty()) {
-      out << YAML::Key << "name" << YAML::Value;
-      emit_string(out, s.name);
-    }
-    if (s.format) out << YAML::Key << "format" << YAML::Value << std::string(data_format_name(*s.format));
-    for (const auto& [field, value] : texts) {
-      if (!*value) continue;
+    for (const auto& [field, value] : data_source_strings(s)) {
       out << YAML::Key << field << YAML::Value;
-      emit_string(out, **value);
+      emit_string(out, value);
     }
     out << YAML::EndMap;
   }
@@ -195,13 +186,7 @@ Json json_value(const Value& v, const KeySpec& spec) {
         Json obj = Json::object();
         obj["path"] = s.path;
         if (s.weight) obj["weight"] = *s.weight;
-        if (!s.name.empty()) obj["name"] = s.name;
-        if (s.format) obj["format"] = std::string(data_format_name(*s.format));
-        if (s.text_field) obj["text_field"] = *s.text_field;
-        if (s.prompt_field) obj["prompt_field"] = *s.prompt_field;
-        if (s.response_field) obj["response_field"] = *s.response_field;
-        if (s.messages_field) obj["messages_field"] = *s.messages_field;
-        if (s.separator) obj["separator"] = *s.separator;
+        for (const auto& [field, value] : data_source_strings(s)) obj[field] = value;
         list.push_back(std::move(obj));
       }
       return list;

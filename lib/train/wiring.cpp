@@ -61,12 +61,32 @@ data::SourceSpec source(const config::DataSource& entry, const config::DataConfi
 
 }  // namespace
 
-bool document_masking(const config::Config& c) {
+namespace {
+
+// The effective data.document_mask for these training sources: one pass over their files. An
+// explicit true on token shards (which carry no document index) warns.
+bool masking(const config::Config& c, const std::vector<data::SourceSpec>& train) {
   if (c.data.packing != config::Packing::kPack) return false;
-  if (c.data.document_mask) return *c.data.document_mask;
+  if (!c.data.document_mask) return data::records_only(train);
+  if (!*c.data.document_mask) return false;
+  for (const auto& spec : train) {
+    const auto files = data::expand_source(spec);
+    if (std::any_of(files.begin(), files.end(),
+                    [&](const auto& f) { return data::resolve_format(spec, f) == data::SourceFormat::kTokens; })) {
+      util::log::warn("data.document_mask: " + spec.path + " holds token shards, which carry no document index; "
+                      "their documents stay joined (each shard is one document)");
+      break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool document_masking(const config::Config& c) {
   std::vector<data::SourceSpec> train;
   for (const auto& p : c.data.train) train.push_back(source(p, c.data));
-  return data::records_only(train);
+  return masking(c, train);
 }
 
 data::DataOptions data_options(const config::Config& c, int rank, int world_size) {
@@ -84,19 +104,7 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   o.packing.seq_len = c.data.seq_len;
   o.packing.mode = c.data.packing == config::Packing::kPack ? data::PackingMode::kPack : data::PackingMode::kPad;
   o.packing.pad_to_multiple_of = c.data.pad_to_multiple_of;
-  o.packing.document_mask = document_masking(c);
-  if (o.packing.document_mask && c.data.document_mask) {
-    // Token shards have no document index: only the joins between shards are boundaries.
-    for (const auto& spec : o.dataset.train) {
-      const auto files = data::expand_source(spec);
-      if (std::any_of(files.begin(), files.end(),
-                      [&](const auto& f) { return data::resolve_format(spec, f) == data::SourceFormat::kTokens; })) {
-        util::log::warn("data.document_mask: " + spec.path + " holds token shards, which carry no document index; "
-                        "their documents stay joined (each shard is one document)");
-        break;
-      }
-    }
-  }
+  o.packing.document_mask = masking(c, o.dataset.train);
   o.loader.batch_size = c.trainer.micro_batch_size;
   o.loader.sampler.seed = static_cast<uint64_t>(c.run.seed);
   o.loader.sampler.shuffle = c.data.shuffle;
