@@ -39,7 +39,7 @@ for phase in "${phases[@]}"; do
       (cd "$build" && ctest -L unit -j "$jobs" --timeout 900 --output-on-failure) >"$out/unit.log" 2>&1
       code=$?
       # The [gpu] cases by name, so the log shows that they ran rather than skipped.
-      for t in data/test_data optim/test_optim train/test_train parallel/test_parallel; do
+      for t in data/test_data model/test_model optim/test_optim train/test_train parallel/test_parallel; do
         "$build/tests/$t" "[gpu]" 2>&1 | grep -E "skipped|passed|failed|FAILED" | tail -3
       done >"$out/unit-gpu-cases.log"
       ;;

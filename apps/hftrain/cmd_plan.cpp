@@ -13,6 +13,7 @@
 #include "config/resolve.h"
 #include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
+#include "model/document_mask.h"
 #include "model/spec.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
@@ -74,6 +75,11 @@ int run_plan(const PlanArgs& a) {
     std::string note;
     try {
       shape.document_mask = train::document_masking(cfg);
+      // On CUDA in bf16/fp16 (trainer.device auto counts as CUDA: plan runs where the job will not).
+      const bool cuda = cfg.trainer.device != config::DeviceChoice::kCpu;
+      const auto dtype = cfg.trainer.precision == config::Precision::kFp16 ? torch::kHalf : torch::kBFloat16;
+      shape.variable_length = cuda && cfg.trainer.precision != config::Precision::kFp32 &&
+                              model::variable_length_attention(torch::Device(torch::kCUDA, 0), dtype, spec.head_dim());
     } catch (const util::DataError&) {
       note = "  (the training data was not found, so its document masking default is not known; counted without)\n";
     }

@@ -63,6 +63,18 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     TORCH_CHECK(cache->offset == 0 || T == 1, "KV cache: extend by one position at a time");
     causal = cache->offset == 0;
   }
+  if (in.cu_seqlens.defined()) {
+    // Packed documents as one sequence of B x T tokens cut at cu_seqlens: flash attention's
+    // variable-length kernel, causal within each document (document_mask.h).
+    TORCH_CHECK(!cache, "packed documents are for training rows, not a KV cache");
+    const auto flat = [&](const torch::Tensor& t, int64_t heads) {
+      return t.transpose(1, 2).reshape({B * T, heads, head_dim_}).to(in.varlen_dtype);
+    };
+    auto out = std::get<0>(at::_flash_attention_forward(
+        flat(q, n_head_), flat(k, n_kv_head_), flat(v, n_kv_head_), in.cu_seqlens, in.cu_seqlens, in.max_seqlen,
+        in.max_seqlen, is_training() ? dropout_ : 0.0, /*is_causal=*/true, /*return_debug_mask=*/false));
+    return o_proj(out.view({B, T, n_head_ * head_dim_}));
+  }
   // A document mask holds the causal rule itself (document_mask.h).
   if (in.mask.defined()) causal = false;
   const std::optional<torch::Tensor> mask = in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt;

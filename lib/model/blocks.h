@@ -29,6 +29,11 @@ struct AttentionInputs {
                            // with per-row position ids; undefined for GPT-2
   torch::Tensor mask;      // (B, 1, T, T) bool, true = may attend (document masking), or
                            // undefined: plain causal attention
+  // Document masking as variable-length flash attention on CUDA (document_mask.h): the int32
+  // document offsets in the flattened batch, or undefined. q, k and v are cast to varlen_dtype.
+  torch::Tensor cu_seqlens;
+  int64_t max_seqlen = 0;
+  torch::ScalarType varlen_dtype = torch::kBFloat16;
 };
 
 // Per-layer slice of a KV cache, plus where the new positions start.

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace hftrain::model {
 
 torch::Tensor document_causal_mask(const torch::Tensor& position_ids) {
@@ -11,6 +14,23 @@ torch::Tensor document_causal_mask(const torch::Tensor& position_ids) {
   const torch::Tensor same = doc.unsqueeze(2).eq(doc.unsqueeze(1));  // (B, T, T)
   const torch::Tensor causal = torch::ones({T, T}, position_ids.options().dtype(torch::kBool)).tril();
   return same.logical_and_(causal).unsqueeze(1);
+}
+
+DocumentLayout document_layout(const torch::Tensor& position_ids) {
+  const int64_t total = position_ids.numel();
+  // A document starts at every position 0; packed rows always begin with one (data/packing.h),
+  // so the flattened rows never join two documents. nonzero() is the one host sync per batch.
+  const torch::Tensor starts = position_ids.reshape({-1}).eq(0).nonzero().view({-1});
+  const torch::Tensor end = torch::full({1}, total, starts.options());
+  return DocumentLayout{torch::cat({starts, end}).to(torch::kInt32), position_ids.size(1)};
+}
+
+bool variable_length_attention(const torch::Device& device, torch::ScalarType dtype, int64_t head_dim) {
+  if (!device.is_cuda()) return false;
+  if (dtype != torch::kHalf && dtype != torch::kBFloat16) return false;
+  if (head_dim % 8 != 0 || head_dim > 256) return false;
+  const char* env = std::getenv("HFTRAIN_VARLEN_ATTENTION");
+  return !(env && std::strcmp(env, "0") == 0);
 }
 
 }  // namespace hftrain::model

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "model/blocks.h"
@@ -76,7 +77,20 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   if (hooks_) hooks_->before_forward(0);
   auto x = embed_tokens_(input_ids);  // (B, T, C)
   AttentionInputs attention;
-  if (position_ids.defined()) attention.mask = document_causal_mask(position_ids);
+  if (position_ids.defined()) {
+    // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
+    const auto device_type = x.device().type();
+    const auto dtype = at::autocast::is_autocast_enabled(device_type) ? at::autocast::get_autocast_dtype(device_type)
+                                                                        : x.scalar_type();
+    if (variable_length_attention(x.device(), dtype, spec_.head_dim())) {
+      const DocumentLayout layout = document_layout(position_ids);
+      attention.cu_seqlens = layout.cu_seqlens;
+      attention.max_seqlen = layout.max_seqlen;
+      attention.varlen_dtype = dtype;
+    } else {
+      attention.mask = document_causal_mask(position_ids);
+    }
+  }
   if (spec_.learned_positions()) {
     x = x + embed_positions_(position_ids.defined() ? position_ids
                                                     : torch::arange(offset, offset + T, input_ids.options()));

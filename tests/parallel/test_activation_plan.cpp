@@ -57,3 +57,14 @@ TEST_CASE("activation plan: a document mask is B x T x T once, dropout's math ke
         Approx(parallel::estimate_activations(gpt2_small()).per_block + extra));
   CHECK_THAT(parallel::activation_summary(d), Catch::Contains("math kernel"));
 }
+
+TEST_CASE("activation plan: variable-length flash attention keeps no document mask", "[plan]") {
+  auto s = gpt2_small();
+  s.document_mask = true;
+  s.variable_length = true;
+  s.element_bytes = 2;
+  CHECK(parallel::estimate_activations(s).mask == 0);
+  CHECK(parallel::estimate_activations(s).total() ==
+        Approx(parallel::estimate_activations([&] { auto p = s; p.document_mask = false; return p; }()).total()));
+  CHECK_THAT(parallel::activation_summary(s), Catch::Contains("variable-length flash attention, no mask"));
+}

@@ -32,7 +32,7 @@ ActivationEstimate estimate_activations(const ActivationShape& s) {
   // (about 32 MB, lm_head_loss.h) and the gradient of the hidden states.
   const double chunk = std::min(tokens * static_cast<double>(s.vocab) * 4, 32.0 * 1024 * 1024);
   out.head = 2 * c * tokens * 4 + chunk;
-  if (s.document_mask) {
+  if (s.document_mask && !s.variable_length) {
     out.mask = static_cast<double>(s.batch) * static_cast<double>(s.seq_len * s.seq_len) * (1 + e);
   }
   return out;
@@ -45,7 +45,10 @@ std::string activation_summary(const ActivationShape& s) {
   out += s.checkpointing ? " (activation checkpointing: block inputs plus one block of " + format_bytes(a.per_block) + ")"
                          : " (" + format_bytes(a.per_block) + " per block)";
   out += " + output layer and loss " + format_bytes(a.head);
-  if (s.document_mask) out += " + document mask " + format_bytes(a.mask);
+  if (s.document_mask) {
+    out += s.variable_length ? " (document masking: variable-length flash attention, no mask)"
+                             : " + document mask " + format_bytes(a.mask);
+  }
   out += "\n";
   if (s.dropout > 0) {
     out += "  dropout > 0: on the CPU attention runs the math kernel, which keeps B x H x T x T probabilities per block\n";

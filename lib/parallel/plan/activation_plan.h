@@ -6,7 +6,9 @@
 //  - dropout > 0 on the CPU runs the math kernel, which keeps the B x H x T x T probabilities and
 //    their dropout mask per block;
 //  - document masking (data.document_mask) keeps one B x T x T boolean mask for the whole pass,
-//    plus its conversion to an additive bias of the compute dtype where the kernel needs one.
+//    plus its conversion to an additive bias of the compute dtype where the kernel needs one;
+//    on CUDA in bf16/fp16 it runs as variable-length flash attention instead, which keeps only
+//    the documents' offsets (model/document_mask.h).
 // Activation checkpointing keeps each block's input and recomputes one block at a time.
 // An estimate (it leaves out small buffers such as the kernels' log-sum-exp), in bytes.
 #pragma once
@@ -26,6 +28,7 @@ struct ActivationShape {
   int64_t element_bytes = 4;  // 4 in fp32, 2 under bf16/fp16 autocast
   bool checkpointing = false;
   bool document_mask = false;
+  bool variable_length = false;  // document masking through CUDA's variable-length flash attention
 };
 
 struct ActivationEstimate {
