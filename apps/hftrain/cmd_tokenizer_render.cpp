@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "data/segment_encoding.h"
 #include "data/source.h"
 #include "model/saved_model.h"
 #include "tokenizer/chat_template.h"
@@ -56,13 +57,14 @@ int run_render(const RenderArgs& a) {
   try {
     data::read_documents(spec, a.chat, format, [&](data::Document&& doc) {
       if (shown == a.limit) throw std::out_of_range("enough");
-      size_t tokens = 0;
+      // Counted as the token cache counts them (data/segment_encoding.h).
+      const data::EncodedSegments encoded = data::encode_segments(*tokenizer, doc);
+      const size_t tokens = encoded.ids.size();
       size_t trained = 0;
       std::string text;
-      for (const auto& segment : doc.segments) {
-        const size_t n = tokenizer->encode(segment.text, doc.special_tokens).size();
-        tokens += n;
-        trained += segment.train ? n : 0;
+      for (size_t s = 0; s < doc.segments.size(); ++s) {
+        const auto& segment = doc.segments[s];
+        if (segment.train) trained += encoded.segment_ends[s] - (s ? encoded.segment_ends[s - 1] : 0);
         text += segment.train ? open + segment.text + close : segment.text;
       }
       // The end-of-text token every document ends with carries loss.

@@ -11,6 +11,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
   mapped_file.cpp
   token_corpus.cpp
   token_shard.cpp
+  segment_encoding.cpp
   tokenize_documents.cpp
   token_cache.cpp
   dataset.cpp

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "data/segment_encoding.h"
+
 namespace hftrain::data {
 namespace {
 
@@ -19,14 +21,9 @@ constexpr size_t kBatchDocuments = 512;
 // Batches read ahead per worker: bounds the text and ids held at once.
 constexpr size_t kAheadPerWorker = 4;
 
-struct Encoded {
-  std::vector<int32_t> ids;
-  std::vector<uint32_t> segment_ends;  // ids.size() after each segment
-};
-
 struct Batch {
   std::vector<Document> docs;
-  std::vector<Encoded> encoded;
+  std::vector<EncodedSegments> encoded;
   std::exception_ptr error;
   bool taken = false;
   bool done = false;
@@ -78,14 +75,7 @@ class CorpusBuilder {
  private:
   void encode(Batch& batch) const {
     batch.encoded.resize(batch.docs.size());
-    for (size_t d = 0; d < batch.docs.size(); ++d) {
-      Encoded& out = batch.encoded[d];
-      for (const auto& segment : batch.docs[d].segments) {
-        std::vector<int32_t> ids = tokenizer_.encode(segment.text, batch.docs[d].special_tokens);
-        out.ids.insert(out.ids.end(), ids.begin(), ids.end());
-        out.segment_ends.push_back(static_cast<uint32_t>(out.ids.size()));
-      }
-    }
+    for (size_t d = 0; d < batch.docs.size(); ++d) batch.encoded[d] = encode_segments(tokenizer_, batch.docs[d]);
   }
 
   void submit() {
@@ -159,7 +149,7 @@ class CorpusBuilder {
 
   void append(const Batch& batch) {
     for (size_t d = 0; d < batch.docs.size(); ++d) {
-      const Encoded& e = batch.encoded[d];
+      const EncodedSegments& e = batch.encoded[d];
       tokens_.insert(tokens_.end(), e.ids.begin(), e.ids.end());
       uint32_t begin = 0;
       for (size_t s = 0; s < e.segment_ends.size(); ++s) {
