@@ -22,6 +22,7 @@ STAGE_ORDER = [
     "tokenizer",
     "data",
     "model",
+    "peft",
     "optim",
     "parallel/comm",
     "parallel/plan",

@@ -3,6 +3,7 @@
 // from_pretrained loads, the weights sharded above the shard size.
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <memory>
 #include <variant>
 
@@ -13,6 +14,7 @@
 #include "config/units.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
+#include "train/adapter_model.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -26,7 +28,16 @@ struct ExportArgs {
   std::string hf_dir;
   std::string shard_size;
   bool force = false;
+  bool merge = false;
 };
+
+// A LoRA run's adapter directory that `path` names: itself, or a run directory's final/.
+std::optional<fs::path> adapter_dir_of(const fs::path& path) {
+  for (const fs::path& dir : {path, path / "final"}) {
+    if (train::is_adapter_dir(dir)) return dir;
+  }
+  return std::nullopt;
+}
 
 // --shard-size, else checkpoint.shard_size of the run the model comes from (the config.yaml in a
 // checkpoint, or in the run directory above final/), else its default.
@@ -64,7 +75,16 @@ int export_model(const ExportArgs& a) {
       throw util::UsageError(out.string() + " already exists", "choose another --hf folder, or add --force to replace it");
     }
   }
-  const model::LoadedModel loaded = model::load_model_dir(a.path);
+  const std::optional<fs::path> adapter = adapter_dir_of(a.path);
+  if (adapter && !a.merge) {
+    throw util::UsageError(adapter->string() + " holds LoRA adapters in peft's format (peft.PeftModel loads them as they are)",
+                           "add --merge to write the base model with the adapters merged into its weights");
+  }
+  if (!adapter && a.merge) {
+    throw util::UsageError("--merge: " + a.path + " holds no LoRA adapter (adapter_config.json)",
+                           "export it without --merge, or name a LoRA run's final/ or checkpoint-N/");
+  }
+  const model::LoadedModel loaded = adapter ? train::load_adapter_model(*adapter, /*merge=*/true) : model::load_model_dir(a.path);
   model::export_hf(loaded, out, shard_bytes(a, loaded.dir));
   std::cout << "exported " << loaded.dir.string() << " to " << out.string()
             << " (load it with transformers: AutoModelForCausalLM.from_pretrained(\"" << out.string() << "\"))\n";
@@ -82,6 +102,8 @@ void add_export_command(CLI::App& app, Runner& runner) {
                   "Split the weights into safetensors shards of at most this size (e.g. 2GB) with an index; "
                   "default: the run's checkpoint.shard_size");
   sub->add_flag("--force", a->force, "Replace the folder if it exists");
+  sub->add_flag("--merge", a->merge,
+                "For a LoRA run (peft.method=lora): merge the adapters into the base model's weights and write that model");
   sub->callback([a, &runner] { runner = [a] { return export_model(*a); }; });
 }
 

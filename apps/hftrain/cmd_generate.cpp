@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "data/source.h"
+#include "train/adapter_model.h"
 #include "model/sampling.h"
 #include "model/saved_model.h"
 #include "tokenizer/chat_template.h"
@@ -126,7 +127,11 @@ int run_generate(const GenerateArgs& a) {
   const torch::Device device = parse_device(a.device);
 
   const auto load_start = std::chrono::steady_clock::now();
-  model::LoadedModel loaded = model::load_model_dir(a.checkpoint);
+  // A LoRA run's adapters (its final/ or a checkpoint) run on the base model they name.
+  const std::filesystem::path named(a.checkpoint);
+  const std::filesystem::path adapter = train::is_adapter_dir(named / "final") ? named / "final" : named;
+  model::LoadedModel loaded = train::is_adapter_dir(adapter) ? train::load_adapter_model(adapter, /*merge=*/false)
+                                                             : model::load_model_dir(a.checkpoint);
   const model::ModelSpec& spec = loaded.model->spec();
   int64_t n_params = 0;
   for (const auto& p : loaded.model->parameters()) n_params += p.numel();

@@ -9,6 +9,7 @@
 #include "parallel/plan/memory_plan.h"
 #include "parallel/comm/world.h"
 #include "launch/launch_env.h"
+#include "train/adapter_model.h"
 #include "train/wiring.h"
 #include "util/env.h"
 #include "ckpt/resume_policy.h"
@@ -134,7 +135,10 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
                     "model directory is config.json, safetensors and tokenizer.json)");
   } else if (cfg.run.export_hf) {
     const auto hf_dir = run_dir / "final-hf";
-    model::export_hf(model::load_model_dir(final_dir), hf_dir, cfg.checkpoint.shard_size);
+    // A LoRA run's final/ holds adapters: exported merged into the base.
+    model::export_hf(train::is_adapter_dir(final_dir) ? train::load_adapter_model(final_dir, /*merge=*/true)
+                                                      : model::load_model_dir(final_dir),
+                     hf_dir, cfg.checkpoint.shard_size);
     util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());
   }
   if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";

@@ -16,7 +16,13 @@ enum class ModelArch { kGpt2, kLlama, kBert };
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 enum class TokenizerType { kByte, kBpe, kHf };
-enum class OptimizerName { kAdamW, kSgd, kAdafactor, kLion };
+enum class OptimizerName {
+  kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kScheduleFreeAdamW, kAdagrad, kRmsprop, kGaloreAdamW
+};
+enum class PeftMethod { kNone, kLora };
+enum class LoraInit { kDefault, kGaussian };      // peft's kaiming-uniform A, or A ~ N(0, 1/r)
+enum class QuantizeBase { kNone, kNf4, kInt8 };  // how a LoRA run stores its frozen base weights
+enum class GaloreProjection { kStd, kReverseStd, kRight, kLeft, kFull };
 enum class SchedulerName {
   kConstant, kConstantWithWarmup, kLinear, kCosine, kCosineWithRestarts, kCosineWithMinLr,
   kPolynomial, kInverseSqrt, kWarmupStableDecay, kReduceLrOnPlateau
@@ -134,6 +140,22 @@ struct AdafactorConfig {
   bool scale_parameter = false;
 };
 
+// Schedule-Free AdamW (Defazio et al., 2024), as the schedulefree package's AdamWScheduleFree.
+struct ScheduleFreeConfig {
+  int64_t warmup_steps = 0;
+  double r = 0;
+  double weight_lr_power = 0;
+};
+
+// GaLore (Zhao et al., 2024): AdamW on gradients projected to a low-rank subspace per matrix.
+struct GaloreConfig {
+  int64_t rank = 0;
+  int64_t update_proj_gap = 0;
+  double scale = 0;
+  GaloreProjection proj_type = GaloreProjection::kStd;
+  std::vector<std::string> target_modules;  // parameter-name globs (the Trainer's optim_target_modules)
+};
+
 struct OptimizerConfig {
   OptimizerName name = OptimizerName::kAdamW;
   double lr = 0;
@@ -147,6 +169,27 @@ struct OptimizerConfig {
   std::map<std::string, double> group_lr;            // glob pattern -> learning rate
   std::map<std::string, double> group_weight_decay;  // glob pattern -> weight decay
   AdafactorConfig adafactor;
+  bool amsgrad = false;  // adamw: keep the maximum of the second moments
+  ScheduleFreeConfig schedule_free;
+  GaloreConfig galore;
+};
+
+// Parameter-efficient fine-tuning (peft.*): LoRA adapters on a frozen base model.
+struct LoraConfig {
+  int64_t r = 0;
+  double alpha = 0;
+  double dropout = 0;
+  std::vector<std::string> target_modules;  // Hugging Face module-name globs; empty: peft's default
+  bool use_rslora = false;                  // scale alpha / sqrt(r) instead of alpha / r
+  LoraInit init = LoraInit::kDefault;
+};
+
+struct PeftConfig {
+  PeftMethod method = PeftMethod::kNone;
+  LoraConfig lora;
+  std::vector<std::string> modules_to_save;  // Hugging Face module names trained in full
+  std::optional<std::string> from;           // a peft adapter directory to continue
+  QuantizeBase quantize_base = QuantizeBase::kNone;
 };
 
 // warmup_stable_decay's phases (Hugging Face get_wsd_schedule).
@@ -247,6 +290,7 @@ struct Config {
   CheckpointConfig checkpoint;
   DistributedConfig distributed;
   LoggingConfig logging;
+  PeftConfig peft;
 };
 
 }  // namespace hftrain::config

@@ -162,7 +162,9 @@ Schema build() {
   s.section("optimizer", "The optimizer.", ResumeChange::kTraining);
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
       .on_resume(ResumeChange::kImpossible)
-      .choices({"adamw", "sgd", "adafactor", "lion"}).def("adamw").doc("Optimizer.");
+      .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit"}).def("adamw")
+      .doc("Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
+           "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state.");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
@@ -198,6 +200,9 @@ Schema build() {
       .def("1.0e-3").min(0).max(1).doc("adafactor: floor of the parameter scale (with scale_parameter).");
   s.add("optimizer.adafactor.scale_parameter", Type::kBool, HFTRAIN_FIELD(optimizer.adafactor.scale_parameter))
       .def("false").doc("adafactor: scale the step by the parameter's RMS (the Trainer's default is false).");
+  s.add("optimizer.amsgrad", Type::kBool, HFTRAIN_FIELD(optimizer.amsgrad))
+      .on_resume(ResumeChange::kImpossible)
+      .def("false").doc("adamw: AMSGrad, the denominator from the largest second moment seen (as torch.optim.AdamW(amsgrad=True)).");
 
   s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).", ResumeChange::kTraining);
   s.add("scheduler.name", Type::kChoice, HFTRAIN_FIELD(scheduler.name))
@@ -356,6 +361,32 @@ Schema build() {
   s.add("distributed.checkpoint_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.checkpoint_timeout))
       .on_resume(ResumeChange::kSafe)
       .def("30m").min(1).unit("seconds").doc("The same budget while a checkpoint is written.");
+
+  s.section("peft", "Parameter-efficient fine-tuning: LoRA adapters trained on a frozen base model, saved as the peft library saves them.",
+            ResumeChange::kImpossible);
+  s.add("peft.method", Type::kChoice, HFTRAIN_FIELD(peft.method))
+      .choices({"none", "lora"}).def("none")
+      .doc("none: train every weight; lora: freeze the base model and train low-rank adapters (peft.lora.*).");
+  s.add("peft.lora.r", Type::kInt, HFTRAIN_FIELD(peft.lora.r))
+      .def("8").min(1).max(65536).doc("LoRA rank: each adapted layer W gains B (out x r) A (r x in).");
+  s.add("peft.lora.alpha", Type::kFloat, HFTRAIN_FIELD(peft.lora.alpha))
+      .def("8").min(0).max(1e6).doc("LoRA scale numerator: the update is (alpha / r) B A x (peft's lora_alpha).");
+  s.add("peft.lora.dropout", Type::kFloat, HFTRAIN_FIELD(peft.lora.dropout))
+      .def("0.0").min(0).max(0.999).doc("Dropout on the adapters' input (peft's lora_dropout).");
+  s.add("peft.lora.target_modules", Type::kStringList, HFTRAIN_FIELD(peft.lora.target_modules))
+      .def("[]")
+      .doc("Hugging Face module names or globs to adapt (q_proj, v_proj, 'model.layers.*.mlp.*', c_attn); a name matches "
+           "the whole module name or its last parts, as in peft; ['all-linear']: every linear layer but the output "
+           "layer; []: peft's default for the architecture (q_proj and v_proj; c_attn for gpt2; query and value for bert).");
+  s.add("peft.lora.use_rslora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_rslora))
+      .def("false").doc("Rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r.");
+  s.add("peft.lora.init", Type::kChoice, HFTRAIN_FIELD(peft.lora.init))
+      .choices({"default", "gaussian"}).def("default")
+      .doc("Adapter A's initial values: default as peft (kaiming-uniform, bound 1/sqrt(in)), gaussian N(0, 1/r); B starts at 0.");
+  s.add("peft.modules_to_save", Type::kStringList, HFTRAIN_FIELD(peft.modules_to_save))
+      .def("[]").doc("Hugging Face modules trained in full next to the adapters and saved with them, e.g. ['lm_head'] or a classifier.");
+  s.add("peft.from", Type::kString, HFTRAIN_FIELD(peft.from))
+      .nullable().doc("Continue training a peft adapter directory (adapter_config.json + adapter_model.safetensors) on model.from.");
 
   s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))

@@ -12,16 +12,36 @@
 
 namespace hftrain::model {
 
+// What a Dense layer may carry besides its weight: an adapter that turns the layer's input x and
+// output y into a new output (LoRA: y + scale B A x, peft/lora.h). Its parameters are registered
+// under the layer as "lora", so they appear as <layer>.lora.* in parameters_by_name().
+class DenseAdapter : public torch::nn::Module {
+ public:
+  virtual torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y) = 0;
+};
+
 class DenseImpl : public torch::nn::Module {
  public:
   DenseImpl(int64_t in_features, int64_t out_features, bool with_bias) {
     weight = register_parameter("weight", torch::empty({out_features, in_features}));
     if (with_bias) bias = register_parameter("bias", torch::empty({out_features}));
   }
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight, bias); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::nn::functional::linear(x, weight, bias);
+    return adapter_ ? adapter_->adapt(x, y) : y;
+  }
+  void set_adapter(std::shared_ptr<DenseAdapter> adapter) { adapter_ = register_module("lora", std::move(adapter)); }
+  void remove_adapter() {
+    if (adapter_) unregister_module("lora");
+    adapter_ = nullptr;
+  }
+  const std::shared_ptr<DenseAdapter>& adapter() const { return adapter_; }
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined without a bias
+
+ private:
+  std::shared_ptr<DenseAdapter> adapter_;
 };
 TORCH_MODULE(Dense);
 

@@ -5,77 +5,16 @@
 
 #include <torch/torch.h>
 
+#include "model/hf_modules.h"
 #include "model/weight_loader.h"
 #include "util/strings.h"
 
 namespace hftrain::model {
 namespace {
 
-std::string layer(int64_t i) { return "layers." + std::to_string(i) + "."; }
+using Source = HfSource;
 
-// Where each of our parameters comes from: one or more HF tensors, concatenated along dim 0 after
-// an optional transpose.
-struct Source {
-  std::vector<std::string> names;
-  bool transpose = false;
-  std::vector<int64_t> split{};  // dim-0 sizes of the parts, for fused sources
-};
-
-std::map<std::string, Source> gpt2_sources(const ModelSpec& s) {
-  std::map<std::string, Source> m{{"embed_tokens.weight", {{"wte.weight"}}},
-                                  {"embed_positions.weight", {{"wpe.weight"}}},
-                                  {"final_norm.weight", {{"ln_f.weight"}}},
-                                  {"final_norm.bias", {{"ln_f.bias"}}}};
-  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
-  for (int64_t i = 0; i < s.n_layer; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".";
-    const std::string l = layer(i);
-    m[l + "attn_norm.weight"] = {{h + "ln_1.weight"}};
-    m[l + "attn_norm.bias"] = {{h + "ln_1.bias"}};
-    m[l + "attn.qkv_proj.weight"] = {{h + "attn.c_attn.weight"}, true};
-    m[l + "attn.qkv_proj.bias"] = {{h + "attn.c_attn.bias"}};
-    m[l + "attn.o_proj.weight"] = {{h + "attn.c_proj.weight"}, true};
-    m[l + "attn.o_proj.bias"] = {{h + "attn.c_proj.bias"}};
-    m[l + "mlp_norm.weight"] = {{h + "ln_2.weight"}};
-    m[l + "mlp_norm.bias"] = {{h + "ln_2.bias"}};
-    m[l + "mlp.up_proj.weight"] = {{h + "mlp.c_fc.weight"}, true};
-    m[l + "mlp.up_proj.bias"] = {{h + "mlp.c_fc.bias"}};
-    m[l + "mlp.down_proj.weight"] = {{h + "mlp.c_proj.weight"}, true};
-    m[l + "mlp.down_proj.bias"] = {{h + "mlp.c_proj.bias"}};
-  }
-  return m;
-}
-
-std::map<std::string, Source> llama_sources(const ModelSpec& s) {
-  const int64_t q = s.n_head * s.head_dim();
-  const int64_t kv = s.n_kv_head * s.head_dim();
-  std::map<std::string, Source> m{{"embed_tokens.weight", {{"embed_tokens.weight"}}},
-                                  {"final_norm.weight", {{"norm.weight"}}}};
-  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
-  for (int64_t i = 0; i < s.n_layer; ++i) {
-    const std::string h = "layers." + std::to_string(i) + ".";
-    const std::string l = layer(i);
-    const std::string a = h + "self_attn.";
-    m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
-    m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
-    for (const std::string kind : {"weight", "bias"}) {
-      if (kind == "bias" && !s.qkv_bias()) break;
-      m[l + "attn.qkv_proj." + kind] = {{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
-    }
-    m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
-    if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
-    for (const std::string kind : {"weight", "bias"}) {
-      if (kind == "bias" && !s.mlp_biases()) break;
-      m[l + "mlp.gate_up_proj." + kind] = {{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
-      m[l + "mlp.down_proj." + kind] = {{h + "mlp.down_proj." + kind}};
-    }
-  }
-  return m;
-}
-
-std::map<std::string, Source> sources_of(const ModelSpec& spec) {
-  return spec.arch == config::ModelArch::kGpt2 ? gpt2_sources(spec) : llama_sources(spec);
-}
+std::map<std::string, Source> sources_of(const ModelSpec& spec) { return hf_sources(spec); }
 
 // GPT2LMHeadModel prefixes "transformer.", the Llama family "model."; the bare models do not.
 std::string strip_prefix(const std::string& name) {
@@ -133,12 +72,13 @@ void load_hf_weights(Transformer& model, const TensorList& hf) {
 
 TensorList to_hf_weights(const Transformer& model) {
   const ModelSpec& spec = model->spec();
-  const bool gpt2 = spec.arch == config::ModelArch::kGpt2;
   const auto sources = sources_of(spec);
-  const std::string prefix = gpt2 ? "transformer." : "model.";
+  const std::string prefix = hf_prefix(spec);
   TensorList out;
   torch::NoGradGuard no_grad;
   for (const auto& [name, param] : model->parameters_by_name()) {
+    // LoRA adapters are not weights of the Hugging Face model (peft/peft_files.h saves them).
+    if (name.find(".lora.") != std::string::npos) continue;
     const Source& src = sources.at(name);
     auto value = param.detach().to(torch::kCPU, torch::kFloat32);  // the parameter itself when CPU fp32
     std::vector<torch::Tensor> parts =

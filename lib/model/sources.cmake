@@ -1,5 +1,6 @@
 set(HFTRAIN_MODEL_CORE_SOURCES
   hf_config.cpp
+  hf_modules.cpp
   safetensors_header.cpp
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES

@@ -109,6 +109,12 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
     auto block = layers_->ptr<BlockImpl>(i);
     if (hooks_) hooks_->before_forward(i + 1);
+    // With frozen layers below (LoRA) a block's input needs no gradient, but the reentrant
+    // checkpoint needs one to run the block's backward: ask for it (as transformers'
+    // enable_input_require_grads does); nothing upstream receives it.
+    if (activation_checkpointing_ && is_training() && !cache && torch::GradMode::is_enabled() && !x.requires_grad()) {
+      x = x.detach().requires_grad_(true);
+    }
     if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
       x = checkpointed([block, attention](const torch::Tensor& h) { return block->forward(h, attention, nullptr); }, x);
     } else {

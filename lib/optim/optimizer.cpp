@@ -1,10 +1,12 @@
 #include "optim/optimizer.h"
 
 #include "optim/adafactor.h"
+#include "optim/adamw_8bit.h"
 #include "optim/fused_adamw.h"
 #include "optim/fused_sgd.h"
 #include "optim/lion.h"
 #include "optim/param_groups.h"
+#include "util/error.h"
 
 namespace hftrain::optim {
 
@@ -37,13 +39,23 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
   switch (config.name) {
     case config::OptimizerName::kAdamW:
       return make_fused_adamw(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
-                                                  .eps = config.eps, .amsgrad = false});
+                                                  .eps = config.eps, .amsgrad = config.amsgrad});
     case config::OptimizerName::kSgd:
       return make_fused_sgd(std::move(groups), config.momentum, config.nesterov);
     case config::OptimizerName::kAdafactor:
       return make_adafactor(std::move(groups), config.adafactor);
     case config::OptimizerName::kLion:
       return make_lion(std::move(groups), beta1, config.beta2.value_or(0.99));
+    case config::OptimizerName::kAdamW8bit:
+      return make_adamw_8bit(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
+                                                 .eps = config.eps, .min_8bit_size = 4096, .block_size = 256});
+    case config::OptimizerName::kScheduleFreeAdamW:
+    case config::OptimizerName::kAdagrad:
+    case config::OptimizerName::kRmsprop:
+    case config::OptimizerName::kGaloreAdamW:
+      // Not offered by optimizer.name's choices (config/keys.cpp) until built.
+      throw util::ConfigError("optimizer.name: this optimizer is not available in this build",
+                              "choose adamw, adamw_8bit, sgd, adafactor or lion");
   }
   return nullptr;
 }

@@ -3,6 +3,8 @@ set(HFTRAIN_OPTIM_CORE_SOURCES
   param_groups.cpp)
 set(HFTRAIN_OPTIM_TORCH_SOURCES
   adafactor.cpp
+  adamw_8bit.cpp
+  schedule_free_adamw.cpp
   fused_adamw.cpp
   fused_sgd.cpp
   lion.cpp

@@ -55,6 +55,7 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   }
 
   bool causal_lm() const override { return true; }
+  const model::ModelSpec* decoder_spec() const override { return &model_->spec(); }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();
     return {model_->non_embedding_parameters(), s.n_layer, s.n_head, s.head_dim(), seq_len};

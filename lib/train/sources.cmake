@@ -6,6 +6,8 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   fault_injection.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
+  adapter_model.cpp
+  peft_setup.cpp
   causal_lm.cpp
   device_stats.cpp
   evaluation.cpp

@@ -48,6 +48,8 @@ class TaskModel {
                         const tokenizer::Tokenizer& tokenizer) const = 0;
 
   virtual bool causal_lm() const = 0;
+  // The decoder's spec (LoRA's Hugging Face module table, peft/lora.h); null for other tasks.
+  virtual const model::ModelSpec* decoder_spec() const { return nullptr; }
   virtual int64_t non_embedding_parameters() const = 0;
   virtual parallel::UnitSizes unit_sizes() const = 0;
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;

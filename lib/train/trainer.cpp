@@ -34,6 +34,7 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   loaders_ = std::move(parts.loaders);
   model_ = std::move(parts.model);
   strategy_ = std::move(parts.strategy);
+  peft_ = std::move(parts.peft);
   total_steps_ = plan_total_steps(config_, *loaders_.train, world_->size());
   state_.total_steps = total_steps_;
   if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
@@ -78,7 +79,11 @@ void Trainer::save_model(const std::filesystem::path& dir) {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
     if (world_->is_main()) {
-      model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
+      if (peft_) {
+        save_adapter_dir(dir);
+      } else {
+        model_->save_dir(dir, tokenizer_options(config_).kind, *tokenizer_);
+      }
       for (const auto& [name, text] : chat_template_files(config_)) util::atomic_write_file(dir / name, text);
     }
   }
@@ -245,8 +250,26 @@ TrainResult Trainer::train() {
     for (auto& cb : callbacks_) cb->on_step_end(state_);
     inject_test_fault(world_->rank(), state_.step);
     if (state_.step == start_step_ + 1) {  // the optimizer state exists from the first step
-      util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
-                                              model_->unit_sizes()));
+      if (peft_) {
+        // The formulas count what trains; the frozen base is replicated on every rank.
+        const auto trained = trainable_params(model_->parameters_by_name(), model_->parameter_units());
+        parallel::UnitSizes sizes;
+        for (size_t u = 0; u < trained.units.size(); ++u) {
+          int64_t n = 0;
+          for (size_t i : trained.units[u]) n += trained.params[i].second.numel();
+          if (u == 0) sizes.root = n; else sizes.block = std::max(sizes.block, n);
+        }
+        double frozen = 0;
+        for (const auto& [name, p] : model_->parameters_by_name()) {
+          if (!p.requires_grad()) frozen += static_cast<double>(p.numel() * p.element_size());
+        }
+        util::log::info(parallel::memory_report(*strategy_, *world_, config_, trained.params, sizes) +
+                        "; frozen base: " + std::to_string(peft_->lora.frozen_parameters) + " parameters, " +
+                        parallel::format_bytes(frozen) + " on every rank");
+      } else {
+        util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
+                                                model_->unit_sizes()));
+      }
     }
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
       const StepStats s = close_log_window(factor);

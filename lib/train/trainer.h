@@ -23,6 +23,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
 #include "train/precision.h"
+#include "train/peft_setup.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -95,6 +96,10 @@ class Trainer {
   // Copies the weights of a model directory or checkpoint of this model's shape; `what` names the
   // source in messages (model.from, resume).
   void start_from(const std::string& path, const std::string& what);
+  // LoRA: the trained tensors of checkpoint `dir` (the base is model.from's, checked by fingerprint).
+  void restore_trained(const std::filesystem::path& dir, bool allow_base_change);
+  // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
+  void save_adapter_dir(const std::filesystem::path& dir) const;
   // One optimizer step: micro-batches, backward, clipping, the update. When fp16's gradients
   // overflowed and the update was skipped, returns the loss scale they overflowed at.
   std::optional<double> train_step(double lr_factor);
@@ -120,6 +125,7 @@ class Trainer {
   data::Loaders loaders_;
   std::unique_ptr<TaskModel> model_;
   std::unique_ptr<parallel::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
+  std::optional<PeftRun> peft_;                            // LoRA: adapters on a frozen base
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   RunRecord record_;

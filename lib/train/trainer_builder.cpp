@@ -50,7 +50,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   // A BERT encoder classifies sequences: its labels come from the model directory's classifier
   // (named ones) or from the training data, and fix the classifier's size.
   const bool classify = config.model.arch == config::ModelArch::kBert;
-  const bool from_model_dir = config.model.from && !resume_from;
+  const bool lora = config.peft.method == config::PeftMethod::kLora;
+  const bool from_model_dir = config.model.from && (!resume_from || lora);
   std::optional<ModelSource> source;
   if (from_model_dir) source = read_model_source(*config.model.from);
   if (classify && resume_from) source = read_model_source(*resume_from);
@@ -87,12 +88,14 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
                                  from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from");
+  parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
   {
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
-    parts.strategy = parallel::ShardingStrategy::create(world, config, parts.model->parameters_by_name(),
-                                                        parts.model->parameter_units());
+    TrainableParams trained{parts.model->parameters_by_name(), parts.model->parameter_units()};
+    if (parts.peft) trained = trainable_params(trained.params, trained.units);
+    parts.strategy = parallel::ShardingStrategy::create(world, config, trained.params, trained.units);
     parts.model->set_unit_hooks(parts.strategy->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each

@@ -13,6 +13,7 @@
 #include "parallel/comm/world.h"
 #include "parallel/data_parallel/strategy.h"
 #include "tokenizer/tokenizer.h"
+#include "train/peft_setup.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -22,11 +23,14 @@ struct TrainerParts {
   data::Loaders loaders;
   std::unique_ptr<TaskModel> model;
   std::unique_ptr<parallel::ShardingStrategy> strategy;  // owns the optimizer (sharded under zero)
+  std::optional<PeftRun> peft;                           // LoRA adapters on a frozen base (peft.*)
 };
 
 // `resume_from`: the checkpoint that will be restored, so model.from is not read (its weights
 // would be replaced, and the directory may be gone by now); a BERT classifier takes its shape
-// and labels from the checkpoint instead.
+// and labels from the checkpoint instead. A LoRA run (peft.method=lora) reads model.from on a
+// resume too: its checkpoints hold only what trains, the frozen base comes from model.from. The
+// strategy and its optimizer see only the parameters that train.
 TrainerParts build_trainer_parts(const config::Config& config, parallel::World& world, const torch::Device& device,
                                  const std::optional<std::filesystem::path>& resume_from);
 

@@ -27,12 +27,17 @@
 #include "ckpt/writer.h"
 #include "model/safetensors.h"
 #include "model/saved_model.h"
+#include "model/stored_weights.h"
+#include "model/weight_loader.h"
+#include "peft/peft_files.h"
 #include "train/trainer.h"
 #include "train/wiring.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/file_writer.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/strings.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -52,6 +57,8 @@ constexpr const char* kDataFile = "data.json";
 constexpr const char* kTrainerStateFile = "trainer_state.json";
 constexpr const char* kConfigFile = "config.yaml";
 constexpr const char* kEnvironmentFile = "environment.json";
+// LoRA runs: the base model the trained tensors belong to.
+constexpr const char* kPeftFile = "peft.json";
 
 Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
@@ -232,11 +239,22 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
                                    const ckpt::StagedOptimizer& staged) {
   ckpt::CheckpointWriter writer(run_dir_, state_.step);
 
+  // A LoRA run's checkpoint holds what trains (adapters, saved modules), also as peft's adapter
+  // files; the frozen base stays where model.from names it, identified by its fingerprint.
   model::TensorList weights;
-  for (auto& [name, p] : model_->parameters_by_name()) weights.emplace_back(name, p.detach());
+  for (auto& [name, p] : model_->parameters_by_name()) {
+    if (!peft_ || p.requires_grad()) weights.emplace_back(name, p.detach());
+  }
   writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size), {{"format", "pt"}});
   for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
-    writer.add_bytes(name, text);
+    if (!peft_ || util::starts_with(name, "tokenizer")) writer.add_bytes(name, text);
+  }
+  if (peft_) {
+    writer.add_json(kPeftFile, {{"base_model", fs::absolute(peft_->base_dir).string()},
+                                {"base_fingerprint", peft_->base_fingerprint}});
+    writer.add_bytes(peft::kAdapterConfigFile, peft_->adapter_config().dump(2) + "\n");
+    writer.add_safetensors(peft::kAdapterWeightsFile,
+                           peft::adapter_tensors(model_->module(), peft_->lora, peft_->hf_parameters));
   }
   for (const auto& [name, text] : chat_template_files(config_)) writer.add_bytes(name, text);
 
@@ -297,11 +315,58 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   return dir;
 }
 
+void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
+  const fs::path file = dir / kPeftFile;
+  if (!fs::exists(file)) {
+    throw util::CheckpointError(dir.string() + " has no " + kPeftFile + ": it was not saved by a LoRA run",
+                                "resume it with peft.method=none, as it was trained");
+  }
+  const Json saved = read_json(file);
+  const auto fingerprint = field<std::string>(saved, "base_fingerprint", file);
+  if (fingerprint != peft_->base_fingerprint && !allow_base_change) {
+    throw util::CheckpointError("the base model changed since " + dir.string() + " was saved: it trained on " +
+                                    field<std::string>(saved, "base_model", file) + ", and model.from (" +
+                                    peft_->base_dir.string() + ") now holds other weights or another config",
+                                "point model.from at the base the adapters were trained on, or pass --force to "
+                                "continue them on this one");
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> trained;
+  for (const auto& [name, p] : model_->parameters_by_name()) {
+    if (p.requires_grad()) trained.emplace_back(name, p);
+  }
+  model::WeightRules rules;
+  rules.expected = "the adapters and saved modules of this LoRA run";
+  rules.hint = "the checkpoint was saved with other peft.* settings (targets, rank, modules_to_save); resume with those";
+  model::load_weights(trained, model::StoredWeights(dir), rules);
+  util::log::info("resume: the trained tensors from " + dir.string() + ", the frozen base from " +
+                  peft_->base_dir.string());
+}
+
+void Trainer::save_adapter_dir(const fs::path& dir) const {
+  // Staged beside `dir` and put in place whole, as save_model_dir does for a full model.
+  const fs::path staged = dir.parent_path() / (dir.filename().string() + ".staging");
+  std::error_code ec;
+  fs::remove_all(staged, ec);
+  fs::create_directories(staged, ec);
+  if (ec) throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the run directory");
+  peft::write_adapter_files(staged, peft_->adapter_config(),
+                            peft::adapter_tensors(model_->module(), peft_->lora, peft_->hf_parameters));
+  for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
+    if (util::starts_with(name, "tokenizer")) util::atomic_write_file(staged / name, text);
+  }
+  util::publish_dir(staged, dir);
+  util::fsync_dir(dir.parent_path());
+}
+
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   {
     // Each rank keeps its shard of what is loaded.
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());
-    start_from(dir.string(), "resume");
+    if (peft_) {
+      restore_trained(dir, allow_data_change);
+    } else {
+      start_from(dir.string(), "resume");
+    }
   }
 
   strategy_->load_optimizer_state(*ckpt::open_saved_optimizer(dir));  // each rank reads its pieces

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "model/saved_model.h"
+#include "train/adapter_model.h"
 #include "util/error.h"
 
 using namespace hftrain;
@@ -19,7 +20,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    model::LoadedModel loaded = model::load_model_dir(argv[1]);
+    // A LoRA run's final/ (peft's adapter files): its base with the adapters attached.
+    model::LoadedModel loaded = train::is_adapter_dir(argv[1]) ? train::load_adapter_model(argv[1], /*merge=*/false)
+                                                               : model::load_model_dir(argv[1]);
     std::vector<int64_t> ids;
     for (int i = 2; i < argc; ++i) ids.push_back(std::stoll(argv[i]));
     torch::NoGradGuard no_grad;

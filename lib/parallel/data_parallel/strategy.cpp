@@ -156,6 +156,13 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const c
                                 strategy_name(s) + " splits across ranks",
                             "use distributed.strategy=ddp with adafactor, or optimizer.name=adamw, sgd or lion");
   }
+  if (config.optimizer.name == config::OptimizerName::kAdamW8bit) {
+    // Its absmax is one value per 256-element block of a whole parameter; a rank's piece of a
+    // bucket cuts blocks, and a checkpoint's pieces would not fit another layout.
+    throw util::ConfigError("optimizer.name=adamw_8bit keeps one scale per block of each whole parameter, which "
+                                "distributed.strategy=" + strategy_name(s) + " splits across ranks",
+                            "use distributed.strategy=ddp with adamw_8bit, or optimizer.name=adamw");
+  }
   switch (s) {
     case Strategy::kZero1: return make_zero12_strategy(world, config, params, 1);
     case Strategy::kZero2: return make_zero12_strategy(world, config, params, 2);

@@ -28,7 +28,12 @@ double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_eleme
 
 int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
   switch (o.name) {
-    case config::OptimizerName::kAdamW: return 8;
+    case config::OptimizerName::kAdamW: return o.amsgrad ? 12 : 8;
+    case config::OptimizerName::kAdamW8bit: return 2;  // plus a 4-byte absmax per 256-element block
+    case config::OptimizerName::kScheduleFreeAdamW: return 8;  // z and the second moment
+    case config::OptimizerName::kAdagrad: return 4;
+    case config::OptimizerName::kRmsprop: return o.momentum > 0 ? 8 : 4;
+    case config::OptimizerName::kGaloreAdamW: return 8;  // at most: the moments are rank x n per matrix
     case config::OptimizerName::kLion: return 4;
     case config::OptimizerName::kSgd: return o.momentum > 0 ? 4 : 0;
     case config::OptimizerName::kAdafactor: return o.adafactor.beta1 ? 4 : 0;  // plus the row/column factors

@@ -1,0 +1,133 @@
+#include "model/hf_modules.h"
+
+#include <algorithm>
+
+#include "util/strings.h"
+
+namespace hftrain::model {
+namespace {
+
+std::string layer(int64_t i) { return "layers." + std::to_string(i) + "."; }
+
+std::map<std::string, HfSource> gpt2_sources(const ModelSpec& s) {
+  std::map<std::string, HfSource> m{{"embed_tokens.weight", {{"wte.weight"}}},
+                                    {"embed_positions.weight", {{"wpe.weight"}}},
+                                    {"final_norm.weight", {{"ln_f.weight"}}},
+                                    {"final_norm.bias", {{"ln_f.bias"}}}};
+  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    const std::string l = layer(i);
+    m[l + "attn_norm.weight"] = {{h + "ln_1.weight"}};
+    m[l + "attn_norm.bias"] = {{h + "ln_1.bias"}};
+    m[l + "attn.qkv_proj.weight"] = {{h + "attn.c_attn.weight"}, true};
+    m[l + "attn.qkv_proj.bias"] = {{h + "attn.c_attn.bias"}};
+    m[l + "attn.o_proj.weight"] = {{h + "attn.c_proj.weight"}, true};
+    m[l + "attn.o_proj.bias"] = {{h + "attn.c_proj.bias"}};
+    m[l + "mlp_norm.weight"] = {{h + "ln_2.weight"}};
+    m[l + "mlp_norm.bias"] = {{h + "ln_2.bias"}};
+    m[l + "mlp.up_proj.weight"] = {{h + "mlp.c_fc.weight"}, true};
+    m[l + "mlp.up_proj.bias"] = {{h + "mlp.c_fc.bias"}};
+    m[l + "mlp.down_proj.weight"] = {{h + "mlp.c_proj.weight"}, true};
+    m[l + "mlp.down_proj.bias"] = {{h + "mlp.c_proj.bias"}};
+  }
+  return m;
+}
+
+std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
+  const int64_t q = s.n_head * s.head_dim();
+  const int64_t kv = s.n_kv_head * s.head_dim();
+  std::map<std::string, HfSource> m{{"embed_tokens.weight", {{"embed_tokens.weight"}}},
+                                    {"final_norm.weight", {{"norm.weight"}}}};
+  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    const std::string h = "layers." + std::to_string(i) + ".";
+    const std::string l = layer(i);
+    const std::string a = h + "self_attn.";
+    m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
+    m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
+    for (const std::string kind : {"weight", "bias"}) {
+      if (kind == "bias" && !s.qkv_bias()) break;
+      m[l + "attn.qkv_proj." + kind] = {{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
+    }
+    m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
+    if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
+    for (const std::string kind : {"weight", "bias"}) {
+      if (kind == "bias" && !s.mlp_biases()) break;
+      m[l + "mlp.gate_up_proj." + kind] = {{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
+      m[l + "mlp.down_proj." + kind] = {{h + "mlp.down_proj." + kind}};
+    }
+  }
+  return m;
+}
+
+// "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj".
+std::string module_of(const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); }
+
+std::string full_name(const ModelSpec& spec, const std::string& name) {
+  return name == "lm_head.weight" ? name : hf_prefix(spec) + name;
+}
+
+}  // namespace
+
+std::map<std::string, HfSource> hf_sources(const ModelSpec& spec) {
+  return spec.arch == config::ModelArch::kGpt2 ? gpt2_sources(spec) : llama_sources(spec);
+}
+
+std::string hf_prefix(const ModelSpec& spec) {
+  return spec.arch == config::ModelArch::kGpt2 ? "transformer." : "model.";
+}
+
+std::vector<HfParameter> hf_parameters(const ModelSpec& spec) {
+  std::vector<HfParameter> out;
+  for (const auto& [param, src] : hf_sources(spec)) {
+    HfParameter p{.param = param, .modules = {}, .tensors = {}, .transpose = src.transpose, .split = src.split};
+    for (const auto& n : src.names) {
+      p.tensors.push_back(full_name(spec, n));
+      p.modules.push_back(module_of(p.tensors.back()));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
+  std::vector<HfLinear> out;
+  for (const auto& [param, src] : hf_sources(spec)) {
+    // Linear weights: two-dimensional, not an embedding table.
+    if (!param.ends_with(".weight") || util::starts_with(param, "embed_") || param.find("norm.") != std::string::npos)
+      continue;
+    const std::string dense = param.substr(0, param.size() - std::string(".weight").size());
+    int64_t in = spec.d_model;
+    if (param.ends_with("mlp.down_proj.weight")) in = spec.d_ff;
+    if (param.ends_with("attn.o_proj.weight")) in = spec.n_head * spec.head_dim();
+    int64_t out_rows_total = 0;
+    if (param.ends_with("attn.qkv_proj.weight")) out_rows_total = (spec.n_head + 2 * spec.n_kv_head) * spec.head_dim();
+    else if (param.ends_with("mlp.gate_up_proj.weight")) out_rows_total = 2 * spec.d_ff;
+    else if (param.ends_with("mlp.up_proj.weight")) out_rows_total = spec.d_ff;
+    else if (param.ends_with("lm_head.weight")) out_rows_total = spec.vocab_size;
+    else out_rows_total = spec.d_model;  // o_proj, down_proj
+    int64_t offset = 0;
+    for (size_t i = 0; i < src.names.size(); ++i) {
+      const int64_t rows = src.split.empty() ? out_rows_total : src.split[i];
+      out.push_back(HfLinear{.name = module_of(full_name(spec, src.names[i])),
+                             .dense = dense,
+                             .row_offset = offset,
+                             .rows = rows,
+                             .in_features = in,
+                             .conv1d = src.transpose,
+                             .output_layer = param == "lm_head.weight"});
+      offset += rows;
+    }
+  }
+  // The model's order (layers by number, not as strings sort them).
+  std::stable_sort(out.begin(), out.end(), [](const HfLinear& a, const HfLinear& b) {
+    const auto layer_of = [](const std::string& dense) -> int64_t {
+      return util::starts_with(dense, "layers.") ? std::stoll(dense.substr(7)) : 1 << 30;
+    };
+    return layer_of(a.dense) < layer_of(b.dense);
+  });
+  return out;
+}
+
+}  // namespace hftrain::model

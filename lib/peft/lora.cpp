@@ -1,0 +1,210 @@
+#include "peft/lora.h"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <set>
+
+#include <torch/torch.h>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace hftrain::peft {
+namespace {
+
+bool glob(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+// peft's rule, with globs: the whole name, or a tail after a '.'.
+bool module_matches(const std::string& pattern, const std::string& name) {
+  if (glob(pattern, name)) return true;
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    if (glob(pattern, name.substr(dot + 1))) return true;
+  }
+  return false;
+}
+
+std::string leaf_of(const std::string& module) { return module.substr(module.rfind('.') + 1); }
+
+// A few names and how many there are, for messages.
+std::string some_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 6) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
+std::vector<std::string> default_targets(config::ModelArch arch) {
+  switch (arch) {
+    case config::ModelArch::kGpt2: return {"c_attn"};
+    case config::ModelArch::kLlama: return {"q_proj", "v_proj"};
+    case config::ModelArch::kBert: return {"query", "value"};
+  }
+  return {};
+}
+
+class LoraSliceImpl : public torch::nn::Module {
+ public:
+  LoraSliceImpl(int64_t rows, int64_t in_features, int64_t r) {
+    A = register_parameter("A", torch::empty({r, in_features}));
+    B = register_parameter("B", torch::zeros({rows, r}));
+  }
+  torch::Tensor A, B;
+};
+
+}  // namespace
+
+double lora_scale(const config::LoraConfig& config) {
+  const double r = static_cast<double>(config.r);
+  return config.use_rslora ? config.alpha / std::sqrt(r) : config.alpha / r;
+}
+
+LoraAdapterImpl::LoraAdapterImpl(const std::vector<model::HfLinear>& targets, const config::LoraConfig& config)
+    : scale_(lora_scale(config)), dropout_(config.dropout) {
+  torch::NoGradGuard no_grad;
+  for (const auto& t : targets) {
+    auto slice = register_module(leaf_of(t.name), std::make_shared<LoraSliceImpl>(t.rows, t.in_features, config.r));
+    if (config.init == config::LoraInit::kGaussian) {
+      slice->A.normal_(0.0, 1.0 / static_cast<double>(config.r));
+    } else {
+      // peft: kaiming_uniform_(a=sqrt(5)), a bound of 1/sqrt(in).
+      torch::nn::init::kaiming_uniform_(slice->A, std::sqrt(5.0));
+    }
+    slices_.push_back(Slice{leaf_of(t.name), t.row_offset, t.rows, slice->A, slice->B});
+  }
+  std::sort(slices_.begin(), slices_.end(), [](const Slice& a, const Slice& b) { return a.row_offset < b.row_offset; });
+}
+
+torch::Tensor LoraAdapterImpl::adapt(const torch::Tensor& x, const torch::Tensor& y) {
+  namespace F = torch::nn::functional;
+  const int64_t out = y.size(-1);
+  std::vector<torch::Tensor> pieces;
+  int64_t at = 0;
+  for (const auto& s : slices_) {
+    // Each adapted module draws its own dropout, as peft's do.
+    const auto h = dropout_ > 0 ? F::dropout(x, F::DropoutFuncOptions().p(dropout_).training(is_training())) : x;
+    const auto delta = F::linear(F::linear(h, s.A), s.B) * scale_;
+    if (s.row_offset == 0 && s.rows == out) return y + delta;
+    if (s.row_offset > at) pieces.push_back(y.narrow(-1, at, s.row_offset - at));
+    pieces.push_back(y.narrow(-1, s.row_offset, s.rows) + delta);
+    at = s.row_offset + s.rows;
+  }
+  if (at < out) pieces.push_back(y.narrow(-1, at, out - at));
+  return torch::cat(pieces, -1);
+}
+
+torch::Tensor LoraAdapterImpl::delta_weight(int64_t out_features, int64_t in_features) const {
+  torch::NoGradGuard no_grad;
+  auto delta = torch::zeros({out_features, in_features}, slices_.front().A.options().dtype(torch::kFloat32));
+  for (const auto& s : slices_) {
+    delta.narrow(0, s.row_offset, s.rows)
+        .copy_(torch::matmul(s.B.to(torch::kFloat32), s.A.to(torch::kFloat32)) * scale_);
+  }
+  return delta;
+}
+
+std::vector<model::HfLinear> select_lora_targets(const std::vector<model::HfLinear>& modules,
+                                                 const std::vector<std::string>& target_modules,
+                                                 config::ModelArch arch) {
+  std::vector<std::string> names;
+  for (const auto& m : modules) names.push_back(m.name);
+  const bool all_linear = target_modules.size() == 1 && target_modules[0] == "all-linear";
+  const std::vector<std::string> patterns = target_modules.empty() ? default_targets(arch) : target_modules;
+  std::vector<bool> chosen(modules.size(), false);
+  for (const auto& pattern : all_linear ? std::vector<std::string>{} : patterns) {
+    if (pattern == "all-linear") {
+      throw util::ConfigError("peft.lora.target_modules lists 'all-linear' among other entries",
+                              "give ['all-linear'] alone, or the modules by name");
+    }
+    bool any = false;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      if (!module_matches(pattern, modules[i].name)) continue;
+      if (modules[i].output_layer) {
+        throw util::ConfigError("peft.lora.target_modules entry '" + pattern + "' selects the output layer " +
+                                    modules[i].name + ", which hftrain does not adapt",
+                                "train it in full with peft.modules_to_save: [" + modules[i].name + "]");
+      }
+      chosen[i] = any = true;
+    }
+    if (!any) {
+      throw util::ConfigError(
+          "peft.lora.target_modules entry '" + pattern + "' matches no linear layer of the model",
+          "name Hugging Face modules (a name matches the whole module name or its last parts), e.g. " + some_of(names));
+    }
+  }
+  std::vector<model::HfLinear> out;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (chosen[i] || (all_linear && !modules[i].output_layer)) out.push_back(modules[i]);
+  }
+  return out;
+}
+
+LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear>& targets,
+                      const std::vector<model::HfParameter>& hf_parameters,
+                      const std::vector<std::string>& modules_to_save, const config::LoraConfig& config) {
+  LoraModel result;
+  result.targets = targets;
+  // Full training for the parameters that hold a module to save, whole.
+  std::set<std::string> full;
+  for (const auto& wanted : modules_to_save) {
+    bool any = false;
+    for (const auto& p : hf_parameters) {
+      bool matched = false;
+      for (const auto& m : p.modules) matched = matched || module_matches(wanted, m);
+      if (!matched) continue;
+      if (p.modules.size() > 1) {
+        throw util::ConfigError("peft.modules_to_save entry '" + wanted + "' is part of " + p.param +
+                                    ", which hftrain keeps fused with " + some_of(p.modules),
+                                "adapt it with peft.lora.target_modules instead");
+      }
+      full.insert(p.param);
+      any = true;
+    }
+    if (!any) {
+      std::vector<std::string> all;
+      for (const auto& p : hf_parameters) all.insert(all.end(), p.modules.begin(), p.modules.end());
+      throw util::ConfigError("peft.modules_to_save entry '" + wanted + "' matches no module of the model",
+                              "name Hugging Face modules, e.g. " + some_of(all));
+    }
+    result.modules_to_save.push_back(wanted);
+  }
+
+  std::map<std::string, std::vector<model::HfLinear>> by_dense;
+  for (const auto& t : targets) by_dense[t.dense].push_back(t);
+  const auto modules = root.named_modules();
+  for (const auto& [path, slices] : by_dense) {
+    auto* dense = modules.contains(path) ? modules[path]->as<model::DenseImpl>() : nullptr;
+    if (!dense) throw util::ConfigError("LoRA target " + slices.front().name + ": the model has no linear layer " + path);
+    auto adapter = std::make_shared<LoraAdapterImpl>(slices, config);
+    adapter->train(dense->is_training());  // a new module starts in training mode; follow the layer's
+    dense->set_adapter(adapter);
+  }
+  for (auto& item : root.named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    const bool adapter = name.find(".lora.") != std::string::npos;
+    const bool train = adapter || full.contains(name);
+    item.value().requires_grad_(train);
+    if (train) {
+      result.trainable.push_back(name);
+      result.trainable_parameters += item.value().numel();
+    } else {
+      result.frozen_parameters += item.value().numel();
+    }
+  }
+  return result;
+}
+
+std::map<std::string, std::shared_ptr<LoraAdapterImpl>> lora_adapters(torch::nn::Module& root) {
+  std::map<std::string, std::shared_ptr<LoraAdapterImpl>> out;
+  for (const auto& item : root.named_modules()) {
+    if (auto adapter = std::dynamic_pointer_cast<LoraAdapterImpl>(item.value())) {
+      const std::string& path = item.key();
+      out[path.substr(0, path.size() - std::string(".lora").size())] = adapter;
+    }
+  }
+  return out;
+}
+
+}  // namespace hftrain::peft

@@ -1,0 +1,22 @@
+// A LoRA adapter directory (peft's adapter_config.json + adapter_model.safetensors, as a LoRA run's
+// final/ holds them) used as a model: the base model it names is loaded, the adapters attached,
+// and on request merged into the base weights (W += scale B A), which `hftrain export --hf --merge`
+// writes out as a plain model.
+#pragma once
+
+#include <filesystem>
+
+#include "model/saved_model.h"
+
+namespace hftrain::train {
+
+// Whether `dir` holds an adapter_config.json.
+bool is_adapter_dir(const std::filesystem::path& dir);
+
+// The base model named by the adapter's base_model_name_or_path (a Hugging Face or hftrain model
+// directory), in eval mode on the CPU, with the adapters attached (merge=false) or merged into its
+// weights and removed (merge=true). The tokenizer is the adapter directory's tokenizer.json, else
+// the base's. Throws CheckpointError naming the file for a base that is gone or does not fit.
+model::LoadedModel load_adapter_model(const std::filesystem::path& dir, bool merge);
+
+}  // namespace hftrain::train
