@@ -12,10 +12,12 @@
 
 #include "model/safetensors.h"
 #include "optim/adamw_8bit.h"
+#include "helpers.h"
 #include "optim/fused_adamw.h"
 #include "util/error.h"
 
 using namespace hftrain;
+using namespace hftrain::test;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -24,43 +26,6 @@ std::map<std::string, torch::Tensor> fixture(const std::string& file) {
   const auto list =
       model::read_safetensors(std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/adamw_8bit/" + file);
   return {list.begin(), list.end()};
-}
-
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
-// Parameters in two groups: `decay` with weight decay, the rest without.
-std::vector<optim::ParamGroup> groups_of(const optim::NamedParams& params,
-                                         const std::set<std::string>& decay, double lr,
-                                         double weight_decay) {
-  std::vector<optim::ParamGroup> groups(2);
-  for (auto& g : groups) g.base_lr = g.lr = lr;
-  groups[0].weight_decay = weight_decay;
-  for (const auto& [name, p] : params) {
-    auto& g = groups[decay.count(name) ? 0 : 1];
-    g.names.push_back(name);
-    g.params.push_back(p);
-  }
-  return groups;
-}
-
-optim::NamedParams clone_params(const optim::NamedParams& params) {
-  optim::NamedParams out;
-  for (const auto& [name, p] : params)
-    out.emplace_back(name, p.detach().clone().set_requires_grad(true));
-  return out;
-}
-
-bool same_params(const optim::NamedParams& a, const optim::NamedParams& b) {
-  bool same = true;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!torch::equal(a[i].second, b[i].second)) {
-      UNSCOPED_INFO(a[i].first << " differs by " << max_abs_diff(a[i].second, b[i].second));
-      same = false;
-    }
-  }
-  return same;
 }
 
 // ---- the trajectory problem of the fixtures (integer formulas: exact in fp32 everywhere) -------
@@ -95,40 +60,6 @@ torch::Tensor grad_of(const Spec& s, const torch::Tensor& p, int step) {
 
 // ---- state helpers, as tests/optim/test_optimizer_state.cpp
 // --------------------------------------
-
-optim::OptimizerState through_cpu(const optim::OptimizerState& s) {
-  optim::OptimizerState out;
-  for (const auto& [key, t] : s.tensors)
-    out.tensors.emplace_back(key, t.detach().to(torch::kCPU).clone());
-  out.meta = nlohmann::json::parse(s.meta.dump());
-  return out;
-}
-
-bool same_tensors(const optim::OptimizerState& a, const optim::OptimizerState& b) {
-  if (a.tensors.size() != b.tensors.size()) return false;
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    if (a.tensors[i].first != b.tensors[i].first ||
-        a.tensors[i].second.scalar_type() != b.tensors[i].second.scalar_type() ||
-        !torch::equal(a.tensors[i].second, b.tensors[i].second)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool same_state(const optim::OptimizerState& a, const optim::OptimizerState& b) {
-  return a.meta == b.meta && same_tensors(a, b);
-}
-
-std::string load_error(optim::Optimizer& opt, const optim::OptimizerState& state) {
-  try {
-    opt.load_state(state);
-  } catch (const util::CheckpointError& e) {
-    return e.what();
-  }
-  FAIL("expected a CheckpointError");
-  return {};
-}
 
 // A small model's worth of parameters: 8-bit ones (one with a partial last block, one bf16, one
 // not contiguous), fp32-state ones under min_8bit_size, and "late", without a gradient before

@@ -5,9 +5,11 @@
 
 #include "../config/helpers.h"
 #include "optim/optimizer.h"
+#include "helpers.h"
 #include "util/error.h"
 
 using namespace hftrain;
+using namespace hftrain::test;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -63,13 +65,6 @@ optim::NamedParams make_params() {
   return params;
 }
 
-optim::NamedParams clone_params(const optim::NamedParams& params) {
-  optim::NamedParams out;
-  for (const auto& [name, p] : params)
-    out.emplace_back(name, p.detach().clone().set_requires_grad(true));
-  return out;
-}
-
 // Deterministic gradients that depend on the step, the parameter and its current value.
 void set_grads(optim::NamedParams& params, int step) {
   for (size_t i = 0; i < params.size(); ++i) {
@@ -91,52 +86,6 @@ void run_steps(optim::Optimizer& opt, optim::NamedParams& params, int from, int 
     set_grads(params, step);
     opt.step();
   }
-}
-
-bool same_params(const optim::NamedParams& a, const optim::NamedParams& b) {
-  bool same = true;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!torch::equal(a[i].second, b[i].second)) {
-      UNSCOPED_INFO(a[i].first << " differs; max abs diff "
-                               << (a[i].second - b[i].second).abs().max().item<float>());
-      same = false;
-    }
-  }
-  return same;
-}
-
-// The state as a checkpoint would carry it: tensors on the CPU, meta through JSON text.
-optim::OptimizerState through_cpu(const optim::OptimizerState& s) {
-  optim::OptimizerState out;
-  for (const auto& [key, t] : s.tensors)
-    out.tensors.emplace_back(key, t.detach().to(torch::kCPU).clone());
-  out.meta = nlohmann::json::parse(s.meta.dump());
-  return out;
-}
-
-bool same_tensors(const optim::OptimizerState& a, const optim::OptimizerState& b) {
-  if (a.tensors.size() != b.tensors.size()) return false;
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    if (a.tensors[i].first != b.tensors[i].first ||
-        !torch::equal(a.tensors[i].second, b.tensors[i].second)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool same_state(const optim::OptimizerState& a, const optim::OptimizerState& b) {
-  return a.meta == b.meta && same_tensors(a, b);
-}
-
-std::string load_error(optim::Optimizer& opt, const optim::OptimizerState& state) {
-  try {
-    opt.load_state(state);
-  } catch (const util::CheckpointError& e) {
-    return e.what();
-  }
-  FAIL("expected a CheckpointError");
-  return {};
 }
 
 }  // namespace
