@@ -14,7 +14,9 @@
 #include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
 #include "model/document_mask.h"
+#include "model/hf_modules.h"
 #include "model/spec.h"
+#include "peft/lora.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
 #include "util/env.h"
@@ -43,6 +45,22 @@ int run_plan(const PlanArgs& a) {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();
     units = {spec.root_parameter_count(), spec.block_parameter_count()};
+    if (cfg.peft.method == config::PeftMethod::kLora) {
+      // Only the adapters train: the table below counts them; the frozen base sits beside it.
+      const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), cfg.peft.lora.target_modules, spec.arch);
+      int64_t trained = 0, in_block = 0;
+      for (const auto& t : targets) {
+        const int64_t n = cfg.peft.lora.r * (t.in_features + t.rows);
+        trained += n;
+        if (t.dense.rfind("layers.0.", 0) == 0) in_block += n;
+      }
+      std::cout << "LoRA r=" << cfg.peft.lora.r << " on " << targets.size() << " modules: " << trained
+                << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi)
+                << "%), " << psi << " frozen, " << parallel::format_bytes(4.0 * static_cast<double>(psi))
+                << " of fp32 base weights on every rank (peft.modules_to_save not counted)\n";
+      psi = trained;
+      units = {0, in_block};
+    }
   }
   if (a.nproc_per_node > 0 && a.nproc % a.nproc_per_node != 0) {
     throw util::UsageError("--nproc " + std::to_string(a.nproc) + " is not a multiple of --nproc-per-node " +

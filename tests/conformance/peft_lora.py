@@ -124,6 +124,13 @@ def main():
 
             base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32).eval()
             base_logits = logits_of(base, ids)
+            # hftrain plan counts the adapters as peft does: r x (in + out) per adapted module.
+            trainable = sum(p.numel() for n, p in PeftModel.from_pretrained(
+                AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32), final,
+                is_trainable=True).named_parameters() if "lora_" in n)
+            plan = run(hftrain, "plan", "quickstart", *common, "--nproc", "2", env=env)
+            check(f"{trainable} trainable parameters" in plan,
+                  f"{name}: hftrain plan does not count {trainable} trainable parameters:\n{plan[:600]}")
             peft_model = PeftModel.from_pretrained(base, final).eval()
             theirs = logits_of(peft_model, ids)
             ours = torch.tensor(json.loads(run(logits_bin, final, *map(str, ids))))
