@@ -64,7 +64,7 @@ install_apt() {
 # system already has (essential/required) nor toolchains (compilers, perl, python), which the
 # target has or does not need to link hftrain.
 resolve_debs() {
-  local base toolchain='^(gcc|g\+\+|cpp|gfortran|flang|clang|llvm|binutils|perl|python3|libperl|libpython|libllvm|libclang|libflang|libmlir|libgcc-[0-9]+-dev|libstdc\+\+-[0-9]+-dev|libgfortran-[0-9]+-dev|libz3|lib.*-dev-bin$|dpkg-dev|make$|patch$)'
+  local base toolchain='^(gcc|g\+\+|cpp|gfortran|flang|clang|llvm|binutils|perl|python3|libperl|libpython|libllvm|libclang|libflang|libmlir|libgcc-[0-9]+-dev|libstdc\+\+-[0-9]+-dev|libgcc-s1$|libstdc\+\+6$|libc6(-dev)?$|libc-dev-bin$|linux-libc-dev$|libcrypt(1|-dev)$|libnsl(2|-dev)$|libtirpc-dev$|rpcsvc-proto$|libgfortran-[0-9]+-dev|libz3|lib.*-dev-bin$|dpkg-dev|make$|patch$)'
   base=$(dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' 2>/dev/null | awk '$2=="yes"||$3=="required"{print $1}')
   local -A seen=()
   local queue=("$@") p line alt=0

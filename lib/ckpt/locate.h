@@ -3,6 +3,7 @@
 // said so).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

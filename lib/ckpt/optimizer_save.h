@@ -17,6 +17,7 @@
 // where only node 0 writes): a rank that cannot see the folder fails the save and says so.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 
 #include <torch/types.h>

@@ -3,6 +3,7 @@
 // the README's reference and the resolved-config writer all read these declarations.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

@@ -5,6 +5,7 @@
 // compared on load, so a hash collision is a miss, never wrong data.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -4,6 +4,7 @@
 // already separated by the end-of-text token, so it is one "document" to the packer.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 

@@ -19,6 +19,7 @@
 // their names; its Hugging Face files have no prefix, which bert_weights.h adds and strips.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>

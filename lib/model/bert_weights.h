@@ -13,6 +13,7 @@
 // Anything else missing, unexpected or mis-shaped is refused, all of it in one message.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -1,6 +1,8 @@
 // The pieces of a transformer block: normalisation, attention, MLP, and the block itself.
 #pragma once
 
+#include <cstdint>
+
 #include <torch/nn/module.h>
 #include "model/dense.h"
 #include <torch/nn/pimpl.h>

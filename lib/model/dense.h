@@ -5,6 +5,8 @@
 // Face name maps and zero3's units see the same model.
 #pragma once
 
+#include <cstdint>
+
 #include <torch/nn/functional/embedding.h>
 #include <torch/nn/functional/linear.h>
 #include <torch/nn/module.h>

@@ -9,6 +9,8 @@
 //   tokens cut into documents.
 #pragma once
 
+#include <cstdint>
+
 #include <torch/types.h>
 
 namespace hftrain::model {

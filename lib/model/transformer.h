@@ -10,6 +10,7 @@
 //   layers.N.mlp.down_proj.*; each bias only where the spec has it (attention_bias, mlp_bias)
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <torch/nn/module.h>

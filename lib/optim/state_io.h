@@ -3,6 +3,7 @@
 // that a bad state leaves the optimizer as it was).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>

@@ -13,6 +13,7 @@
 // them with their block.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

@@ -4,6 +4,7 @@
 // `tokenizers` does, so ids match. Special (added) tokens sit outside the merges.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>

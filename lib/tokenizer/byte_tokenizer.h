@@ -3,6 +3,7 @@
 // every byte string exactly.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -2,6 +2,7 @@
 // normalizers apply them, from the generated tables in unicode_tables.h (no ICU).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 

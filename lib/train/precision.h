@@ -3,6 +3,7 @@
 // (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 

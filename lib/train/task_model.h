@@ -4,6 +4,7 @@
 // loss, weights in and out, and the shape figures for memory and MFU reports.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>

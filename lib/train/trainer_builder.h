@@ -4,6 +4,7 @@
 // Bad input throws ConfigError/DataError here, before any training.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>

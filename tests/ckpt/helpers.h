@@ -1,6 +1,7 @@
 // Shared helpers for the checkpoint tests: small tensors and a committed checkpoint in one call.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 

@@ -20,6 +20,8 @@ the same ones), so every platform starts from the same bits.
 
 Run: .venv/bin/python tests/conformance/gen_adamw_8bit_fixtures.py
 """
+import importlib.metadata
+import json
 import os
 
 import bitsandbytes as bnb
@@ -156,7 +158,11 @@ def main():
         moved = (bnb_traj[last].float() - init_param(k).float()).abs().max().item()
         print(f"trajectory {k}: bitsandbytes vs nearest after {STEPS} steps: max |diff| {d:.3g} "
               f"(max |movement| {moved:.3g})")
-    save_file(out, os.path.join(OUT, "trajectory.safetensors"))
+    # The vector width of ATen's CPU kernels: another width rounds some operations apart, and the
+    # test compares bit for bit only on the same width. One metadata key (safetensors orders them).
+    fixture = {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__,
+               "bitsandbytes": importlib.metadata.version("bitsandbytes")}
+    save_file(out, os.path.join(OUT, "trajectory.safetensors"), metadata={"fixture": json.dumps(fixture)})
     for f in sorted(os.listdir(OUT)):
         print(f, os.path.getsize(os.path.join(OUT, f)), "bytes")
 

@@ -89,7 +89,9 @@ def main():
         run(name, c, out)
     # One metadata key: safetensors writes several in no fixed order.
     fixture = {"cases": CASES, "steps": STEPS, "late_from": LATE_FROM, "decay": DECAY,
-               "schedulefree": importlib.metadata.version("schedulefree"), "torch": torch.__version__}
+               "schedulefree": importlib.metadata.version("schedulefree"), "torch": torch.__version__,
+               # The vector width of ATen's CPU kernels: another width rounds some operations apart.
+               "cpu_capability": torch.backends.cpu.get_cpu_capability()}
     save_file(out, OUT, metadata={"fixture": json.dumps(fixture)})
     print(OUT, os.path.getsize(OUT), "bytes,", len(out), "tensors")
 

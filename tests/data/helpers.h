@@ -1,6 +1,7 @@
 // Shared helpers for the data-stage tests.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>

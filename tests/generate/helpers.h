@@ -1,6 +1,7 @@
 // Shared helpers for the generation tests: tiny model specs and a small trained BPE tokenizer.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "tokenizer/bpe_tokenizer.h"

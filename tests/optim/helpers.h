@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Version.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -36,6 +37,35 @@ inline optim::NamedParams clone_params(const optim::NamedParams& params) {
   optim::NamedParams out;
   for (const auto& [name, p] : params) out.emplace_back(name, p.detach().clone().set_requires_grad(true));
   return out;
+}
+
+// Whether ATen's CPU kernels here have the vector width a fixture was computed with (the
+// "cpu_capability" of its metadata, e.g. "AVX2"). Only then can a CPU result equal it bit for bit:
+// another width (AVX-512 on the lent GPU machines) rounds some operations differently. Warns when
+// not, naming both, so a log shows why a test compared within a tolerance.
+inline bool same_cpu_kernels(const nlohmann::json& fixture_meta) {
+  const std::string theirs = fixture_meta.value("cpu_capability", std::string());
+  const std::string ours = at::get_cpu_capability();
+  if (theirs == ours) return true;
+  WARN("the fixture was computed with ATen's " << (theirs.empty() ? "unrecorded" : theirs)
+                                               << " CPU kernels, these are " << ours
+                                               << ": compared within a tolerance, not bit for bit");
+  return false;
+}
+
+// Deterministic gradients that depend on the step, the parameter and its current value, made on
+// the parameter's device: "never.weight" gets none, "late.weight" none before step `late_from`.
+inline void set_step_grads(optim::NamedParams& params, int step, int late_from) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto& [name, p] = params[i];
+    if (name == "never.weight" || (name == "late.weight" && step < late_from)) {
+      p.mutable_grad() = torch::Tensor();
+      continue;
+    }
+    auto idx = torch::arange(p.numel(), torch::kFloat64).reshape(p.sizes());
+    auto g = torch::sin(idx * (0.3 + 0.1 * step) + static_cast<double>(i)).to(p.device(), p.scalar_type());
+    p.mutable_grad() = g + p.detach() * 0.01;
+  }
 }
 
 // Bit for bit; the names of those that differ go to the test's log.

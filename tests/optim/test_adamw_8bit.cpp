@@ -22,9 +22,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::map<std::string, torch::Tensor> fixture(const std::string& file) {
+std::map<std::string, torch::Tensor> fixture(const std::string& file,
+                                             std::map<std::string, std::string>* metadata = nullptr) {
   const auto list =
-      model::read_safetensors(std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/adamw_8bit/" + file);
+      model::read_safetensors(std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/adamw_8bit/" + file, metadata);
   return {list.begin(), list.end()};
 }
 
@@ -40,6 +41,11 @@ const std::vector<Spec> kTrajectory = {{"w", {41, 100}, torch::kFloat32, 1},
                                        {"e", {32, 128}, torch::kBFloat16, 2},
                                        {"b", {100}, torch::kFloat32, 3}};
 constexpr double kLr = 0.01;
+// Against the fixture on CPU kernels of another vector width (see same_cpu_kernels). Measured with
+// ATEN_CPU_CAPABILITY=default (scalar kernels) against the AVX2 fixture: at most 5.8e-5 for the
+// 8-bit parameters (a code moved by one), 3.7e-9 for the fp32-state one.
+constexpr double kOtherKernels8bit = 1e-3;
+constexpr double kOtherKernelsFp32 = 1e-6;
 constexpr double kWeightDecay = 0.01;
 const std::vector<double> kLrFactors = {1.0, 0.9, 0.8, 0.7, 0.6};
 
@@ -86,18 +92,7 @@ optim::NamedParams state_params() {
   return params;
 }
 
-void set_grads(optim::NamedParams& params, int step) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto& [name, p] = params[i];
-    if (name == "late.weight" && step < kLateFrom) {
-      p.mutable_grad() = torch::Tensor();
-      continue;
-    }
-    auto idx = torch::arange(p.numel(), torch::kFloat64).reshape(p.sizes());
-    auto g = torch::sin(idx * (0.3 + 0.1 * step) + static_cast<double>(i)).to(p.scalar_type());
-    p.mutable_grad() = g + p.detach() * 0.01;
-  }
-}
+void set_grads(optim::NamedParams& params, int step) { test::set_step_grads(params, step, kLateFrom); }
 
 const std::set<std::string> kDecay = {"layers.0.attn.qkv_proj.weight", "layers.0.mlp.down.weight",
                                       "late.weight", "embed.weight"};
@@ -205,7 +200,11 @@ TEST_CASE("8-bit AdamW rounds every fp32 value to its nearest code", "[optim][ad
 }
 
 TEST_CASE("8-bit AdamW follows bitsandbytes AdamW8bit step by step", "[optim][adamw_8bit]") {
-  auto f = fixture("trajectory.safetensors");
+  std::map<std::string, std::string> metadata;
+  auto f = fixture("trajectory.safetensors", &metadata);
+  // Bit for bit on the CPU kernels the fixture was made with; elsewhere within what one code step
+  // (8-bit states) or a few roundings (fp32 states) move a parameter.
+  const bool exact = same_cpu_kernels(nlohmann::json::parse(metadata.at("fixture")));
   optim::NamedParams params;
   for (const auto& s : kTrajectory)
     params.emplace_back(s.name, init_param(s).set_requires_grad(true));
@@ -223,12 +222,22 @@ TEST_CASE("8-bit AdamW follows bitsandbytes AdamW8bit step by step", "[optim][ad
       const std::string key = name + "/" + std::to_string(step + 1);
       INFO("step " << step + 1 << ", " << name);
       // bitsandbytes' optimizer with exact round-to-nearest codes: bit for bit.
-      if (f.count("nearest/" + key)) CHECK(torch::equal(p, f.at("nearest/" + key)));
+      if (f.count("nearest/" + key)) {
+        if (exact) {
+          CHECK(torch::equal(p, f.at("nearest/" + key)));
+        } else {
+          CHECK(max_abs_diff(p, f.at("nearest/" + key)) <= kOtherKernels8bit);
+        }
+      }
       // bitsandbytes' own (its CPU codes table): close; the fp32-state parameter bit for bit.
       const double d = max_abs_diff(p, f.at("bnb/" + key));
       worst[name] = std::max(worst[name], d);
       if (name == "b") {
-        CHECK(torch::equal(p, f.at("bnb/" + key)));
+        if (exact) {
+          CHECK(torch::equal(p, f.at("bnb/" + key)));
+        } else {
+          CHECK(d <= kOtherKernelsFp32);
+        }
       } else {
         CHECK(d <= 1e-3);
       }

@@ -65,20 +65,7 @@ optim::NamedParams make_params() {
   return params;
 }
 
-// Deterministic gradients that depend on the step, the parameter and its current value.
-void set_grads(optim::NamedParams& params, int step) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto& [name, p] = params[i];
-    if (name == "late.weight" && step < kLateFrom) {
-      p.mutable_grad() = torch::Tensor();
-      continue;
-    }
-    auto idx = torch::arange(p.numel(), torch::kFloat64).reshape(p.sizes());
-    auto g = torch::sin(idx * (0.3 + 0.1 * step) + static_cast<double>(i))
-                 .to(p.device(), p.scalar_type());
-    p.mutable_grad() = g + p.detach() * 0.01;
-  }
-}
+void set_grads(optim::NamedParams& params, int step) { test::set_step_grads(params, step, kLateFrom); }
 
 void run_steps(optim::Optimizer& opt, optim::NamedParams& params, int from, int to) {
   for (int step = from; step < to; ++step) {

@@ -104,7 +104,10 @@ endif()
 # symbol to the first library in DT_NEEDED order, and g++ adds libstdc++ last, after libtorch.
 # Naming libstdc++ first on the link line puts it ahead of libtorch, so the C++ runtime's own
 # definitions win everywhere.
-target_link_options(hftrain_torch_iface INTERFACE "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+# `-l:libstdc++.so.6`, not `-lstdc++`: a compiler whose own folder holds only libstdc++.a (a
+# relocated GCC, as on the lent GPU machines) resolves `-lstdc++` to the archive, which at the front
+# of the line contributes nothing (no symbol is undefined yet), and libtorch.so's copies win again.
+target_link_options(hftrain_torch_iface INTERFACE "LINKER:--push-state,--no-as-needed" "-l:libstdc++.so.6" "LINKER:--pop-state")
 
 # Executables find the wheel's libraries through their RUNPATH, so nothing needs LD_LIBRARY_PATH.
 set(CMAKE_BUILD_RPATH "${HFTRAIN_TORCH_LIBDIR}")

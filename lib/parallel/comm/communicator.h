@@ -9,6 +9,7 @@
 // cancelled).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

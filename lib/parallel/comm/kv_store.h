@@ -2,6 +2,7 @@
 // setup implements it over c10d's TCPStore (hosted by the launcher, or by rank 0).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace hftrain::parallel {

@@ -9,6 +9,7 @@
 // tokens of the whole step across all ranks.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 

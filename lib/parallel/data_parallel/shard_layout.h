@@ -4,6 +4,7 @@
 // checkpoint resumes under any strategy and world size.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>

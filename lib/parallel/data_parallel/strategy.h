@@ -20,6 +20,7 @@
 // follows the fp32 column of the ZeRO formulas (memory_plan.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,6 +1,7 @@
 // Small pieces every sharding strategy uses (strategy.cpp, zero12.cpp, zero3.cpp).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <torch/types.h>

@@ -4,6 +4,7 @@
 // merges apply lowest rank first, leftmost on ties, as `tokenizers` applies them (bpe_merges.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>

@@ -6,6 +6,7 @@
 // byte fallback (Llama-2, Mistral), WordPiece (BERT), WordLevel, normalizers and so on.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>

@@ -8,6 +8,7 @@
 // has them all.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>

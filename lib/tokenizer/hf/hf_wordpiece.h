@@ -4,6 +4,7 @@
 // token. WordLevel: the whole piece is a token, or unk.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 

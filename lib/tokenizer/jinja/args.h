@@ -2,6 +2,7 @@
 // parameter name, refusing unknown keywords and surplus positional arguments as Python would.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>

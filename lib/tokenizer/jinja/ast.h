@@ -3,6 +3,7 @@
 // small to walk; which fields a kind uses is listed beside it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>

@@ -10,6 +10,7 @@
 // most kMaxOutputBytes.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>

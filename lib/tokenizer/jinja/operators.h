@@ -5,6 +5,7 @@
 // All throw EvalError.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
