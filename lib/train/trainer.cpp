@@ -216,7 +216,11 @@ TrainResult Trainer::train() {
     callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
   }
   // The metrics are the first callback: they see every event before anything else reacts to it.
-  metrics::RecorderOptions ro{.run_dir = run_dir_, .total_steps = total_steps_, .start_step = start_step_,
+  // Only rank 0 writes metrics.jsonl and the event file: every rank logs the same reduced figures,
+  // and two writers of one metrics.jsonl doubled each record (and could interleave them).
+  const bool reports = world_->rank() == 0;
+  metrics::RecorderOptions ro{.run_dir = run_dir_, .total_steps = total_steps_, .jsonl = reports,
+                              .start_step = start_step_, .tensorboard = reports,
                               .mfu = mfu_options(device_, *model_, config_)};
   callbacks_.insert(callbacks_.begin(), std::make_shared<MetricsCallback>(ro));
   state_.data_wait_s = loaders_.train->data_wait_seconds();

@@ -61,13 +61,14 @@ def bases(work):
 
 
 def losses_of(run_dir):
-    """The loss of each step, once (a multi-rank run may log a step's record more than once)."""
+    """The loss of each step (rank 0 alone writes metrics.jsonl: one train record per step)."""
     by_step = {}
     with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
         for line in f:
             record = json.loads(line)
-            if "loss" in record and "step" in record:
-                by_step.setdefault(record["step"], record["loss"])
+            if record.get("type") == "train":
+                assert record["step"] not in by_step, f"{run_dir}: step {record['step']} logged twice"
+                by_step[record["step"]] = record["loss"]
     return [by_step[k] for k in sorted(by_step)]
 
 

@@ -53,6 +53,18 @@ shards() {
   run 0 verify "$WORK/$1"
   echo "optimizer shard bytes, $1: $(cd "$WORK/$1/optimizer" 2>/dev/null && stat -c '%n %s' shard-* | tr '\n' ' ')"
 }
+one_writer() {  # one_writer DIR: rank 0 alone writes metrics: one record per step, one event file
+  "$PY" - "$WORK/$1" <<'PY'
+import collections, glob, json, sys
+recs = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+counts = collections.Counter((r["type"], r["step"]) for r in recs if r["type"] in ("train", "eval"))
+twice = [k for k, n in counts.items() if n > 1]
+assert not twice, f"records written more than once: {twice[:5]}"
+events = glob.glob(sys.argv[1] + "/events.out.tfevents.*")
+assert len(events) == 1, f"{len(events)} event files: {events}"
+PY
+}
+
 no_orphans() {  # no_orphans DIR: no process still has DIR on its command line
   sleep 0.5
   if pgrep -f "output_dir=$WORK/$1" >/dev/null; then fail "processes of $1 outlived the job: $(pgrep -af "output_dir=$WORK/$1")"; else ok; fi
@@ -72,6 +84,7 @@ for s in ddp zero1 zero2 zero3; do
   check "own launcher $s vs 1 rank: losses" close ref "own-$s" 1 8
   check "own launcher $s vs 1 rank: weights" same_weights ref "own-$s"
   check "own launcher $s: bytes per rank follow the ZeRO formulas" memory_matches "own-$s"
+  check "own launcher $s: one metrics record per step, one event file" one_writer "own-$s"
   if [ $s = ddp ]; then shards own-$s/checkpoint-8 1; else shards own-$s/checkpoint-8 2; fi
 done
 no_orphans own-ddp
@@ -134,6 +147,7 @@ if command -v mpirun >/dev/null; then
     grep -q "\[rank 0\] distributed: 2 ranks" "$WORK/mpi.err" && ok || fail "mpirun $s: no rank-tagged start line"
     check "mpirun $s vs 1 rank: losses" close ref "mpi-$s" 1 8
     check "mpirun $s vs 1 rank: weights" same_weights ref "mpi-$s"
+    check "mpirun $s: one metrics record per step, one event file" one_writer "mpi-$s"
   done
 else
   echo "SKIP: mpirun not found; the mpirun half of this test did not run"
