@@ -11,7 +11,9 @@
 namespace hftrain::metrics {
 
 struct ModelShape {
-  int64_t non_embedding_params = 0;  // N: every parameter except token/position embeddings
+  // N: every parameter except token/position embeddings, plus a tied output layer (V x C), whose
+  // product every token goes through although its weight is the embedding's.
+  int64_t non_embedding_params = 0;
   int64_t num_layers = 0;            // L
   int64_t num_heads = 0;             // H
   int64_t head_dim = 0;              // Q

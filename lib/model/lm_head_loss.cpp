@@ -1,7 +1,14 @@
 #include "model/lm_head_loss.h"
 
+#include <charconv>
+#include <optional>
+#include <string>
+
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+
+#include "util/env.h"
+#include "util/error.h"
 
 namespace hftrain::model {
 namespace {
@@ -9,7 +16,14 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kChunkBytes = int64_t{32} << 20;  // fp32 logits of one chunk
+// The fp32 logits of one chunk. On the CPU 32 MiB stays in cache. On a GPU chunks that small
+// starve the matrix products: GPT-2's 50k vocabulary gives 166 rows, 99 chunks for 16 x 1024
+// tokens, each re-reading the whole weight and adding a (V, C) product into the fp32 weight
+// gradient (about 2,900 kernels a step); on an H100 hftrain's step took 97.5 ms against plain
+// PyTorch's 53.4 (2026-11-25, bench/gpu_throughput.sh), most of it plausibly here. 1 GiB there:
+// 5 chunks of 3,333 rows, still far below the full logits plain PyTorch keeps (and their gradient).
+constexpr int64_t kCpuChunkBytes = int64_t{32} << 20;
+constexpr int64_t kGpuChunkBytes = int64_t{1} << 30;
 constexpr int64_t kIgnoreIndex = -100;
 
 class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
@@ -90,6 +104,26 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
   }
 };
 
+// Rows per chunk when the caller leaves it open; HFTRAIN_LM_HEAD_CHUNK_ROWS (a positive integer)
+// overrides the device's default, for measuring one against another.
+int64_t default_chunk_rows(c10::DeviceType device, int64_t vocab) {
+  static const int64_t from_env = [] {
+    const std::optional<std::string> v = util::Environment::process().get("HFTRAIN_LM_HEAD_CHUNK_ROWS");
+    if (!v || v->empty()) return int64_t{0};
+    int64_t rows = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), rows);
+    if (ec != std::errc() || end != v->data() + v->size() || rows <= 0) {
+      throw util::ConfigError("environment variable HFTRAIN_LM_HEAD_CHUNK_ROWS='" + v->substr(0, 40) +
+                                  "' is not a positive integer",
+                              "unset it, or give the rows of one chunk of the LM head's logits, e.g. 4096");
+    }
+    return rows;
+  }();
+  if (from_env > 0) return from_env;
+  const int64_t bytes = device == c10::DeviceType::CPU ? kCpuChunkBytes : kGpuChunkBytes;
+  return std::max<int64_t>(1, bytes / (vocab * 4));
+}
+
 }  // namespace
 
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
@@ -98,8 +132,8 @@ torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor&
                   labels.numel() == hidden.size(0),
               "lm_head_loss_sum: hidden (N, C), weight (V, C) and labels (N) do not fit");
   const int64_t vocab = weight.size(0);
-  if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(1, kChunkBytes / (vocab * 4));
   const auto device = hidden.device().type();
+  if (chunk_rows <= 0) chunk_rows = default_chunk_rows(device, vocab);
   const c10::ScalarType compute =
       at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : weight.scalar_type();
   const bool grad = torch::GradMode::is_enabled();

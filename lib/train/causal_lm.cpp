@@ -58,7 +58,11 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   const model::ModelSpec* decoder_spec() const override { return &model_->spec(); }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();
-    return {model_->non_embedding_parameters(), s.n_layer, s.n_head, s.head_dim(), seq_len};
+    // N counts what every token is multiplied through: a tied output layer shares the embedding's
+    // weight, but its (V x C) product is computed all the same (nanoGPT's MFU counts it too).
+    int64_t n = model_->non_embedding_parameters();
+    if (s.tie_embeddings) n += s.vocab_size * s.d_model;
+    return {n, s.n_layer, s.n_head, s.head_dim(), seq_len};
   }
 };
 

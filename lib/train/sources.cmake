@@ -14,6 +14,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   model_from.cpp
   sequence_classifier.cpp
   precision.cpp
+  profiler_callback.cpp
   step_math.cpp
   trainer.cpp
   trainer_builder.cpp

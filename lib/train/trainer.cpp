@@ -10,9 +10,11 @@
 #include "train/evaluation.h"
 #include "train/fault_injection.h"
 #include "train/metrics_callback.h"
+#include "train/profiler_callback.h"
 #include "train/step_math.h"
 #include "train/trainer_builder.h"
 #include "train/wiring.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -223,6 +225,9 @@ TrainResult Trainer::train() {
                               .start_step = start_step_, .tensorboard = reports,
                               .mfu = mfu_options(device_, *model_, config_)};
   callbacks_.insert(callbacks_.begin(), std::make_shared<MetricsCallback>(ro));
+  if (auto profiler = make_profiler_callback(util::Environment::process(), device_.is_cuda(), world_->rank())) {
+    callbacks_.push_back(std::move(profiler));
+  }
   state_.data_wait_s = loaders_.train->data_wait_seconds();
   for (auto& cb : callbacks_) cb->on_train_begin(state_);
   if (loaders_.validation && model_->causal_lm()) {
