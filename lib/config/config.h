@@ -17,7 +17,7 @@ enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName {
-  kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kScheduleFreeAdamW, kAdagrad, kRmsprop, kGaloreAdamW
+  kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW
 };
 enum class PeftMethod { kNone, kLora };
 enum class LoraInit { kDefault, kGaussian };      // peft's kaiming-uniform A, or A ~ N(0, 1/r)
@@ -140,6 +140,18 @@ struct AdafactorConfig {
   bool scale_parameter = false;
 };
 
+// torch.optim.Adagrad's knobs besides lr, eps and weight decay.
+struct AdagradConfig {
+  double lr_decay = 0;
+  double initial_accumulator_value = 0;
+};
+
+// torch.optim.RMSprop's knobs besides lr, eps, momentum and weight decay.
+struct RmspropConfig {
+  double alpha = 0;
+  bool centered = false;
+};
+
 // Schedule-Free AdamW (Defazio et al., 2024), as the schedulefree package's AdamWScheduleFree.
 struct ScheduleFreeConfig {
   int64_t warmup_steps = 0;
@@ -162,8 +174,8 @@ struct OptimizerConfig {
   double weight_decay = 0;
   std::optional<double> beta1;  // unset: 0.9 (adamw, lion)
   std::optional<double> beta2;  // unset: 0.999 (adamw), 0.99 (lion)
-  double eps = 0;               // adamw
-  double momentum = 0;          // sgd
+  double eps = 0;               // adamw, adagrad, rmsprop
+  double momentum = 0;          // sgd, rmsprop
   bool nesterov = false;        // sgd
   std::vector<std::string> no_decay;               // glob patterns of parameter names
   std::map<std::string, double> group_lr;            // glob pattern -> learning rate
@@ -172,6 +184,8 @@ struct OptimizerConfig {
   bool amsgrad = false;  // adamw: keep the maximum of the second moments
   ScheduleFreeConfig schedule_free;
   GaloreConfig galore;
+  AdagradConfig adagrad;
+  RmspropConfig rmsprop;
 };
 
 // Parameter-efficient fine-tuning (peft.*): LoRA adapters on a frozen base model.

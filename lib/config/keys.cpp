@@ -162,21 +162,22 @@ Schema build() {
   s.section("optimizer", "The optimizer.", ResumeChange::kTraining);
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
       .on_resume(ResumeChange::kImpossible)
-      .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit"}).def("adamw")
+      .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit", "adagrad", "rmsprop"}).def("adamw")
       .doc("Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
-           "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state.");
+           "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state. adagrad, rmsprop: "
+           "torch.optim's rules, weight decay added to the gradient (L2) as theirs.");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
-      .def("0.0").min(0).max(10).doc("Decoupled weight decay.");
+      .def("0.0").min(0).max(10).doc("Weight decay: decoupled (adamw, lion, adafactor), added to the gradient (sgd, adagrad, rmsprop).");
   s.add("optimizer.beta1", Type::kFloat, HFTRAIN_FIELD(optimizer.beta1))
       .nullable().min(0).max(0.999999).doc("adamw, lion: first-moment decay; unset: 0.9.");
   s.add("optimizer.beta2", Type::kFloat, HFTRAIN_FIELD(optimizer.beta2))
       .nullable().min(0).max(0.999999).doc("adamw, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
   s.add("optimizer.eps", Type::kFloat, HFTRAIN_FIELD(optimizer.eps))
-      .def("1.0e-8").min(0).max(1).doc("adamw: added to the denominator.");
+      .def("1.0e-8").min(0).max(1).doc("adamw, adagrad, rmsprop: added to the denominator (torch.optim.Adagrad's own default is 1e-10).");
   s.add("optimizer.momentum", Type::kFloat, HFTRAIN_FIELD(optimizer.momentum))
-      .def("0.0").min(0).max(0.999999).doc("sgd: momentum.");
+      .def("0.0").min(0).max(0.999999).doc("sgd, rmsprop: momentum.");
   s.add("optimizer.nesterov", Type::kBool, HFTRAIN_FIELD(optimizer.nesterov))
       .def("false").doc("sgd: Nesterov momentum (needs optimizer.momentum > 0).");
   s.add("optimizer.no_decay", Type::kStringList, HFTRAIN_FIELD(optimizer.no_decay))
@@ -200,6 +201,17 @@ Schema build() {
       .def("1.0e-3").min(0).max(1).doc("adafactor: floor of the parameter scale (with scale_parameter).");
   s.add("optimizer.adafactor.scale_parameter", Type::kBool, HFTRAIN_FIELD(optimizer.adafactor.scale_parameter))
       .def("false").doc("adafactor: scale the step by the parameter's RMS (the Trainer's default is false).");
+  s.add("optimizer.adagrad.lr_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.adagrad.lr_decay))
+      .def("0.0").min(0).max(1).doc("adagrad: the step's lr is lr / (1 + (t - 1) lr_decay) at the parameter's step t.");
+  s.add("optimizer.adagrad.initial_accumulator_value", Type::kFloat,
+        HFTRAIN_FIELD(optimizer.adagrad.initial_accumulator_value))
+      .on_resume(ResumeChange::kImpossible)
+      .def("0.0").min(0).max(1e6).doc("adagrad: the sum of squared gradients starts here.");
+  s.add("optimizer.rmsprop.alpha", Type::kFloat, HFTRAIN_FIELD(optimizer.rmsprop.alpha))
+      .def("0.99").min(0).max(0.999999).doc("rmsprop: smoothing constant of the squared-gradient average.");
+  s.add("optimizer.rmsprop.centered", Type::kBool, HFTRAIN_FIELD(optimizer.rmsprop.centered))
+      .on_resume(ResumeChange::kImpossible)
+      .def("false").doc("rmsprop: divide by the gradient's estimated variance (keeps a grad_avg per parameter).");
   s.add("optimizer.amsgrad", Type::kBool, HFTRAIN_FIELD(optimizer.amsgrad))
       .on_resume(ResumeChange::kImpossible)
       .def("false").doc("adamw: AMSGrad, the denominator from the largest second moment seen (as torch.optim.AdamW(amsgrad=True)).");

@@ -1,11 +1,13 @@
 #include "optim/optimizer.h"
 
 #include "optim/adafactor.h"
+#include "optim/adagrad.h"
 #include "optim/adamw_8bit.h"
 #include "optim/fused_adamw.h"
 #include "optim/fused_sgd.h"
 #include "optim/lion.h"
 #include "optim/param_groups.h"
+#include "optim/rmsprop.h"
 #include "util/error.h"
 
 namespace hftrain::optim {
@@ -49,13 +51,18 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
     case config::OptimizerName::kAdamW8bit:
       return make_adamw_8bit(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
                                                  .eps = config.eps, .min_8bit_size = 4096, .block_size = 256});
-    case config::OptimizerName::kScheduleFreeAdamW:
     case config::OptimizerName::kAdagrad:
+      return make_adagrad(std::move(groups), {.lr_decay = config.adagrad.lr_decay,
+                                              .initial_accumulator_value = config.adagrad.initial_accumulator_value,
+                                              .eps = config.eps});
     case config::OptimizerName::kRmsprop:
+      return make_rmsprop(std::move(groups), {.alpha = config.rmsprop.alpha, .eps = config.eps,
+                                              .momentum = config.momentum, .centered = config.rmsprop.centered});
+    case config::OptimizerName::kScheduleFreeAdamW:
     case config::OptimizerName::kGaloreAdamW:
       // Not offered by optimizer.name's choices (config/keys.cpp) until built.
       throw util::ConfigError("optimizer.name: this optimizer is not available in this build",
-                              "choose adamw, adamw_8bit, sgd, adafactor or lion");
+                              "choose adamw, adamw_8bit, sgd, adafactor, lion, adagrad or rmsprop");
   }
   return nullptr;
 }

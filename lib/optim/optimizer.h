@@ -1,6 +1,6 @@
 // The optimizer interface the training loop uses: AdamW and SGD run ATen's fused kernels
 // (fused_adamw.h, fused_sgd.h); Adafactor and Lion, which ATen lacks, are ours (adafactor.h,
-// lion.h).
+// lion.h), and so are Adagrad and RMSprop over ATen's multi-tensor kernels (adagrad.h, rmsprop.h).
 // Groups come from param_groups.h; the schedule sets each group's lr as base lr x factor.
 #pragma once
 
@@ -32,7 +32,8 @@ struct ParamGroup {
 //            order. A parameter with no state yet (never stepped, or never had a gradient) has no
 //            entries. State keys: adamw exp_avg, exp_avg_sq (+ max_exp_avg_sq with amsgrad); sgd
 //            momentum_buffer (none without momentum); adafactor exp_avg (with beta1), then
-//            exp_avg_sq_row + exp_avg_sq_col (2-d and up) or exp_avg_sq; lion exp_avg.
+//            exp_avg_sq_row + exp_avg_sq_col (2-d and up) or exp_avg_sq; lion exp_avg; adagrad
+//            sum; rmsprop square_avg (+ momentum_buffer with momentum, grad_avg when centered).
 //   meta     JSON: {"optimizer": "adamw", "format": 1, "groups": [{"params": [names], "base_lr",
 //            "lr", "weight_decay"}], "steps": {name: n} (optimizers that count steps per parameter:
 //            adamw, adafactor), "hyperparameters": {...}}. Hyperparameters and group lrs are

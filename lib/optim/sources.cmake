@@ -3,10 +3,12 @@ set(HFTRAIN_OPTIM_CORE_SOURCES
   param_groups.cpp)
 set(HFTRAIN_OPTIM_TORCH_SOURCES
   adafactor.cpp
+  adagrad.cpp
   adamw_8bit.cpp
   schedule_free_adamw.cpp
   fused_adamw.cpp
   fused_sgd.cpp
   lion.cpp
   optimizer.cpp
+  rmsprop.cpp
   state_io.cpp)

@@ -102,6 +102,18 @@ done
 run 2 run quickstart "${common[@]}" distributed.cpu_offload=true --nproc-per-node 2
 has "distributed.cpu_offload needs a zero strategy" err
 
+# --- elementwise optimizers shard: each rank steps adagrad's or rmsprop's state for its chunk only
+for o in adagrad rmsprop; do
+  extra=(optimizer.adagrad.lr_decay=0.01)
+  [ $o = rmsprop ] && extra=(optimizer.momentum=0.5)
+  run 0 run quickstart "${common[@]}" optimizer.name=$o "${extra[@]}" trainer.grad_accum_steps=2 \
+    run.output_dir="$WORK/ref-$o" || continue
+  run 0 run quickstart "${common[@]}" optimizer.name=$o "${extra[@]}" distributed.strategy=zero2 \
+    run.output_dir="$WORK/z2-$o" --nproc-per-node 2 || continue
+  check "$o under zero2 on 2 ranks vs 1 rank: losses" close "ref-$o" "z2-$o" 1 8
+  check "$o under zero2 on 2 ranks vs 1 rank: weights" same_weights "ref-$o" "z2-$o"
+done
+
 # --- zero3 with two micro-batches per step on each rank and activation checkpointing: the units
 # are gathered again for the recomputation, and the gradients reduced after every micro-batch
 half=("${common[@]/trainer.micro_batch_size=4/trainer.micro_batch_size=2}")

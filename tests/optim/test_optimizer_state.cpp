@@ -33,6 +33,9 @@ const std::vector<Case>& cases() {
        {"optimizer.name=adafactor", "optimizer.lr=0.01", "optimizer.adafactor.beta1=0.9",
         "optimizer.adafactor.scale_parameter=true"}},
       {"lion", {"optimizer.name=lion", "optimizer.lr=0.001"}},
+      {"adagrad", {"optimizer.name=adagrad", "optimizer.lr=0.01", "optimizer.adagrad.lr_decay=0.01"}},
+      {"rmsprop centered", {"optimizer.name=rmsprop", "optimizer.lr=0.001", "optimizer.momentum=0.9",
+                            "optimizer.rmsprop.centered=true"}},
   };
   return c;
 }
@@ -245,10 +248,13 @@ TEST_CASE("a bad state throws naming what is wrong and leaves the optimizer unch
   const std::string w = "layers.0.attn.qkv_proj.weight";
   for (const auto& c : cases()) {
     const std::string label = c.label;
-    const bool counts_steps = label.rfind("adamw", 0) == 0 || label.rfind("adafactor", 0) == 0;
-    const std::string w_key = w + (label.rfind("sgd", 0) == 0 ? "/momentum_buffer"
-                                   : label == "adafactor"     ? "/exp_avg_sq_row"
-                                                              : "/exp_avg");
+    const bool counts_steps = label.rfind("adamw", 0) == 0 || label.rfind("adafactor", 0) == 0 ||
+                              label.rfind("adagrad", 0) == 0 || label.rfind("rmsprop", 0) == 0;
+    const std::string w_key = w + (label.rfind("sgd", 0) == 0       ? "/momentum_buffer"
+                                   : label == "adafactor"           ? "/exp_avg_sq_row"
+                                   : label == "adagrad"             ? "/sum"
+                                   : label.rfind("rmsprop", 0) == 0 ? "/square_avg"
+                                                                    : "/exp_avg");
     std::vector<std::tuple<std::string, Edit, std::string>> edits = {
         {"a parameter missing from the saved groups",
          [&](optim::OptimizerState& s) {

@@ -54,6 +54,9 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
       {"sgd", {}},
       {"adafactor", {}},
       {"lion", {}},
+      {"adagrad", {}},
+      {"rmsprop", {"optimizer.momentum=0.9"}},
+      {"rmsprop", {"distributed.strategy=zero2", "distributed.cpu_offload=true", "optimizer.momentum=0.9"}},
       {"adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true"}},
       {"adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true"}},
   };

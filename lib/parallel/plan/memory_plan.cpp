@@ -32,7 +32,7 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
     case config::OptimizerName::kAdamW8bit: return 2;  // plus a 4-byte absmax per 256-element block
     case config::OptimizerName::kScheduleFreeAdamW: return 8;  // z and the second moment
     case config::OptimizerName::kAdagrad: return 4;
-    case config::OptimizerName::kRmsprop: return o.momentum > 0 ? 8 : 4;
+    case config::OptimizerName::kRmsprop: return 4 + (o.momentum > 0 ? 4 : 0) + (o.rmsprop.centered ? 4 : 0);
     case config::OptimizerName::kGaloreAdamW: return 8;  // at most: the moments are rank x n per matrix
     case config::OptimizerName::kLion: return 4;
     case config::OptimizerName::kSgd: return o.momentum > 0 ? 4 : 0;
