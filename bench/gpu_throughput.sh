@@ -4,7 +4,9 @@
 # same token shard, in the same session. Prints hftrain's tokens/s, step time, MFU and peak memory
 # from its metrics.jsonl (the window of the last 20 steps), the peer's, and their ratio. Also the
 # same with activation checkpointing and with zero3 + cpu_offload in one process, which trade
-# speed for memory. Token ids are random bytes: the cost of a step does not depend on them.
+# speed for memory, and with the output layer in the CPU's small chunks (HFTRAIN_LM_HEAD_CHUNK_ROWS).
+# HFTRAIN_BENCH_PROFILE=DIR adds three profiled steps and copies their ops table into DIR.
+# Token ids are random bytes: the cost of a step does not depend on them.
 # Usage: bench/gpu_throughput.sh [path/to/hftrain] [micro-batch, default 16] [steps, default 40]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,6 +55,18 @@ PY
   >"$work/ckpt.log" 2>&1 && report "hftrain, activation checkpointing" "$work/ckpt"
 "$hftrain" run gpt2-124m "${common[@]}" distributed.strategy=zero3 distributed.cpu_offload=true \
   run.output_dir="$work/offload" >"$work/offload.log" 2>&1 && report "hftrain, zero3 + cpu_offload (1 GPU)" "$work/offload"
+# The output layer in the CPU's chunk size (32 MiB of logits: 166 rows here), as before GPUs got
+# chunks of 1 GiB: what that change is worth.
+HFTRAIN_LM_HEAD_CHUNK_ROWS=166 "$hftrain" run gpt2-124m "${common[@]}" run.output_dir="$work/small-chunks" \
+  >"$work/small-chunks.log" 2>&1 && report "hftrain, output layer in 166-row chunks" "$work/small-chunks"
+# HFTRAIN_BENCH_PROFILE=DIR: steps 11-13 under the profiler; its ops table (kernels by total time)
+# lands in DIR/ops-hftrain.tsv.
+if [ -n "${HFTRAIN_BENCH_PROFILE:-}" ]; then
+  HFTRAIN_PROFILE="$work/profile" HFTRAIN_PROFILE_STEPS=11:13 "$hftrain" run gpt2-124m "${common[@]}" \
+    trainer.max_steps=14 run.output_dir="$work/profiled" >"$work/profiled.log" 2>&1 \
+    && cp "$work/profile/ops-rank0.tsv" "$HFTRAIN_BENCH_PROFILE/ops-hftrain.tsv" \
+    && echo "profile: $HFTRAIN_BENCH_PROFILE/ops-hftrain.tsv" && head -25 "$work/profile/ops-rank0.tsv"
+fi
 if [ "${HFTRAIN_BENCH_COMPILE:-0}" = 1 ]; then
   "$py" "$root/bench/peer_eager.py" --shard "$work/train.bin" --micro-batch "$micro" --warmup-steps 20 \
     --steps "$((steps - 20))" --compile

@@ -5,7 +5,8 @@
 #   unit    the unit tests with the GPU visible: the [gpu] cases run instead of skipping, and the
 #           trainer's tests (trainer.device=auto) train on CUDA
 #   e2e     tests/e2e/gpu_test.sh, and e2e: distributed (its NCCL half needs 2 GPUs)
-#   bench   bench/gpu_throughput.sh: hftrain against plain PyTorch on GPT-2 124M
+#   bench   bench/gpu_throughput.sh: hftrain against plain PyTorch on GPT-2 124M, and the kernel
+#           table of three profiled steps (OUT/ops-hftrain.tsv)
 # Each phase writes its log into OUT and a one-line verdict into OUT/summary.txt; later phases
 # still run when one fails. Split the phases over several calls where a call has a time limit, and
 # name BUNDLE in every call: the device tool replaces a carried folder on each call, which takes
@@ -53,7 +54,7 @@ for phase in "${phases[@]}"; do
       code=$?
       ;;
     bench)
-      "$root/bench/gpu_throughput.sh" "$hftrain" >"$out/bench.log" 2>&1
+      HFTRAIN_BENCH_PROFILE=$out "$root/bench/gpu_throughput.sh" "$hftrain" >"$out/bench.log" 2>&1
       code=$?
       ;;
     *) echo "gpu-check.sh: unknown phase '$phase' (build, unit, e2e, bench)" >&2; exit 2 ;;
