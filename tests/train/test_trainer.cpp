@@ -176,3 +176,46 @@ TEST_CASE("zero3 with cpu_offload in one process trains like a plain run, micro-
     CHECK(torch::allclose(a[i].second, b[i].second, 1e-5, 1e-6));
   }
 }
+
+// Evaluation reads the validation split through the same packing as training: with
+// data.document_mask each packed row keeps its documents apart, so the mean validation loss equals
+// the one over the same documents each alone (pad mode: one document per row).
+TEST_CASE("evaluation over packed validation data with document masks equals its documents alone",
+          "[train][packing]") {
+  test::TempDir d;
+  // Rows of seq_len 32 tokens hold two documents each (byte tokenizer: one token per character,
+  // plus the end-of-text token), so every row starts at a document start and no document is cut.
+  // Packing needs seq_len + 1 tokens per row, so the last row's pair is never evaluated there.
+  constexpr int kSeqLen = 32;
+  const int firsts[] = {5, 12, 20, 27, 9, 16};
+  std::vector<std::string> texts;
+  for (size_t r = 0; r < std::size(firsts); ++r) {
+    for (const int tokens : {firsts[r], kSeqLen - firsts[r]}) {
+      std::string t;
+      for (int i = 0; i + 1 < tokens; ++i) t += static_cast<char>('a' + (i * 7 + static_cast<int>(r) * 3) % 26);
+      texts.push_back(t);
+    }
+  }
+  auto write = [&](const std::string& name, size_t count) {
+    std::string jsonl;
+    for (size_t i = 0; i < count; ++i) jsonl += "{\"text\": \"" + texts[i] + "\"}\n";
+    return d.write(name, jsonl);
+  };
+  const auto all = write("all.jsonl", texts.size());
+  const auto evaluated = write("evaluated.jsonl", texts.size() - 2);
+  auto eval_loss = [&](std::vector<std::string> extra) {
+    auto o = base_overrides(d, all);
+    o.insert(o.end(), {"data.seq_len=" + std::to_string(kSeqLen), "trainer.micro_batch_size=2", "run.seed=5",
+                       "trainer.max_steps=1"});
+    o.insert(o.end(), extra.begin(), extra.end());
+    auto cfg = test::resolve("{}", o).values;
+    train::Trainer trainer(cfg, cfg.run.output_dir);
+    return trainer.evaluate();
+  };
+  const double packed = eval_loss({"data.packing=pack", "data.document_mask=true", "data.validation=" + all.string()});
+  const double alone = eval_loss({"data.packing=pad", "data.validation=" + evaluated.string()});
+  CHECK(packed == Approx(alone).epsilon(1e-5));
+  // Without the masks the rows attend (and predict) across the documents: the check has teeth.
+  const double leaky = eval_loss({"data.packing=pack", "data.document_mask=false", "data.validation=" + all.string()});
+  CHECK(std::abs(leaky - alone) > 1e-3);
+}
