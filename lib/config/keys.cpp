@@ -162,20 +162,25 @@ Schema build() {
   s.section("optimizer", "The optimizer.", ResumeChange::kTraining);
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
       .on_resume(ResumeChange::kImpossible)
-      .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit", "adagrad", "rmsprop"}).def("adamw")
+      .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit", "adagrad", "rmsprop", "schedule_free_adamw",
+                "galore_adamw"})
+      .def("adamw")
       .doc("Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
            "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state. adagrad, rmsprop: "
-           "torch.optim's rules, weight decay added to the gradient (L2) as theirs.");
+           "torch.optim's rules, weight decay added to the gradient (L2) as theirs. schedule_free_adamw: the "
+           "schedulefree package's AdamWScheduleFree, no schedule (scheduler.name=constant; its warmup is "
+           "optimizer.schedule_free.warmup_steps); evaluation and saved weights use its averaged point. galore_adamw: AdamW on gradients projected to a low "
+           "rank per weight matrix (optimizer.galore.*), as galore_torch's GaLoreAdamW.");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
       .def("0.0").min(0).max(10).doc("Weight decay: decoupled (adamw, lion, adafactor), added to the gradient (sgd, adagrad, rmsprop).");
   s.add("optimizer.beta1", Type::kFloat, HFTRAIN_FIELD(optimizer.beta1))
-      .nullable().min(0).max(0.999999).doc("adamw, lion: first-moment decay; unset: 0.9.");
+      .nullable().min(0).max(0.999999).doc("adamw and its variants, lion: first-moment decay; unset: 0.9.");
   s.add("optimizer.beta2", Type::kFloat, HFTRAIN_FIELD(optimizer.beta2))
-      .nullable().min(0).max(0.999999).doc("adamw, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
+      .nullable().min(0).max(0.999999).doc("adamw and its variants, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
   s.add("optimizer.eps", Type::kFloat, HFTRAIN_FIELD(optimizer.eps))
-      .def("1.0e-8").min(0).max(1).doc("adamw, adagrad, rmsprop: added to the denominator (torch.optim.Adagrad's own default is 1e-10).");
+      .def("1.0e-8").min(0).max(1).doc("adamw and its variants, adagrad, rmsprop: added to the denominator (torch.optim.Adagrad's own default is 1e-10).");
   s.add("optimizer.momentum", Type::kFloat, HFTRAIN_FIELD(optimizer.momentum))
       .def("0.0").min(0).max(0.999999).doc("sgd, rmsprop: momentum.");
   s.add("optimizer.nesterov", Type::kBool, HFTRAIN_FIELD(optimizer.nesterov))
@@ -212,6 +217,29 @@ Schema build() {
   s.add("optimizer.rmsprop.centered", Type::kBool, HFTRAIN_FIELD(optimizer.rmsprop.centered))
       .on_resume(ResumeChange::kImpossible)
       .def("false").doc("rmsprop: divide by the gradient's estimated variance (keeps a grad_avg per parameter).");
+  s.add("optimizer.schedule_free.warmup_steps", Type::kInt, HFTRAIN_FIELD(optimizer.schedule_free.warmup_steps))
+      .def("0").min(0).unit("steps").doc("schedule_free_adamw: linear warmup of its lr (its own; the schedule stays constant).");
+  s.add("optimizer.schedule_free.r", Type::kFloat, HFTRAIN_FIELD(optimizer.schedule_free.r))
+      .def("0.0").min(0).max(100).doc("schedule_free_adamw: the average weights step k by (k + 1)^r.");
+  s.add("optimizer.schedule_free.weight_lr_power", Type::kFloat, HFTRAIN_FIELD(optimizer.schedule_free.weight_lr_power))
+      .def("2.0").min(0).max(100).doc("schedule_free_adamw: the average weights step k by its largest lr so far to this power.");
+  s.add("optimizer.galore.rank", Type::kInt, HFTRAIN_FIELD(optimizer.galore.rank))
+      .on_resume(ResumeChange::kImpossible)
+      .def("128").min(1).max(65536).doc("galore_adamw: rank of each projected gradient (capped at the matrix's smaller side).");
+  s.add("optimizer.galore.update_proj_gap", Type::kInt, HFTRAIN_FIELD(optimizer.galore.update_proj_gap))
+      .def("200").min(1).unit("steps").doc("galore_adamw: a new projection (SVD of the gradient) every this many steps of a matrix.");
+  s.add("optimizer.galore.scale", Type::kFloat, HFTRAIN_FIELD(optimizer.galore.scale))
+      .def("0.25").min(0).max(1e6).doc("galore_adamw: factor on the projected-back update (galore_torch's scale).");
+  s.add("optimizer.galore.proj_type", Type::kChoice, HFTRAIN_FIELD(optimizer.galore.proj_type))
+      .on_resume(ResumeChange::kImpossible)
+      .choices({"std", "reverse_std", "right", "left", "full"}).def("std")
+      .doc("galore_adamw: which side to project: std the smaller side (right for tall, left for wide matrices), "
+           "reverse_std the larger, right, left, or full (both).");
+  s.add("optimizer.galore.target_modules", Type::kStringList, HFTRAIN_FIELD(optimizer.galore.target_modules))
+      .on_resume(ResumeChange::kImpossible)
+      .def("['*.attn.*', '*.mlp.*']")
+      .doc("galore_adamw: parameter-name globs of the weight matrices to project (the Trainer's optim_target_modules); "
+           "each must match a matrix; the rest take plain AdamW steps.");
   s.add("optimizer.amsgrad", Type::kBool, HFTRAIN_FIELD(optimizer.amsgrad))
       .on_resume(ResumeChange::kImpossible)
       .def("false").doc("adamw: AMSGrad, the denominator from the largest second moment seen (as torch.optim.AdamW(amsgrad=True)).");

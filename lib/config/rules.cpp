@@ -119,6 +119,14 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "set optimizer.momentum, e.g. 0.9");
   }
   const auto& sc = c.scheduler;
+  if (c.optimizer.name == OptimizerName::kScheduleFreeAdamW &&
+      (sc.name != SchedulerName::kConstant || sc.warmup_steps > 0)) {
+    diags.add(from(tree, sc.name != SchedulerName::kConstant ? "scheduler.name" : "scheduler.warmup_steps"),
+              "`optimizer.name: schedule_free_adamw` replaces the learning-rate schedule, but the schedule is " +
+                  std::string(sc.name != SchedulerName::kConstant ? "not constant" : "warmed up"),
+              "set scheduler.name=constant and scheduler.warmup_steps=0; warm up with "
+              "optimizer.schedule_free.warmup_steps");
+  }
   if (sc.min_lr && sc.min_lr_rate) {
     diags.add(from(tree, "scheduler.min_lr"), "`scheduler.min_lr` and `scheduler.min_lr_rate` are both set (the rate from " +
                                                   from(tree, "scheduler.min_lr_rate") + ")",

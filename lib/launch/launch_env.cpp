@@ -1,10 +1,12 @@
 #include "launch/launch_env.h"
 
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <vector>
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace hftrain::launch {
 namespace {
@@ -13,14 +15,13 @@ namespace {
 std::optional<int> int_var(const util::Environment& env, const std::string& name) {
   const auto text = env.get(name);
   if (!text) return std::nullopt;
-  int value = 0;
-  const char* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 0) {
-    throw util::ConfigError("environment variable " + name + "=" + *text + " is not a non-negative integer",
+  const std::optional<int64_t> value = util::parse_int64(*text);
+  if (!value || *value < 0 || *value > std::numeric_limits<int>::max()) {
+    throw util::ConfigError("environment variable " + name + "=" + text->substr(0, 40) +
+                                " is not a non-negative integer",
                             "unset it, or check the launcher that set it");
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 int required_int(const util::Environment& env, const std::string& name, const char* launcher) {

@@ -31,20 +31,15 @@ class Adafactor : public Optimizer {
   OptimizerState state() const override {
     OptimizerState out;
     out.meta = detail::base_meta("adafactor", groups_);
-    nlohmann::json steps = nlohmann::json::object();
-    size_t k = 0;
-    for (const auto& g : groups_) {
-      for (const auto& name : g.names) {
-        const auto& st = state_[k++];
-        if (st.step == 0) continue;
-        steps[name] = st.step;
-        detail::add_tensor(out, name, "exp_avg", st.exp_avg);
-        detail::add_tensor(out, name, "exp_avg_sq_row", st.exp_avg_sq_row);
-        detail::add_tensor(out, name, "exp_avg_sq_col", st.exp_avg_sq_col);
-        detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
-      }
-    }
-    out.meta["steps"] = std::move(steps);
+    out.meta["steps"] = detail::export_param_states(
+        groups_, state_, [&](const std::string& name, const auto& st) -> std::optional<int64_t> {
+          if (st.step == 0) return std::nullopt;
+          detail::add_tensor(out, name, "exp_avg", st.exp_avg);
+          detail::add_tensor(out, name, "exp_avg_sq_row", st.exp_avg_sq_row);
+          detail::add_tensor(out, name, "exp_avg_sq_col", st.exp_avg_sq_col);
+          detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
+          return st.step;
+        });
     out.meta["hyperparameters"] = {
         {"beta1", config_.beta1 ? nlohmann::json(*config_.beta1) : nlohmann::json()},
         {"decay_rate", config_.decay_rate},

@@ -45,17 +45,12 @@ class Adagrad : public Optimizer {
   OptimizerState state() const override {
     OptimizerState out;
     out.meta = detail::base_meta(kName, groups_);
-    nlohmann::json steps = nlohmann::json::object();
-    size_t k = 0;
-    for (const auto& g : groups_) {
-      for (const auto& name : g.names) {
-        const ParamState& st = state_[k++];
-        if (!st.sum.defined()) continue;
-        detail::add_tensor(out, name, "sum", st.sum);
-        steps[name] = st.step;
-      }
-    }
-    out.meta["steps"] = std::move(steps);
+    out.meta["steps"] = detail::export_param_states(
+        groups_, state_, [&](const std::string& name, const ParamState& st) -> std::optional<int64_t> {
+          if (!st.sum.defined()) return std::nullopt;
+          detail::add_tensor(out, name, "sum", st.sum);
+          return st.step;
+        });
     out.meta["hyperparameters"] = {{"lr_decay", s_.lr_decay},
                                    {"initial_accumulator_value", s_.initial_accumulator_value},
                                    {"eps", s_.eps}};

@@ -240,22 +240,17 @@ class AdamW8bit : public Optimizer {
   OptimizerState state() const override {
     OptimizerState out;
     out.meta = detail::base_meta(kName, groups_);
-    nlohmann::json steps = nlohmann::json::object();
-    size_t k = 0;
-    for (const auto& g : groups_) {
-      for (const auto& name : g.names) {
-        const auto& st = state_[k++];
-        if (st.step == 0) continue;
-        steps[name] = st.step;
-        detail::add_tensor(out, name, "exp_avg", st.exp_avg);
-        detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
-        detail::add_tensor(out, name, "state1", st.state1);
-        detail::add_tensor(out, name, "state2", st.state2);
-        detail::add_tensor(out, name, "absmax1", st.absmax1);
-        detail::add_tensor(out, name, "absmax2", st.absmax2);
-      }
-    }
-    out.meta["steps"] = std::move(steps);
+    out.meta["steps"] = detail::export_param_states(
+        groups_, state_, [&](const std::string& name, const auto& st) -> std::optional<int64_t> {
+          if (st.step == 0) return std::nullopt;
+          detail::add_tensor(out, name, "exp_avg", st.exp_avg);
+          detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
+          detail::add_tensor(out, name, "state1", st.state1);
+          detail::add_tensor(out, name, "state2", st.state2);
+          detail::add_tensor(out, name, "absmax1", st.absmax1);
+          detail::add_tensor(out, name, "absmax2", st.absmax2);
+          return st.step;
+        });
     out.meta["hyperparameters"] = {{"betas", {settings_.beta1, settings_.beta2}},
                                    {"eps", settings_.eps},
                                    {"min_8bit_size", settings_.min_8bit_size},

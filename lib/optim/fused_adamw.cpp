@@ -48,19 +48,14 @@ class FusedAdamW : public Optimizer {
   OptimizerState state() const override {
     OptimizerState out;
     out.meta = detail::base_meta(kName, groups_);
-    nlohmann::json steps = nlohmann::json::object();
-    size_t k = 0;
-    for (const auto& g : groups_) {
-      for (const auto& name : g.names) {
-        const ParamState& st = state_[k++];
-        if (!st.exp_avg.defined()) continue;
-        detail::add_tensor(out, name, "exp_avg", st.exp_avg);
-        detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
-        detail::add_tensor(out, name, "max_exp_avg_sq", st.max_exp_avg_sq);
-        steps[name] = static_cast<int64_t>(st.step.item<float>());
-      }
-    }
-    out.meta["steps"] = std::move(steps);
+    out.meta["steps"] = detail::export_param_states(
+        groups_, state_, [&](const std::string& name, const ParamState& st) -> std::optional<int64_t> {
+          if (!st.exp_avg.defined()) return std::nullopt;
+          detail::add_tensor(out, name, "exp_avg", st.exp_avg);
+          detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
+          detail::add_tensor(out, name, "max_exp_avg_sq", st.max_exp_avg_sq);
+          return static_cast<int64_t>(st.step.item<float>());
+        });
     out.meta["hyperparameters"] = {
         {"betas", {s_.beta1, s_.beta2}}, {"eps", s_.eps}, {"amsgrad", s_.amsgrad}, {"fused", true}};
     return out;

@@ -5,9 +5,11 @@
 #include "optim/adamw_8bit.h"
 #include "optim/fused_adamw.h"
 #include "optim/fused_sgd.h"
+#include "optim/galore_adamw.h"
 #include "optim/lion.h"
 #include "optim/param_groups.h"
 #include "optim/rmsprop.h"
+#include "optim/schedule_free_adamw.h"
 #include "util/error.h"
 
 namespace hftrain::optim {
@@ -59,10 +61,23 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
       return make_rmsprop(std::move(groups), {.alpha = config.rmsprop.alpha, .eps = config.eps,
                                               .momentum = config.momentum, .centered = config.rmsprop.centered});
     case config::OptimizerName::kScheduleFreeAdamW:
-    case config::OptimizerName::kGaloreAdamW:
-      // Not offered by optimizer.name's choices (config/keys.cpp) until built.
-      throw util::ConfigError("optimizer.name: this optimizer is not available in this build",
-                              "choose adamw, adamw_8bit, sgd, adafactor, lion, adagrad or rmsprop");
+      return make_schedule_free_adamw(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
+                                                          .eps = config.eps,
+                                                          .warmup_steps = config.schedule_free.warmup_steps,
+                                                          .r = config.schedule_free.r,
+                                                          .weight_lr_power = config.schedule_free.weight_lr_power});
+    case config::OptimizerName::kGaloreAdamW: {
+      // The flags in group order, as the optimizer walks its parameters.
+      NamedParams ordered;
+      for (const auto& g : groups) {
+        for (size_t i = 0; i < g.params.size(); ++i) ordered.emplace_back(g.names[i], g.params[i]);
+      }
+      std::vector<bool> projected = galore_targets(config.galore.target_modules, ordered);
+      return make_galore_adamw(std::move(groups), std::move(projected),
+                               {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999), .eps = config.eps,
+                                .rank = config.galore.rank, .update_proj_gap = config.galore.update_proj_gap,
+                                .scale = config.galore.scale, .proj_type = config.galore.proj_type});
+    }
   }
   return nullptr;
 }

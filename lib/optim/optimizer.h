@@ -67,6 +67,13 @@ class Optimizer {
   // the wrong shape, a malformed meta field. The optimizer is unchanged when it throws.
   virtual void load_state(const OptimizerState& state) = 0;
 
+  // Optimizers whose parameters hold another point while training than the one to evaluate and
+  // keep (schedule_free_adamw: y and x) switch between the two here: train (true) before step(),
+  // evaluation (false) before evaluating, exporting or saving. Returns true when it changed
+  // parameter values (callers that keep copies of the parameters refresh them). The others hold
+  // one point: a no-op that returns false.
+  virtual bool set_train_mode(bool /*train*/) { return false; }
+
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}
   // Pushes groups_[i].lr into the implementation before a step.

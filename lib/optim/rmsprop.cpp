@@ -61,19 +61,14 @@ class Rmsprop : public Optimizer {
   OptimizerState state() const override {
     OptimizerState out;
     out.meta = detail::base_meta(kName, groups_);
-    nlohmann::json steps = nlohmann::json::object();
-    size_t k = 0;
-    for (const auto& g : groups_) {
-      for (const auto& name : g.names) {
-        const ParamState& st = state_[k++];
-        if (!st.square_avg.defined()) continue;
-        detail::add_tensor(out, name, "square_avg", st.square_avg);
-        detail::add_tensor(out, name, "momentum_buffer", st.momentum_buffer);
-        detail::add_tensor(out, name, "grad_avg", st.grad_avg);
-        steps[name] = st.step;
-      }
-    }
-    out.meta["steps"] = std::move(steps);
+    out.meta["steps"] = detail::export_param_states(
+        groups_, state_, [&](const std::string& name, const ParamState& st) -> std::optional<int64_t> {
+          if (!st.square_avg.defined()) return std::nullopt;
+          detail::add_tensor(out, name, "square_avg", st.square_avg);
+          detail::add_tensor(out, name, "momentum_buffer", st.momentum_buffer);
+          detail::add_tensor(out, name, "grad_avg", st.grad_avg);
+          return st.step;
+        });
     out.meta["hyperparameters"] = {
         {"alpha", s_.alpha}, {"eps", s_.eps}, {"momentum", s_.momentum}, {"centered", s_.centered}};
     return out;

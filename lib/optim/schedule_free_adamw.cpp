@@ -81,19 +81,21 @@ void ScheduleFreeAdamW::step() {
   }
 }
 
-void ScheduleFreeAdamW::set_mode(bool train) {
-  if (train == train_mode_) return;
+bool ScheduleFreeAdamW::set_mode(bool train) {
+  if (train == train_mode_) return false;
   torch::NoGradGuard no_grad;
   // y = lerp(x, z, 1 - beta1); x = lerp(y, z, 1 - 1 / beta1).
   const double weight = train ? 1.0 - settings_.beta1 : 1.0 - 1.0 / settings_.beta1;
+  bool changed = false;
   size_t index = 0;
   for (auto& g : groups_) {
     for (auto& p : g.params) {
       const auto& z = z_[index++];
-      if (z.defined()) p.lerp_(z, weight);
+      if (z.defined()) p.lerp_(z, weight), changed = true;
     }
   }
   train_mode_ = train;
+  return changed;
 }
 
 void ScheduleFreeAdamW::train_mode() {
@@ -101,6 +103,9 @@ void ScheduleFreeAdamW::train_mode() {
 }
 void ScheduleFreeAdamW::eval_mode() {
   set_mode(false);
+}
+bool ScheduleFreeAdamW::set_train_mode(bool train) {
+  return set_mode(train);
 }
 
 OptimizerState ScheduleFreeAdamW::state() const {

@@ -62,6 +62,7 @@ class ScheduleFreeAdamW : public Optimizer {
   // Parameters to y (for training) or to x (for evaluation and saving); no-ops in that mode.
   void train_mode();
   void eval_mode();
+  bool set_train_mode(bool train) override;
   bool in_train_mode() const { return train_mode_; }
 
  private:
@@ -70,7 +71,7 @@ class ScheduleFreeAdamW : public Optimizer {
     double weight_sum = 0.0;
     double lr_max = -1.0;
   };
-  void set_mode(bool train);
+  bool set_mode(bool train);  // true when a parameter changed
 
   ScheduleFreeSettings settings_;
   bool train_mode_ = true;

@@ -8,6 +8,7 @@ set(HFTRAIN_OPTIM_TORCH_SOURCES
   schedule_free_adamw.cpp
   fused_adamw.cpp
   fused_sgd.cpp
+  galore_adamw.cpp
   lion.cpp
   optimizer.cpp
   rmsprop.cpp

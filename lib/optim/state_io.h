@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,22 @@ nlohmann::json base_meta(std::string_view optimizer, const std::vector<ParamGrou
 // Appends "<name>/<key>" -> t when t is defined.
 void add_tensor(OptimizerState& state, const std::string& name, const char* key,
                 const torch::Tensor& t);
+
+// meta "steps" of an optimizer that counts steps per parameter. `states` runs parallel to the
+// groups' names (group order, then parameter order); visit(name, state) adds that parameter's
+// tensors (add_tensor) and returns its step count, or nullopt when it has no state yet.
+template <class State, class Visit>
+nlohmann::json export_param_states(const std::vector<ParamGroup>& groups, const std::vector<State>& states,
+                                   Visit visit) {
+  nlohmann::json steps = nlohmann::json::object();
+  size_t k = 0;
+  for (const auto& g : groups) {
+    for (const auto& name : g.names) {
+      if (const std::optional<int64_t> step = visit(name, states[k++])) steps[name] = *step;
+    }
+  }
+  return steps;
+}
 
 // One parameter's state, checked and copied (never aliased) onto the parameter's device.
 struct LoadedParam {

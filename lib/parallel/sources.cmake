@@ -20,6 +20,7 @@ set(HFTRAIN_PARALLEL_TORCH_SOURCES
   data_parallel/grad_reducer.cpp
   data_parallel/memory_report.cpp
   data_parallel/optimizer_pieces.cpp
+  data_parallel/param_partition.cpp
   data_parallel/shard_layout.cpp
   data_parallel/strategy.cpp
   data_parallel/unit_storage.cpp

@@ -1,7 +1,6 @@
 #include "train/profiler_callback.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -19,6 +18,7 @@
 #include <torch/torch.h>
 
 #include "util/error.h"
+#include "util/strings.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -34,8 +34,9 @@ constexpr const char* kDirVar = "HFTRAIN_PROFILE";
 constexpr const char* kStepsVar = "HFTRAIN_PROFILE_STEPS";
 
 bool parse_step(std::string_view text, int64_t& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && out >= 1;
+  const std::optional<int64_t> step = util::parse_int64(text);
+  out = step.value_or(0);
+  return out >= 1;
 }
 
 std::pair<int64_t, int64_t> parse_steps(const std::optional<std::string>& value) {

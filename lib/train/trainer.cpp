@@ -54,6 +54,7 @@ TaskModel& Trainer::model() { return *model_; }
 void Trainer::start_from(const std::string& path, const std::string& what) { model_->load(path, what); }
 
 double Trainer::evaluate() {
+  strategy_->set_optimizer_train_mode(false);  // the point to evaluate (optim::Optimizer::set_train_mode)
   const int64_t labels = model_->causal_lm() ? 0 : static_cast<int64_t>(loaders_.labels.names.size());
   if (loaders_.validation_sources.empty()) {
     EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
@@ -79,6 +80,7 @@ double Trainer::evaluate() {
 void Trainer::save_model(const std::filesystem::path& dir) {
   {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
+    strategy_->set_optimizer_train_mode(false);  // the weights to keep
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
     if (world_->is_main()) {
       if (peft_) {
@@ -101,6 +103,8 @@ void Trainer::notify(const std::string& line) {
 std::optional<double> Trainer::train_step(double lr_factor) {
   const auto& t = config_.trainer;
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kTrain);
+  // Back to the training point if an evaluation or a save switched the optimizer away from it.
+  strategy_->set_optimizer_train_mode(true);
   optimizer().set_lr_factor(lr_factor);
   // All micro-batches of the step first: their total target count normalises each one's loss.
   std::vector<data::Batch> micro;

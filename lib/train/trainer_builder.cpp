@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "model/lm_head_loss.h"
 #include "parallel/comm/monitor.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
@@ -83,6 +84,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     util::log::info("sequence classification over " + std::to_string(bert->num_labels) + " labels: " +
                     label_list(labels));
   } else {
+    (void)model::chunk_rows_from_env();  // a bad HFTRAIN_LM_HEAD_CHUNK_ROWS stops the run here
     // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).
     parts.model = make_causal_lm(model::ModelSpec::from_config(config.model),
                                  from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);

@@ -198,6 +198,9 @@ model::TensorList gather_rng_states(parallel::World& world, const torch::Device&
 
 fs::path Trainer::save_checkpoint() {
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
+  // Weights as they are evaluated and kept (schedule_free_adamw's x; the optimizer state records
+  // the mode, and the next step switches back).
+  strategy_->set_optimizer_train_mode(false);
   // The collective parts first, on every rank: the generator states, the logging window over all
   // ranks, and the optimizer state: each rank with a shard of its own writes it beside the
   // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.

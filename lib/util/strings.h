@@ -1,6 +1,8 @@
 // Small string helpers shared by the stages.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +13,9 @@ std::vector<std::string> split(std::string_view text, char sep);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
+// `text` read whole as a decimal integer (an optional '-' and digits, nothing before or after);
+// nullopt when it is not one or does not fit in 64 bits. For numbers from the environment.
+std::optional<int64_t> parse_int64(std::string_view text);
 
 // Damerau-free Levenshtein distance; used for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);

@@ -59,6 +59,16 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
       {"rmsprop", {"distributed.strategy=zero2", "distributed.cpu_offload=true", "optimizer.momentum=0.9"}},
       {"adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true"}},
       {"adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true"}},
+      // Saved at step 4 between projections (renewed at steps 0, 3 and 6): the resumed run uses
+      // the saved projection until step 6.
+      {"galore_adamw", {"optimizer.galore.rank=4", "optimizer.galore.update_proj_gap=3"}},
+      // The save at step 4 switches the weights to the averaged point and the next step back:
+      // the resumed run makes the same switch from the saved point.
+      {"schedule_free_adamw", {"scheduler.name=constant", "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      {"schedule_free_adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true", "scheduler.name=constant",
+                               "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      {"schedule_free_adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true", "scheduler.name=constant",
+                               "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
   };
   for (const Case& c : cases) {
     INFO(c.optimizer << (c.extra.empty() ? "" : " " + c.extra[0]));

@@ -219,3 +219,31 @@ TEST_CASE("evaluation over packed validation data with document masks equals its
   const double leaky = eval_loss({"data.packing=pack", "data.document_mask=false", "data.validation=" + all.string()});
   CHECK(std::abs(leaky - alone) > 1e-3);
 }
+
+// schedule_free_adamw trains at one point (y) and is evaluated and kept at another (x): the
+// trainer switches before evaluating and saving, and back before the next step.
+TEST_CASE("schedule_free_adamw: evaluation and the saved model use the same averaged weights", "[train][slow]") {
+  test::TempDir d;
+  auto docs = write_docs(d);
+  auto o = base_overrides(d, docs);
+  o.insert(o.end(), {"optimizer.name=schedule_free_adamw", "scheduler.name=constant", "optimizer.lr=0.01",
+                     "optimizer.schedule_free.warmup_steps=3", "trainer.max_steps=12", "trainer.micro_batch_size=4",
+                     "data.validation=" + docs.string(), "trainer.eval_every=4"});
+  auto cfg = test::resolve("{}", o).values;
+  train::Trainer trainer(cfg, cfg.run.output_dir);
+  const double before = trainer.evaluate();
+  trainer.train();
+  const double after = trainer.evaluate();
+  CHECK(after < before * 0.8);
+  CHECK(trainer.evaluate() == after);  // already at the averaged point: no second switch
+  trainer.save_model(d.path() / "kept");
+  auto from = base_overrides(d, docs);
+  from.insert(from.end(), {"model.from=" + (d.path() / "kept").string(), "trainer.max_steps=1",
+                           "trainer.micro_batch_size=4", "data.validation=" + docs.string()});
+  auto cfg2 = test::resolve("{}", from).values;
+  CHECK(train::Trainer(cfg2, cfg2.run.output_dir).evaluate() == Approx(after).epsilon(1e-12));
+
+  // A schedule on top of it is refused, naming the key.
+  o.push_back("scheduler.name=cosine");
+  CHECK_THROWS_WITH(test::resolve("{}", o), Catch::Matchers::Contains("scheduler.name"));
+}

@@ -1,11 +1,14 @@
 #include "parallel/data_parallel/strategy.h"
 
 #include <optional>
+#include <set>
+#include <string>
 
 #include <torch/torch.h>
 
 #include "parallel/data_parallel/grad_buckets.h"
 #include "parallel/data_parallel/grad_reducer.h"
+#include "parallel/data_parallel/param_partition.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/data_parallel/strategy_common.h"
 #include "parallel/data_parallel/zero12.h"
@@ -79,11 +82,16 @@ void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::T
 
 namespace {
 
-// single (one process) and ddp: every rank holds and updates every parameter.
+// single (one process) and ddp: every rank holds and updates every parameter. With
+// `partition_state` (zero1 for optimizers whose state is not element-wise, param_partition.h),
+// every rank still holds every parameter and gradient, but steps only the parameters it owns and
+// broadcasts them.
 class ReplicatedStrategy final : public ShardingStrategy {
  public:
-  ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params)
-      : rank_(world.rank()), params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
+  ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params,
+                     bool partition_state = false)
+      : rank_(world.rank()), world_size_(world.size()), comm_(&world.comm()), params_(tensors_of(params)),
+        optimizer_(optim::make_optimizer(config.optimizer, params)) {
     if (world.size() > 1) {
       broadcast_parameters(world.comm(), params);
       std::vector<int64_t> numels;
@@ -93,9 +101,15 @@ class ReplicatedStrategy final : public ShardingStrategy {
           world.comm(), params_,
           plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size, 1),
           GradReducer::Mode::kAllReduce, dtype);
+      if (partition_state) {
+        owners_ = partition_by_size(numels, world.size());
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (owners_[i] == rank_) owned_.insert(params[i].first);
+        }
+      }
     }
   }
-  std::string name() const override { return reducer_ ? "ddp" : "single"; }
+  std::string name() const override { return !owners_.empty() ? "zero1" : reducer_ ? "ddp" : "single"; }
   void before_backward(bool last) override {
     if (reducer_ && last) reducer_->arm();
   }
@@ -110,17 +124,47 @@ class ReplicatedStrategy final : public ShardingStrategy {
     return out;
   }
   Communicator* shard_comm() override { return nullptr; }
-  void step() override { optimizer_->step(); }
+  void step() override {
+    if (owners_.empty()) {
+      optimizer_->step();
+      return;
+    }
+    // The optimizer skips a parameter without a gradient: it sees only this rank's.
+    std::vector<torch::Tensor> held(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (owners_[i] != rank_) std::swap(held[i], params_[i].mutable_grad());
+    }
+    optimizer_->step();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (held[i].defined()) params_[i].mutable_grad() = std::move(held[i]);
+    }
+    torch::NoGradGuard no_grad;
+    std::vector<WorkPtr> works;
+    std::vector<torch::Tensor> views;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      views.push_back(params_[i].detach());
+      works.push_back(comm_->broadcast(views.back(), owners_[i]));
+    }
+    wait_all(works);
+  }
   void zero_grad() override { optimizer_->zero_grad(); }
   optim::Optimizer& optimizer() override { return *optimizer_; }
-  // Every rank holds the same whole state: rank 0 alone writes it, in one file.
+  // Every rank holds the same whole state: rank 0 alone writes it, in one file. Partitioned, each
+  // rank writes the whole state tensors of the parameters it owns, in a file of its own.
   LocalOptimizerState local_optimizer_state() override {
     optim::OptimizerState state = optimizer_->state();
-    LocalOptimizerState out{{}, std::move(state.meta), rank_ == 0 ? 0 : -1, 1};
-    for (auto& [name, t] : state.tensors) out.pieces.push_back({name, t.sizes().vec(), 0, t});
+    const bool partitioned = !owners_.empty();
+    LocalOptimizerState out{{}, std::move(state.meta), partitioned ? rank_ : rank_ == 0 ? 0 : -1,
+                            partitioned ? world_size_ : 1};
+    for (auto& [name, t] : state.tensors) {
+      out.pieces.push_back({name, t.sizes().vec(), 0, partitioned ? t.reshape(-1) : t});
+    }
     return out;
   }
-  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(read_whole_state(saved)); }
+  void load_optimizer_state(const SavedOptimizerState& saved) override {
+    optim::OptimizerState whole = read_whole_state(saved);
+    optimizer_->load_state(owners_.empty() ? whole : only_owned(std::move(whole), owned_));
+  }
   MemoryReport memory() const override {
     MemoryReport m;
     for (const auto& p : params_) m.parameters += bytes_of(p), m.gradients += bytes_of(p);
@@ -131,9 +175,13 @@ class ReplicatedStrategy final : public ShardingStrategy {
 
  private:
   int rank_;
+  int world_size_;
+  Communicator* comm_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<GradReducer> reducer_;
+  std::vector<int> owners_;     // partitioned: the rank that steps each parameter; else empty
+  std::set<std::string> owned_;  // partitioned: the names of this rank's parameters
 };
 
 }  // namespace
@@ -151,17 +199,24 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const c
     }
     return std::make_unique<ReplicatedStrategy>(world, config, params);
   }
-  if (config.optimizer.name == config::OptimizerName::kAdafactor) {
-    throw util::ConfigError("optimizer.name=adafactor factors whole weight matrices, which distributed.strategy=" +
-                                strategy_name(s) + " splits across ranks",
-                            "use distributed.strategy=ddp with adafactor, or optimizer.name=adamw, sgd or lion");
+  // Optimizers whose state is not element-wise cannot follow flat chunks: zero1 partitions their
+  // state by whole parameters instead (param_partition.h); the other strategies split matrices.
+  const char* whole_state = nullptr;
+  switch (config.optimizer.name) {
+    case config::OptimizerName::kAdafactor: whole_state = "adafactor factors whole weight matrices"; break;
+    case config::OptimizerName::kAdamW8bit: whole_state = "adamw_8bit keeps one scale per block of each whole parameter"; break;
+    case config::OptimizerName::kGaloreAdamW: whole_state = "galore_adamw projects each whole weight matrix's gradient"; break;
+    default: break;
   }
-  if (config.optimizer.name == config::OptimizerName::kAdamW8bit) {
-    // Its absmax is one value per 256-element block of a whole parameter; a rank's piece of a
-    // bucket cuts blocks, and a checkpoint's pieces would not fit another layout.
-    throw util::ConfigError("optimizer.name=adamw_8bit keeps one scale per block of each whole parameter, which "
-                                "distributed.strategy=" + strategy_name(s) + " splits across ranks",
-                            "use distributed.strategy=ddp with adamw_8bit, or optimizer.name=adamw");
+  if (whole_state) {
+    if (s == Strategy::kZero1 && !offload) {
+      return std::make_unique<ReplicatedStrategy>(world, config, params, /*partition_state=*/true);
+    }
+    const std::string what = offload ? "distributed.cpu_offload, which keeps flat pieces of every parameter"
+                                     : "distributed.strategy=" + strategy_name(s) + ", which splits parameters across ranks";
+    throw util::ConfigError("optimizer.name=" + std::string(whole_state) + ": that does not go with " + what,
+                            "use distributed.strategy=zero1 (its state partitioned by whole parameters) or ddp, "
+                            "without distributed.cpu_offload; or optimizer.name=adamw");
   }
   switch (s) {
     case Strategy::kZero1: return make_zero12_strategy(world, config, params, 1);

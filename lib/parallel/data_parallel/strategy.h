@@ -68,6 +68,9 @@ class ShardingStrategy {
   virtual void step() = 0;
   virtual void zero_grad() = 0;
   virtual optim::Optimizer& optimizer() = 0;
+  // optimizer().set_train_mode(train), and where the optimizer updates copies of the parameters
+  // (zero1/2's pieces), the parameters brought up to date (collective there: every rank calls it).
+  virtual void set_optimizer_train_mode(bool train) { optimizer().set_train_mode(train); }
   // This rank's optimizer state as pieces of the whole tensors, and which shard file it goes to
   // (parallel/data_parallel/optimizer_pieces.h): what each rank saves in a checkpoint, so that it resumes under any
   // strategy and world size. Not collective; the pieces alias the live state.

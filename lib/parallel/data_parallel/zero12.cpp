@@ -77,9 +77,21 @@ class ZeroStrategy final : public ShardingStrategy {
       masters_[piece.param].mutable_grad() = chunks[piece.bucket].narrow(0, piece.chunk_offset, piece.numel);
     }
     optimizer_->step();
-    // All-gather the updated chunks, every bucket in flight at once, into the buffers allocated
-    // at start: this rank's chunk, and the bucket's flat buffer (free now that the gradients
-    // are used) or, when that holds another dtype, a buffer of the parameters' own.
+    publish_masters();
+  }
+  // Every rank switches its pieces; when they changed, every rank publishes them (collective).
+  void set_optimizer_train_mode(bool train) override {
+    bool changed = optimizer_->set_train_mode(train);
+    // A rank whose pieces have no state changes nothing, but the gather is collective: agree first.
+    if (comm_.size() > 1) changed = all_reduce_value(comm_, changed ? 1 : 0, ReduceOp::kMax, params_.front().device()) > 0;
+    if (!changed) return;
+    torch::NoGradGuard no_grad;
+    publish_masters();
+  }
+  // All-gathers the updated pieces, every bucket in flight at once, into the buffers allocated at
+  // start: this rank's chunk, and the bucket's flat buffer (free now that the gradients are used)
+  // or, when that holds another dtype, a buffer of the parameters' own; then into the parameters.
+  void publish_masters() {
     const auto& buckets = reducer_->buckets();
     if (!offload_) {
       for (const auto& piece : layout_->pieces()) {
