@@ -4,7 +4,8 @@
 # same token shard, in the same session. Prints hftrain's tokens/s, step time, MFU and peak memory
 # from its metrics.jsonl (the window of the last 20 steps), the peer's, and their ratio. Also the
 # same with activation checkpointing and with zero3 + cpu_offload in one process, which trade
-# speed for memory, and with the output layer in the CPU's small chunks (HFTRAIN_LM_HEAD_CHUNK_ROWS).
+# speed for memory, with galore_adamw (low-rank optimizer state), and with the output layer in the
+# CPU's small chunks (HFTRAIN_LM_HEAD_CHUNK_ROWS).
 # HFTRAIN_BENCH_PROFILE=DIR adds three profiled steps and copies their ops table into DIR.
 # Token ids are random bytes: the cost of a step does not depend on them.
 # Usage: bench/gpu_throughput.sh [path/to/hftrain] [micro-batch, default 16] [steps, default 40]
@@ -55,6 +56,10 @@ PY
   >"$work/ckpt.log" 2>&1 && report "hftrain, activation checkpointing" "$work/ckpt"
 "$hftrain" run gpt2-124m "${common[@]}" distributed.strategy=zero3 distributed.cpu_offload=true \
   run.output_dir="$work/offload" >"$work/offload.log" 2>&1 && report "hftrain, zero3 + cpu_offload (1 GPU)" "$work/offload"
+# GaLore AdamW at rank 128 on the attention and MLP matrices: its optimizer state against AdamW's.
+"$hftrain" run gpt2-124m "${common[@]}" optimizer.name=galore_adamw optimizer.galore.rank=128 \
+  optimizer.galore.update_proj_gap=200 run.output_dir="$work/galore" >"$work/galore.log" 2>&1 \
+  && report "hftrain, galore_adamw rank 128" "$work/galore" || tail -5 "$work/galore.log"
 # The output layer in the CPU's chunk size (32 MiB of logits: 166 rows here), as before GPUs got
 # chunks of 1 GiB: what that change is worth.
 HFTRAIN_LM_HEAD_CHUNK_ROWS=166 "$hftrain" run gpt2-124m "${common[@]}" run.output_dir="$work/small-chunks" \

@@ -1,6 +1,5 @@
 #include "model/lm_head_loss.h"
 
-#include <charconv>
 #include <optional>
 #include <string>
 
@@ -9,6 +8,7 @@
 
 #include "util/env.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace hftrain::model {
 namespace {
@@ -19,9 +19,10 @@ using torch::autograd::variable_list;
 // The fp32 logits of one chunk. On the CPU 32 MiB stays in cache. On a GPU chunks that small
 // starve the matrix products: GPT-2's 50k vocabulary gives 166 rows, 99 chunks for 16 x 1024
 // tokens, each re-reading the whole weight and adding a (V, C) product into the fp32 weight
-// gradient (about 2,900 kernels a step); on an H100 hftrain's step took 97.5 ms against plain
-// PyTorch's 53.4 (2026-11-25, bench/gpu_throughput.sh), most of it plausibly here. 1 GiB there:
-// 5 chunks of 3,333 rows, still far below the full logits plain PyTorch keeps (and their gradient).
+// gradient; on an H100 hftrain's step took 96.5 ms that way against 68.4 ms with 1 GiB chunks
+// (5,341 rows), 70.1 with 2,048 rows and 67.8 with the whole batch in one chunk (2026-11-26,
+// bench/gpu_throughput.sh's GPT-2 124M step). Past a few thousand rows the size no longer
+// matters: what is left is the passes over the (rows, V) tensors, so each is one fused kernel.
 constexpr int64_t kCpuChunkBytes = int64_t{32} << 20;
 constexpr int64_t kGpuChunkBytes = int64_t{1} << 30;
 constexpr int64_t kIgnoreIndex = -100;
@@ -44,12 +45,18 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
     torch::Tensor loss = torch::zeros({}, f32);
     torch::Tensor grad_hidden = need_hidden ? torch::empty({n, hidden.size(1)}, f32) : torch::Tensor();
     torch::Tensor grad_weight = need_weight ? torch::zeros({vocab, weight.size(1)}, f32) : torch::Tensor();
-    torch::Tensor buffer = torch::empty({std::min(chunk_rows, n), vocab}, f32);  // (rows, V) logits
+    const int64_t max_rows = std::min(chunk_rows, n);
+    // Per chunk: the logits z, their log-softmax (fp32), and d loss / d z in the compute dtype
+    // (written over z when that is fp32). Each pass over a (rows, V) tensor is one fused kernel:
+    // on a GPU the step is bound by this memory traffic (see the comment on kGpuChunkBytes).
+    torch::Tensor logits = torch::empty({max_rows, vocab}, f32);
+    torch::Tensor log_probs = torch::empty({max_rows, vocab}, f32);
+    torch::Tensor grads = compute == torch::kFloat32 ? logits : torch::empty({max_rows, vocab}, f32.dtype(compute));
     const double on_target = 1.0 - smoothing;
     for (int64_t start = 0; start < n; start += chunk_rows) {
       const int64_t rows = std::min(chunk_rows, n - start);
       const torch::Tensor h_rows = h.narrow(0, start, rows);
-      torch::Tensor z = buffer.narrow(0, 0, rows);
+      torch::Tensor z = logits.narrow(0, 0, rows);
       if (compute == torch::kFloat32) {
         torch::mm_out(z, h_rows, w_t);
       } else {
@@ -58,17 +65,29 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       const torch::Tensor y = labels.narrow(0, start, rows);
       const torch::Tensor valid = y.ne(kIgnoreIndex).to(torch::kFloat32);  // (rows)
       const torch::Tensor target = y.clamp_min(0).unsqueeze(1);             // (rows, 1)
-      const torch::Tensor lse = z.logsumexp(1);                              // (rows)
-      torch::Tensor row_loss = lse - z.gather(1, target).squeeze(1);
-      if (smoothing > 0) row_loss = on_target * row_loss + smoothing * (lse - z.mean(1));
+      torch::Tensor lp = log_probs.narrow(0, 0, rows);
+      at::_log_softmax_out(lp, z, 1, /*half_to_float=*/false);
+      const torch::Tensor lp_target = lp.gather(1, target);  // (rows, 1)
+      torch::Tensor row_loss = lp_target.squeeze(1).neg();
+      if (smoothing > 0) row_loss = on_target * row_loss - smoothing * lp.mean(1);
       loss.add_((row_loss * valid).sum());
       if (!need_hidden && !need_weight) continue;
-      // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0.
-      z.sub_(lse.unsqueeze(1)).exp_();
-      z.scatter_add_(1, target, torch::full({rows, 1}, -on_target, f32));
-      if (smoothing > 0) z.sub_(smoothing / static_cast<double>(vocab));
-      z.mul_(valid.unsqueeze(1));
-      const torch::Tensor g = compute == torch::kFloat32 ? z : z.to(compute);
+      // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0
+      // (rows without one are zeroed through `valid` in the products below, not here).
+      torch::Tensor g = grads.narrow(0, 0, rows);
+      if (smoothing > 0) {
+        lp.exp_();
+        lp.scatter_add_(1, target, torch::full({rows, 1}, -on_target, f32));
+        lp.sub_(smoothing / static_cast<double>(vocab));
+        g.copy_(lp);
+      } else {
+        // softmax cast to the compute dtype as it is stored; the target's entry, p - (1 - s),
+        // is formed in fp32 first (in bf16 p rounds before the difference, which loses the
+        // gradient of a confident prediction), then written over it.
+        torch::exp_out(g, lp);
+        g.scatter_(1, target, lp_target.exp().sub_(on_target).to(compute));
+      }
+      const torch::Tensor valid_col = valid.unsqueeze(1);
       if (need_hidden) {
         torch::Tensor out = grad_hidden.narrow(0, start, rows);
         if (compute == torch::kFloat32) {
@@ -76,12 +95,14 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
         } else {
           out.copy_(torch::mm(g, w));
         }
+        out.mul_(valid_col);
       }
       if (need_weight) {
+        const torch::Tensor h_valid = h_rows * valid_col.to(compute);
         if (compute == torch::kFloat32) {
-          grad_weight.addmm_(g.t(), h_rows);
+          grad_weight.addmm_(g.t(), h_valid);
         } else {
-          grad_weight.add_(torch::mm(g.t(), h_rows));
+          grad_weight.add_(torch::mm(g.t(), h_valid));
         }
       }
     }
@@ -104,27 +125,28 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
   }
 };
 
-// Rows per chunk when the caller leaves it open; HFTRAIN_LM_HEAD_CHUNK_ROWS (a positive integer)
-// overrides the device's default, for measuring one against another.
+// Rows per chunk when the caller leaves it open: HFTRAIN_LM_HEAD_CHUNK_ROWS, or the device's
+// default.
 int64_t default_chunk_rows(c10::DeviceType device, int64_t vocab) {
-  static const int64_t from_env = [] {
-    const std::optional<std::string> v = util::Environment::process().get("HFTRAIN_LM_HEAD_CHUNK_ROWS");
-    if (!v || v->empty()) return int64_t{0};
-    int64_t rows = 0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), rows);
-    if (ec != std::errc() || end != v->data() + v->size() || rows <= 0) {
-      throw util::ConfigError("environment variable HFTRAIN_LM_HEAD_CHUNK_ROWS='" + v->substr(0, 40) +
-                                  "' is not a positive integer",
-                              "unset it, or give the rows of one chunk of the LM head's logits, e.g. 4096");
-    }
-    return rows;
-  }();
-  if (from_env > 0) return from_env;
+  static const std::optional<int64_t> from_env = chunk_rows_from_env();
+  if (from_env) return *from_env;
   const int64_t bytes = device == c10::DeviceType::CPU ? kCpuChunkBytes : kGpuChunkBytes;
   return std::max<int64_t>(1, bytes / (vocab * 4));
 }
 
 }  // namespace
+
+std::optional<int64_t> chunk_rows_from_env() {
+  const std::optional<std::string> v = util::Environment::process().get("HFTRAIN_LM_HEAD_CHUNK_ROWS");
+  if (!v || v->empty()) return std::nullopt;
+  const std::optional<int64_t> rows = util::parse_int64(*v);
+  if (!rows || *rows <= 0) {
+    throw util::ConfigError("environment variable HFTRAIN_LM_HEAD_CHUNK_ROWS='" + v->substr(0, 40) +
+                                "' is not a positive integer",
+                            "unset it, or give the rows of one chunk of the LM head's logits, e.g. 4096");
+  }
+  return rows;
+}
 
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
                                double label_smoothing, int64_t chunk_rows) {

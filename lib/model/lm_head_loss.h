@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include <torch/types.h>
 
@@ -24,5 +25,10 @@ namespace hftrain::model {
 // HFTRAIN_LM_HEAD_CHUNK_ROWS rows when that is set.
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
                                double label_smoothing, int64_t chunk_rows = 0);
+
+// HFTRAIN_LM_HEAD_CHUNK_ROWS read and checked: nullopt when unset or empty. Throws
+// util::ConfigError naming the variable when it is not a positive integer. The trainer calls it
+// while it builds the run, so that a bad value stops the run before its first step.
+std::optional<int64_t> chunk_rows_from_env();
 
 }  // namespace hftrain::model

@@ -108,3 +108,55 @@ TEST_CASE("lm_head_loss_sum under bf16 autocast matches linear + cross_entropy u
   CHECK(ours[2].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);  // bf16 matmuls: both round the logits the same way, not the sums
 }
+
+// Confident predictions: p(target) near 1, so the target's gradient p - 1 is small. Under bf16 it
+// must be formed before rounding (bf16(p) - 1 would be off by up to 2^-9 / (1 - p) relative).
+TEST_CASE("lm_head_loss_sum under bf16 autocast keeps the gradient of confident predictions", "[model]") {
+  Case k = make_case(16, 8, 30, 13);
+  k.weight = k.weight * 8;  // logits of tens: softmax near one-hot
+  k.labels = (k.hidden.mm(k.weight.t())).argmax(1);
+  const auto fp32 = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 5); });
+  at::autocast::set_autocast_enabled(at::kCPU, false);
+  at::autocast::clear_cache();
+  // The hidden states' gradient is the (small) error signal times the weight: relative to its own
+  // size it stays within bf16's rounding of the product, not of p.
+  const double scale = fp32[1].abs().max().item<double>();
+  REQUIRE(scale > 0);
+  CHECK((ours[1] - fp32[1]).abs().max().item<double>() <= 0.1 * scale);
+}
+
+TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against linear + cross_entropy", "[model][gpu]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device; skipped");
+    return;
+  }
+  // A GPT-2-sized vocabulary, rows over several chunks.
+  Case k = make_case(3000, 64, 50257, 17);
+  k.hidden = k.hidden.to(torch::kCUDA);
+  k.weight = k.weight.to(torch::kCUDA);
+  k.labels = k.labels.to(torch::kCUDA);
+  const auto ref32 = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
+  for (const double smoothing : {0.0, 0.1}) {
+    INFO("fp32, label smoothing " << smoothing);
+    const auto ref = smoothing == 0 ? ref32 : run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
+    check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, 1024); }), ref,
+                1e-4);  // tf32 may be on in either
+  }
+  auto autocast = [](auto fn) {
+    return [fn](torch::Tensor h, torch::Tensor w) {
+      at::autocast::set_autocast_enabled(at::kCUDA, true);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto loss = fn(h, w);
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      at::autocast::clear_cache();
+      return loss;
+    };
+  };
+  const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
+  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 1024); }));
+  CHECK(ours[1].scalar_type() == torch::kFloat32);
+  check_close(ours, ref, 2e-2);
+}
