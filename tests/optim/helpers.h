@@ -33,6 +33,20 @@ inline std::vector<optim::ParamGroup> groups_of(const optim::NamedParams& params
   return groups;
 }
 
+// Float32 parameters of these names and shapes, filled with cos(0.7 i + k) for the k-th (from 1):
+// deterministic, distinct per parameter.
+inline optim::NamedParams cos_params(const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) {
+  optim::NamedParams params;
+  int64_t seed = 1;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    auto t = torch::cos(torch::arange(n, torch::kFloat64) * 0.7 + static_cast<double>(seed++)).to(torch::kFloat32);
+    params.emplace_back(name, t.reshape(shape).set_requires_grad(true));
+  }
+  return params;
+}
+
 inline optim::NamedParams clone_params(const optim::NamedParams& params) {
   optim::NamedParams out;
   for (const auto& [name, p] : params) out.emplace_back(name, p.detach().clone().set_requires_grad(true));

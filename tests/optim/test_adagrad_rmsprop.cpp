@@ -28,15 +28,7 @@ const std::set<std::string> kDecay = {"layers.0.attn.qkv_proj.weight", "late.wei
 optim::NamedParams make_params() {
   const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
       {"layers.0.attn.qkv_proj.weight", {6, 4}}, {"layers.0.attn.qkv_proj.bias", {6}}, {"late.weight", {3, 2}}};
-  optim::NamedParams params;
-  int64_t seed = 1;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (auto d : shape) n *= d;
-    auto t = torch::cos(torch::arange(n, torch::kFloat64) * 0.7 + static_cast<double>(seed++)).to(torch::kFloat32);
-    params.emplace_back(name, t.reshape(shape).set_requires_grad(true));
-  }
-  return params;
+  return cos_params(shapes);
 }
 
 double lr_factor(int step) { return 1.0 - 0.1 * step; }

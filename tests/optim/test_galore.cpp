@@ -50,15 +50,7 @@ optim::NamedParams make_params() {
       {"late.weight", {5, 7}},
       {"final_norm.weight", {8}},
       {"never.weight", {4, 4}}};
-  optim::NamedParams params;
-  int64_t seed = 1;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (auto d : shape) n *= d;
-    auto t = torch::cos(torch::arange(n, torch::kFloat64) * 0.7 + static_cast<double>(seed++)).to(torch::kFloat32);
-    params.emplace_back(name, t.reshape(shape).set_requires_grad(true));
-  }
-  return params;
+  return cos_params(shapes);
 }
 
 const std::set<std::string> kDecay = {"layers.0.attn.qkv_proj.weight", "layers.0.mlp.down_proj.weight",

@@ -39,15 +39,7 @@ optim::NamedParams make_params() {
       {"final_norm.weight", {4}},
       {"late.weight", {3, 2}},
       {"never.weight", {2}}};
-  optim::NamedParams params;
-  int64_t seed = 1;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (auto d : shape) n *= d;
-    auto t = torch::cos(torch::arange(n, torch::kFloat64) * 0.7 + static_cast<double>(seed++))
-                 .to(torch::kFloat32);
-    params.emplace_back(name, t.reshape(shape).set_requires_grad(true));
-  }
+  optim::NamedParams params = cos_params(shapes);
   auto bf = torch::sin(torch::arange(12, torch::kFloat64)).to(torch::kBFloat16).reshape({3, 4});
   params.emplace_back("embed.weight", bf.set_requires_grad(true));
   return params;
