@@ -93,4 +93,12 @@ run 2 resume emptyrun/checkpoint-5 && has "does not verify" err
 run 2 resume emptyrun notanoverride && has "not an override" err
 run 2 run quickstart --resume --overwrite && has "contradict" err
 
+# A bad tuning variable stops the run while it is built, before its first step.
+for i in $(seq 1 100); do printf 'The cat sat on the mat number %d.\n' "$i"; done > env-corpus.txt
+export HFTRAIN_LM_HEAD_CHUNK_ROWS=many
+run 2 run quickstart "data.train=[$WORK/env-corpus.txt]" run.output_dir="$WORK/envrun" \
+  && has "HFTRAIN_LM_HEAD_CHUNK_ROWS='many' is not a positive integer" err
+if grep -qs "step 1/" "$WORK/envrun/train.log"; then fail "a step ran before the variable was checked"; else ok; fi
+unset HFTRAIN_LM_HEAD_CHUNK_ROWS
+
 finish
