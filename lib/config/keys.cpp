@@ -427,6 +427,11 @@ Schema build() {
       .def("[]").doc("Hugging Face modules trained in full next to the adapters and saved with them, e.g. ['lm_head'] or a classifier.");
   s.add("peft.from", Type::kString, HFTRAIN_FIELD(peft.from))
       .nullable().doc("Continue training a peft adapter directory (adapter_config.json + adapter_model.safetensors) on model.from.");
+  s.add("peft.quantize_base", Type::kChoice, HFTRAIN_FIELD(peft.quantize_base))
+      .choices({"none", "nf4", "int8"}).def("none")
+      .doc("QLoRA: keep the frozen base's linear layers quantized and dequantize them per product: nf4 as "
+           "bitsandbytes' 4-bit NormalFloat (blocks of 64, double-quantized scales), int8 as LLM.int8's row-wise "
+           "absmax; the output layer and embeddings stay as loaded. Needs peft.method=lora.");
 
   s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))

@@ -118,6 +118,11 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
     diags.add(from(tree, "optimizer.nesterov"), "`optimizer.nesterov` needs `optimizer.momentum` > 0",
               "set optimizer.momentum, e.g. 0.9");
   }
+  if (c.peft.quantize_base != QuantizeBase::kNone && c.peft.method != PeftMethod::kLora) {
+    diags.add(from(tree, "peft.quantize_base"),
+              "`peft.quantize_base` quantizes the frozen base of a LoRA run, but peft.method is not lora",
+              "set peft.method=lora (with model.from), or peft.quantize_base=none");
+  }
   const auto& sc = c.scheduler;
   if (c.optimizer.name == OptimizerName::kScheduleFreeAdamW &&
       (sc.name != SchedulerName::kConstant || sc.warmup_steps > 0)) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <torch/nn/functional/embedding.h>
 #include <torch/nn/functional/linear.h>
@@ -22,6 +23,16 @@ class DenseAdapter : public torch::nn::Module {
   virtual torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y) = 0;
 };
 
+// A frozen weight a Dense layer computes with in place of its own (QLoRA: the base weight stored
+// quantized, peft/quantized_linear.h). `linear` is the layer's x W^T + b through it; `bytes` what
+// it holds.
+class FrozenWeight {
+ public:
+  virtual ~FrozenWeight() = default;
+  virtual torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias) const = 0;
+  virtual int64_t bytes() const = 0;
+};
+
 class DenseImpl : public torch::nn::Module {
  public:
   DenseImpl(int64_t in_features, int64_t out_features, bool with_bias) {
@@ -29,9 +40,17 @@ class DenseImpl : public torch::nn::Module {
     if (with_bias) bias = register_parameter("bias", torch::empty({out_features}));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    auto y = torch::nn::functional::linear(x, weight, bias);
+    auto y = frozen_ ? frozen_->linear(x, bias) : torch::nn::functional::linear(x, weight, bias);
     return adapter_ ? adapter_->adapt(x, y) : y;
   }
+  // From here on the layer computes through `frozen`; its `weight` parameter keeps its name, shape
+  // and requires_grad=false but no storage of its own (a zero-stride view of one element), so
+  // parameter counts and names stay those of the model.
+  void set_frozen_weight(std::shared_ptr<const FrozenWeight> frozen) {
+    frozen_ = std::move(frozen);
+    weight.set_data(torch::zeros({1}, weight.options()).expand(weight.sizes()));
+  }
+  const std::shared_ptr<const FrozenWeight>& frozen_weight() const { return frozen_; }
   void set_adapter(std::shared_ptr<DenseAdapter> adapter) { adapter_ = register_module("lora", std::move(adapter)); }
   void remove_adapter() {
     if (adapter_) unregister_module("lora");
@@ -44,6 +63,7 @@ class DenseImpl : public torch::nn::Module {
 
  private:
   std::shared_ptr<DenseAdapter> adapter_;
+  std::shared_ptr<const FrozenWeight> frozen_;
 };
 TORCH_MODULE(Dense);
 

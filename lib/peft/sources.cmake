@@ -4,4 +4,5 @@ set(HFTRAIN_PEFT_CORE_SOURCES)
 set(HFTRAIN_PEFT_TORCH_SOURCES
   lora.cpp
   peft_files.cpp
-  quantize.cpp)
+  quantize.cpp
+  quantized_linear.cpp)

@@ -5,6 +5,7 @@
 #include "metrics/format.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
+#include "peft/quantized_linear.h"
 #include "train/baseline.h"
 #include "train/device_stats.h"
 #include "train/evaluation.h"
@@ -272,10 +273,8 @@ TrainResult Trainer::train() {
           for (size_t i : trained.units[u]) n += trained.params[i].second.numel();
           if (u == 0) sizes.root = n; else sizes.block = std::max(sizes.block, n);
         }
-        double frozen = 0;
-        for (const auto& [name, p] : model_->parameters_by_name()) {
-          if (!p.requires_grad()) frozen += static_cast<double>(p.numel() * p.element_size());
-        }
+        // Quantized layers (peft.quantize_base) at their quantized size.
+        const double frozen = static_cast<double>(peft::frozen_bytes(model_->module()));
         util::log::info(parallel::memory_report(*strategy_, *world_, config_, trained.params, sizes) +
                         "; frozen base: " + std::to_string(peft_->lora.frozen_parameters) + " parameters, " +
                         parallel::format_bytes(frozen) + " on every rank");

@@ -6,6 +6,8 @@
 
 #include "model/lm_head_loss.h"
 #include "parallel/comm/monitor.h"
+#include "parallel/data_parallel/memory_report.h"
+#include "peft/quantized_linear.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
 #include "util/error.h"
@@ -93,6 +95,15 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
+  if (parts.peft && config.peft.quantize_base != config::QuantizeBase::kNone) {
+    // On the device it computes on, one layer at a time.
+    const peft::QuantizedBase q = peft::quantize_frozen_base(parts.model->module(), config.peft.quantize_base,
+                                                             model::hf_linear_modules(*parts.model->decoder_spec()));
+    util::log::info(std::string("QLoRA: the frozen base's ") + std::to_string(q.layers) + " linear layers (" +
+                    std::to_string(q.parameters) + " weights) stored as " +
+                    peft::quantize_base_name(config.peft.quantize_base) + ": " + parallel::format_bytes(q.bytes_before) +
+                    " -> " + parallel::format_bytes(q.bytes_after));
+  }
   {
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
     TrainableParams trained{parts.model->parameters_by_name(), parts.model->parameter_units()};

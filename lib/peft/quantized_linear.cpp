@@ -1,0 +1,153 @@
+#include "peft/quantized_linear.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <ATen/autocast_mode.h>
+#include <torch/custom_class.h>
+#include <torch/torch.h>
+
+#include "util/error.h"
+
+namespace hftrain::peft {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The quantized weight travels through autograd's context as a registered custom class.
+struct WeightHolder : torch::CustomClassHolder {
+  explicit WeightHolder(const QuantizedWeight* w) : weight(w) {}
+  const QuantizedWeight* weight;  // owned by the Dense layer, which outlives every step's graph
+};
+const auto kWeightHolderClass = torch::class_<WeightHolder>("hftrain", "QuantizedWeightHolder");
+
+torch::ScalarType compute_dtype(const torch::Tensor& x) {
+  const auto device = x.device().type();
+  return at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : x.scalar_type();
+}
+
+// y = x W^T with W dequantized here and again in the backward; no gradient for W.
+class QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const QuantizedWeight* w) {
+    // Read before the guard: autocast's "enabled" is the absence of its keys from the excluded set.
+    const auto dtype = compute_dtype(x);
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    ctx->saved_data["weight"] = c10::make_intrusive<WeightHolder>(w);
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
+    return torch::matmul(x.to(dtype), w->dequantize(dtype).t());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    const auto* w = ctx->saved_data["weight"].toCustomClass<WeightHolder>()->weight;
+    const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const auto x_dtype = static_cast<torch::ScalarType>(ctx->saved_data["x_dtype"].toInt());
+    const torch::Tensor grad_x = grad_outputs[0].to(dtype).matmul(w->dequantize(dtype)).to(x_dtype);
+    return {grad_x, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+const char* quantize_base_name(config::QuantizeBase kind) {
+  switch (kind) {
+    case config::QuantizeBase::kNone: return "none";
+    case config::QuantizeBase::kNf4: return "nf4";
+    case config::QuantizeBase::kInt8: return "int8";
+  }
+  return "none";
+}
+
+QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits)
+    : kind_(kind) {
+  torch::NoGradGuard no_grad;
+  if (weight.dim() != 2) throw util::ConfigError("peft.quantize_base: only 2-D weights are quantized", "");
+  if (kind == config::QuantizeBase::kNone) throw util::ConfigError("peft.quantize_base=none quantizes nothing", "");
+  if (row_splits.empty()) row_splits = {weight.size(0)};
+  int64_t row = 0;
+  for (const int64_t rows : row_splits) {
+    const torch::Tensor piece = weight.detach().narrow(0, row, rows);
+    row += rows;
+    if (kind == config::QuantizeBase::kNf4) {
+      // QLoRA's settings (bitsandbytes' BitsAndBytesConfig for it): blocks of 64, double
+      // quantization; the nested 8-bit code rounds as bitsandbytes' kernel on that device does
+      // (its CPU kernel's binned rounding, else the nearest code).
+      nf4_.push_back(quantize_nf4(piece, 64, /*double_quant=*/true,
+                                  weight.is_cpu() ? CodeRounding::kBitsandbytesCpu : CodeRounding::kNearest));
+    } else {
+      // Int8Params quantizes the weight as float16 (its CB and SCB come from the half values).
+      int8_.push_back(quantize_int8_rowwise(piece.to(torch::kFloat16)));
+    }
+  }
+  if (row != weight.size(0)) throw util::ConfigError("peft.quantize_base: the projections do not cover the weight", "");
+}
+
+torch::Tensor QuantizedWeight::dequantize(torch::ScalarType dtype) const {
+  std::vector<torch::Tensor> pieces;
+  for (const auto& w : nf4_) pieces.push_back(dequantize_nf4(w, dtype));
+  for (const auto& w : int8_) pieces.push_back(dequantize_int8_rowwise(w, dtype));
+  return pieces.size() == 1 ? pieces.front() : torch::cat(pieces, 0);
+}
+
+torch::Tensor QuantizedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias) const {
+  // The (frozen) bias outside the function: an undefined tensor cannot be one of its inputs.
+  const torch::Tensor y = QuantizedLinear::apply(x, this);
+  return bias.defined() ? y + bias.to(y.scalar_type()) : y;
+}
+
+int64_t QuantizedWeight::bytes() const {
+  auto size = [](const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; };
+  int64_t n = 0;
+  for (const auto& w : nf4_) {
+    n += size(w.packed) + size(w.absmax) + size(w.absmax_codes) + size(w.absmax_scales) + size(w.absmax_code_map);
+  }
+  for (const auto& w : int8_) n += size(w.codes) + size(w.row_absmax);
+  return n;
+}
+
+QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBase kind,
+                                   const std::vector<model::HfLinear>& layout) {
+  QuantizedBase out;
+  if (kind == config::QuantizeBase::kNone) return out;
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> projections;  // dense -> (row_offset, rows)
+  for (const auto& m : layout) projections[m.dense].emplace_back(m.row_offset, m.rows);
+  for (const auto& item : model.named_modules()) {
+    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
+    if (!dense || dense->frozen_weight() || dense->weight.requires_grad()) continue;
+    const std::string& name = item.key();
+    if (name == "lm_head" || name.ends_with(".lm_head")) continue;
+    const torch::Tensor& w = dense->weight;
+    out.layers += 1;
+    out.parameters += w.numel();
+    out.bytes_before += w.numel() * static_cast<int64_t>(w.element_size());
+    std::vector<int64_t> splits;
+    if (auto it = projections.find(name); it != projections.end()) {
+      std::sort(it->second.begin(), it->second.end());
+      for (const auto& [offset, rows] : it->second) splits.push_back(rows);
+    }
+    auto q = std::make_shared<QuantizedWeight>(w, kind, std::move(splits));
+    out.bytes_after += q->bytes();
+    dense->set_frozen_weight(std::move(q));  // frees the full-precision weight
+  }
+  return out;
+}
+
+int64_t frozen_bytes(torch::nn::Module& model) {
+  int64_t bytes = 0;
+  for (const auto& item : model.named_modules("", /*include_self=*/true)) {
+    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
+    const bool quantized = dense && dense->frozen_weight();
+    if (quantized) bytes += dense->frozen_weight()->bytes();
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) {
+      if (p.value().requires_grad() || (quantized && p.value().is_same(dense->weight))) continue;
+      bytes += p.value().numel() * static_cast<int64_t>(p.value().element_size());
+    }
+  }
+  return bytes;
+}
+
+}  // namespace hftrain::peft

@@ -1,0 +1,62 @@
+// QLoRA's frozen base (peft.quantize_base): every linear layer of the transformer blocks that does
+// not train keeps its weight quantized, as bitsandbytes' Linear4bit (NF4, blocks of 64, double-
+// quantized absmax) or Linear8bitLt (LLM.int8 row-wise absmax, no outlier columns) store it, and
+// dequantizes it for each product: in the forward, and again in the backward for the input's
+// gradient (the dequantized weight is never kept for the backward, so activations hold no weight).
+// The product runs in the autocast dtype where autocast is on (bf16 on a GPU), else in the input's.
+// The output layer and the embeddings stay as they are (bitsandbytes' default skips lm_head).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "config/config.h"
+#include "model/dense.h"
+#include "model/hf_modules.h"
+#include "peft/quantize.h"
+
+namespace hftrain::peft {
+
+class QuantizedWeight final : public model::FrozenWeight {
+ public:
+  // `weight`: 2-D (out x in), float32/float16/bfloat16, on the device the layer computes on.
+  // `row_splits`: the output rows of each Hugging Face projection a fused weight holds (q, k, v;
+  // gate, up), quantized apart as bitsandbytes quantizes each projection (the double
+  // quantization's offset is per tensor); empty: the weight is one projection.
+  QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits = {});
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias) const override;
+  int64_t bytes() const override;
+  // The weight as it computes: code values times their scales, in `dtype`.
+  torch::Tensor dequantize(torch::ScalarType dtype) const;
+  config::QuantizeBase kind() const { return kind_; }
+
+ private:
+  config::QuantizeBase kind_;
+  std::vector<Nf4Weight> nf4_;    // one per projection
+  std::vector<Int8Weight> int8_;  // one per projection
+};
+
+struct QuantizedBase {
+  int64_t layers = 0;             // linear layers now quantized
+  int64_t parameters = 0;         // their weights' elements
+  int64_t bytes_before = 0;       // those weights as they were
+  int64_t bytes_after = 0;        // as they are now
+};
+
+// Quantizes, one layer at a time (the full-precision weight freed after each), the weight of every
+// Dense layer under `model` whose weight does not train, except the output layer (`lm_head`).
+// `layout` (model::hf_linear_modules) says which projections a fused layer holds. Returns what it
+// did; nothing when `kind` is kNone.
+QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBase kind,
+                                   const std::vector<model::HfLinear>& layout);
+
+// What the frozen parameters under `model` hold, quantized layers at their quantized size.
+int64_t frozen_bytes(torch::nn::Module& model);
+
+const char* quantize_base_name(config::QuantizeBase kind);
+
+}  // namespace hftrain::peft
