@@ -17,6 +17,7 @@
 #include "model/hf_modules.h"
 #include "model/spec.h"
 #include "peft/lora.h"
+#include "peft/quantized_linear.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
 #include "util/env.h"
@@ -54,10 +55,23 @@ int run_plan(const PlanArgs& a) {
         trained += n;
         if (t.dense.rfind("layers.0.", 0) == 0) in_block += n;
       }
+      // The frozen base: fp32, its block linear layers quantized under peft.quantize_base.
+      double base_bytes = 4.0 * static_cast<double>(psi);
+      const config::QuantizeBase q = cfg.peft.quantize_base;
+      if (q != config::QuantizeBase::kNone) {
+        for (const auto& m : model::hf_linear_modules(spec)) {
+          if (m.output_layer) continue;
+          base_bytes += static_cast<double>(peft::quantized_bytes(m.rows, m.in_features, q)) -
+                        4.0 * static_cast<double>(m.rows * m.in_features);
+        }
+      }
       std::cout << "LoRA r=" << cfg.peft.lora.r << " on " << targets.size() << " modules: " << trained
                 << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi)
-                << "%), " << psi << " frozen, " << parallel::format_bytes(4.0 * static_cast<double>(psi))
-                << " of fp32 base weights on every rank (peft.modules_to_save not counted)\n";
+                << "%), " << psi << " frozen, " << parallel::format_bytes(base_bytes) << " of base weights on every rank ("
+                << (q == config::QuantizeBase::kNone ? std::string("fp32")
+                                                     : std::string("linear layers ") + peft::quantize_base_name(q) +
+                                                           ", the rest fp32")
+                << "; peft.modules_to_save not counted)\n";
       psi = trained;
       units = {0, in_block};
     }
@@ -74,6 +88,16 @@ int run_plan(const PlanArgs& a) {
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations after the table):\n\n"
             << parallel::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
+  switch (cfg.optimizer.name) {
+    case config::OptimizerName::kAdafactor:
+    case config::OptimizerName::kAdamW8bit:
+    case config::OptimizerName::kGaloreAdamW:
+      // ShardingStrategy::create refuses the strategies that cut parameters for these.
+      std::cout << "(optimizer.name's state is not element-wise: it runs under ddp and zero1, the zero1 row "
+                   "partitioned by whole parameters; the other rows do not apply)\n";
+      break;
+    default: break;
+  }
   if (cfg.model.arch != config::ModelArch::kBert) {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     parallel::ActivationShape shape{.batch = cfg.trainer.micro_batch_size,

@@ -136,6 +136,21 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
   return out;
 }
 
+int64_t quantized_bytes(int64_t rows, int64_t cols, config::QuantizeBase kind) {
+  const int64_t n = rows * cols;
+  switch (kind) {
+    case config::QuantizeBase::kNf4: {
+      // Two codes a byte; a byte per block of 64 (the double-quantized absmax); a float per 256
+      // blocks; the 256-entry code map of the double quantization.
+      const int64_t blocks = (n + 63) / 64;
+      return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256) + 4 * 256;
+    }
+    case config::QuantizeBase::kInt8: return n + 4 * rows;  // a byte a weight, a float a row
+    case config::QuantizeBase::kNone: break;
+  }
+  return 4 * n;
+}
+
 int64_t frozen_bytes(torch::nn::Module& model) {
   int64_t bytes = 0;
   for (const auto& item : model.named_modules("", /*include_self=*/true)) {

@@ -54,6 +54,9 @@ struct QuantizedBase {
 QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBase kind,
                                    const std::vector<model::HfLinear>& layout);
 
+// The bytes QuantizedWeight holds for one projection of rows x cols weights (`hftrain plan`).
+int64_t quantized_bytes(int64_t rows, int64_t cols, config::QuantizeBase kind);
+
 // What the frozen parameters under `model` hold, quantized layers at their quantized size.
 int64_t frozen_bytes(torch::nn::Module& model);
 

@@ -45,6 +45,7 @@ TEST_CASE("quantized linear: forward and input gradient through the dequantized 
     // NF4: half a byte a weight, a byte per 64 (absmax codes), the 256-entry code map; int8: a byte
     // a weight and a scale per row.
     CHECK(q.bytes() < w.numel() * 4 / (kind == config::QuantizeBase::kNf4 ? 6 : 3));
+    CHECK(q.bytes() == peft::quantized_bytes(64, 256, kind));  // what `hftrain plan` counts
 
     const auto x = torch::randn({3, 5, 256}).requires_grad_(true);
     const auto y = q.linear(x, bias);
