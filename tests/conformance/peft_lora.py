@@ -17,7 +17,6 @@ Exits 1 on any difference.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -26,19 +25,7 @@ from peft import PeftModel
 from safetensors import safe_open
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-
-
-def run(*args, **kw):
-    p = subprocess.run(list(args), capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(args[:3])} ... failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return p.stdout
+from peft_common import check, finish, logits_of, losses_of, run
 
 
 def bases(work):
@@ -58,18 +45,6 @@ def bases(work):
         model.save_pretrained(d)
         out[name] = (d, args)
     return out
-
-
-def losses_of(run_dir):
-    """The loss of each step (rank 0 alone writes metrics.jsonl: one train record per step)."""
-    by_step = {}
-    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            if record.get("type") == "train":
-                assert record["step"] not in by_step, f"{run_dir}: step {record['step']} logged twice"
-                by_step[record["step"]] = record["loss"]
-    return [by_step[k] for k in sorted(by_step)]
 
 
 def check_resume_and_ranks(hftrain, work, name, common, env):
@@ -97,11 +72,6 @@ def check_resume_and_ranks(hftrain, work, name, common, env):
         worst = max(abs(x - y) / abs(x) for x, y in zip(a, c)) if len(c) == len(a) else float("inf")
         check(worst <= 1e-5, f"{name}: 2 ranks under {strategy} give losses {c}, 1 rank {a}")
         print(f"{name}: 2 ranks under {strategy} against 1 rank: largest relative loss difference {worst:.1e}")
-
-
-def logits_of(model, ids):
-    with torch.no_grad():
-        return model(torch.tensor([ids])).logits[0]
 
 
 def main():
@@ -173,13 +143,7 @@ def main():
             print(f"{name}: losses {first_run[0]:.4f} -> {first_run[-1]:.4f}; peft.from starts at {second[0]:.4f}")
             if name == "llama":
                 check_resume_and_ranks(hftrain, work, name, common, env)
-    if failures:
-        for m in failures:
-            print("FAIL:", m, file=sys.stderr)
-        return 1
-    print("ok: hftrain's LoRA adapters load in peft with hftrain's logits")
-    return 0
-
+    return finish("ok: hftrain's LoRA adapters load in peft with hftrain's logits")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,6 @@ Exits 1 on any difference.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -28,30 +27,7 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig, LlamaConfig, LlamaForCausalLM
 
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-
-
-def run(*args, **kw):
-    p = subprocess.run(list(args), capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(args[:3])} ... failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return p.stdout + p.stderr
-
-
-def losses_of(run_dir):
-    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
-        records = [json.loads(line) for line in f]
-    return [r["loss"] for r in records if r.get("type") == "train"]
-
-
-def logits_of(model, ids):
-    with torch.no_grad():
-        return model(torch.tensor([ids])).logits[0].float()
+from peft_common import check, finish, logits_of, losses_of, run
 
 
 def bnb_config(kind):
@@ -111,7 +87,7 @@ def main():
                       "peft.lora.target_modules=[all-linear]", f"peft.quantize_base={kind}", "trainer.max_steps=8",
                       "trainer.device=cpu"]
             log = run(hftrain, "run", "quickstart", *common, "checkpoint.every_steps=4", f"run.output_dir={run_dir}",
-                      env=env)
+                      stderr_too=True, env=env)
             check(f"linear layers (" in log and f"stored as {kind}" in log, f"{kind}: no QLoRA line in the log")
             losses = losses_of(run_dir)
             check(len(losses) == 8 and losses[-1] < losses[0], f"{kind}: the losses did not fall: {losses}")
@@ -155,13 +131,7 @@ def main():
                 worst = max(abs(x - y) / abs(x) for x, y in zip(one, two)) if one and len(one) == len(two) else 1.0
                 check(worst <= 1e-5, f"{kind}: zero3 on 2 ranks differs from 1 rank by {worst} relative")
                 print(f"{kind}: zero3 on 2 ranks vs 1 rank (2 micro-batches): losses within {worst:.1e}")
-    if failures:
-        for m in failures:
-            print("FAIL:", m, file=sys.stderr)
-        return 1
-    print("ok: hftrain's QLoRA base computes as bitsandbytes' does")
-    return 0
-
+    return finish("ok: hftrain's QLoRA base computes as bitsandbytes' does")
 
 if __name__ == "__main__":
     sys.exit(main())
