@@ -45,7 +45,7 @@ std::vector<WeightPiece> as_pieces(const Source& src) {
 
 }  // namespace
 
-void load_hf_weights(Transformer& model, const TensorSource& hf) {
+void load_hf_weights(Transformer& model, const TensorSource& hf, const WeightHandover& handover) {
   const ModelSpec& spec = model->spec();
   const auto sources = sources_of(spec);
   WeightRules rules;
@@ -63,6 +63,8 @@ void load_hf_weights(Transformer& model, const TensorSource& hf) {
     return it == sources.end() ? std::vector<WeightPiece>{} : as_pieces(it->second);
   };
   rules.droppable = ignorable;
+  rules.handed_over = handover.handed_over;
+  rules.take = handover.take;
   load_weights(model->parameters_by_name(), hf, rules);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/stored_weights.h"
+#include "model/weight_loader.h"
 #include "model/transformer.h"
 
 namespace hftrain::model {
@@ -13,7 +14,7 @@ namespace hftrain::model {
 // prefix ("transformer.", "model.") or none loads; a tied head stored anyway, GPT-2's mask buffers
 // and rotary frequencies are ignored; anything else missing, unexpected or mis-shaped is a
 // CheckpointError in load_weights' form, the parameters then untouched.
-void load_hf_weights(Transformer& model, const TensorSource& hf);
+void load_hf_weights(Transformer& model, const TensorSource& hf, const WeightHandover& handover = {});
 // The same for tensors in memory.
 void load_hf_weights(Transformer& model, const TensorList& hf);
 

@@ -188,13 +188,15 @@ ModelSpec read_model_spec(const fs::path& dir) {
                               spec_path.string());
 }
 
-void load_model_weights(Transformer& model, const fs::path& dir) {
+void load_model_weights(Transformer& model, const fs::path& dir, const WeightHandover& handover) {
   // hftrain wrote these names itself: each parameter under its own name, nothing to tolerate.
   WeightRules rules;
   rules.expected = "model.json";
   rules.hint =
       "the weights and model.json come from different models, or the directory is damaged; use "
       "another checkpoint";
+  rules.handed_over = handover.handed_over;
+  rules.take = handover.take;
   load_weights(model->parameters_by_name(), StoredWeights(dir), rules);
 }
 

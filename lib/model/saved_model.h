@@ -19,6 +19,7 @@
 #include "model/model_files.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
+#include "model/weight_loader.h"
 
 namespace hftrain::model {
 
@@ -73,7 +74,7 @@ ModelSpec read_model_spec(const std::filesystem::path& dir);
 // held. Every parameter is stored under its own name and nothing else is: anything missing,
 // unexpected or mis-shaped is a CheckpointError in load_weights' form naming the file (the
 // parameters are then untouched).
-void load_model_weights(Transformer& model, const std::filesystem::path& dir);
+void load_model_weights(Transformer& model, const std::filesystem::path& dir, const WeightHandover& handover = {});
 
 // Reads a tokenizer.json: the hftrain byte-tokenizer file or a Hugging Face byte-level BPE file.
 // `kind`, when given, receives which. Throws DataError naming the file.

@@ -16,6 +16,9 @@ struct Copy {
   std::string stored;    // the source's name
   torch::Tensor target;  // the parameter, or the rows of it the piece fills (a view)
   bool transposed = false;
+  std::string param;     // the parameter's name
+  int64_t offset = 0;    // the first row the piece fills
+  bool handed_over = false;
 };
 
 // The parameters of one optional group that are not stored at all, and how many it has.
@@ -80,7 +83,8 @@ WeightLoadReport load_weights(const TensorList& params, const TensorSource& sour
                              c10::str(c10::IntArrayRef(want)) + " floating point)");
         continue;
       }
-      copies.push_back({found->second, target, piece.transposed});
+      copies.push_back({found->second, target, piece.transposed, name, piece.rows < 0 ? 0 : piece.offset,
+                        rules.handed_over && rules.take && rules.handed_over(name)});
     }
     const std::string group = rules.optional_group ? rules.optional_group(name) : "";
     if (group.empty()) {
@@ -118,9 +122,23 @@ WeightLoadReport load_weights(const TensorList& params, const TensorSource& sour
     throw util::CheckpointError(message, rules.hint);
   }
   torch::NoGradGuard no_grad;
+  std::map<std::string, std::vector<const Copy*>> handed;  // parameter -> its pieces
   for (const Copy& c : copies) {
+    if (c.handed_over) {
+      handed[c.param].push_back(&c);
+      continue;
+    }
     const torch::Tensor t = source.get(c.stored);
     c.target.copy_(c.transposed ? t.t() : t);
+  }
+  for (auto& [name, pieces] : handed) {
+    std::sort(pieces.begin(), pieces.end(), [](const Copy* a, const Copy* b) { return a->offset < b->offset; });
+    std::vector<torch::Tensor> tensors;
+    for (const Copy* c : pieces) {
+      const torch::Tensor t = source.get(c->stored);
+      tensors.push_back(c->transposed ? t.t() : t);
+    }
+    rules.take(name, std::move(tensors));
   }
   return report;
 }

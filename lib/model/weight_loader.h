@@ -48,6 +48,18 @@ struct WeightRules {
   // stored): a group with none of its tensors stored keeps its initialisation and is reported, a
   // group stored in part is missing the rest. Default: none.
   std::function<std::string(const std::string& name)> optional_group;
+  // Parameters that are handed over instead of copied into (QLoRA quantizes them as they are
+  // read, so that the base never lives in memory at full precision): checked like the others,
+  // then `take(name, pieces)` gets the parameter's stored tensors in row order, each straight from
+  // the source (a memory-mapped view) and transposed back where stored transposed. Default: none.
+  std::function<bool(const std::string& name)> handed_over;
+  std::function<void(const std::string& name, std::vector<torch::Tensor> pieces)> take;
+};
+
+// The hand-over part of WeightRules, for the loaders that build their own rules.
+struct WeightHandover {
+  std::function<bool(const std::string& name)> handed_over;
+  std::function<void(const std::string& name, std::vector<torch::Tensor> pieces)> take;
 };
 
 // What a load did besides copying a tensor into every parameter.

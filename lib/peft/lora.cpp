@@ -141,12 +141,8 @@ std::vector<model::HfLinear> select_lora_targets(const std::vector<model::HfLine
   return out;
 }
 
-LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear>& targets,
-                      const std::vector<model::HfParameter>& hf_parameters,
-                      const std::vector<std::string>& modules_to_save, const config::LoraConfig& config) {
-  LoraModel result;
-  result.targets = targets;
-  // Full training for the parameters that hold a module to save, whole.
+std::set<std::string> saved_module_params(const std::vector<model::HfParameter>& hf_parameters,
+                                          const std::vector<std::string>& modules_to_save) {
   std::set<std::string> full;
   for (const auto& wanted : modules_to_save) {
     bool any = false;
@@ -168,8 +164,18 @@ LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear
       throw util::ConfigError("peft.modules_to_save entry '" + wanted + "' matches no module of the model",
                               "name Hugging Face modules, e.g. " + some_of(all));
     }
-    result.modules_to_save.push_back(wanted);
   }
+  return full;
+}
+
+LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear>& targets,
+                      const std::vector<model::HfParameter>& hf_parameters,
+                      const std::vector<std::string>& modules_to_save, const config::LoraConfig& config) {
+  LoraModel result;
+  result.targets = targets;
+  // Full training for the parameters that hold a module to save, whole.
+  const std::set<std::string> full = saved_module_params(hf_parameters, modules_to_save);
+  result.modules_to_save = modules_to_save;
 
   std::map<std::string, std::vector<model::HfLinear>> by_dense;
   for (const auto& t : targets) by_dense[t.dense].push_back(t);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,12 @@ struct LoraModel {
   int64_t trainable_parameters = 0;
   int64_t frozen_parameters = 0;
 };
+
+// The hftrain parameters that `modules_to_save` (Hugging Face module names, matched as peft
+// matches them) train in full. Throws ConfigError for an entry that matches nothing or names part
+// of a fused parameter.
+std::set<std::string> saved_module_params(const std::vector<model::HfParameter>& hf_parameters,
+                                          const std::vector<std::string>& modules_to_save);
 
 // Attaches LoRA adapters for `targets` to the Dense layers of `root` (after its weights are
 // loaded), freezes every other parameter except those of `modules_to_save` (Hugging Face module

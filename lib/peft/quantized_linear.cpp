@@ -62,28 +62,43 @@ const char* quantize_base_name(config::QuantizeBase kind) {
   return "none";
 }
 
-QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits)
-    : kind_(kind) {
-  torch::NoGradGuard no_grad;
+namespace {
+
+std::vector<torch::Tensor> split_rows(const torch::Tensor& weight, std::vector<int64_t> row_splits) {
   if (weight.dim() != 2) throw util::ConfigError("peft.quantize_base: only 2-D weights are quantized", "");
-  if (kind == config::QuantizeBase::kNone) throw util::ConfigError("peft.quantize_base=none quantizes nothing", "");
   if (row_splits.empty()) row_splits = {weight.size(0)};
+  std::vector<torch::Tensor> pieces;
   int64_t row = 0;
   for (const int64_t rows : row_splits) {
-    const torch::Tensor piece = weight.detach().narrow(0, row, rows);
+    pieces.push_back(weight.detach().narrow(0, row, rows));
     row += rows;
+  }
+  if (row != weight.size(0)) throw util::ConfigError("peft.quantize_base: the projections do not cover the weight", "");
+  return pieces;
+}
+
+}  // namespace
+
+QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits)
+    : QuantizedWeight(split_rows(weight, std::move(row_splits)), kind) {}
+
+QuantizedWeight::QuantizedWeight(const std::vector<torch::Tensor>& projections, config::QuantizeBase kind)
+    : kind_(kind) {
+  torch::NoGradGuard no_grad;
+  if (kind == config::QuantizeBase::kNone) throw util::ConfigError("peft.quantize_base=none quantizes nothing", "");
+  for (const torch::Tensor& piece : projections) {
+    if (piece.dim() != 2) throw util::ConfigError("peft.quantize_base: only 2-D weights are quantized", "");
     if (kind == config::QuantizeBase::kNf4) {
       // QLoRA's settings (bitsandbytes' BitsAndBytesConfig for it): blocks of 64, double
       // quantization; the nested 8-bit code rounds as bitsandbytes' kernel on that device does
       // (its CPU kernel's binned rounding, else the nearest code).
       nf4_.push_back(quantize_nf4(piece, 64, /*double_quant=*/true,
-                                  weight.is_cpu() ? CodeRounding::kBitsandbytesCpu : CodeRounding::kNearest));
+                                  piece.is_cpu() ? CodeRounding::kBitsandbytesCpu : CodeRounding::kNearest));
     } else {
       // Int8Params quantizes the weight as float16 (its CB and SCB come from the half values).
       int8_.push_back(quantize_int8_rowwise(piece.to(torch::kFloat16)));
     }
   }
-  if (row != weight.size(0)) throw util::ConfigError("peft.quantize_base: the projections do not cover the weight", "");
 }
 
 torch::Tensor QuantizedWeight::dequantize(torch::ScalarType dtype) const {
@@ -133,6 +148,43 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
     out.bytes_after += q->bytes();
     dense->set_frozen_weight(std::move(q));  // frees the full-precision weight
   }
+  return out;
+}
+
+QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase kind, const std::set<std::string>& keep,
+                                const torch::Device& device) {
+  QuantizeOnLoad out;
+  out.report = std::make_shared<QuantizedBase>();
+  if (kind == config::QuantizeBase::kNone) return out;
+  auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>();  // by weight name
+  for (const auto& item : model.named_modules()) {
+    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
+    const std::string& name = item.key();
+    const std::string weight = name + ".weight";
+    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head") || keep.count(weight)) {
+      continue;
+    }
+    torch::NoGradGuard no_grad;
+    // A placeholder already on the training device: moving the module there leaves it be.
+    dense->weight.set_data(torch::zeros({1}, dense->weight.options().device(device)).expand(dense->weight.sizes()));
+    (*layers)[weight] = dense;
+  }
+  out.handover.handed_over = [layers](const std::string& name) { return layers->count(name) > 0; };
+  out.handover.take = [layers, kind, device, report = out.report](const std::string& name,
+                                                                  std::vector<torch::Tensor> pieces) {
+    int64_t weights = 0, bytes = 0;
+    for (auto& p : pieces) {
+      weights += p.numel();
+      bytes += p.numel() * static_cast<int64_t>(p.element_size());
+      p = p.to(device);  // one projection at a time on the device, then quantized there
+    }
+    auto q = std::make_shared<QuantizedWeight>(pieces, kind);
+    report->layers += 1;
+    report->parameters += weights;
+    report->bytes_before += bytes;
+    report->bytes_after += q->bytes();
+    layers->at(name)->set_frozen_weight(std::move(q));
+  };
   return out;
 }
 

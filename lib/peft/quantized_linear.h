@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "config/config.h"
 #include "model/dense.h"
 #include "model/hf_modules.h"
+#include "model/weight_loader.h"
 #include "peft/quantize.h"
 
 namespace hftrain::peft {
@@ -28,6 +30,8 @@ class QuantizedWeight final : public model::FrozenWeight {
   // gate, up), quantized apart as bitsandbytes quantizes each projection (the double
   // quantization's offset is per tensor); empty: the weight is one projection.
   QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits = {});
+  // From the projections themselves, in row order (as a loader reads them); same column count.
+  QuantizedWeight(const std::vector<torch::Tensor>& projections, config::QuantizeBase kind);
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias) const override;
   int64_t bytes() const override;
   // The weight as it computes: code values times their scales, in `dtype`.
@@ -56,6 +60,18 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
 
 // The bytes QuantizedWeight holds for one projection of rows x cols weights (`hftrain plan`).
 int64_t quantized_bytes(int64_t rows, int64_t cols, config::QuantizeBase kind);
+
+// Quantization as the base is read (model.from), so that it never lives in memory at full
+// precision: the layers quantize_frozen_base would quantize (those `keep` does not name: the
+// parameters that train in full) get a placeholder weight on `device` now, and `handover`, given
+// to the loader, quantizes each on `device` from its stored projections as they are read (one
+// layer's weights at a time). `report` fills as it goes.
+struct QuantizeOnLoad {
+  model::WeightHandover handover;
+  std::shared_ptr<QuantizedBase> report;
+};
+QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase kind, const std::set<std::string>& keep,
+                                const torch::Device& device);
 
 // What the frozen parameters under `model` hold, quantized layers at their quantized size.
 int64_t frozen_bytes(torch::nn::Module& model);

@@ -26,7 +26,8 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
 
-  void load(const std::filesystem::path& path, const std::string& what) override {
+  void load(const std::filesystem::path& path, const std::string& what,
+            const model::WeightHandover& handover = {}) override {
     // Only the spec is read first; the weights are memory-mapped and copied straight in.
     const ModelSource source = read_model_source(path);
     const model::ModelSpec& spec = model_->spec();
@@ -38,9 +39,9 @@ class CausalLm final : public ModuleTask<model::Transformer> {
                               "set these model.* values (as overrides, or in the recipe): " + have);
     }
     if (source.hugging_face) {
-      model::load_hf_weights(model_, model::StoredWeights(source.dir));
+      model::load_hf_weights(model_, model::StoredWeights(source.dir), handover);
     } else {
-      model::load_model_weights(model_, source.dir);
+      model::load_model_weights(model_, source.dir, handover);
     }
     util::log::info(what + ": starting from the weights in " + source.dir.string() +
                     (source.hugging_face ? " (Hugging Face layout)" : ""));

@@ -36,7 +36,7 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
     return model::classification_loss(out, batch.labels, label_smoothing, /*summed=*/true);
   }
 
-  void load(const fs::path& path, const std::string& what) override {
+  void load(const fs::path& path, const std::string& what, const model::WeightHandover& = {}) override {
     const ModelSource source = read_model_source(path);
     if (!source.bert) {
       throw util::ConfigError(what + ": " + source.dir.string() + " holds a decoder (" +

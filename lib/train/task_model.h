@@ -14,6 +14,7 @@
 #include <torch/nn/module.h>
 
 #include "data/loader.h"
+#include "model/weight_loader.h"
 #include "tokenizer/tokenizer.h"
 #include "parallel/plan/memory_plan.h"
 #include "metrics/mfu.h"
@@ -40,7 +41,10 @@ class TaskModel {
 
   // Copies the weights of the model directory or checkpoint at `path`; `what` names it in
   // messages. ConfigError for another shape, CheckpointError for missing or extra tensors.
-  virtual void load(const std::filesystem::path& path, const std::string& what) = 0;
+  // `handover`: parameters handed over as they are read instead of copied in (weight_loader.h);
+  // the encoder ignores it.
+  virtual void load(const std::filesystem::path& path, const std::string& what,
+                    const model::WeightHandover& handover = {}) = 0;
   // The files of a model directory besides the weights (model.json or config.json, tokenizer).
   virtual std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
                                                                       const tokenizer::Tokenizer& tokenizer) const = 0;

@@ -7,6 +7,7 @@
 #include "model/lm_head_loss.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
+#include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "train/model_from.h"
 #include "train/wiring.h"
@@ -91,18 +92,26 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     parts.model = make_causal_lm(model::ModelSpec::from_config(config.model),
                                  from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
   }
-  if (from_model_dir) parts.model->load(*config.model.from, "model.from");
+  // QLoRA (peft.quantize_base) quantizes the base's linear layers as model.from is read, on the
+  // training device, so that the base never lives in memory at full precision.
+  const model::ModelSpec* decoder = parts.model->decoder_spec();
+  const bool qlora = from_model_dir && decoder && config.peft.method == config::PeftMethod::kLora &&
+                     config.peft.quantize_base != config::QuantizeBase::kNone;
+  peft::QuantizeOnLoad on_load;
+  if (qlora) {
+    const auto keep = peft::saved_module_params(model::hf_parameters(*decoder), config.peft.modules_to_save);
+    on_load = peft::quantize_on_load(parts.model->module(), config.peft.quantize_base, keep, device);
+  }
+  if (from_model_dir) parts.model->load(*config.model.from, "model.from", on_load.handover);
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
-  if (parts.peft && config.peft.quantize_base != config::QuantizeBase::kNone) {
-    // On the device it computes on, one layer at a time.
-    const peft::QuantizedBase q = peft::quantize_frozen_base(parts.model->module(), config.peft.quantize_base,
-                                                             model::hf_linear_modules(*parts.model->decoder_spec()));
+  if (qlora) {
+    const peft::QuantizedBase& q = *on_load.report;
     util::log::info(std::string("QLoRA: the frozen base's ") + std::to_string(q.layers) + " linear layers (" +
                     std::to_string(q.parameters) + " weights) stored as " +
-                    peft::quantize_base_name(config.peft.quantize_base) + ": " + parallel::format_bytes(q.bytes_before) +
-                    " -> " + parallel::format_bytes(q.bytes_after));
+                    peft::quantize_base_name(config.peft.quantize_base) + " as they were read: " +
+                    parallel::format_bytes(q.bytes_before) + " -> " + parallel::format_bytes(q.bytes_after));
   }
   {
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
