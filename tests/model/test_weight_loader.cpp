@@ -4,6 +4,8 @@
 // and what it may not (a group stored in part, one tensor under two names).
 #include "../torch_catch.h"  // first: see the file
 
+#include <map>
+
 #include "model/weight_loader.h"
 #include "util/error.h"
 
@@ -120,4 +122,39 @@ TEST_CASE("load_weights tolerates what the rules allow, and reports it", "[model
   CHECK(std::string(
             load_error(params, {{"body", torch::ones({2})}, {"m.body", torch::ones({2})}}, rules)
                 .what()) == "mem does not match the test model: unexpected m.body");
+}
+
+TEST_CASE("load_weights hands over what the rules take, after checking it, and copies the rest",
+          "[model][weights]") {
+  const auto a = torch::zeros({2, 3}).requires_grad_(true);
+  const auto fused = torch::zeros({5, 2}).requires_grad_(true);
+  const model::TensorList params{{"a.weight", a}, {"fused", fused}};
+  auto rules = test_rules();
+  // Pieces listed out of row order: the hand-over sorts them.
+  rules.pieces_of = [](const std::string& name, const torch::Tensor&) -> std::vector<model::WeightPiece> {
+    if (name == "a.weight") return {{"a", 0, -1, /*transposed=*/true}};
+    return {{"f.kv", 2, 3}, {"f.q", 0, 2}};
+  };
+  std::map<std::string, std::vector<torch::Tensor>> taken;
+  rules.handed_over = [](const std::string& name) { return name == "fused" || name == "a.weight"; };
+  rules.take = [&](const std::string& name, std::vector<torch::Tensor> pieces) { taken[name] = std::move(pieces); };
+  const auto a_stored = torch::arange(6, torch::kFloat32).reshape({3, 2}).to(torch::kBFloat16);
+  const auto q = torch::full({2, 2}, 1.5), kv = torch::full({3, 2}, -2.0);
+  model::load_weights(params, model::TensorListSource({{"m.a", a_stored}, {"f.q", q}, {"f.kv", kv}}, "mem"), rules);
+  REQUIRE(taken.size() == 2);
+  REQUIRE(taken["fused"].size() == 2);
+  CHECK(torch::equal(taken["fused"][0], q));   // row order
+  CHECK(torch::equal(taken["fused"][1], kv));
+  REQUIRE(taken["a.weight"].size() == 1);
+  CHECK(taken["a.weight"][0].scalar_type() == torch::kBFloat16);  // as stored, transposed back
+  CHECK(torch::equal(taken["a.weight"][0], a_stored.t()));
+  CHECK(fused.abs().sum().item<double>() == 0);  // not copied into
+  CHECK(a.abs().sum().item<double>() == 0);
+
+  // A handed-over tensor of the wrong shape is refused like any other, before anything is taken.
+  taken.clear();
+  const auto bad = torch::full({4, 2}, 1.0);
+  const auto e = load_error(params, {{"m.a", a_stored}, {"f.q", q}, {"f.kv", bad}}, rules);
+  CHECK_THAT(e.what(), Catch::Matchers::Contains("f.kv"));
+  CHECK(taken.empty());
 }
