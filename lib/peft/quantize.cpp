@@ -351,8 +351,11 @@ Int8Weight quantize_int8_rowwise(const torch::Tensor& w) {
   auto zero = (q.row_absmax == 0).unsqueeze(1);
   // bitsandbytes: round(w * (127 / absmax)), 127 / absmax computed as reciprocal(absmax) * 127.
   auto scale = q.row_absmax.reciprocal().unsqueeze(1) * 127.0;
-  auto scaled = torch::round(w * scale);  // half to even; NaN (0 * inf) in a zero row
-  q.codes = torch::where(zero, torch::zeros_like(scaled), scaled).to(torch::kInt8);
+  // One temporary of the weight's size (a layer of a QLoRA base is quantized as it is read).
+  auto scaled = w * scale;
+  scaled.round_();                 // half to even; NaN (0 * inf) in a zero row
+  scaled.masked_fill_(zero, 0.0);  // a zero row's codes are 0
+  q.codes = scaled.to(torch::kInt8);
   return q;
 }
 
@@ -364,7 +367,11 @@ torch::Tensor dequantize_int8_rowwise(const Int8Weight& w, torch::ScalarType dty
   }
   check_piece(w.row_absmax, torch::kFloat32, w.codes.size(0), what, "the row absmax");
   auto stats = w.row_absmax.to(w.codes.device()).view({-1, 1});
-  return (w.codes * stats * kInv127).to(dtype);
+  // (codes * stats) * (1/127) in float32 as bitsandbytes evaluates it, in one buffer: QLoRA
+  // dequantizes a layer for every product.
+  auto out = w.codes.to(torch::kFloat32);
+  out.mul_(stats).mul_(kInv127);
+  return out.to(dtype);
 }
 
 }  // namespace hftrain::peft
