@@ -51,6 +51,18 @@ class QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
   }
 };
 
+// The rows of each projection a fused Dense layer holds, by the layer's module path.
+std::map<std::string, std::vector<int64_t>> projection_rows(const std::vector<model::HfLinear>& layout) {
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> by_dense;  // dense -> (row_offset, rows)
+  for (const auto& m : layout) by_dense[m.dense].emplace_back(m.row_offset, m.rows);
+  std::map<std::string, std::vector<int64_t>> out;
+  for (auto& [dense, pieces] : by_dense) {
+    std::sort(pieces.begin(), pieces.end());
+    for (const auto& [offset, rows] : pieces) out[dense].push_back(rows);
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* quantize_base_name(config::QuantizeBase kind) {
@@ -128,8 +140,7 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
                                    const std::vector<model::HfLinear>& layout) {
   QuantizedBase out;
   if (kind == config::QuantizeBase::kNone) return out;
-  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> projections;  // dense -> (row_offset, rows)
-  for (const auto& m : layout) projections[m.dense].emplace_back(m.row_offset, m.rows);
+  const auto projections = projection_rows(layout);
   for (const auto& item : model.named_modules()) {
     auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
     if (!dense || dense->frozen_weight() || dense->weight.requires_grad()) continue;
@@ -139,12 +150,8 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
     out.layers += 1;
     out.parameters += w.numel();
     out.bytes_before += w.numel() * static_cast<int64_t>(w.element_size());
-    std::vector<int64_t> splits;
-    if (auto it = projections.find(name); it != projections.end()) {
-      std::sort(it->second.begin(), it->second.end());
-      for (const auto& [offset, rows] : it->second) splits.push_back(rows);
-    }
-    auto q = std::make_shared<QuantizedWeight>(w, kind, std::move(splits));
+    const auto it = projections.find(name);
+    auto q = std::make_shared<QuantizedWeight>(w, kind, it == projections.end() ? std::vector<int64_t>{} : it->second);
     out.bytes_after += q->bytes();
     dense->set_frozen_weight(std::move(q));  // frees the full-precision weight
   }
@@ -152,7 +159,7 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
 }
 
 QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase kind, const std::set<std::string>& keep,
-                                const torch::Device& device) {
+                                const torch::Device& device, const std::vector<model::HfLinear>& layout) {
   QuantizeOnLoad out;
   out.report = std::make_shared<QuantizedBase>();
   if (kind == config::QuantizeBase::kNone) return out;
@@ -170,8 +177,13 @@ QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase k
     (*layers)[weight] = dense;
   }
   out.handover.handed_over = [layers](const std::string& name) { return layers->count(name) > 0; };
-  out.handover.take = [layers, kind, device, report = out.report](const std::string& name,
-                                                                  std::vector<torch::Tensor> pieces) {
+  out.handover.take = [layers, kind, device, report = out.report, rows = projection_rows(layout)](
+                          const std::string& name, std::vector<torch::Tensor> pieces) {
+    // A fused weight stored whole: its projections apart, as the Hugging Face layout stores them.
+    const auto split = rows.find(name.substr(0, name.size() - std::string(".weight").size()));
+    if (pieces.size() == 1 && split != rows.end() && split->second.size() > 1) {
+      pieces = pieces.front().split_with_sizes(split->second, 0);
+    }
     int64_t weights = 0, bytes = 0;
     for (auto& p : pieces) {
       weights += p.numel();

@@ -70,8 +70,10 @@ struct QuantizeOnLoad {
   model::WeightHandover handover;
   std::shared_ptr<QuantizedBase> report;
 };
+// `layout` splits a fused weight stored whole (hftrain's own model directories) into its
+// projections, as quantize_frozen_base does.
 QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase kind, const std::set<std::string>& keep,
-                                const torch::Device& device);
+                                const torch::Device& device, const std::vector<model::HfLinear>& layout);
 
 // What the frozen parameters under `model` hold, quantized layers at their quantized size.
 int64_t frozen_bytes(torch::nn::Module& model);

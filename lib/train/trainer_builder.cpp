@@ -100,7 +100,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   peft::QuantizeOnLoad on_load;
   if (qlora) {
     const auto keep = peft::saved_module_params(model::hf_parameters(*decoder), config.peft.modules_to_save);
-    on_load = peft::quantize_on_load(parts.model->module(), config.peft.quantize_base, keep, device);
+    on_load = peft::quantize_on_load(parts.model->module(), config.peft.quantize_base, keep, device,
+                                     model::hf_linear_modules(*decoder));
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from", on_load.handover);
   parts.peft = attach_peft(config, *parts.model);

@@ -6,7 +6,8 @@ A Llama base written by transformers' save_pretrained; `hftrain run` with peft.m
 peft.quantize_base=nf4 (then int8) trains adapters on every linear layer for a few steps. Then:
   - the run says how it stored the base, and its loss fell; (nf4) a resume from its checkpoint
     quantizes the base again and ends with the same adapters bit for bit, and zero3 on 2 ranks
-    gives 1 rank's losses (two micro-batches) within 1e-5;
+    gives 1 rank's losses (two micro-batches) within 1e-5, and the same base read from hftrain's
+    own model directory (fused weights stored whole) gives the same losses;
   - the reference: transformers loads the same base quantized by bitsandbytes (BitsAndBytesConfig:
     nf4 with double quantization, or LLM.int8 without outlier columns; lm_head kept); its stored
     weights, dequantized by bitsandbytes, go into a full-precision model, peft puts hftrain's
@@ -121,6 +122,18 @@ def main():
                 b = load_file(os.path.join(resumed, "final", "adapter_model.safetensors"))
                 check(a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a),
                       f"{kind}: the resumed run's adapters differ from the uninterrupted run's")
+                # From hftrain's own model directory (fused q/k/v and gate/up stored whole, split
+                # into their projections for quantizing): the same losses as from the Hugging Face one.
+                own = os.path.join(work, "own")
+                run(hftrain, "run", "quickstart", *[a for a in common if not a.startswith("peft.")], "optimizer.lr=0",
+                    "trainer.max_steps=1", f"run.output_dir={own}", env=env)
+                from_own = os.path.join(work, "from-own-" + kind)
+                own_log = run(hftrain, "run", "quickstart", *common, f"model.from={os.path.join(own, 'final')}",
+                              f"run.output_dir={from_own}", stderr_too=True, env=env)
+                check(f"starting from the weights in {os.path.join(own, 'final')}" in own_log,
+                      f"{kind}: the run did not read hftrain's own directory")
+                check(losses_of(from_own) == losses, f"{kind}: from hftrain's own directory the losses are "
+                      f"{losses_of(from_own)}, not {losses}")
                 # zero3 on 2 ranks shards the adapters; each rank quantizes the same base.
                 halves = os.path.join(work, "accum-" + kind)
                 ranks = os.path.join(work, "zero3-" + kind)
