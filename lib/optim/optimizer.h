@@ -73,6 +73,9 @@ class Optimizer {
   // parameter values (callers that keep copies of the parameters refresh them). The others hold
   // one point: a no-op that returns false.
   virtual bool set_train_mode(bool /*train*/) { return false; }
+  // Whether set_train_mode can change anything (strategies skip the switch, and its collectives,
+  // for the optimizers that hold one point).
+  virtual bool keeps_two_points() const { return false; }
 
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}

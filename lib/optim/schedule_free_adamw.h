@@ -63,6 +63,7 @@ class ScheduleFreeAdamW : public Optimizer {
   void train_mode();
   void eval_mode();
   bool set_train_mode(bool train) override;
+  bool keeps_two_points() const override { return true; }
   bool in_train_mode() const { return train_mode_; }
 
  private:

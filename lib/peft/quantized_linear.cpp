@@ -1,6 +1,7 @@
 #include "peft/quantized_linear.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -74,26 +75,6 @@ const char* quantize_base_name(config::QuantizeBase kind) {
   return "none";
 }
 
-namespace {
-
-std::vector<torch::Tensor> split_rows(const torch::Tensor& weight, std::vector<int64_t> row_splits) {
-  if (weight.dim() != 2) throw util::ConfigError("peft.quantize_base: only 2-D weights are quantized", "");
-  if (row_splits.empty()) row_splits = {weight.size(0)};
-  std::vector<torch::Tensor> pieces;
-  int64_t row = 0;
-  for (const int64_t rows : row_splits) {
-    pieces.push_back(weight.detach().narrow(0, row, rows));
-    row += rows;
-  }
-  if (row != weight.size(0)) throw util::ConfigError("peft.quantize_base: the projections do not cover the weight", "");
-  return pieces;
-}
-
-}  // namespace
-
-QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits)
-    : QuantizedWeight(split_rows(weight, std::move(row_splits)), kind) {}
-
 QuantizedWeight::QuantizedWeight(const std::vector<torch::Tensor>& projections, config::QuantizeBase kind)
     : kind_(kind) {
   torch::NoGradGuard no_grad;
@@ -136,24 +117,54 @@ int64_t QuantizedWeight::bytes() const {
   return n;
 }
 
+namespace {
+
+// The Dense layers QLoRA quantizes, by weight name: every one under `model` not yet quantized but
+// the output layer (bitsandbytes' default skips lm_head), except those `skip` names.
+std::map<std::string, std::shared_ptr<model::DenseImpl>> quantizable_layers(
+    torch::nn::Module& model, const std::function<bool(const std::string& weight, const model::DenseImpl&)>& skip) {
+  std::map<std::string, std::shared_ptr<model::DenseImpl>> out;
+  for (const auto& item : model.named_modules()) {
+    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
+    const std::string& name = item.key();
+    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head")) continue;
+    const std::string weight = name + ".weight";
+    if (!skip(weight, *dense)) out.emplace(weight, std::move(dense));
+  }
+  return out;
+}
+
+// Quantizes one layer's weight, given as its projections in row order or whole (then split as
+// `rows` says), into `dense`, and counts it in `report`.
+void quantize_into(model::DenseImpl& dense, std::vector<torch::Tensor> pieces,
+                   const std::map<std::string, std::vector<int64_t>>& rows, const std::string& weight,
+                   config::QuantizeBase kind, const torch::Device& device, QuantizedBase& report) {
+  const auto split = rows.find(weight.substr(0, weight.size() - std::string(".weight").size()));
+  if (pieces.size() == 1 && split != rows.end() && split->second.size() > 1) {
+    pieces = pieces.front().split_with_sizes(split->second, 0);
+  }
+  for (auto& p : pieces) {
+    report.parameters += p.numel();
+    report.bytes_before += p.numel() * static_cast<int64_t>(p.element_size());
+    p = p.detach().to(device);  // one projection at a time on the device, then quantized there
+  }
+  auto q = std::make_shared<QuantizedWeight>(pieces, kind);
+  report.layers += 1;
+  report.bytes_after += q->bytes();
+  dense.set_frozen_weight(std::move(q));  // frees the full-precision weight, if it had one
+}
+
+}  // namespace
+
 QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBase kind,
                                    const std::vector<model::HfLinear>& layout) {
   QuantizedBase out;
   if (kind == config::QuantizeBase::kNone) return out;
-  const auto projections = projection_rows(layout);
-  for (const auto& item : model.named_modules()) {
-    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
-    if (!dense || dense->frozen_weight() || dense->weight.requires_grad()) continue;
-    const std::string& name = item.key();
-    if (name == "lm_head" || name.ends_with(".lm_head")) continue;
-    const torch::Tensor& w = dense->weight;
-    out.layers += 1;
-    out.parameters += w.numel();
-    out.bytes_before += w.numel() * static_cast<int64_t>(w.element_size());
-    const auto it = projections.find(name);
-    auto q = std::make_shared<QuantizedWeight>(w, kind, it == projections.end() ? std::vector<int64_t>{} : it->second);
-    out.bytes_after += q->bytes();
-    dense->set_frozen_weight(std::move(q));  // frees the full-precision weight
+  const auto rows = projection_rows(layout);
+  const auto layers = quantizable_layers(
+      model, [](const std::string&, const model::DenseImpl& dense) { return dense.weight.requires_grad(); });
+  for (const auto& [weight, dense] : layers) {
+    quantize_into(*dense, {dense->weight}, rows, weight, kind, dense->weight.device(), out);
   }
   return out;
 }
@@ -163,39 +174,17 @@ QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase k
   QuantizeOnLoad out;
   out.report = std::make_shared<QuantizedBase>();
   if (kind == config::QuantizeBase::kNone) return out;
-  auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>();  // by weight name
-  for (const auto& item : model.named_modules()) {
-    auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
-    const std::string& name = item.key();
-    const std::string weight = name + ".weight";
-    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head") || keep.count(weight)) {
-      continue;
-    }
-    torch::NoGradGuard no_grad;
+  auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>(
+      quantizable_layers(model, [&](const std::string& weight, const model::DenseImpl&) { return keep.count(weight) > 0; }));
+  torch::NoGradGuard no_grad;
+  for (const auto& [weight, dense] : *layers) {
     // A placeholder already on the training device: moving the module there leaves it be.
     dense->weight.set_data(torch::zeros({1}, dense->weight.options().device(device)).expand(dense->weight.sizes()));
-    (*layers)[weight] = dense;
   }
   out.handover.handed_over = [layers](const std::string& name) { return layers->count(name) > 0; };
   out.handover.take = [layers, kind, device, report = out.report, rows = projection_rows(layout)](
                           const std::string& name, std::vector<torch::Tensor> pieces) {
-    // A fused weight stored whole: its projections apart, as the Hugging Face layout stores them.
-    const auto split = rows.find(name.substr(0, name.size() - std::string(".weight").size()));
-    if (pieces.size() == 1 && split != rows.end() && split->second.size() > 1) {
-      pieces = pieces.front().split_with_sizes(split->second, 0);
-    }
-    int64_t weights = 0, bytes = 0;
-    for (auto& p : pieces) {
-      weights += p.numel();
-      bytes += p.numel() * static_cast<int64_t>(p.element_size());
-      p = p.to(device);  // one projection at a time on the device, then quantized there
-    }
-    auto q = std::make_shared<QuantizedWeight>(pieces, kind);
-    report->layers += 1;
-    report->parameters += weights;
-    report->bytes_before += bytes;
-    report->bytes_after += q->bytes();
-    layers->at(name)->set_frozen_weight(std::move(q));
+    quantize_into(*layers->at(name), std::move(pieces), rows, name, kind, device, *report);
   };
   return out;
 }

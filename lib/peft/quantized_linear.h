@@ -25,12 +25,10 @@ namespace hftrain::peft {
 
 class QuantizedWeight final : public model::FrozenWeight {
  public:
-  // `weight`: 2-D (out x in), float32/float16/bfloat16, on the device the layer computes on.
-  // `row_splits`: the output rows of each Hugging Face projection a fused weight holds (q, k, v;
-  // gate, up), quantized apart as bitsandbytes quantizes each projection (the double
-  // quantization's offset is per tensor); empty: the weight is one projection.
-  QuantizedWeight(const torch::Tensor& weight, config::QuantizeBase kind, std::vector<int64_t> row_splits = {});
-  // From the projections themselves, in row order (as a loader reads them); same column count.
+  // `projections`: the Hugging Face projections a layer's weight holds, in row order (q, k, v;
+  // gate, up; or the one weight), each 2-D (rows x in), float32/float16/bfloat16, on the device
+  // the layer computes on. Each is quantized apart, as bitsandbytes quantizes each module (the
+  // double quantization's offset is per tensor).
   QuantizedWeight(const std::vector<torch::Tensor>& projections, config::QuantizeBase kind);
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias) const override;
   int64_t bytes() const override;

@@ -9,6 +9,23 @@ import torch
 
 failures = []
 
+# The ids whose logits the scripts compare, and the corpus they train on.
+IDS = [72, 101, 108, 108, 111, 32, 116, 104, 101, 114, 101, 33, 10, 84, 104, 101]
+
+
+def write_corpus(work):
+    """A small fortune-style corpus in `work`; returns its path."""
+    corpus = os.path.join(work, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        for i in range(200):
+            f.write(f"The cat {i} sat on the mat. Number {i % 7} came next.\n%\n")
+    return corpus
+
+
+def largest_relative_difference(a, b):
+    """The largest |a - b| / |a| over two loss curves; infinity when their lengths differ."""
+    return max(abs(x - y) / abs(x) for x, y in zip(a, b)) if a and len(a) == len(b) else float("inf")
+
 
 def check(condition, message):
     if not condition:

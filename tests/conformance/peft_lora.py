@@ -25,7 +25,7 @@ from peft import PeftModel
 from safetensors import safe_open
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from peft_common import check, finish, logits_of, losses_of, run
+from peft_common import IDS, check, finish, largest_relative_difference, logits_of, losses_of, run, write_corpus
 
 
 def bases(work):
@@ -69,7 +69,7 @@ def check_resume_and_ranks(hftrain, work, name, common, env):
         run(hftrain, "run", "quickstart", *common, "trainer.max_steps=8", "trainer.micro_batch_size=4",
             f"distributed.strategy={strategy}", f"run.output_dir={out}", "--nproc-per-node", "2", env=env)
         c = losses_of(out)
-        worst = max(abs(x - y) / abs(x) for x, y in zip(a, c)) if len(c) == len(a) else float("inf")
+        worst = largest_relative_difference(a, c)
         check(worst <= 1e-5, f"{name}: 2 ranks under {strategy} give losses {c}, 1 rank {a}")
         print(f"{name}: 2 ranks under {strategy} against 1 rank: largest relative loss difference {worst:.1e}")
 
@@ -77,12 +77,9 @@ def check_resume_and_ranks(hftrain, work, name, common, env):
 def main():
     hftrain, logits_bin = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="hftrain-peft-") as work:
-        corpus = os.path.join(work, "corpus.txt")
-        with open(corpus, "w", encoding="utf-8") as f:
-            for i in range(200):
-                f.write(f"The cat {i} sat on the mat. Number {i % 7} came next.\n%\n")
+        corpus = write_corpus(work)
         env = dict(os.environ, HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
-        ids = [72, 101, 108, 108, 111, 32, 116, 104, 101, 114, 101, 33, 10, 84, 104, 101]
+        ids = IDS
         for name, (base_dir, arch_args) in bases(work).items():
             run_dir = os.path.join(work, "run-" + name)
             common = [f"data.train={corpus}", "data.separator='%'", "model.n_layer=2", "model.max_seq_len=64",

@@ -28,7 +28,7 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig, LlamaConfig, LlamaForCausalLM
 
-from peft_common import check, finish, logits_of, losses_of, run
+from peft_common import IDS, check, finish, largest_relative_difference, logits_of, losses_of, run, write_corpus
 
 
 def bnb_config(kind):
@@ -70,12 +70,9 @@ def main():
                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                                      rope_theta=10000.0, tie_word_embeddings=False,
                                      rms_norm_eps=1e-5)).save_pretrained(base_dir)
-        corpus = os.path.join(work, "corpus.txt")
-        with open(corpus, "w", encoding="utf-8") as f:
-            for i in range(200):
-                f.write(f"The cat {i} sat on the mat. Number {i % 7} came next.\n%\n")
+        corpus = write_corpus(work)
         env = dict(os.environ, HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
-        ids = [72, 101, 108, 108, 111, 32, 116, 104, 101, 114, 101, 33, 10, 84, 104, 101]
+        ids = IDS
         full = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32).eval()
         for kind in ("nf4", "int8"):
             run_dir = os.path.join(work, "run-" + kind)
@@ -141,7 +138,7 @@ def main():
                 run(hftrain, "run", "quickstart", *common, "distributed.strategy=zero3", "--nproc-per-node", "2",
                     f"run.output_dir={ranks}", env=env)
                 one, two = losses_of(halves), losses_of(ranks)
-                worst = max(abs(x - y) / abs(x) for x, y in zip(one, two)) if one and len(one) == len(two) else 1.0
+                worst = largest_relative_difference(one, two)
                 check(worst <= 1e-5, f"{kind}: zero3 on 2 ranks differs from 1 rank by {worst} relative")
                 print(f"{kind}: zero3 on 2 ranks vs 1 rank (2 micro-batches): losses within {worst:.1e}")
     return finish("ok: hftrain's QLoRA base computes as bitsandbytes' does")

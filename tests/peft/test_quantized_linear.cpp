@@ -35,7 +35,7 @@ TEST_CASE("quantized linear: forward and input gradient through the dequantized 
   const auto bias = torch::randn({64});
   for (const auto kind : {config::QuantizeBase::kNf4, config::QuantizeBase::kInt8}) {
     INFO(peft::quantize_base_name(kind));
-    const peft::QuantizedWeight q(w, kind);
+    const peft::QuantizedWeight q({w}, kind);
     const auto wd = q.dequantize(torch::kFloat32);
     REQUIRE(wd.sizes() == w.sizes());
     // The quantization error is that of the format (NF4 about 10% of a block's absmax, int8 0.4%).
@@ -58,13 +58,13 @@ TEST_CASE("quantized linear: forward and input gradient through the dequantized 
     CHECK((x.grad() - x_ref.grad()).abs().max().item<double>() < 1e-5);
   }
   const auto vector = torch::randn({8});
-  CHECK_THROWS_AS(peft::QuantizedWeight(vector, config::QuantizeBase::kNf4), util::ConfigError);
+  CHECK_THROWS_AS(peft::QuantizedWeight({vector}, config::QuantizeBase::kNf4), util::ConfigError);
 }
 
 TEST_CASE("quantized linear under bf16 autocast computes in bf16", "[peft][qlora]") {
   torch::manual_seed(4);
   const auto w = torch::randn({16, 64}) * 0.1;
-  const peft::QuantizedWeight q(w, config::QuantizeBase::kNf4);
+  const peft::QuantizedWeight q({w}, config::QuantizeBase::kNf4);
   const auto x = torch::randn({4, 64}).requires_grad_(true);
   at::autocast::set_autocast_enabled(at::kCPU, true);
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);

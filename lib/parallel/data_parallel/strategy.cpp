@@ -45,15 +45,19 @@ std::vector<std::vector<int64_t>> shapes_of(const optim::NamedParams& params) {
   return out;
 }
 
-void broadcast_parameters(Communicator& comm, const optim::NamedParams& params) {
+void broadcast_from(Communicator& comm, const std::vector<torch::Tensor>& tensors, const std::vector<int>& roots) {
   torch::NoGradGuard no_grad;
   std::vector<WorkPtr> works;
   std::vector<torch::Tensor> views;
-  for (const auto& [name, p] : params) {
-    views.push_back(p.detach());
-    works.push_back(comm.broadcast(views.back(), 0));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    views.push_back(tensors[i].detach());
+    works.push_back(comm.broadcast(views.back(), roots[i]));
   }
   wait_all(works);
+}
+
+void broadcast_parameters(Communicator& comm, const optim::NamedParams& params) {
+  broadcast_from(comm, tensors_of(params), std::vector<int>(params.size(), 0));
 }
 
 torch::Tensor offload_copy(const torch::Tensor& t) {
@@ -138,14 +142,7 @@ class ReplicatedStrategy final : public ShardingStrategy {
     for (size_t i = 0; i < params_.size(); ++i) {
       if (held[i].defined()) params_[i].mutable_grad() = std::move(held[i]);
     }
-    torch::NoGradGuard no_grad;
-    std::vector<WorkPtr> works;
-    std::vector<torch::Tensor> views;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      views.push_back(params_[i].detach());
-      works.push_back(comm_->broadcast(views.back(), owners_[i]));
-    }
-    wait_all(works);
+    broadcast_from(*comm_, params_, owners_);
   }
   void zero_grad() override { optimizer_->zero_grad(); }
   optim::Optimizer& optimizer() override { return *optimizer_; }

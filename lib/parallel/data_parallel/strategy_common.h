@@ -31,6 +31,8 @@ std::vector<std::vector<int64_t>> shapes_of(const optim::NamedParams& params);
 
 // Every rank starts from rank 0's weights (they agree already when seeded alike; this makes sure).
 void broadcast_parameters(Communicator& comm, const optim::NamedParams& params);
+// Each of `tensors` from its rank in `roots` (parallel to it), all in flight at once.
+void broadcast_from(Communicator& comm, const std::vector<torch::Tensor>& tensors, const std::vector<int>& roots);
 
 // Where distributed.cpu_offload keeps optimizer state and master shards: CPU memory, pinned when
 // the device is a GPU (so that the copies are asynchronous DMA).

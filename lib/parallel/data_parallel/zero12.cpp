@@ -1,5 +1,7 @@
 #include "parallel/data_parallel/zero12.h"
 
+#include <optional>
+
 #include <torch/torch.h>
 
 #include "parallel/data_parallel/grad_reducer.h"
@@ -80,7 +82,11 @@ class ZeroStrategy final : public ShardingStrategy {
     publish_masters();
   }
   // Every rank switches its pieces; when they changed, every rank publishes them (collective).
+  // Called before every step: nothing at all unless the optimizer keeps two points and the mode
+  // really flips (every rank makes the same calls, so they agree on that without talking).
   void set_optimizer_train_mode(bool train) override {
+    if (!optimizer_->keeps_two_points() || train_mode_ == train) return;
+    train_mode_ = train;
     bool changed = optimizer_->set_train_mode(train);
     // A rank whose pieces have no state changes nothing, but the gather is collective: agree first.
     if (comm_.size() > 1) changed = all_reduce_value(comm_, changed ? 1 : 0, ReduceOp::kMax, params_.front().device()) > 0;
@@ -120,7 +126,10 @@ class ZeroStrategy final : public ShardingStrategy {
     optim::OptimizerState state = optimizer_->state();
     return {layout_->pieces_of(state), std::move(state.meta), comm_.rank(), comm_.size()};
   }
-  void load_optimizer_state(const SavedOptimizerState& saved) override { optimizer_->load_state(layout_->read(saved)); }
+  void load_optimizer_state(const SavedOptimizerState& saved) override {
+    optimizer_->load_state(layout_->read(saved));
+    train_mode_.reset();  // the loaded state says which point the pieces hold
+  }
   // The pieces follow parameters loaded after construction (resume).
   void release_parameters(WholeAccess access) override {
     if (!offload_ || access != WholeAccess::kLoad) return;
@@ -152,6 +161,7 @@ class ZeroStrategy final : public ShardingStrategy {
   Communicator& comm_;
   int stage_;
   bool offload_;
+  std::optional<bool> train_mode_;  // the mode set_optimizer_train_mode last set; unknown at first and after a load
   std::vector<torch::Tensor> params_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ShardLayout> layout_;
