@@ -90,10 +90,9 @@ int run_plan(const PlanArgs& a) {
             << parallel::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
-    case config::OptimizerName::kAdamW8bit:
     case config::OptimizerName::kGaloreAdamW:
       // ShardingStrategy::create refuses the strategies that cut parameters for these.
-      std::cout << "(optimizer.name's state is not element-wise: it runs under ddp and zero1, the zero1 row "
+      std::cout << "(optimizer.name's state is neither element-wise nor block-wise: it runs under ddp and zero1, the zero1 row "
                    "partitioned by whole parameters; the other rows do not apply)\n";
       break;
     default: break;

@@ -52,7 +52,7 @@ class Adafactor : public Optimizer {
 
   void load_state(const OptimizerState& state) override {
     detail::StateLayout layout{"adafactor", /*counts_steps=*/true,
-                               [&](size_t, const torch::Tensor& p) { return specs(p); }};
+                               [&](size_t, size_t, const torch::Tensor& p) { return specs(p); }};
     std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);
     std::vector<AdafactorState> fresh(loaded.size());
     for (size_t k = 0; k < loaded.size(); ++k) {

@@ -58,7 +58,7 @@ class Adagrad : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/true, [](size_t, const torch::Tensor& p) {
+    detail::StateLayout layout{kName, /*counts_steps=*/true, [](size_t, size_t, const torch::Tensor& p) {
                                  return std::vector<detail::TensorSpec>{{"sum", p.sizes().vec(), p.scalar_type()}};
                                }};
     std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);

@@ -216,7 +216,15 @@ class AdamW8bit : public Optimizer {
         settings_(settings),
         signed_map_(detail::dynamic_map(true)),
         unsigned_map_(detail::dynamic_map(false)) {
-    for (const auto& g : groups_) state_.resize(state_.size() + g.params.size());
+    // Whether each parameter keeps 8-bit moments: by the whole parameter's size, also where the
+    // optimizer holds a piece of it (ZeRO), so that every rank decides as one process would.
+    for (const auto& g : groups_) {
+      for (size_t i = 0; i < g.params.size(); ++i) {
+        const int64_t whole = g.whole_numels.empty() ? g.params[i].numel() : g.whole_numels[i];
+        eight_bit_.push_back(whole >= settings_.min_8bit_size);
+      }
+    }
+    state_.resize(eight_bit_.size());
   }
 
   void step() override {
@@ -224,9 +232,10 @@ class AdamW8bit : public Optimizer {
     size_t k = 0;
     for (auto& g : groups_) {
       for (auto& p : g.params) {
+        const bool eight_bit = eight_bit_[k];
         auto& st = state_[k++];
         if (!p.grad().defined()) continue;
-        if (st.step == 0) init(p, st);
+        if (st.step == 0) init(p, eight_bit, st);
         ++st.step;
         if (st.state1.defined()) {
           update_8bit(p, st, g.lr, g.weight_decay);
@@ -283,7 +292,7 @@ class AdamW8bit : public Optimizer {
     }
 
     detail::StateLayout layout{kName, /*counts_steps=*/true,
-                               [&](size_t, const torch::Tensor& p) { return specs(p); }};
+                               [&](size_t, size_t index, const torch::Tensor& p) { return specs(p, eight_bit_[index]); }};
     std::vector<detail::LoadedParam> loaded = detail::check_and_copy(checked, groups_, layout);
 
     // Every code tensor that got this far belongs to a parameter that keeps 8-bit state.
@@ -325,12 +334,10 @@ class AdamW8bit : public Optimizer {
   }
 
  private:
-  bool is_8bit(const torch::Tensor& p) const { return p.numel() >= settings_.min_8bit_size; }
-
   // The state tensors of `p`, in the order load_state() reads them; as init() allocates them.
-  std::vector<detail::TensorSpec> specs(const torch::Tensor& p) const {
+  std::vector<detail::TensorSpec> specs(const torch::Tensor& p, bool eight_bit) const {
     const std::vector<int64_t> shape = p.sizes().vec();
-    if (!is_8bit(p)) {
+    if (!eight_bit) {
       return {{"exp_avg", shape, torch::kFloat32}, {"exp_avg_sq", shape, torch::kFloat32}};
     }
     const std::vector<int64_t> blocks = {(p.numel() + settings_.block_size - 1) /
@@ -341,9 +348,9 @@ class AdamW8bit : public Optimizer {
             {"absmax2", blocks, torch::kFloat32}};
   }
 
-  void init(const torch::Tensor& p, ParamState& st) const {
+  void init(const torch::Tensor& p, bool eight_bit, ParamState& st) const {
     const auto f32 = p.options().dtype(torch::kFloat32);
-    if (!is_8bit(p)) {
+    if (!eight_bit) {
       st.exp_avg = torch::zeros(p.sizes(), f32);
       st.exp_avg_sq = torch::zeros(p.sizes(), f32);
       return;
@@ -439,6 +446,7 @@ class AdamW8bit : public Optimizer {
   torch::Tensor signed_map_;                    // exp_avg's codes (CPU)
   torch::Tensor unsigned_map_;                  // exp_avg_sq's codes (CPU)
   std::unordered_map<std::string, Maps> maps_;  // by device
+  std::vector<bool> eight_bit_;                 // per parameter, in group order: 8-bit moments
   std::vector<ParamState> state_;               // one per parameter, in group order
 };
 

@@ -14,6 +14,10 @@
 //     moments and take bitsandbytes' 32-bit Adam update (optimizer_update_32bit), with
 //     c1 = 1 - beta1^t, c2 = sqrt(1 - beta2^t):
 //       p = p (1 - lr wd);  p = p - lr c2 / c1 * m / (sqrt(v) + eps c2)
+// Under the ZeRO strategies the optimizer holds 1-D pieces of parameters, each starting on a block
+// boundary (optim::state_blocks): its blocks are then the whole parameter's, and 8-bit or fp32
+// moments are chosen by the whole parameter's size (ParamGroup::whole_numels), so the pieces step
+// exactly as the whole parameter would.
 // The arithmetic runs in fp32 whatever the parameter's dtype (bf16 and fp16 parameters are
 // updated through an fp32 copy, as bitsandbytes does); the step count is kept per parameter.
 //

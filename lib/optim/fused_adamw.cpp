@@ -62,7 +62,7 @@ class FusedAdamW : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t, const torch::Tensor& p) {
+    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t, size_t, const torch::Tensor& p) {
                                  const std::vector<int64_t> shape = p.sizes().vec();
                                  std::vector<detail::TensorSpec> s = {{"exp_avg", shape, p.scalar_type()},
                                                                       {"exp_avg_sq", shape, p.scalar_type()}};

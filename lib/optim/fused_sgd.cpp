@@ -57,7 +57,7 @@ class FusedSgd : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/false, [this](size_t, const torch::Tensor& p) {
+    detail::StateLayout layout{kName, /*counts_steps=*/false, [this](size_t, size_t, const torch::Tensor& p) {
                                  if (momentum_ == 0) return std::vector<detail::TensorSpec>{};  // no state
                                  return std::vector<detail::TensorSpec>{
                                      {"momentum_buffer", p.sizes().vec(), p.scalar_type()}};

@@ -134,9 +134,9 @@ class GaloreAdamW final : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t group, const torch::Tensor& p) {
+    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t, size_t index, const torch::Tensor& p) {
                                  const auto dtype = p.scalar_type();
-                                 if (!is_projected(group, p)) {
+                                 if (!projected_[index]) {
                                    return std::vector<detail::TensorSpec>{{"exp_avg", p.sizes().vec(), dtype},
                                                                           {"exp_avg_sq", p.sizes().vec(), dtype}};
                                  }
@@ -168,17 +168,6 @@ class GaloreAdamW final : public Optimizer {
     torch::Tensor ortho;                // P (right, left) or P_l (full)
     torch::Tensor ortho_right;          // P_r (full)
   };
-
-  // The flag of parameter `p` of group `group`.
-  bool is_projected(size_t group, const torch::Tensor& p) const {
-    size_t k = 0;
-    for (size_t g = 0; g < group; ++g) k += groups_[g].params.size();
-    const auto& params = groups_[group].params;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i].is_same(p)) return projected_[k + i];
-    }
-    return false;
-  }
 
   // The projections are kept contiguous: the SVD's U and Vh come column-major, so their first k
   // columns or rows are strided views, and BLAS sums a strided operand in another order than the

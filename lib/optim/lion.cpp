@@ -56,7 +56,7 @@ class Lion : public Optimizer {
 
   void load_state(const OptimizerState& state) override {
     detail::StateLayout layout{
-        "lion", /*counts_steps=*/false, [](size_t, const torch::Tensor& p) {
+        "lion", /*counts_steps=*/false, [](size_t, size_t, const torch::Tensor& p) {
           return std::vector<detail::TensorSpec>{{"exp_avg", p.sizes().vec(), p.scalar_type()}};
         }};
     std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);

@@ -1,5 +1,7 @@
 #include "optim/optimizer.h"
 
+#include <algorithm>
+
 #include "optim/adafactor.h"
 #include "optim/adagrad.h"
 #include "optim/adamw_8bit.h"
@@ -24,7 +26,23 @@ void Optimizer::set_lr_factor(double factor) {
   for (auto& g : groups_) g.lr = g.base_lr * factor;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params) {
+namespace {
+// bitsandbytes 0.50's block for optimizer state (adamw_8bit.h); one value for the optimizer and
+// for the strategies that cut its state (state_blocks).
+constexpr int64_t kAdamW8bitBlock = 256;
+}  // namespace
+
+bool StateBlocks::is_block_key(const std::string& key) const {
+  return std::find(block_keys.begin(), block_keys.end(), key) != block_keys.end();
+}
+
+StateBlocks state_blocks(const config::OptimizerConfig& config) {
+  if (config.name == config::OptimizerName::kAdamW8bit) return {kAdamW8bitBlock, {"absmax1", "absmax2"}};
+  return {};
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params,
+                                          const std::vector<int64_t>& whole_numels) {
   std::vector<std::string> names;
   for (const auto& [name, tensor] : params) names.push_back(name);
   const Grouping grouping = group_parameters(names, config);
@@ -37,6 +55,7 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
     auto& g = groups[grouping.group_of[i]];
     g.names.push_back(params[i].first);
     g.params.push_back(params[i].second);
+    if (!whole_numels.empty()) g.whole_numels.push_back(whole_numels.at(i));
   }
 
   const double beta1 = config.beta1.value_or(0.9);
@@ -52,7 +71,7 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
       return make_lion(std::move(groups), beta1, config.beta2.value_or(0.99));
     case config::OptimizerName::kAdamW8bit:
       return make_adamw_8bit(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
-                                                 .eps = config.eps, .min_8bit_size = 4096, .block_size = 256});
+                                                 .eps = config.eps, .min_8bit_size = 4096, .block_size = kAdamW8bitBlock});
     case config::OptimizerName::kAdagrad:
       return make_adagrad(std::move(groups), {.lr_decay = config.adagrad.lr_decay,
                                               .initial_accumulator_value = config.adagrad.initial_accumulator_value,

@@ -24,6 +24,10 @@ struct ParamGroup {
   double base_lr = 0;
   double lr = 0;  // current: base_lr x the schedule's factor
   double weight_decay = 0;
+  // Where params[i] is a piece of a larger parameter (the ZeRO strategies hand the optimizer
+  // their flat piece of each): that parameter's element count, for the optimizers whose state
+  // depends on it (adamw_8bit keeps a small parameter's moments in fp32). Empty: all are whole.
+  std::vector<int64_t> whole_numels;
 };
 
 // Everything an optimizer needs to continue exactly where it was, for checkpoints.
@@ -85,8 +89,21 @@ class Optimizer {
   std::vector<ParamGroup> groups_;
 };
 
-// Builds the optimizer named by the config over `params` (names as in the model). Throws
-// ConfigError for group globs that match nothing or overlap.
-std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params);
+// Builds the optimizer named by the config over `params` (names as in the model). `whole_numels`,
+// parallel to `params` when given: the element count of the parameter each tensor is a piece of
+// (see ParamGroup::whole_numels). Throws ConfigError for group globs that match nothing or overlap.
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params,
+                                          const std::vector<int64_t>& whole_numels = {});
+
+// How an optimizer's state follows pieces of parameters (what the ZeRO strategies hand it).
+// Element-wise state follows any cut. adamw_8bit keeps one scale per `block` elements: a piece
+// must start at a multiple of `block` within its parameter, and the state tensors named in
+// `block_keys` hold one element per block (the last one possibly partial).
+struct StateBlocks {
+  int64_t block = 1;
+  std::vector<std::string> block_keys;
+  bool is_block_key(const std::string& key) const;
+};
+StateBlocks state_blocks(const config::OptimizerConfig& config);
 
 }  // namespace hftrain::optim

@@ -75,7 +75,7 @@ class Rmsprop : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t, const torch::Tensor& p) {
+    detail::StateLayout layout{kName, /*counts_steps=*/true, [this](size_t, size_t, const torch::Tensor& p) {
                                  const std::vector<int64_t> shape = p.sizes().vec();
                                  std::vector<detail::TensorSpec> s = {{"square_avg", shape, p.scalar_type()}};
                                  if (s_.momentum > 0) s.push_back({"momentum_buffer", shape, p.scalar_type()});

@@ -133,7 +133,7 @@ OptimizerState ScheduleFreeAdamW::state() const {
 }
 
 void ScheduleFreeAdamW::load_state(const OptimizerState& state) {
-  detail::StateLayout layout{kName, /*counts_steps=*/false, [](size_t, const torch::Tensor& p) {
+  detail::StateLayout layout{kName, /*counts_steps=*/false, [](size_t, size_t, const torch::Tensor& p) {
                                const std::vector<int64_t> shape = p.sizes().vec();
                                return std::vector<detail::TensorSpec>{
                                    {"z", shape, p.scalar_type()},

@@ -170,7 +170,7 @@ std::vector<LoadedParam> check_and_copy(const OptimizerState& state,
       continue;
     }
     const torch::Tensor& param = *params[index];
-    const std::vector<TensorSpec> specs = layout.specs(group_of[index], param);
+    const std::vector<TensorSpec> specs = layout.specs(group_of[index], index, param);
     for (const auto& [key, t] : given[index]) {
       bool known = false;
       for (const auto& s : specs) known = known || s.key == key;

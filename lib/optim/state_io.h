@@ -56,8 +56,9 @@ struct LoadedParam {
 struct StateLayout {
   std::string_view optimizer;  // must equal meta["optimizer"]
   bool counts_steps = false;   // meta["steps"] says which parameters have state, and their counts
-  // The tensors of the parameter `param` of group `group` once it has state (empty: never any).
-  std::function<std::vector<TensorSpec>(size_t group, const torch::Tensor& param)> specs;
+  // The tensors of the parameter `param` of group `group`, the `index`th in group order, once it
+  // has state (empty: never any).
+  std::function<std::vector<TensorSpec>(size_t group, size_t index, const torch::Tensor& param)> specs;
 };
 
 // Checks `state` against `groups` and `layout` and copies its tensors; one entry per parameter in

@@ -127,11 +127,37 @@ if run 0 run quickstart "${common[@]}" "${sf[@]}" trainer.grad_accum_steps=2 run
   done
 fi
 
-# --- optimizers whose state is not element-wise (galore_adamw's projections, adafactor's
-# factors, adamw_8bit's block scales): ddp, and zero1 with the state partitioned by whole
-# parameters (each rank steps its own and broadcasts them); a checkpoint of the partitioned state
-# resumes under ddp; zero2 and cpu_offload, which cut parameters, refuse them
-for o in galore_adamw adafactor adamw_8bit; do
+# --- adamw_8bit's state comes in blocks of 256 elements, one scale each: under every zero
+# strategy (and cpu_offload) the chunks are aligned to the blocks and each rank steps the blocks
+# of its chunk; the same weights as 1 rank. Its checkpoint under zero3 (codes and scales in pieces)
+# resumes under ddp and under 1 rank to the weights zero3 reached.
+b8=(optimizer.name=adamw_8bit checkpoint.every_steps=4)
+if run 0 run quickstart "${common[@]}" "${b8[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref-8bit"; then
+  for s in zero1 zero2 zero3 zero2-offload; do
+    extra=(distributed.strategy=${s%-offload})
+    [ $s = zero2-offload ] && extra+=(distributed.cpu_offload=true)
+    run 0 run quickstart "${common[@]}" "${b8[@]}" "${extra[@]}" run.output_dir="$WORK/$s-8bit" \
+      --nproc-per-node 2 || continue
+    check "adamw_8bit under $s on 2 ranks vs 1 rank: losses" close ref-8bit "$s-8bit" 1 8
+    check "adamw_8bit under $s on 2 ranks vs 1 rank: weights" same_weights ref-8bit "$s-8bit" 1e-4
+  done
+  check "adamw_8bit: bytes per rank follow the ZeRO-3 formula" memory_matches zero3-8bit
+  if [ -d zero3-8bit/checkpoint-4 ]; then
+    shards zero3-8bit/checkpoint-4 2
+    mkdir ddp-from-zero3-8bit one-from-zero3-8bit
+    cp -r zero3-8bit/checkpoint-4 ddp-from-zero3-8bit/ && cp -r zero3-8bit/checkpoint-4 one-from-zero3-8bit/
+    run 0 resume ddp-from-zero3-8bit/checkpoint-4 distributed.strategy=ddp --force --nproc-per-node 2 \
+      && check "adamw_8bit: zero3's checkpoint resumed under ddp: weights" same_weights zero3-8bit ddp-from-zero3-8bit 1e-4
+    run 0 resume one-from-zero3-8bit/checkpoint-4 distributed.strategy=ddp trainer.grad_accum_steps=2 --force \
+      && check "adamw_8bit: zero3's checkpoint resumed on 1 rank: weights" same_weights zero3-8bit one-from-zero3-8bit 1e-4
+  fi
+fi
+
+# --- optimizers whose state is neither element-wise nor block-wise (galore_adamw's projections,
+# adafactor's factors): ddp, and zero1 with the state partitioned by whole parameters (each rank
+# steps its own and broadcasts them); a checkpoint of the partitioned state resumes under ddp;
+# zero2 and cpu_offload, which cut parameters, refuse them
+for o in galore_adamw adafactor; do
   extra=(optimizer.name=$o checkpoint.every_steps=4)
   [ $o = galore_adamw ] && extra+=(optimizer.galore.rank=4 optimizer.galore.update_proj_gap=3)
   run 0 run quickstart "${common[@]}" "${extra[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref-$o" || continue

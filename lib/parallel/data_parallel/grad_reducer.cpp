@@ -52,7 +52,10 @@ void GradReducer::on_grad_ready(size_t param) {
 
 void pack_gradients(const Bucket& bucket, std::vector<torch::Tensor>& params, torch::Tensor& flat, bool release) {
   torch::NoGradGuard no_grad;
+  int64_t end = 0;  // of the previous entry: the gap up to this one (alignment) stays zero
   for (const auto& e : bucket.entries) {
+    if (e.offset > end) flat.narrow(0, end, e.offset - end).zero_();
+    end = e.offset + e.numel;
     auto& p = params[e.param];
     auto slot = flat.narrow(0, e.offset, e.numel);
     if (p.grad().defined()) {

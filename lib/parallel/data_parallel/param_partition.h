@@ -1,5 +1,5 @@
-// zero1 for optimizers whose state is not element-wise (adafactor's row and column factors,
-// adamw_8bit's per-block scales, galore_adamw's projections of whole matrices): the optimizer
+// zero1 for optimizers whose state is neither element-wise nor block-wise (adafactor's row and
+// column factors, galore_adamw's projections of whole matrices): the optimizer
 // state is partitioned by whole parameters instead of by flat chunks, as PyTorch's
 // ZeroRedundancyOptimizer partitions it. Gradients are all-reduced as under ddp; each rank steps
 // the parameters it owns and broadcasts them to the others.

@@ -19,9 +19,11 @@ namespace hftrain::parallel {
 
 class ShardLayout {
  public:
-  // `groups`: padded to the size of the communicator that shards them; `rank` in it.
+  // `groups`: padded to the size of the communicator that shards them; `rank` in it. `blocks`:
+  // the optimizer's state that holds one element per block of the parameter (the groups aligned
+  // to its block); every other state tensor is element-wise.
   ShardLayout(std::vector<Bucket> groups, int rank, std::vector<std::string> names,
-              std::vector<std::vector<int64_t>> shapes);
+              std::vector<std::vector<int64_t>> shapes, optim::StateBlocks blocks = {});
 
   const std::vector<Bucket>& groups() const { return groups_; }
   const std::vector<ShardPiece>& pieces() const { return pieces_; }
@@ -47,6 +49,14 @@ class ShardLayout {
   std::vector<std::string> names_;
   std::unordered_map<std::string, size_t> name_index_;  // names_ inverted: one lookup per saved tensor
   std::vector<std::vector<int64_t>> shapes_;
+  optim::StateBlocks blocks_;
+
+  // Where the state tensor `key` of this rank's `piece` lies in the flattened whole state tensor,
+  // and that tensor's element count, for a parameter of `numel` elements.
+  struct Range {
+    int64_t offset = 0, count = 0, whole = 0;
+  };
+  Range range_of(const std::string& key, const ShardPiece& piece, int64_t numel) const;
 };
 
 }  // namespace hftrain::parallel

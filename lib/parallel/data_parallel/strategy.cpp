@@ -196,12 +196,12 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const c
     }
     return std::make_unique<ReplicatedStrategy>(world, config, params);
   }
-  // Optimizers whose state is not element-wise cannot follow flat chunks: zero1 partitions their
+  // Optimizers whose state is neither element-wise nor block-wise (adamw_8bit's scales, which
+  // the chunks follow: optim::state_blocks) cannot follow flat chunks: zero1 partitions their
   // state by whole parameters instead (param_partition.h); the other strategies split matrices.
   const char* whole_state = nullptr;
   switch (config.optimizer.name) {
     case config::OptimizerName::kAdafactor: whole_state = "adafactor factors whole weight matrices"; break;
-    case config::OptimizerName::kAdamW8bit: whole_state = "adamw_8bit keeps one scale per block of each whole parameter"; break;
     case config::OptimizerName::kGaloreAdamW: whole_state = "galore_adamw projects each whole weight matrix's gradient"; break;
     default: break;
   }

@@ -21,13 +21,15 @@ class ZeroStrategy final : public ShardingStrategy {
     std::vector<int64_t> numels;
     for (const auto& p : params_) numels.push_back(p.numel());
     const auto dtype = reduce_dtype(config);
+    const optim::StateBlocks blocks = optim::state_blocks(config.optimizer);
     auto buckets = plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size,
-                                comm_.size());
+                                comm_.size(), blocks.block);
     // Both stages reduce-scatter (each rank steps only with its chunk): the communication of an
     // all-reduce halved. zero1 keeps its full gradients until the step ends.
     reducer_ = std::make_unique<GradReducer>(comm_, params_, buckets, GradReducer::Mode::kReduceScatter, dtype,
                                              /*release_grads=*/stage == 2);
-    layout_ = std::make_unique<ShardLayout>(reducer_->buckets(), comm_.rank(), names_of(params), shapes_of(params));
+    layout_ = std::make_unique<ShardLayout>(reducer_->buckets(), comm_.rank(), names_of(params), shapes_of(params),
+                                            blocks);
     // Every parameter gets a piece, empty where this rank owns none of it, so that the optimizer's
     // groups (matched by name) are the same on every rank.
     optim::NamedParams shard;
@@ -52,7 +54,7 @@ class ZeroStrategy final : public ShardingStrategy {
       }
       shard.emplace_back(params[i].first, masters_.back());
     }
-    optimizer_ = optim::make_optimizer(config.optimizer, shard);
+    optimizer_ = optim::make_optimizer(config.optimizer, shard, numels);
   }
 
   std::string name() const override { return stage_ == 1 ? "zero1" : "zero2"; }

@@ -30,19 +30,20 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     if (hybrid && world.inter_node().size() > 1) replicas_ = &world.inter_node();
     const int n = shards_.size();
     std::vector<Bucket> groups;
+    const optim::StateBlocks blocks = optim::state_blocks(config.optimizer);
     unit_of_.assign(params_.size(), 0);
     for (size_t u = 0; u < units.size(); ++u) {
       Bucket g;
       g.world_size = n;
+      g.align = blocks.block;
       for (size_t i : units[u]) {
-        g.entries.push_back({i, g.numel, params_[i].numel()});
-        g.numel += params_[i].numel();
+        g.append(i, params_[i].numel());
         unit_of_[i] = u;
       }
-      g.padded_numel = (g.numel + n - 1) / n * n;
+      g.pad();
       groups.push_back(std::move(g));
     }
-    layout_ = std::make_unique<ShardLayout>(groups, shards_.rank(), names_of(params), shapes_of(params));
+    layout_ = std::make_unique<ShardLayout>(groups, shards_.rank(), names_of(params), shapes_of(params), blocks);
 
     torch::NoGradGuard no_grad;
     const auto options = params_.front().options();
@@ -65,13 +66,15 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     // The optimizer updates this rank's piece of every parameter (empty where it holds none, so
     // that the groups, matched by name, are the same on every rank).
     optim::NamedParams pieces;
+    std::vector<int64_t> whole_numels;
     for (size_t i = 0; i < params_.size(); ++i) {
+      whole_numels.push_back(params_[i].numel());
       const ShardPiece* piece = layout_->piece_of(i);
       const Unit& unit = units_[unit_of_[i]];
       pieces_.push_back(piece ? unit.shard.narrow(0, piece->chunk_offset, piece->numel) : unit.shard.narrow(0, 0, 0));
       pieces.emplace_back(params[i].first, pieces_.back());
     }
-    optimizer_ = optim::make_optimizer(config.optimizer, pieces);
+    optimizer_ = optim::make_optimizer(config.optimizer, pieces, whole_numels);
     // Backward order: the blocks from the last, then the root.
     for (size_t u = units_.size(); u-- > 1;) order_.push_back(u);
     order_.push_back(0);
