@@ -84,6 +84,13 @@ int export_model(const ExportArgs& a) {
     throw util::UsageError("--merge: " + a.path + " holds no LoRA adapter (adapter_config.json)",
                            "export it without --merge, or name a LoRA run's final/ or checkpoint-N/");
   }
+  if (adapter && train::is_classifier_adapter(*adapter)) {
+    train::write_merged_classifier(*adapter, out, static_cast<uint64_t>(shard_bytes(a, *adapter)));
+    std::cout << "exported " << adapter->string() << " merged into its base to " << out.string()
+              << " (load it with transformers: BertForSequenceClassification.from_pretrained(\"" << out.string()
+              << "\"))\n";
+    return util::kExitOk;
+  }
   const model::LoadedModel loaded = adapter ? train::load_adapter_model(*adapter, /*merge=*/true) : model::load_model_dir(a.path);
   model::export_hf(loaded, out, shard_bytes(a, loaded.dir));
   std::cout << "exported " << loaded.dir.string() << " to " << out.string()

@@ -37,44 +37,54 @@ int run_plan(const PlanArgs& a) {
   const config::Config cfg = train::resolve_with_model_from(options).values;
   int64_t psi = 0;
   parallel::UnitSizes units;
+  std::vector<model::HfLinear> linears;  // LoRA's candidates
+  std::string first_block;               // the parameter-name prefix of the first block
+  int64_t in_full = 0;                   // what LoRA trains in full besides (a classifier's head)
   if (cfg.model.arch == config::ModelArch::kBert) {
     // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
     const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
     psi = bert.parameter_count();
     units = {bert.root_parameter_count(), bert.block_parameter_count()};
+    linears = model::hf_linear_modules(bert);
+    first_block = "bert.encoder.layer.0.";
+    in_full = bert.num_labels * (bert.hidden_size + 1);
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();
     units = {spec.root_parameter_count(), spec.block_parameter_count()};
-    if (cfg.peft.method == config::PeftMethod::kLora) {
-      // Only the adapters train: the table below counts them; the frozen base sits beside it.
-      const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), cfg.peft.lora.target_modules, spec.arch);
-      int64_t trained = 0, in_block = 0;
-      for (const auto& t : targets) {
-        const int64_t n = cfg.peft.lora.r * (t.in_features + t.rows);
-        trained += n;
-        if (t.dense.rfind("layers.0.", 0) == 0) in_block += n;
-      }
-      // The frozen base: fp32, its block linear layers quantized under peft.quantize_base.
-      double base_bytes = 4.0 * static_cast<double>(psi);
-      const config::QuantizeBase q = cfg.peft.quantize_base;
-      if (q != config::QuantizeBase::kNone) {
-        for (const auto& m : model::hf_linear_modules(spec)) {
-          if (m.output_layer) continue;
-          base_bytes += static_cast<double>(peft::quantized_bytes(m.rows, m.in_features, q)) -
-                        4.0 * static_cast<double>(m.rows * m.in_features);
-        }
-      }
-      std::cout << "LoRA r=" << cfg.peft.lora.r << " on " << targets.size() << " modules: " << trained
-                << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi)
-                << "%), " << psi << " frozen, " << parallel::format_bytes(base_bytes) << " of base weights on every rank ("
-                << (q == config::QuantizeBase::kNone ? std::string("fp32")
-                                                     : std::string("linear layers ") + peft::quantize_base_name(q) +
-                                                           ", the rest fp32")
-                << "; peft.modules_to_save not counted)\n";
-      psi = trained;
-      units = {0, in_block};
+    linears = model::hf_linear_modules(spec);
+    first_block = "layers.0.";
+  }
+  if (cfg.peft.method == config::PeftMethod::kLora) {
+    // Only the adapters train: the table below counts them; the frozen base sits beside it.
+    const auto targets = peft::select_lora_targets(linears, cfg.peft.lora.target_modules, cfg.model.arch);
+    int64_t trained = in_full, in_block = 0;
+    for (const auto& t : targets) {
+      const int64_t n = cfg.peft.lora.r * (t.in_features + t.rows);
+      trained += n;
+      if (t.dense.rfind(first_block, 0) == 0) in_block += n;
     }
+    // The frozen base: fp32, a decoder's block linear layers quantized under peft.quantize_base.
+    double base_bytes = 4.0 * static_cast<double>(psi - in_full);
+    const config::QuantizeBase q = cfg.model.arch == config::ModelArch::kBert ? config::QuantizeBase::kNone
+                                                                              : cfg.peft.quantize_base;
+    if (q != config::QuantizeBase::kNone) {
+      for (const auto& m : linears) {
+        if (m.output_layer) continue;
+        base_bytes += static_cast<double>(peft::quantized_bytes(m.rows, m.in_features, q)) -
+                      4.0 * static_cast<double>(m.rows * m.in_features);
+      }
+    }
+    std::cout << "LoRA r=" << cfg.peft.lora.r << " on " << targets.size() << " modules: " << trained
+              << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi)
+              << "%" << (in_full ? ", the classifier's included" : "") << "), " << psi - in_full << " frozen, "
+              << parallel::format_bytes(base_bytes) << " of base weights on every rank ("
+              << (q == config::QuantizeBase::kNone ? std::string("fp32")
+                                                   : std::string("linear layers ") + peft::quantize_base_name(q) +
+                                                         ", the rest fp32")
+              << "; other peft.modules_to_save not counted)\n";
+    psi = trained;
+    units = {in_full, in_block};
   }
   if (a.nproc_per_node > 0 && a.nproc % a.nproc_per_node != 0) {
     throw util::UsageError("--nproc " + std::to_string(a.nproc) + " is not a multiple of --nproc-per-node " +

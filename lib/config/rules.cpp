@@ -123,6 +123,12 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "`peft.quantize_base` quantizes the frozen base of a LoRA run, but peft.method is not lora",
               "set peft.method=lora (with model.from), or peft.quantize_base=none");
   }
+  if (c.peft.quantize_base != QuantizeBase::kNone && c.model.arch == ModelArch::kBert) {
+    diags.add(from(tree, "peft.quantize_base"),
+              "`peft.quantize_base` quantizes a decoder's base (gpt2, llama) as it is read; a BERT classifier's base "
+              "is not quantized",
+              "set peft.quantize_base=none: LoRA on BERT trains on its fp32 base");
+  }
   const auto& sc = c.scheduler;
   if (c.optimizer.name == OptimizerName::kScheduleFreeAdamW &&
       (sc.name != SchedulerName::kConstant || sc.warmup_steps > 0)) {

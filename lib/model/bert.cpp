@@ -3,13 +3,13 @@
 #include <torch/torch.h>
 
 #include "model/checkpointing.h"
+#include "model/dense.h"
 #include "util/error.h"
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 namespace {
 
-using torch::nn::Linear;
 using torch::nn::Module;
 
 // A named level of the Hugging Face module tree that holds nothing of its own ("attention",
@@ -24,8 +24,10 @@ torch::nn::LayerNorm layer_norm(Module& parent, const BertSpec& s) {
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
 }
 
-Linear dense(Module& parent, const char* name, int64_t in, int64_t out) {
-  return parent.register_module(name, Linear(in, out));
+// hftrain's Dense layers (uninitialised until _init_weights below draws them), so that LoRA
+// adapts them as it adapts the decoders' (peft/lora.h).
+Dense dense(Module& parent, const char* name, int64_t in, int64_t out) {
+  return parent.register_module(name, Dense(in, out, /*with_bias=*/true));
 }
 
 torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
@@ -54,7 +56,7 @@ class BertLayerImpl : public Module {
   // x (B, T, C); mask (B, 1, 1, T) bool, true where a key may be attended, or undefined.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
     const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
-    auto heads = [&](Linear& proj) {
+    auto heads = [&](Dense& proj) {
       return proj(x).view({B, T, H, D}).transpose(1, 2);
     };  // (B, H, T, D)
     const double p_attn = is_training() ? spec_.attention_probs_dropout_prob : 0.0;
@@ -83,8 +85,8 @@ class BertLayerImpl : public Module {
 
  private:
   BertSpec spec_;
-  Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
-  Linear intermediate_{nullptr}, output_dense_{nullptr};
+  Dense query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
+  Dense intermediate_{nullptr}, output_dense_{nullptr};
   torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
 };
 TORCH_MODULE(BertLayer);

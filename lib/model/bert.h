@@ -27,11 +27,11 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "model/bert_spec.h"
+#include "model/dense.h"
 #include "model/parameter_units.h"
 
 namespace hftrain::model {
@@ -82,8 +82,8 @@ class BertEncoderImpl : public torch::nn::Module {
   torch::nn::Embedding token_type_embeddings_{nullptr};
   torch::nn::LayerNorm embeddings_norm_{nullptr};
   torch::nn::ModuleList layers_{nullptr};  // bert.encoder.layer
-  torch::nn::Linear pooler_{nullptr};      // bert.pooler.dense
-  torch::nn::Linear classifier_{nullptr};  // classifier (with_classifier)
+  Dense pooler_{nullptr};      // bert.pooler.dense
+  Dense classifier_{nullptr};  // classifier (with_classifier)
 };
 TORCH_MODULE(BertEncoder);
 

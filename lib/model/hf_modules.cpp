@@ -130,4 +130,64 @@ std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
   return out;
 }
 
+namespace {
+
+// BERT's linear layers in parameter order: name, input and output features.
+struct BertLinear {
+  std::string name;
+  int64_t in = 0, out = 0;
+};
+std::vector<BertLinear> bert_linears(const BertSpec& s) {
+  std::vector<BertLinear> out;
+  const int64_t c = s.hidden_size, f = s.intermediate_size;
+  for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
+    const std::string l = "bert.encoder.layer." + std::to_string(i) + ".";
+    for (const char* qkv : {"query", "key", "value"}) out.push_back({l + "attention.self." + qkv, c, c});
+    out.push_back({l + "attention.output.dense", c, c});
+    out.push_back({l + "intermediate.dense", c, f});
+    out.push_back({l + "output.dense", f, c});
+  }
+  out.push_back({"bert.pooler.dense", c, c});
+  if (s.with_classifier) out.push_back({"classifier", c, s.num_labels});
+  return out;
+}
+
+}  // namespace
+
+std::vector<HfLinear> hf_linear_modules(const BertSpec& spec) {
+  std::vector<HfLinear> out;
+  for (const auto& l : bert_linears(spec)) {
+    out.push_back(HfLinear{.name = l.name,
+                           .dense = l.name,
+                           .row_offset = 0,
+                           .rows = l.out,
+                           .in_features = l.in,
+                           .conv1d = false,
+                           .output_layer = l.name == "classifier"});
+  }
+  return out;
+}
+
+std::vector<HfParameter> hf_parameters(const BertSpec& spec) {
+  std::vector<std::string> names;
+  for (const char* table : {"word_embeddings", "position_embeddings", "token_type_embeddings"}) {
+    names.push_back(std::string("bert.embeddings.") + table + ".weight");
+  }
+  names.push_back("bert.embeddings.LayerNorm.weight");
+  names.push_back("bert.embeddings.LayerNorm.bias");
+  for (const auto& l : bert_linears(spec)) {
+    names.push_back(l.name + ".weight");
+    names.push_back(l.name + ".bias");
+    // The LayerNorm after each layer's two residual sums.
+    if (l.name.ends_with(".output.dense")) {  // attention.output.dense and output.dense
+      const std::string norm = l.name.substr(0, l.name.size() - std::string("dense").size()) + "LayerNorm";
+      names.push_back(norm + ".weight");
+      names.push_back(norm + ".bias");
+    }
+  }
+  std::vector<HfParameter> out;
+  for (const auto& n : names) out.push_back(HfParameter{.param = n, .modules = {module_of(n)}, .tensors = {n}});
+  return out;
+}
+
 }  // namespace hftrain::model

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/bert_spec.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -53,5 +54,12 @@ struct HfParameter {
   std::vector<int64_t> split{};
 };
 std::vector<HfParameter> hf_parameters(const ModelSpec& spec);
+
+// The same two tables for a BERT encoder (model/bert.h), whose names are Hugging Face's own
+// (BertForSequenceClassification's, "bert." prefix included): each linear layer is the Dense layer
+// of its name, each parameter one tensor of the same name. The classifier counts as the output
+// layer (LoRA leaves it to peft.modules_to_save, as peft's SEQ_CLS models do).
+std::vector<HfLinear> hf_linear_modules(const BertSpec& spec);
+std::vector<HfParameter> hf_parameters(const BertSpec& spec);
 
 }  // namespace hftrain::model

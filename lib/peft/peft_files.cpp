@@ -82,8 +82,7 @@ Json adapter_config(const LoraModel& lora, const config::LoraConfig& config, con
               {"alpha_pattern", Json::object()},
               {"layers_to_transform", nullptr},
               {"layers_pattern", nullptr},
-              {"revision", nullptr},
-              {"library", "hftrain"}};
+              {"revision", nullptr}};  // only peft's LoraConfig fields: peft warns about any other
 }
 
 model::TensorList adapter_tensors(torch::nn::Module& root, const LoraModel& lora,

@@ -4,6 +4,7 @@
 // writes out as a plain model.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 
 #include "model/saved_model.h"
@@ -17,6 +18,18 @@ bool is_adapter_dir(const std::filesystem::path& dir);
 // directory), in eval mode on the CPU, with the adapters attached (merge=false) or merged into its
 // weights and removed (merge=true). The tokenizer is the adapter directory's tokenizer.json, else
 // the base's. Throws CheckpointError naming the file for a base that is gone or does not fit.
+// CheckpointError for a BERT classifier's adapter (write_merged_classifier writes that).
 model::LoadedModel load_adapter_model(const std::filesystem::path& dir, bool merge);
+
+// Whether the adapter in `dir` adapts a BERT classifier (its base is a BERT directory; peft's
+// SEQ_CLS). Throws what load_adapter_model throws for a base that is gone.
+bool is_classifier_adapter(const std::filesystem::path& dir);
+
+// A BERT classifier's adapter merged into its base, written crash-safely at `out` as a directory
+// that transformers' BertForSequenceClassification.from_pretrained loads: config.json with the
+// labels (the adapter directory's config.json, which a LoRA classifier run writes; else the base
+// classifier's; else LABEL_i), the weights in shards of at most `max_shard_bytes`, tokenizer.json.
+void write_merged_classifier(const std::filesystem::path& dir, const std::filesystem::path& out,
+                             uint64_t max_shard_bytes);
 
 }  // namespace hftrain::train

@@ -56,6 +56,9 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   }
 
   bool causal_lm() const override { return true; }
+  std::vector<model::HfLinear> hf_linear_modules() const override { return model::hf_linear_modules(model_->spec()); }
+  std::vector<model::HfParameter> hf_parameters() const override { return model::hf_parameters(model_->spec()); }
+  config::ModelArch arch() const override { return model_->spec().arch; }
   const model::ModelSpec* decoder_spec() const override { return &model_->spec(); }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();

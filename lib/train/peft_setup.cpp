@@ -55,7 +55,7 @@ void note_differences(const config::LoraConfig& recipe, const config::LoraConfig
 }  // namespace
 
 nlohmann::json PeftRun::adapter_config() const {
-  return peft::adapter_config(lora, lora_config, arch, "CAUSAL_LM", fs::absolute(base_dir).string());
+  return peft::adapter_config(lora, lora_config, arch, task_type, fs::absolute(base_dir).string());
 }
 
 std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& model) {
@@ -70,15 +70,11 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
     throw util::ConfigError("peft.method=lora trains adapters on a base model, but model.from is not set",
                             "set model.from to the base model's directory (Hugging Face or hftrain)");
   }
-  const model::ModelSpec* spec = model.decoder_spec();
-  if (!spec) {
-    throw util::ConfigError("peft.method=lora reaches decoder models (gpt2, llama) so far, not model.arch=bert",
-                            "fine-tune the classifier in full (peft.method=none)");
-  }
   PeftRun run;
-  run.arch = spec->arch;
+  run.arch = model.arch();
+  run.task_type = model.causal_lm() ? "CAUSAL_LM" : "SEQ_CLS";
   run.lora_config = config.peft.lora;
-  run.hf_parameters = model::hf_parameters(*spec);
+  run.hf_parameters = model.hf_parameters();
   run.base_dir = read_model_source(*config.model.from).dir;
   run.base_fingerprint = base_model_fingerprint(run.base_dir);
   std::vector<std::string> modules_to_save = config.peft.modules_to_save;
@@ -90,7 +86,13 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
     run.lora_config.dropout = config.peft.lora.dropout;  // a training choice, not part of the adapter
     if (modules_to_save.empty()) modules_to_save = from->modules_to_save;
   }
-  const auto targets = peft::select_lora_targets(model::hf_linear_modules(*spec), run.lora_config.target_modules, run.arch);
+  // A classifier's head is new (or retrained for these labels): peft's sequence-classification
+  // models always train it in full, and so does this.
+  if (!model.causal_lm() &&
+      std::find(modules_to_save.begin(), modules_to_save.end(), "classifier") == modules_to_save.end()) {
+    modules_to_save.push_back("classifier");
+  }
+  const auto targets = peft::select_lora_targets(model.hf_linear_modules(), run.lora_config.target_modules, run.arch);
   // The adapters' A from the run's seed, whatever the base model's loading drew.
   torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 31337u);
   run.lora = peft::attach_lora(model.module(), targets, run.hf_parameters, modules_to_save, run.lora_config);

@@ -22,6 +22,7 @@ struct PeftRun {
   config::LoraConfig lora_config;  // in effect: the recipe's, or the adapter's under peft.from
   std::vector<model::HfParameter> hf_parameters;
   config::ModelArch arch = config::ModelArch::kLlama;
+  std::string task_type = "CAUSAL_LM";  // peft's: CAUSAL_LM, or SEQ_CLS for a classifier
   std::filesystem::path base_dir;  // model.from as read
   std::string base_fingerprint;
 
@@ -31,8 +32,9 @@ struct PeftRun {
 
 // Attaches the adapters peft.* describes to `model` (whose model.from weights are loaded), with
 // peft.from's values when given, and freezes the rest; nullopt for peft.method=none. A run whose
-// seed is the same draws the same adapters. Throws ConfigError for a run without model.from, a
-// task LoRA does not reach yet, or targets that match nothing; CheckpointError for an adapter
+// seed is the same draws the same adapters. A classifier (BERT) trains its classifier in full
+// besides, as peft's SEQ_CLS models do. Throws ConfigError for a run without model.from or targets
+// that match nothing; CheckpointError for an adapter
 // directory that does not fit.
 std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& model);
 

@@ -11,6 +11,7 @@
 #include "model/bert_weights.h"
 #include "model/hf_config.h"
 #include "model/hf_export.h"
+#include "model/hf_modules.h"
 #include "model/stored_weights.h"
 #include "train/model_from.h"
 #include "train/task_model.h"
@@ -74,6 +75,9 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   }
 
   bool causal_lm() const override { return false; }
+  std::vector<model::HfLinear> hf_linear_modules() const override { return model::hf_linear_modules(model_->spec()); }
+  std::vector<model::HfParameter> hf_parameters() const override { return model::hf_parameters(model_->spec()); }
+  config::ModelArch arch() const override { return config::ModelArch::kBert; }
   metrics::ModelShape shape(int64_t seq_len) const override {
     const auto& s = model_->spec();
     return {model_->non_embedding_parameters(), s.num_hidden_layers, s.num_attention_heads, s.head_dim(), seq_len};

@@ -19,6 +19,7 @@
 #include "parallel/plan/memory_plan.h"
 #include "metrics/mfu.h"
 #include "model/bert_spec.h"
+#include "model/hf_modules.h"
 #include "model/parameter_units.h"
 #include "model/spec.h"
 
@@ -53,7 +54,12 @@ class TaskModel {
                         const tokenizer::Tokenizer& tokenizer) const = 0;
 
   virtual bool causal_lm() const = 0;
-  // The decoder's spec (LoRA's Hugging Face module table, peft/lora.h); null for other tasks.
+  // The Hugging Face linear layers and parameters (model/hf_modules.h): LoRA's targets and peft's
+  // tensor names.
+  virtual std::vector<model::HfLinear> hf_linear_modules() const = 0;
+  virtual std::vector<model::HfParameter> hf_parameters() const = 0;
+  virtual config::ModelArch arch() const = 0;
+  // The decoder's spec (QLoRA's quantization while loading); null for other tasks.
   virtual const model::ModelSpec* decoder_spec() const { return nullptr; }
   virtual int64_t non_embedding_parameters() const = 0;
   virtual parallel::UnitSizes unit_sizes() const = 0;

@@ -25,6 +25,7 @@
 #include "ckpt/optimizer_shards.h"
 #include "ckpt/rotation.h"
 #include "ckpt/writer.h"
+#include "model/model_files.h"
 #include "model/safetensors.h"
 #include "model/saved_model.h"
 #include "model/stored_weights.h"
@@ -59,6 +60,13 @@ constexpr const char* kConfigFile = "config.yaml";
 constexpr const char* kEnvironmentFile = "environment.json";
 // LoRA runs: the base model the trained tensors belong to.
 constexpr const char* kPeftFile = "peft.json";
+
+// The text files an adapter directory (a LoRA run's checkpoint or final/) keeps beside peft's: the
+// tokenizer, and a classifier's config.json (its labels, which peft's files do not carry; a resume
+// and `export --merge` read them there).
+bool adapter_keeps(const std::string& name, bool causal_lm) {
+  return util::starts_with(name, "tokenizer") || (!causal_lm && name == model::kHfConfigFile);
+}
 
 Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
@@ -250,7 +258,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   }
   writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size), {{"format", "pt"}});
   for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
-    if (!peft_ || util::starts_with(name, "tokenizer")) writer.add_bytes(name, text);
+    if (!peft_ || adapter_keeps(name, model_->causal_lm())) writer.add_bytes(name, text);
   }
   if (peft_) {
     writer.add_json(kPeftFile, {{"base_model", fs::absolute(peft_->base_dir).string()},
@@ -355,7 +363,7 @@ void Trainer::save_adapter_dir(const fs::path& dir) const {
   peft::write_adapter_files(staged, peft_->adapter_config(),
                             peft::adapter_tensors(model_->module(), peft_->lora, peft_->hf_parameters));
   for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
-    if (util::starts_with(name, "tokenizer")) util::atomic_write_file(staged / name, text);
+    if (adapter_keeps(name, model_->causal_lm())) util::atomic_write_file(staged / name, text);
   }
   util::publish_dir(staged, dir);
   util::fsync_dir(dir.parent_path());

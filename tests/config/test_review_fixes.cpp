@@ -77,3 +77,10 @@ TEST_CASE("more malformed input found by review", "[config][review]") {
   util::MapEnvironment env({{"HFTRAIN__RUN__TAGS__TEAM", "nlp"}});
   CHECK(resolve(kMinimal, {}, env).values.run.tags.at("team") == "nlp");
 }
+
+TEST_CASE("config: QLoRA quantizes decoders' bases only, and needs LoRA", "[config][peft]") {
+  CHECK_THAT(resolve_error(kMinimal, {"model.arch=bert", "peft.method=lora", "peft.quantize_base=nf4"}),
+             Contains("a BERT classifier's base is not quantized"));
+  CHECK_THAT(resolve_error(kMinimal, {"peft.quantize_base=int8"}), Contains("peft.method is not lora"));
+  CHECK(resolve(kMinimal, {"model.arch=bert", "peft.method=lora"}).values.peft.method == config::PeftMethod::kLora);
+}

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "model/bert.h"
 #include "model/hf_modules.h"
 #include "model/transformer.h"
 #include "peft/lora.h"
@@ -49,7 +50,8 @@ std::vector<std::string> names_of(const std::vector<model::HfLinear>& v) {
 const torch::Tensor kIds = torch::tensor({{1, 5, 9, 2, 7, 3, 11, 4}}, torch::kInt64);
 
 // Gives every adapter's B random values, so that the adapters change the outputs.
-void randomise_b(model::Transformer& m) {
+template <typename Model>
+void randomise_b(Model& m) {
   torch::NoGradGuard no_grad;
   for (auto& [name, p] : m->parameters_by_name()) {
     if (name.ends_with(".B")) p.normal_(0.0, 0.3);
@@ -267,4 +269,70 @@ TEST_CASE("lora: activation checkpointing gives the adapters the same gradients"
   }
   REQUIRE(grads[0].size() == grads[1].size());
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-5, 1e-6));
+}
+
+TEST_CASE("lora: a BERT classifier's tables name its own parameters, adapters train, the classifier in full",
+          "[peft][lora][bert]") {
+  model::BertSpec spec;
+  spec.vocab_size = 50;
+  spec.hidden_size = 16;
+  spec.num_hidden_layers = 2;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 24;
+  spec.max_position_embeddings = 16;
+  spec.num_labels = 3;
+  torch::manual_seed(2);
+  model::BertEncoder m(spec);
+  m->eval();
+
+  // hf_parameters: every parameter once, in the model's order, under its own (Hugging Face) name.
+  std::vector<std::string> names, listed;
+  for (const auto& [name, p] : m->parameters_by_name()) names.push_back(name);
+  for (const auto& p : model::hf_parameters(spec)) {
+    listed.push_back(p.param);
+    CHECK(p.tensors == std::vector<std::string>{p.param});
+  }
+  CHECK(listed == names);
+  // hf_linear_modules: 6 per layer, the pooler and the classifier (the output layer).
+  const auto linears = model::hf_linear_modules(spec);
+  REQUIRE(linears.size() == 2 * 6 + 2);
+  CHECK(linears.back().name == "classifier");
+  CHECK(linears.back().output_layer);
+  CHECK(linears[4].name == "bert.encoder.layer.0.intermediate.dense");
+  CHECK(linears[4].rows == 24);
+  CHECK(linears[5].in_features == 24);
+  CHECK_THROWS_WITH(peft::select_lora_targets(linears, {"classifier"}, config::ModelArch::kBert),
+                    Catch::Contains("selects the output layer classifier"));
+
+  const torch::Tensor ids = torch::tensor({{2, 7, 9, 11, 3}}, torch::kInt64);
+  const auto base = m->forward(ids).detach();
+  const auto targets = peft::select_lora_targets(linears, {}, config::ModelArch::kBert);  // query, value
+  REQUIRE(targets.size() == 4);
+  const auto lora = peft::attach_lora(*m, targets, model::hf_parameters(spec), {"classifier"}, lora_config());
+  CHECK(torch::equal(m->forward(ids), base));  // B starts at zero
+  for (const auto& [name, p] : m->parameters_by_name()) {
+    INFO(name);
+    CHECK(p.requires_grad() == (name.find(".lora.") != std::string::npos || name.rfind("classifier.", 0) == 0));
+  }
+  CHECK(m->named_parameters().contains("bert.encoder.layer.1.attention.self.value.lora.value.A"));
+  int64_t expected = spec.hidden_size * spec.num_labels + spec.num_labels;
+  for (const auto& t : targets) expected += lora_config().r * (t.in_features + t.rows);
+  CHECK(lora.trainable_parameters == expected);
+
+  // Trained adapters change the logits, and merging them gives the same logits.
+  randomise_b(m);
+  const auto adapted = m->forward(ids).detach();
+  CHECK((adapted - base).abs().max().item<double>() > 1e-3);
+  torch::manual_seed(2);
+  model::BertEncoder merged(spec);
+  merged->eval();
+  {
+    torch::NoGradGuard no_grad;
+    auto params = merged->named_parameters();
+    for (const auto& [dense, adapter] : peft::lora_adapters(*m)) {
+      auto w = params[dense + ".weight"];
+      w.add_(adapter->delta_weight(w.size(0), w.size(1)));
+    }
+  }
+  CHECK(torch::allclose(merged->forward(ids), adapted, 1e-5, 1e-5));
 }
