@@ -153,8 +153,11 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
   for (size_t i = 0; i < layers_->size(); ++i) {
     auto layer = layers_->ptr<BertLayerImpl>(i);
     if (hooks_) hooks_->before_forward(i + 1);
-    if (activation_checkpointing_ && is_training() && x.requires_grad() &&
-        torch::GradMode::is_enabled()) {
+    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
+    // Frozen layers below (LoRA) leave the input without a gradient, which the reentrant
+    // checkpoint needs to run the layer's backward: ask for one, as the decoder does.
+    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);
+    if (checkpoint) {
       x = checkpointed([layer, mask](const torch::Tensor& h) { return layer->forward(h, mask); },
                        x);
     } else {

@@ -336,3 +336,41 @@ TEST_CASE("lora: a BERT classifier's tables name its own parameters, adapters tr
   }
   CHECK(torch::allclose(merged->forward(ids), adapted, 1e-5, 1e-5));
 }
+
+TEST_CASE("lora: a BERT classifier's layers are checkpointed under a frozen base, with the same gradients",
+          "[peft][lora][bert]") {
+  model::BertSpec spec;
+  spec.vocab_size = 50;
+  spec.hidden_size = 16;
+  spec.num_hidden_layers = 2;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 24;
+  spec.max_position_embeddings = 16;
+  spec.hidden_dropout_prob = spec.attention_probs_dropout_prob = 0.0;
+  const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), {"all-linear"}, config::ModelArch::kBert);
+  const torch::Tensor ids = torch::tensor({{2, 7, 9, 11, 3}, {2, 5, 6, 3, 0}}, torch::kInt64);
+  const torch::Tensor mask = torch::tensor({{1, 1, 1, 1, 1}, {1, 1, 1, 1, 0}}, torch::kInt64);
+  const torch::Tensor labels = torch::tensor({0, 1}, torch::kInt64);
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const bool checkpointing : {false, true}) {
+    torch::manual_seed(5);
+    model::BertEncoder m(spec);
+    peft::attach_lora(*m, targets, model::hf_parameters(spec), {"classifier"}, lora_config());
+    randomise_b(m);
+    m->train();
+    m->set_activation_checkpointing(checkpointing);
+    const auto hidden = m->encode(ids, mask).last_hidden_state;
+    // The layers' output comes out of the checkpoint's node, not out of a LayerNorm kept for backward.
+    CHECK((hidden.grad_fn()->name().find("CheckpointFunction") != std::string::npos) == checkpointing);
+    model::classification_loss(m->forward(ids, mask), labels).backward();
+    std::vector<torch::Tensor> g;
+    for (const auto& [name, p] : m->parameters_by_name()) {
+      if (!p.requires_grad()) continue;
+      REQUIRE(p.grad().defined());
+      g.push_back(p.grad().clone());
+    }
+    grads.push_back(g);
+  }
+  REQUIRE(grads[0].size() == grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-5, 1e-6));
+}
