@@ -60,7 +60,7 @@ int run_plan(const PlanArgs& a) {
     const auto targets = peft::select_lora_targets(linears, cfg.peft.lora.target_modules, cfg.model.arch);
     int64_t trained = in_full, in_block = 0;
     for (const auto& t : targets) {
-      const int64_t n = cfg.peft.lora.r * (t.in_features + t.rows);
+      const int64_t n = cfg.peft.lora.r * (t.in_features + t.rows) + (cfg.peft.lora.use_dora ? t.rows : 0);
       trained += n;
       if (t.dense.rfind(first_block, 0) == 0) in_block += n;
     }

@@ -195,6 +195,7 @@ struct LoraConfig {
   double dropout = 0;
   std::vector<std::string> target_modules;  // Hugging Face module-name globs; empty: peft's default
   bool use_rslora = false;                  // scale alpha / sqrt(r) instead of alpha / r
+  bool use_dora = false;                    // DoRA: a trained magnitude per output row
   LoraInit init = LoraInit::kDefault;
 };
 

@@ -420,6 +420,10 @@ Schema build() {
            "layer; []: peft's default for the architecture (q_proj and v_proj; c_attn for gpt2; query and value for bert).");
   s.add("peft.lora.use_rslora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_rslora))
       .def("false").doc("Rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r.");
+  s.add("peft.lora.use_dora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_dora))
+      .def("false")
+      .doc("DoRA (weight-decomposed LoRA, peft's use_dora): each adapted layer's output rows rescaled by a trained "
+           "magnitude over the norm of W + scale B A (the norm held constant in the backward, as peft does).");
   s.add("peft.lora.init", Type::kChoice, HFTRAIN_FIELD(peft.lora.init))
       .choices({"default", "gaussian"}).def("default")
       .doc("Adapter A's initial values: default as peft (kaiming-uniform, bound 1/sqrt(in)), gaussian N(0, 1/r); B starts at 0.");

@@ -15,12 +15,15 @@
 
 namespace hftrain::model {
 
+class DenseImpl;
+
 // What a Dense layer may carry besides its weight: an adapter that turns the layer's input x and
-// output y into a new output (LoRA: y + scale B A x, peft/lora.h). Its parameters are registered
-// under the layer as "lora", so they appear as <layer>.lora.* in parameters_by_name().
+// output y into a new output (LoRA: y + scale B A x, peft/lora.h); `layer` is the layer itself
+// (DoRA reads its weight). Its parameters are registered under the layer as "lora", so they
+// appear as <layer>.lora.* in parameters_by_name().
 class DenseAdapter : public torch::nn::Module {
  public:
-  virtual torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y) = 0;
+  virtual torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y, const DenseImpl& layer) = 0;
 };
 
 // A frozen weight a Dense layer computes with in place of its own (QLoRA: the base weight stored
@@ -30,6 +33,8 @@ class FrozenWeight {
  public:
   virtual ~FrozenWeight() = default;
   virtual torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias) const = 0;
+  // The weight as a dense (out x in) tensor of `dtype` (dequantized).
+  virtual torch::Tensor dense(torch::ScalarType dtype) const = 0;
   virtual int64_t bytes() const = 0;
 };
 
@@ -41,7 +46,11 @@ class DenseImpl : public torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = frozen_ ? frozen_->linear(x, bias) : torch::nn::functional::linear(x, weight, bias);
-    return adapter_ ? adapter_->adapt(x, y) : y;
+    return adapter_ ? adapter_->adapt(x, y, *this) : y;
+  }
+  // The weight the layer computes with, as a dense tensor of `dtype` (a frozen one dequantized).
+  torch::Tensor effective_weight(torch::ScalarType dtype) const {
+    return frozen_ ? frozen_->dense(dtype) : weight.to(dtype);
   }
   // From here on the layer computes through `frozen`; its `weight` parameter keeps its name, shape
   // and requires_grad=false but no storage of its own (a zero-stride view of one element), so

@@ -47,12 +47,18 @@ std::vector<std::string> default_targets(config::ModelArch arch) {
 
 class LoraSliceImpl : public torch::nn::Module {
  public:
-  LoraSliceImpl(int64_t rows, int64_t in_features, int64_t r) {
+  LoraSliceImpl(int64_t rows, int64_t in_features, int64_t r, bool dora) {
     A = register_parameter("A", torch::empty({r, in_features}));
     B = register_parameter("B", torch::zeros({rows, r}));
+    if (dora) magnitude = register_parameter("magnitude", torch::empty({rows}));
   }
-  torch::Tensor A, B;
+  torch::Tensor A, B, magnitude;
 };
+
+// ||W + scale B A|| over each row (peft's get_weight_norm, torch.linalg.norm(dim=1)).
+torch::Tensor row_norms(const torch::Tensor& w, const torch::Tensor& scaled_delta) {
+  return at::linalg_vector_norm(w + scaled_delta, 2, {1});
+}
 
 }  // namespace
 
@@ -61,34 +67,55 @@ double lora_scale(const config::LoraConfig& config) {
   return config.use_rslora ? config.alpha / std::sqrt(r) : config.alpha / r;
 }
 
-LoraAdapterImpl::LoraAdapterImpl(const std::vector<model::HfLinear>& targets, const config::LoraConfig& config)
-    : scale_(lora_scale(config)), dropout_(config.dropout) {
+LoraAdapterImpl::LoraAdapterImpl(const std::vector<model::HfLinear>& targets, const config::LoraConfig& config,
+                                 const model::DenseImpl& layer)
+    : scale_(lora_scale(config)), dropout_(config.dropout), dora_(config.use_dora) {
   torch::NoGradGuard no_grad;
   for (const auto& t : targets) {
-    auto slice = register_module(leaf_of(t.name), std::make_shared<LoraSliceImpl>(t.rows, t.in_features, config.r));
+    auto slice = register_module(leaf_of(t.name),
+                                 std::make_shared<LoraSliceImpl>(t.rows, t.in_features, config.r, config.use_dora));
+    if (dora_) {
+      // ||W||_row: B is zero, so the adapted layer starts as the base.
+      const auto w = layer.effective_weight(torch::kFloat32).narrow(0, t.row_offset, t.rows);
+      slice->magnitude.copy_(at::linalg_vector_norm(w, 2, {1}));
+    }
     if (config.init == config::LoraInit::kGaussian) {
       slice->A.normal_(0.0, 1.0 / static_cast<double>(config.r));
     } else {
       // peft: kaiming_uniform_(a=sqrt(5)), a bound of 1/sqrt(in).
       torch::nn::init::kaiming_uniform_(slice->A, std::sqrt(5.0));
     }
-    slices_.push_back(Slice{leaf_of(t.name), t.row_offset, t.rows, slice->A, slice->B});
+    slices_.push_back(Slice{leaf_of(t.name), t.row_offset, t.rows, slice->A, slice->B, slice->magnitude});
   }
   std::sort(slices_.begin(), slices_.end(), [](const Slice& a, const Slice& b) { return a.row_offset < b.row_offset; });
 }
 
-torch::Tensor LoraAdapterImpl::adapt(const torch::Tensor& x, const torch::Tensor& y) {
+torch::Tensor LoraAdapterImpl::adapt(const torch::Tensor& x, const torch::Tensor& y, const model::DenseImpl& layer) {
   namespace F = torch::nn::functional;
   const int64_t out = y.size(-1);
+  const bool dropped = dropout_ > 0 && is_training();
   std::vector<torch::Tensor> pieces;
   int64_t at = 0;
   for (const auto& s : slices_) {
     // Each adapted module draws its own dropout, as peft's do.
-    const auto h = dropout_ > 0 ? F::dropout(x, F::DropoutFuncOptions().p(dropout_).training(is_training())) : x;
-    const auto delta = F::linear(F::linear(h, s.A), s.B) * scale_;
-    if (s.row_offset == 0 && s.rows == out) return y + delta;
+    const auto h = dropped ? F::dropout(x, F::DropoutFuncOptions().p(dropout_).training(true)) : x;
+    const auto y_rows = y.narrow(-1, s.row_offset, s.rows);
+    torch::Tensor adapted;
+    if (!dora_) {
+      adapted = y_rows + F::linear(F::linear(h, s.A), s.B) * scale_;
+    } else {
+      // peft's DoraLinearLayer.forward, in its order of operations.
+      const auto w = layer.effective_weight(x.scalar_type()).narrow(0, s.row_offset, s.rows);
+      const auto lora_weight = torch::matmul(s.B, s.A).to(x.scalar_type()).detach();
+      const auto norm = row_norms(w, scale_ * lora_weight).detach();
+      const auto mag_norm_scale = s.magnitude / norm;  // broadcast over the last dimension
+      auto base = dropped ? F::linear(h, w) : y_rows;
+      if (!dropped && layer.bias.defined()) base = base - layer.bias.narrow(0, s.row_offset, s.rows);
+      adapted = y_rows + ((mag_norm_scale - 1) * base + mag_norm_scale * F::linear(F::linear(h, s.A), s.B) * scale_);
+    }
+    if (s.row_offset == 0 && s.rows == out) return adapted;
     if (s.row_offset > at) pieces.push_back(y.narrow(-1, at, s.row_offset - at));
-    pieces.push_back(y.narrow(-1, s.row_offset, s.rows) + delta);
+    pieces.push_back(adapted);
     at = s.row_offset + s.rows;
   }
   if (at < out) pieces.push_back(y.narrow(-1, at, out - at));
@@ -103,6 +130,19 @@ torch::Tensor LoraAdapterImpl::delta_weight(int64_t out_features, int64_t in_fea
         .copy_(torch::matmul(s.B.to(torch::kFloat32), s.A.to(torch::kFloat32)) * scale_);
   }
   return delta;
+}
+
+torch::Tensor LoraAdapterImpl::merged_weight(const torch::Tensor& weight) const {
+  torch::NoGradGuard no_grad;
+  const auto w = weight.to(torch::kFloat32);
+  auto merged = w + delta_weight(w.size(0), w.size(1));
+  if (dora_) {
+    for (const auto& s : slices_) {
+      auto rows = merged.narrow(0, s.row_offset, s.rows);  // W + scale B A
+      rows.mul_((s.magnitude.to(torch::kFloat32) / at::linalg_vector_norm(rows, 2, {1})).view({-1, 1}));
+    }
+  }
+  return merged;
 }
 
 std::vector<model::HfLinear> select_lora_targets(const std::vector<model::HfLinear>& modules,
@@ -183,7 +223,7 @@ LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear
   for (const auto& [path, slices] : by_dense) {
     auto* dense = modules.contains(path) ? modules[path]->as<model::DenseImpl>() : nullptr;
     if (!dense) throw util::ConfigError("LoRA target " + slices.front().name + ": the model has no linear layer " + path);
-    auto adapter = std::make_shared<LoraAdapterImpl>(slices, config);
+    auto adapter = std::make_shared<LoraAdapterImpl>(slices, config, *dense);
     adapter->train(dense->is_training());  // a new module starts in training mode; follow the layer's
     dense->set_adapter(adapter);
   }

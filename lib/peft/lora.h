@@ -3,12 +3,19 @@
 // alpha / r (alpha / sqrt(r) with rsLoRA). A starts as peft's kaiming-uniform (bound 1/sqrt(in)) or
 // N(0, 1/r) (init gaussian); B starts at zero, so training starts from the base model exactly.
 //
+// DoRA (Liu et al., 2024; peft's use_dora) adds a trained magnitude m per output row: the adapted
+// rows compute m / ||W + scale B A||_row * (W + scale B A) x + b, the row norms held constant in
+// the backward (the paper's section 4.3, as peft does), in peft's form
+//   y + (m / n - 1) * (W x) + (m / n) * scale * B A x,   n = ||W + scale (B A).detach()||_row,
+// with W x recomputed on the dropped-out input when dropout is on. m starts at ||W||_row (B = 0),
+// so training starts from the base model exactly here too.
+//
 // hftrain fuses some of Hugging Face's linear layers (q/k/v into qkv_proj, gate/up into
 // gate_up_proj). A LoRA target is a Hugging Face module (model/hf_modules.h), so an adapted fused
 // layer carries one adapter per adapted slice of its output rows, each with peft's shapes and
 // names: what peft saves for q_proj is exactly the q slice's A and B.
 //
-// Adapter parameters are named <dense>.lora.<hf leaf>.{A,B}, e.g.
+// Adapter parameters are named <dense>.lora.<hf leaf>.{A,B} (and .magnitude with DoRA), e.g.
 // layers.0.attn.qkv_proj.lora.q_proj.A: they live in the block's parameter unit, so zero3 shards
 // them with their block.
 #pragma once
@@ -36,11 +43,19 @@ class LoraAdapterImpl : public model::DenseAdapter {
     int64_t row_offset = 0;
     int64_t rows = 0;
     torch::Tensor A, B;
+    torch::Tensor magnitude;  // DoRA: (rows), else undefined
   };
-  LoraAdapterImpl(const std::vector<model::HfLinear>& targets, const config::LoraConfig& config);
-  torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y) override;
-  // scale * B A for each slice, placed in a zero (out x in) matrix: what merging adds to W.
+  // `layer`: the Dense layer the adapter goes on, its weights loaded (DoRA's magnitudes start at
+  // its row norms).
+  LoraAdapterImpl(const std::vector<model::HfLinear>& targets, const config::LoraConfig& config,
+                  const model::DenseImpl& layer);
+  torch::Tensor adapt(const torch::Tensor& x, const torch::Tensor& y, const model::DenseImpl& layer) override;
+  // scale * B A for each slice, placed in a zero (out x in) matrix: what merging adds to W (LoRA).
   torch::Tensor delta_weight(int64_t out_features, int64_t in_features) const;
+  // The layer's weight `weight` (out x in) with the adapters merged, fp32: W + scale B A per
+  // slice, and with DoRA those rows times m / ||W + scale B A||_row.
+  torch::Tensor merged_weight(const torch::Tensor& weight) const;
+  bool dora() const { return dora_; }
   const std::vector<Slice>& slices() const { return slices_; }
   double scale() const { return scale_; }
 
@@ -48,6 +63,7 @@ class LoraAdapterImpl : public model::DenseAdapter {
   std::vector<Slice> slices_;
   double scale_ = 1;
   double dropout_ = 0;
+  bool dora_ = false;
 };
 
 // The scale peft applies: alpha / r, or alpha / sqrt(r) with rsLoRA.

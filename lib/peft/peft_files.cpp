@@ -20,6 +20,7 @@ const char* kDamaged = "the adapter directory is damaged or was not written by p
 
 std::string a_name(const model::HfLinear& t) { return kPrefix + t.name + ".lora_A.weight"; }
 std::string b_name(const model::HfLinear& t) { return kPrefix + t.name + ".lora_B.weight"; }
+std::string magnitude_name(const model::HfLinear& t) { return kPrefix + t.name + ".lora_magnitude_vector"; }
 
 // The hftrain parameters of the saved modules, with their peft tensor name and whether the
 // Hugging Face tensor is the transpose of ours (GPT-2's Conv1D).
@@ -75,7 +76,7 @@ Json adapter_config(const LoraModel& lora, const config::LoraConfig& config, con
               {"fan_in_fan_out", arch == config::ModelArch::kGpt2},
               {"bias", "none"},
               {"use_rslora", config.use_rslora},
-              {"use_dora", false},
+              {"use_dora", config.use_dora},
               {"init_lora_weights", init},
               {"inference_mode", true},
               {"rank_pattern", Json::object()},
@@ -96,6 +97,7 @@ model::TensorList adapter_tensors(torch::nn::Module& root, const LoraModel& lora
       if (s.row_offset != t.row_offset) continue;
       out.emplace_back(a_name(t), s.A.detach().to(torch::kCPU, torch::kFloat32));
       out.emplace_back(b_name(t), s.B.detach().to(torch::kCPU, torch::kFloat32));
+      if (s.magnitude.defined()) out.emplace_back(magnitude_name(t), s.magnitude.detach().to(torch::kCPU, torch::kFloat32));
     }
   }
   for (const auto& s : saved_tensors(lora, hf_parameters)) {
@@ -138,7 +140,7 @@ AdapterFile read_adapter_config(const fs::path& dir) {
     throw util::CheckpointError(file.string() + ": " + what + ", which hftrain does not train",
                                 "continue it with peft, or start a new adapter with peft.method=lora");
   };
-  if (get<bool>(j, "use_dora", file, false)) refuse("use_dora is true (DoRA)");
+  a.lora.use_dora = get<bool>(j, "use_dora", file, false);
   if (get<std::string>(j, "bias", file, "none") != "none") refuse("bias is not \"none\" (trained biases)");
   for (const char* key : {"rank_pattern", "alpha_pattern"}) {
     if (j.contains(key) && j[key].is_object() && !j[key].empty()) refuse(std::string(key) + " is set");
@@ -209,6 +211,7 @@ void load_adapter_weights(torch::nn::Module& root, const LoraModel& lora,
       if (s.row_offset != t.row_offset) continue;
       copy(a_name(t), s.A, false);
       copy(b_name(t), s.B, false);
+      if (s.magnitude.defined()) copy(magnitude_name(t), s.magnitude, false);
     }
   }
   for (const auto& s : saved_tensors(lora, hf_parameters)) copy(s.name, parameter(root, s.param), s.transpose);

@@ -1,6 +1,7 @@
 // LoRA adapters in the peft library's files: adapter_config.json and adapter_model.safetensors,
 // which peft.PeftModel.from_pretrained(base, dir) loads. Tensor names are peft's:
-//   base_model.model.<module>.lora_A.weight (r x in), ...lora_B.weight (out x r)
+//   base_model.model.<module>.lora_A.weight (r x in), ...lora_B.weight (out x r),
+//   ...lora_magnitude_vector (out; DoRA)
 //   base_model.model.<tensor> for the tensors of peft.modules_to_save (e.g. lm_head.weight)
 // where <module> is the Hugging Face module name (model/hf_modules.h). hftrain's fused layers
 // are saved per Hugging Face module, so q_proj's adapter is exactly the q slice's.
@@ -47,8 +48,8 @@ struct AdapterFile {
 };
 
 // Reads adapter_config.json. Throws CheckpointError naming the file and field for a missing or
-// malformed file, a PEFT type other than LORA, or a setting hftrain does not train (DoRA, a bias
-// other than "none", a regex target_modules string, rank or alpha patterns).
+// malformed file, a PEFT type other than LORA, or a setting hftrain does not train (a bias other
+// than "none", a regex target_modules string, rank or alpha patterns).
 AdapterFile read_adapter_config(const std::filesystem::path& dir);
 
 // Copies the adapter tensors of `file` into the attached adapters and saved modules of `root`.

@@ -34,6 +34,7 @@ class QuantizedWeight final : public model::FrozenWeight {
   int64_t bytes() const override;
   // The weight as it computes: code values times their scales, in `dtype`.
   torch::Tensor dequantize(torch::ScalarType dtype) const;
+  torch::Tensor dense(torch::ScalarType dtype) const override { return dequantize(dtype); }
   config::QuantizeBase kind() const { return kind_; }
 
  private:

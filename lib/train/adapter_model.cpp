@@ -58,13 +58,14 @@ void attach_adapters(torch::nn::Module& root, const peft::AdapterFile& file, con
   peft::load_adapter_weights(root, lora, hf_params, file);
 }
 
-// W += scale B A for every adapted layer of `root`; the adapters are removed.
+// Every adapted layer of `root` gets its merged weight (W + scale B A; DoRA's rescaled); the
+// adapters are removed.
 void merge_adapters(torch::nn::Module& root) {
   torch::NoGradGuard no_grad;
   auto params = root.named_parameters();
   for (const auto& [dense, adapter] : peft::lora_adapters(root)) {
     auto w = params[dense + ".weight"];
-    w.add_(adapter->delta_weight(w.size(0), w.size(1)).to(w.dtype()));
+    w.copy_(adapter->merged_weight(w));
   }
   for (auto& item : root.named_modules()) {
     if (auto* d = item.value()->as<model::DenseImpl>()) d->remove_adapter();

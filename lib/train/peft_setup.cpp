@@ -44,6 +44,7 @@ void note_differences(const config::LoraConfig& recipe, const config::LoraConfig
   if (recipe.r != adapter.r) diffs.push_back("r " + std::to_string(adapter.r));
   if (recipe.alpha != adapter.alpha) diffs.push_back("alpha " + std::to_string(adapter.alpha));
   if (recipe.use_rslora != adapter.use_rslora) diffs.push_back(std::string("use_rslora ") + (adapter.use_rslora ? "true" : "false"));
+  if (recipe.use_dora != adapter.use_dora) diffs.push_back(std::string("use_dora ") + (adapter.use_dora ? "true" : "false"));
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : ", ") + d;

@@ -3,7 +3,8 @@
     .venv/bin/python tests/conformance/peft_lora.py path/to/hftrain path/to/hftrain_model_logits
 
 For a Llama (grouped-query attention, untied head) and a GPT-2 base written by transformers'
-save_pretrained, `hftrain run` with peft.method=lora trains adapters for a few steps; its final/
+save_pretrained, and DoRA (peft.lora.use_dora) on the Llama, `hftrain run` with peft.method=lora
+trains adapters for a few steps; its final/
 holds adapter_config.json and adapter_model.safetensors. Then:
   - peft.PeftModel.from_pretrained(base, final/) gives hftrain's logits (fp32, 1e-5 of their
     scale), and they differ from the base model's (the adapters did train);
@@ -44,6 +45,8 @@ def bases(work):
         d = os.path.join(work, "base-" + name)
         model.save_pretrained(d)
         out[name] = (d, args)
+    # DoRA on the same Llama base: the magnitudes train too (with adapter dropout, peft's other path).
+    out["llama-dora"] = (out["llama"][0], [*out["llama"][1], "peft.lora.use_dora=true", "peft.lora.dropout=0.05"])
     return out
 
 

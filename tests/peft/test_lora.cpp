@@ -231,7 +231,9 @@ TEST_CASE("lora: adapter configs hftrain cannot continue are refused with the re
     std::ofstream(dir / peft::kAdapterConfigFile) << text;
   };
   write(R"({"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "use_dora": true})");
-  CHECK_THROWS_WITH(peft::read_adapter_config(dir), Catch::Contains("DoRA"));
+  CHECK(peft::read_adapter_config(dir).lora.use_dora);  // DoRA continues
+  write(R"({"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "bias": "all"})");
+  CHECK_THROWS_WITH(peft::read_adapter_config(dir), Catch::Contains("trained biases"));
   write(R"({"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ".*q_proj"})");
   CHECK_THROWS_WITH(peft::read_adapter_config(dir), Catch::Contains("regular expression"));
   write(R"({"peft_type": "IA3", "target_modules": ["q_proj"]})");
@@ -373,4 +375,122 @@ TEST_CASE("lora: a BERT classifier's layers are checkpointed under a frozen base
   }
   REQUIRE(grads[0].size() == grads[1].size());
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-5, 1e-6));
+}
+
+TEST_CASE("lora: DoRA starts at the base, rescales rows by magnitude over the row norm, merges and round-trips",
+          "[peft][lora][dora]") {
+  for (const auto arch : {config::ModelArch::kGpt2, config::ModelArch::kLlama}) {
+    DYNAMIC_SECTION((arch == config::ModelArch::kGpt2 ? "gpt2" : "llama")) {
+      const auto spec = spec_of(arch);
+      const auto hf_params = model::hf_parameters(spec);
+      const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), {"all-linear"}, arch);
+      auto cfg = lora_config();
+      cfg.use_dora = true;
+      torch::manual_seed(4);
+      model::Transformer m(spec);
+      m->eval();
+      const auto base = m->forward(kIds).detach();
+      const auto lora = peft::attach_lora(*m, targets, hf_params, {}, cfg);
+      CHECK(torch::allclose(m->forward(kIds), base, 1e-5, 1e-6));  // m = ||W||_row, B = 0
+      // One magnitude per output row of each adapted module, trained with the adapters.
+      int64_t expected = 0;
+      for (const auto& t : targets) expected += cfg.r * (t.in_features + t.rows) + t.rows;
+      CHECK(lora.trainable_parameters == expected);
+      auto params = m->named_parameters();
+      const std::string dense = arch == config::ModelArch::kGpt2 ? "layers.0.attn.qkv_proj" : "layers.0.attn.qkv_proj";
+      const std::string leaf = arch == config::ModelArch::kGpt2 ? "c_attn" : "k_proj";
+      const auto& slice = *std::find_if(peft::lora_adapters(*m).at(dense)->slices().begin(),
+                                        peft::lora_adapters(*m).at(dense)->slices().end(),
+                                        [&](const auto& s) { return s.name == leaf; });
+      CHECK(torch::allclose(params[dense + ".lora." + leaf + ".magnitude"],
+                            at::linalg_vector_norm(params[dense + ".weight"].narrow(0, slice.row_offset, slice.rows), 2, {1})));
+
+      // Trained: B and the magnitudes moved. The layer computes m / ||W + s B A||_row (W + s B A) x + b.
+      randomise_b(m);
+      {
+        torch::NoGradGuard no_grad;
+        for (auto& [name, p] : m->parameters_by_name()) {
+          if (name.ends_with(".magnitude")) p.mul_(1.0 + 0.1 * torch::rand_like(p));
+        }
+      }
+      const auto adapted = m->forward(kIds).detach();
+      CHECK((adapted - base).abs().max().item<double>() > 1e-2);
+      torch::manual_seed(4);
+      model::Transformer merged(spec);
+      merged->eval();
+      {
+        torch::NoGradGuard no_grad;
+        auto merged_params = merged->named_parameters();
+        for (const auto& [d, adapter] : peft::lora_adapters(*m)) {
+          auto w = merged_params[d + ".weight"];
+          const auto direct = adapter->merged_weight(w);
+          // Rows of one slice by hand: m / ||V||_row * V with V = W + scale B A.
+          for (const auto& s : adapter->slices()) {
+            const auto v = w.narrow(0, s.row_offset, s.rows) + adapter->scale() * torch::matmul(s.B, s.A);
+            const auto want = v * (s.magnitude / at::linalg_vector_norm(v, 2, {1})).view({-1, 1});
+            CHECK(torch::allclose(direct.narrow(0, s.row_offset, s.rows), want, 1e-5, 1e-6));
+          }
+          w.copy_(direct);
+        }
+      }
+      CHECK(torch::allclose(merged->forward(kIds), adapted, 1e-4, 1e-5));
+
+      // The magnitudes travel in peft's files (lora_magnitude_vector) and come back exactly.
+      const auto dir = std::filesystem::temp_directory_path() / ("hftrain-dora-" + std::to_string(::getpid()));
+      std::filesystem::create_directories(dir);
+      const auto tensors = peft::adapter_tensors(*m, lora, hf_params);
+      CHECK(tensors.size() == 3 * targets.size());
+      peft::write_adapter_files(dir, peft::adapter_config(lora, cfg, arch, "CAUSAL_LM", "/base"), tensors);
+      const peft::AdapterFile file = peft::read_adapter_config(dir);
+      CHECK(file.lora.use_dora);
+      torch::manual_seed(4);
+      model::Transformer fresh(spec);
+      fresh->eval();
+      const auto lora2 = peft::attach_lora(*fresh, targets, hf_params, {}, file.lora);
+      peft::load_adapter_weights(*fresh, lora2, hf_params, file);
+      CHECK(torch::equal(fresh->forward(kIds), adapted));
+      std::filesystem::remove_all(dir);
+    }
+  }
+}
+
+TEST_CASE("lora: DoRA's row norm is a constant in the backward; gradients reach A, B and the magnitude",
+          "[peft][lora][dora]") {
+  // One Dense layer: loss = sum(y) for y = x W^T + (m / n - 1) W x + (m / n) s B A x, n detached.
+  model::Dense layer(6, 4, /*with_bias=*/true);
+  torch::manual_seed(8);
+  {
+    torch::NoGradGuard no_grad;
+    layer->weight.normal_();
+    layer->bias.normal_();
+  }
+  layer->weight.requires_grad_(false);
+  layer->bias.requires_grad_(false);
+  auto cfg = lora_config(2);
+  cfg.use_dora = true;
+  const model::HfLinear target{.name = "proj", .dense = "", .row_offset = 0, .rows = 4, .in_features = 6};
+  auto adapter = std::make_shared<peft::LoraAdapterImpl>(std::vector<model::HfLinear>{target}, cfg, *layer);
+  layer->set_adapter(adapter);
+  const auto& s = adapter->slices()[0];
+  {
+    torch::NoGradGuard no_grad;
+    s.B.normal_();
+    s.magnitude.mul_(1.5);
+  }
+  const auto x = torch::randn({3, 6});
+  layer->forward(x).sum().backward();
+
+  // The same by hand, with the norm a constant.
+  const auto A = s.A.detach().clone().requires_grad_(true);
+  const auto B = s.B.detach().clone().requires_grad_(true);
+  const auto m = s.magnitude.detach().clone().requires_grad_(true);
+  const auto W = layer->weight.detach();
+  const auto n = at::linalg_vector_norm(W + adapter->scale() * torch::matmul(B, A).detach(), 2, {1}).detach();
+  const auto V = W + adapter->scale() * torch::matmul(B, A);
+  const auto y = torch::matmul(x, (V * (m / n).view({-1, 1})).t()) + layer->bias.detach();
+  y.sum().backward();
+  CHECK(torch::allclose(layer->forward(x), y, 1e-5, 1e-6));
+  CHECK(torch::allclose(s.A.grad(), A.grad(), 1e-5, 1e-6));
+  CHECK(torch::allclose(s.B.grad(), B.grad(), 1e-5, 1e-6));
+  CHECK(torch::allclose(s.magnitude.grad(), m.grad(), 1e-5, 1e-6));
 }
