@@ -118,3 +118,33 @@ TEST_CASE("quantize_frozen_base: the frozen linear layers of a LoRA model, names
   }
   CHECK(with_grad > 0);
 }
+
+TEST_CASE("DoRA on a quantized base: magnitudes and norms from the dequantized weight", "[peft][qlora][dora]") {
+  torch::manual_seed(6);
+  model::Dense layer(64, 16, /*with_bias=*/false);
+  {
+    torch::NoGradGuard no_grad;
+    layer->weight.normal_(0.0, 0.1);
+  }
+  layer->weight.requires_grad_(false);
+  layer->set_frozen_weight(std::make_shared<peft::QuantizedWeight>(std::vector<torch::Tensor>{layer->weight.clone()},
+                                                                   config::QuantizeBase::kNf4));
+  const auto wq = layer->effective_weight(torch::kFloat32);  // the NF4 values, not the original ones
+  config::LoraConfig cfg;
+  cfg.r = 4, cfg.alpha = 8, cfg.use_dora = true;
+  const model::HfLinear target{.name = "proj", .dense = "", .row_offset = 0, .rows = 16, .in_features = 64};
+  auto adapter = std::make_shared<peft::LoraAdapterImpl>(std::vector<model::HfLinear>{target}, cfg, *layer);
+  const auto& s = adapter->slices()[0];
+  CHECK(torch::allclose(s.magnitude, at::linalg_vector_norm(wq, 2, {1})));
+  layer->set_adapter(adapter);
+  const auto x = torch::randn({3, 64});
+  CHECK(torch::allclose(layer->forward(x), F::linear(x, wq), 1e-5, 1e-6));  // starts at the quantized base
+  {
+    torch::NoGradGuard no_grad;
+    s.B.normal_(0.0, 0.1);
+    s.magnitude.mul_(1.2);
+  }
+  const auto v = wq + adapter->scale() * torch::matmul(s.B, s.A).detach();
+  const auto want = F::linear(x, v * (s.magnitude.detach() / at::linalg_vector_norm(v, 2, {1})).view({-1, 1}));
+  CHECK(torch::allclose(layer->forward(x), want, 1e-5, 1e-6));
+}
