@@ -114,6 +114,15 @@ std::vector<torch::Tensor> gathered_params(const std::vector<Rank>& ranks) {
   return out;
 }
 
+// The ranks' pieces put together equal the whole parameters bit for bit.
+void check_same_params(const std::vector<Rank>& ranks, const optim::NamedParams& whole) {
+  const auto params = gathered_params(ranks);
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    INFO(kNames[i]);
+    CHECK(torch::equal(params[i], whole[i].second.reshape(-1)));
+  }
+}
+
 // The ranks' state pieces (as each rank saves them) put together into whole tensors, by name.
 std::map<std::string, torch::Tensor> gathered_state(const std::vector<Rank>& ranks) {
   std::map<std::string, torch::Tensor> out;
@@ -213,11 +222,7 @@ TEST_CASE("adamw_8bit over ZeRO pieces steps as over whole parameters, and its s
     step_whole(*reference, whole, step);
     step_ranks(ranks, step);
   }
-  const auto params = gathered_params(ranks);
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    INFO(kNames[i]);
-    CHECK(torch::equal(params[i], whole[i].second.reshape(-1)));
-  }
+  check_same_params(ranks, whole);
 
   // The pieces each rank saves make the whole state, the per-block scales included.
   const optim::OptimizerState want = reference->state();
@@ -238,11 +243,7 @@ TEST_CASE("adamw_8bit over ZeRO pieces steps as over whole parameters, and its s
     step_whole(*reference, whole, step);
     step_ranks(resumed, step);
   }
-  const auto after = gathered_params(resumed);
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    INFO(kNames[i]);
-    CHECK(torch::equal(after[i], whole[i].second.reshape(-1)));
-  }
+  check_same_params(resumed, whole);
 }
 
 TEST_CASE("a saved scale tensor of the wrong size is refused by name", "[dist][adamw_8bit][state]") {

@@ -58,6 +58,29 @@ void randomise_b(Model& m) {
   }
 }
 
+// Adds every adapter's delta (W + scale B A) of `adapted` into the same layers of `into`.
+void add_deltas(torch::nn::Module& adapted, torch::nn::Module& into) {
+  torch::NoGradGuard no_grad;
+  auto params = into.named_parameters();
+  for (const auto& [dense, adapter] : peft::lora_adapters(adapted)) {
+    auto w = params[dense + ".weight"];
+    w.add_(adapter->delta_weight(w.size(0), w.size(1)));
+  }
+}
+
+// A small BERT classifier's spec.
+model::BertSpec tiny_bert(int64_t num_labels = 2) {
+  model::BertSpec spec;
+  spec.vocab_size = 50;
+  spec.hidden_size = 16;
+  spec.num_hidden_layers = 2;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 24;
+  spec.max_position_embeddings = 16;
+  spec.num_labels = num_labels;
+  return spec;
+}
+
 }  // namespace
 
 TEST_CASE("lora: target modules select Hugging Face linear layers as peft does", "[peft][lora]") {
@@ -126,14 +149,7 @@ TEST_CASE("lora: a fresh adapter keeps the outputs, a trained one equals its mer
       torch::manual_seed(1);
       model::Transformer merged(spec);
       merged->eval();
-      {
-        torch::NoGradGuard no_grad;
-        auto params = merged->named_parameters();
-        for (const auto& [dense, adapter] : peft::lora_adapters(*m)) {
-          auto w = params[dense + ".weight"];
-          w.add_(adapter->delta_weight(w.size(0), w.size(1)));
-        }
-      }
+      add_deltas(*m, *merged);
       CHECK(torch::allclose(merged->forward(kIds), adapted, 1e-5, 1e-5));
     }
   }
@@ -275,14 +291,7 @@ TEST_CASE("lora: activation checkpointing gives the adapters the same gradients"
 
 TEST_CASE("lora: a BERT classifier's tables name its own parameters, adapters train, the classifier in full",
           "[peft][lora][bert]") {
-  model::BertSpec spec;
-  spec.vocab_size = 50;
-  spec.hidden_size = 16;
-  spec.num_hidden_layers = 2;
-  spec.num_attention_heads = 2;
-  spec.intermediate_size = 24;
-  spec.max_position_embeddings = 16;
-  spec.num_labels = 3;
+  const model::BertSpec spec = tiny_bert(3);
   torch::manual_seed(2);
   model::BertEncoder m(spec);
   m->eval();
@@ -328,26 +337,13 @@ TEST_CASE("lora: a BERT classifier's tables name its own parameters, adapters tr
   torch::manual_seed(2);
   model::BertEncoder merged(spec);
   merged->eval();
-  {
-    torch::NoGradGuard no_grad;
-    auto params = merged->named_parameters();
-    for (const auto& [dense, adapter] : peft::lora_adapters(*m)) {
-      auto w = params[dense + ".weight"];
-      w.add_(adapter->delta_weight(w.size(0), w.size(1)));
-    }
-  }
+  add_deltas(*m, *merged);
   CHECK(torch::allclose(merged->forward(ids), adapted, 1e-5, 1e-5));
 }
 
 TEST_CASE("lora: a BERT classifier's layers are checkpointed under a frozen base, with the same gradients",
           "[peft][lora][bert]") {
-  model::BertSpec spec;
-  spec.vocab_size = 50;
-  spec.hidden_size = 16;
-  spec.num_hidden_layers = 2;
-  spec.num_attention_heads = 2;
-  spec.intermediate_size = 24;
-  spec.max_position_embeddings = 16;
+  model::BertSpec spec = tiny_bert();
   spec.hidden_dropout_prob = spec.attention_probs_dropout_prob = 0.0;
   const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), {"all-linear"}, config::ModelArch::kBert);
   const torch::Tensor ids = torch::tensor({{2, 7, 9, 11, 3}, {2, 5, 6, 3, 0}}, torch::kInt64);
@@ -454,7 +450,7 @@ TEST_CASE("lora: DoRA starts at the base, rescales rows by magnitude over the ro
   }
 }
 
-TEST_CASE("lora: DoRA's row norm is a constant in the backward; gradients reach A, B and the magnitude",
+TEST_CASE("lora: DoRA's row norm is a constant in the backward, gradients reach A, B and the magnitude",
           "[peft][lora][dora]") {
   // One Dense layer: loss = sum(y) for y = x W^T + (m / n - 1) W x + (m / n) s B A x, n detached.
   model::Dense layer(6, 4, /*with_bias=*/true);
