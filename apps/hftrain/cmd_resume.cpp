@@ -40,6 +40,8 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
 
   TrainJob job;
   job.resolved = config::resolve_config(options);
+  // One owner: refused here when the run is still training (or another resume holds it).
+  const std::optional<ckpt::RunDirLock> lock = lock_run_dir(job.resolved.values.run.output_dir, a.launch.node_rank);
   job.command_line = command_line;
   job.force = a.force;
   job.resume_notes = plan_resume(located, job.resolved, a.force);

@@ -65,6 +65,8 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   job.command_line = command_line;
   job.force = a.force;
   const fs::path run_dir = job.resolved.values.run.output_dir;
+  // One owner: refused here, before anything in the directory changes, when another run holds it.
+  const std::optional<ckpt::RunDirLock> lock = lock_run_dir(run_dir, a.launch.node_rank);
   // In a multi-process job the launcher (or rank 0 under mpirun) decides about the run directory;
   // the workers only follow.
   const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());

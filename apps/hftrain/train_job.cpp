@@ -69,6 +69,13 @@ std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, 
   return notes;
 }
 
+std::optional<ckpt::RunDirLock> lock_run_dir(const std::filesystem::path& run_dir, int node_rank) {
+  const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
+  const bool follower = env.launcher == launch::Launcher::kHftrain || env.rank != 0;
+  if (follower || node_rank != 0) return std::nullopt;
+  return ckpt::RunDirLock::acquire(run_dir);
+}
+
 std::string config_hash(const config::ResolvedConfig& resolved) {
   return util::hash_hex(config::to_yaml(resolved, config::product_schema(), /*provenance=*/false));
 }
@@ -121,6 +128,18 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
   trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();
+  if (result.run_dir_lost) {
+    // Nothing more goes into a directory that is not the one the run started with.
+    if (!world.is_main()) return util::kExitFailure;
+    const int64_t step = result.state.step;
+    const bool saved = result.last_checkpoint && result.last_checkpoint->filename() == ckpt::checkpoint_dir_name(step);
+    throw util::IoError("the run directory " + run_dir.string() + " was deleted or moved while training (noticed after step " +
+                            std::to_string(step) + "); the metrics, logs and checkpoints written before went with it",
+                        saved ? "a checkpoint of step " + std::to_string(step) + " is in " + result.last_checkpoint->string() +
+                                    ": continue with `hftrain resume " + run_dir.string() + "`"
+                              : "the checkpoint of step " + std::to_string(step) + " could not be saved either; "
+                                "restore the directory and resume from its last checkpoint");
+  }
 
   const auto final_dir = run_dir / "final";
   trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ckpt/locate.h"
+#include "ckpt/run_lock.h"
 #include "config/resolve.h"
 
 namespace hftrain::app {
@@ -28,6 +29,11 @@ int run_train_job(const TrainJob& job);
 // returns the notes to log; throws ConfigError for refused changes.
 std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, const config::ResolvedConfig& now,
                                      bool force);
+
+// The run directory's lock (ckpt/run_lock.h), taken by the process that owns the directory: a
+// process on its own, hftrain's launcher on node 0 (`node_rank`; its workers follow it), rank 0
+// under mpirun or srun. nullopt for every other process. Throws what RunDirLock::acquire throws.
+std::optional<ckpt::RunDirLock> lock_run_dir(const std::filesystem::path& run_dir, int node_rank);
 
 // The hash of a config's values that a checkpoint's manifest records.
 std::string config_hash(const config::ResolvedConfig& resolved);

@@ -17,6 +17,7 @@ struct StepEvents {
   bool last_step = false;     // the run's final step (or early stopping)
   bool epoch_ended = false;   // the training data wrapped during the step
   bool new_best_eval = false; // this step's evaluation beat the best so far
+  bool run_dir_lost = false;  // the run directory was deleted or moved: always saved (recreated)
 };
 
 // Why a checkpoint is due after this step ("signal", "end of training", "every N steps", "end

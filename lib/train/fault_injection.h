@@ -1,6 +1,7 @@
-// A test hook for the distributed end-to-end tests (tests/e2e/dist_test.sh):
-// HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall makes that rank SIGKILL itself, or stop
-// answering, after that step. Read once per process; without the variable it does nothing.
+// A test hook for the end-to-end tests (tests/e2e/dist_test.sh, resume_test.sh):
+// HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall|pause makes that rank SIGKILL itself, stop
+// answering, or sleep 5 s and go on, after that step. Read once per process; without the variable
+// it does nothing.
 #pragma once
 
 #include <cstdint>

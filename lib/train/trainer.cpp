@@ -32,6 +32,7 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
       device_(pick_device(config, world_->local_rank())),
       scaler_(config.trainer.precision == config::Precision::kFp16, config.trainer.fp16_init_scale,
               config.trainer.fp16_growth_interval, device_) {
+  if (world_->is_main()) run_dir_id_ = ckpt::identify_dir(run_dir_);
   TrainerParts parts = build_trainer_parts(config_, *world_, device_, resume_from);
   tokenizer_ = std::move(parts.tokenizer);
   loaders_ = std::move(parts.loaders);
@@ -214,6 +215,11 @@ void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& res
   }
 }
 
+namespace {
+// Above every signal number: the reduced stop value that says rank 0 lost the run directory.
+constexpr int kRunDirLost = 1 << 12;
+}  // namespace
+
 TrainResult Trainer::train() {
   const auto& t = config_.trainer;
   TrainResult result;
@@ -295,14 +301,29 @@ TrainResult Trainer::train() {
       new_best = state_.best_step == state_.step && state_.best_step != best_before;
     }
     int signal = stop_signal_ ? stop_signal_->load() : 0;
+    // Rank 0 notices a run directory deleted or moved under it (one stat a step), and makes a
+    // new one at its path before the others hear of it (they write optimizer shards there).
+    if (world_->is_main() && !ckpt::still_there(run_dir_, run_dir_id_)) {
+      signal = std::max(signal, kRunDirLost);
+      std::error_code ec;
+      std::filesystem::create_directories(run_dir_, ec);
+      run_dir_id_ = ckpt::identify_dir(run_dir_);
+    }
     // The ranks must stop after the same step: a signal any rank saw counts for all.
     signal = static_cast<int>(reduce_over_ranks(signal, parallel::ReduceOp::kMax));
+    result.run_dir_lost = signal >= kRunDirLost;
+    if (result.run_dir_lost) {
+      notify("the run directory " + run_dir_.string() + " was deleted or moved during step " +
+             std::to_string(state_.step) + "; stopping with a checkpoint in a new one at that path");
+    }
     checkpoint_if_due({.step = state_.step,
                        .signalled = signal != 0,
                        .last_step = state_.step == total_steps_ || state_.should_stop,
                        .epoch_ended = loaders_.train->epoch() != epoch_before,
-                       .new_best_eval = new_best},
+                       .new_best_eval = new_best,
+                       .run_dir_lost = result.run_dir_lost},
                       result);
+    if (result.run_dir_lost) break;
     if (signal != 0) {
       result.interrupted = true;
       result.signal = signal;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ckpt/optimizer_save.h"
+#include "ckpt/run_lock.h"
 #include "ckpt/save_policy.h"
 #include "config/config.h"
 #include "data/loader.h"
@@ -43,6 +44,9 @@ struct TrainResult {
   bool interrupted = false;
   int signal = 0;        // the signal that interrupted training, if any
   std::optional<std::filesystem::path> last_checkpoint;  // saved by this process
+  // The run directory was deleted or moved during training: the loop stopped after `state.step`
+  // and saved a checkpoint into the directory recreated at its path (all ranks agree).
+  bool run_dir_lost = false;
 };
 
 class Trainer {
@@ -118,6 +122,7 @@ class Trainer {
 
   config::Config config_;
   std::filesystem::path run_dir_;
+  ckpt::DirIdentity run_dir_id_;  // rank 0: the run directory as found at start
   const std::atomic<int>* stop_signal_;
   std::unique_ptr<parallel::World> own_world_;  // when constructed without one: a world of one
   parallel::World* world_ = nullptr;

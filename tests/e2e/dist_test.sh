@@ -5,7 +5,7 @@
 # grad_accum_steps 2 (1e-5 relative); checkpoints hold one optimizer shard file per rank that holds
 # a distinct shard (none for replicas) and move between world sizes and strategies; a killed rank,
 # a stalled rank (collective timeout) and Ctrl-C end every process with a clear message and no
-# orphans.
+# orphans; the launcher holds the run directory for its workers.
 # Usage: dist_test.sh path/to/hftrain
 set -u
 HFTRAIN=$(realpath "${1:?usage: dist_test.sh path/to/hftrain}")
@@ -90,6 +90,19 @@ done
 no_orphans own-ddp
 # zero3 shards the weights too: 4Ψ/N bytes of parameters on each rank
 grep -q "per rank (8 + 8)Ψ/N): parameters 71680 B" own-zero3/train.log && ok || fail "zero3: parameters are not 4Ψ/N"
+
+# --- one owner: hftrain's launcher holds the run directory's lock for its workers (rank 0 paused
+# 5 s after step 4 by a test hook); a second job into the directory is refused naming it
+HFTRAIN_TEST_FAULT=0:4:pause "$HFTRAIN" run quickstart "${common[@]}" run.output_dir="$WORK/owned" \
+  --nproc-per-node 2 >owned.out 2>owned.err &
+owner=$!
+for _ in $(seq 1 300); do grep -qE '"step": ?3[,}]' owned/metrics.jsonl 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+run 2 run quickstart "${common[@]}" run.output_dir="$WORK/owned" --nproc-per-node 2
+has "is in use by another hftrain process" err
+has "pid $owner" err
+wait $owner && ok || fail "the owning job exited $?: $(tail -c 400 owned.err)"
+check "the owning job vs 1 rank: losses" close ref owned 1 8
 
 # --- cpu_offload: the optimizer state (and zero3's master shards) in CPU memory, the update there
 for s in zero2 zero3; do

@@ -3,7 +3,8 @@
 # and final weights byte-identical to an uninterrupted run, with accumulation, clipping, dropout,
 # warmup and evaluation), SIGKILL at random moments and in the middle of a save, torn and
 # tampered checkpoints, rotation by step number, every override class on resume, a run directory
-# that already has checkpoints, `verify`, and full / read-only output directories.
+# that already has checkpoints, one owner per run directory, `verify`, and full / read-only output
+# directories.
 # Usage: resume_test.sh path/to/hftrain
 set -u
 HFTRAIN=$(realpath "${1:?usage: resume_test.sh path/to/hftrain}")
@@ -145,6 +146,50 @@ has "resuming from" err
 [ -d straight/checkpoint-16 ] && ok || fail "run --resume did not continue to 16"
 run 0 run quickstart "${common[@]}" trainer.max_steps=4 checkpoint.every_steps=2 run.output_dir="$WORK/straight" --overwrite
 [ ! -d straight/checkpoint-16 ] && [ -d straight/checkpoint-4 ] && ok || fail "--overwrite did not start over: $(ls straight)"
+
+# --- one owner per run directory: while a run trains (paused 5 s after step 4 by a test hook), a
+# second run into its directory, one with --overwrite --force, and a resume are refused with
+# exit 2 naming the owner's pid, before anything there changes; the owner then finishes with the
+# history it has alone. Once it is done, the directory resumes as usual.
+run 0 run quickstart "${common[@]}" trainer.max_steps=8 checkpoint.every_steps=4 run.output_dir="$WORK/alone"
+HFTRAIN_TEST_FAULT=0:4:pause "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=8 checkpoint.every_steps=2 \
+  run.output_dir="$WORK/owned" >owned.out 2>owned.err &
+owner=$!
+# step 3's record is out by the time step 4 ends (records reach the file a step late)
+for _ in $(seq 1 200); do grep -qE '"step": ?3[,}]' owned/metrics.jsonl 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+before=$(cd owned && find . -type f ! -name train.log -exec md5sum {} + | sort)
+run 2 run quickstart "${common[@]}" trainer.max_steps=8 run.output_dir="$WORK/owned"
+has "is in use by another hftrain process" err
+has "pid $owner" err
+run 2 run quickstart "${common[@]}" trainer.max_steps=8 run.output_dir="$WORK/owned" --overwrite --force
+has "pid $owner" err
+run 2 resume owned
+has "pid $owner" err
+after=$(cd owned && find . -type f ! -name train.log -exec md5sum {} + | sort)
+[ "$before" = "$after" ] && ok || fail "a refused run changed the owner's files: $(diff <(echo "$before") <(echo "$after"))"
+wait $owner && ok || fail "the owner exited $?: $(tail -c 400 owned.err)"
+same_history alone owned 1 8 && ok || fail "the owner's history differs from the same run alone"
+run 0 resume owned trainer.max_steps=10
+
+# --- a run directory deleted while the run trains (during the paused step 4): the run stops after
+# that step with exit 1, saying so, and a checkpoint of step 4 in a new directory at the path; a
+# resume from it ends as the run alone did
+HFTRAIN_TEST_FAULT=0:4:pause "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=8 checkpoint.every_steps=2 \
+  run.output_dir="$WORK/vanish" >vanish.out 2>vanish.err &
+victim=$!
+for _ in $(seq 1 200); do grep -qE '"step": ?3[,}]' vanish/metrics.jsonl 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+rm -rf vanish
+wait $victim
+code=$?
+[ $code = 1 ] && ok || fail "a run whose directory vanished exited $code, expected 1: $(tail -c 400 vanish.err)"
+grep -q "was deleted or moved while training (noticed after step 4)" vanish.err && ok \
+  || fail "no message for the vanished run directory: $(tail -c 400 vanish.err)"
+grep -qE 'std::|terminate|what\(\)' vanish.err && fail "the vanished run directory leaked internals" || ok
+[ -d vanish/checkpoint-4 ] && ok || fail "no checkpoint-4 in the recreated run directory: $(ls vanish 2>&1)"
+run 0 resume vanish
+same_history alone vanish 5 8 && ok || fail "the resume after the vanished directory differs from the run alone"
 
 # --- rotation keeps the newest by step number (10 and 12, not 8), never the best
 run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=2 checkpoint.keep_last=2 \
