@@ -6,6 +6,7 @@ set(HFTRAIN_CORE_SOURCES
   util/file_writer.cpp
   util/fs.cpp
   util/hash.cpp
+  util/json_depth.cpp
   util/log.cpp
   util/strings.cpp
   config/diagnostics.cpp

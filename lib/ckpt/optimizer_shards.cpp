@@ -12,6 +12,7 @@
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
+#include "util/json_depth.h"
 
 namespace hftrain::ckpt {
 namespace {
@@ -23,8 +24,9 @@ const char* kDamaged =
     "the checkpoint is incomplete or damaged: run `hftrain verify` on it, and resume from another";
 
 Json read_json_file(const fs::path& path, const std::string& what) {
-  Json j = Json::parse(util::read_file<util::CheckpointError>(path, what), nullptr,
-                       /*allow_exceptions=*/false);
+  const std::string text = util::read_file<util::CheckpointError>(path, what);
+  util::check_json_depth<util::CheckpointError>(text, path.string());
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     throw util::CheckpointError(path.string() + " is not a JSON object", kDamaged);
   return j;

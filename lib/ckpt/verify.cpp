@@ -10,6 +10,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/strings.h"
+#include "util/json_depth.h"
 
 namespace hftrain::ckpt {
 namespace fs = std::filesystem;
@@ -112,9 +113,9 @@ void check_optimizer_index(const fs::path& dir, const Manifest& manifest,
   if (!manifest.find(kOptimizerIndexFile)) return;
   OptimizerIndex index;
   try {
-    const Json j = Json::parse(
-        util::read_file<util::CheckpointError>(dir / kOptimizerIndexFile, "optimizer index"),
-        nullptr, /*allow_exceptions=*/false);
+    const std::string text = util::read_file<util::CheckpointError>(dir / kOptimizerIndexFile, "optimizer index");
+    util::check_json_depth<util::CheckpointError>(text, (dir / kOptimizerIndexFile).string());
+    const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     index = OptimizerIndex::from_json(j, kOptimizerIndexFile);
   } catch (const util::Error& e) {
     problems.push_back(e.what());
@@ -174,9 +175,9 @@ VerifyReport verify_checkpoint(const fs::path& dir) {
     return report;
   }
   try {
-    const Json j =
-        Json::parse(util::read_file<util::CheckpointError>(manifest_path, "manifest"), nullptr,
-                    /*allow_exceptions=*/false);
+    const std::string text = util::read_file<util::CheckpointError>(manifest_path, "manifest");
+    util::check_json_depth<util::CheckpointError>(text, manifest_path.string());
+    const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded())
       throw util::CheckpointError(manifest_path.string() + " is not valid JSON");
     report.manifest = Manifest::from_json(j, manifest_path);

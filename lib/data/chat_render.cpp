@@ -1,6 +1,7 @@
 #include "data/chat_render.h"
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace hftrain::data {
 using Json = nlohmann::ordered_json;
@@ -44,6 +45,7 @@ Json conversation(const SourceSpec& spec, const std::string& origin, const Json&
 Document render_chat_document(const SourceSpec& spec, const std::string& origin, std::string_view line,
                               const tokenizer::ChatTemplate& chat_template) {
   // Parsed again, keeping the keys' order: tojson prints tool schemas and arguments as written.
+  util::check_json_depth<util::DataError>(line, origin);
   Json record;
   try {
     record = Json::parse(line);

@@ -6,6 +6,7 @@
 #include "data/text_checks.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "util/json_depth.h"
 
 namespace hftrain::data {
 namespace {
@@ -95,6 +96,7 @@ void read_jsonl(const SourceSpec& spec, const std::filesystem::path& file, std::
       ++count;
       continue;
     }
+    util::check_json_depth<util::DataError>(line, file.string() + ":" + std::to_string(line_no));
     Json obj;
     try {
       obj = Json::parse(line);

@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/strings.h"
+#include "util/json_depth.h"
 
 namespace hftrain::data {
 namespace {
@@ -123,6 +124,7 @@ void read_jsonl_examples(const fs::path& file, std::string_view bytes, const Lab
     pos = end + 1;
     ++line;
     if (util::trim(text).empty()) continue;
+    util::check_json_depth<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
     const Json obj = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!obj.is_object()) {
       throw util::DataError(

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/json_depth.h"
 
 namespace hftrain::metrics {
 namespace {
@@ -102,7 +103,9 @@ size_t drop_records_after(const std::filesystem::path& path, int64_t step) {
     size_t end = text.find('\n', begin);
     end = end == std::string::npos ? text.size() : end + 1;
     const std::string_view line(text.data() + begin, end - begin);
-    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // A damaged line (or one nested absurdly deep) is dropped like any other that is not a record.
+    const auto record = util::json_too_deep(line) ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                                  : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
         record["step"].get<int64_t>() > step) {
       ++dropped;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace hftrain::model {
 namespace {
@@ -176,6 +177,7 @@ const char* bert_activation_name(BertActivation act) {
 }
 
 bool is_bert_config(const std::string& json_text) {
+  if (util::json_too_deep(json_text)) return false;  // not a config; its reader says why
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
   if (j.contains("model_type") && j["model_type"] == "bert")
@@ -185,6 +187,7 @@ bool is_bert_config(const std::string& json_text) {
 
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
                                   std::vector<std::string>* id2label) {
+  util::check_json_depth<util::CheckpointError>(json_text, source);
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
     throw util::CheckpointError(source + " is not a JSON object", "is it a config.json?");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace hftrain::model {
 namespace {
@@ -129,6 +130,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view head, uint64_t file_
   Json header;
   std::vector<std::string>
       keys;  // top-level names as written: nlohmann keeps only the last duplicate
+  util::check_json_depth<util::CheckpointError>(std::string_view(text, header_len), where + " (its header)");
   try {
     header = Json::parse(text, text + header_len,
                          [&keys](int depth, Json::parse_event_t event, Json& parsed) {

@@ -20,6 +20,7 @@
 #include "util/file_writer.h"
 #include "util/fs.h"
 #include "util/strings.h"
+#include "util/json_depth.h"
 
 namespace hftrain::model {
 namespace fs = std::filesystem;
@@ -118,6 +119,7 @@ void save_model_dir(const fs::path& dir, const Transformer& model, tokenizer::To
 std::unique_ptr<tokenizer::Tokenizer> load_tokenizer_file(const fs::path& path,
                                                      tokenizer::TokenizerKind* kind) {
   const std::string text = util::read_file<util::DataError>(path, "tokenizer file");
+  util::check_json_depth<util::DataError>(text, path.string());
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains(kByteMarkerKey)) {
     if (kind) *kind = tokenizer::TokenizerKind::kBpe;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace hftrain::model {
 namespace {
@@ -146,6 +147,7 @@ std::string ModelSpec::to_json() const {
 
 ModelSpec ModelSpec::from_json(const std::string& text, const std::string& source) {
   const char* damaged = "the checkpoint is damaged; use another one";
+  util::check_json_depth<util::CheckpointError>(text, source);
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.value("format", "") != "hftrain-model") {

@@ -7,6 +7,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/json_depth.h"
 
 namespace hftrain::tokenizer {
 namespace fs = std::filesystem;
@@ -32,6 +33,7 @@ Json special_variables(const Json& config) {
 
 Json read_json(const fs::path& file) {
   const std::string text = util::read_file<util::DataError>(file, "tokenizer config");
+  util::check_json_depth<util::DataError>(text, file.string());
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {

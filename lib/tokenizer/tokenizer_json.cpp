@@ -11,6 +11,7 @@
 #include "tokenizer/unicode.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_depth.h"
 
 namespace hftrain::tokenizer {
 namespace {
@@ -278,6 +279,7 @@ std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::str
 
 std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& text, const std::string& name,
                                                 const SpecialTokenChoice& choice) {
+  util::check_json_depth<util::DataError>(text, name);
   InJson doc;
   try {
     doc = InJson::parse(text);

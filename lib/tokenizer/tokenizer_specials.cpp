@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_depth.h"
 
 namespace hftrain::tokenizer {
 namespace {
@@ -48,6 +49,7 @@ void read_tokenizer_config(const std::filesystem::path& file, SpecialTokenChoice
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return;
   const std::string text = util::read_file<util::DataError>(file, "tokenizer config");
+  util::check_json_depth<util::DataError>(text, file.string());
   nlohmann::json config;
   try {
     config = nlohmann::json::parse(text);

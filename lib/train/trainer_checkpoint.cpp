@@ -39,6 +39,7 @@
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/json_depth.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -72,6 +73,7 @@ Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Jso
 
 Json read_json(const fs::path& path) {
   const std::string text = util::read_file<util::CheckpointError>(path, "checkpoint file");
+  util::check_json_depth<util::CheckpointError>(text, path.string());
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     throw util::CheckpointError(path.string() + " is not a JSON object", "the checkpoint is damaged; resume from another one");

@@ -186,14 +186,20 @@ TEST_CASE("hostile safetensors files get clear errors", "[model][safetensors]") 
     f.close();
     CHECK_THAT(error(p), Contains("other than 0 or 1"));
   }
-  // A shape nested as deep as the header is long must not recurse in an error message.
+  // A shape nested as deep as the header is long is refused before parsing (util/json_depth.h);
+  // one nested just within the limit gets the shape's own refusal, not a recursion.
   {
     const size_t depth = 2'000'000;
     std::string header = R"({"a":{"dtype":"F32","data_offsets":[0,0],"shape":[)";
     header.append(depth, '[');
     header.append(depth, ']');
     header += "]}}";
-    CHECK_THAT(error(make_file(d, "deep", header, 0)), Contains("bad shape"));
+    CHECK_THAT(error(make_file(d, "deep", header, 0)), Contains("nested deeper than 256 levels"));
+    std::string within = R"({"a":{"dtype":"F32","data_offsets":[0,0],"shape":[)";
+    within.append(250, '[');
+    within.append(250, ']');
+    within += "]}}";
+    CHECK_THAT(error(make_file(d, "within", within, 0)), Contains("bad shape"));
   }
   // Long names are cut in messages.
   {

@@ -1,0 +1,51 @@
+#include "util/json_depth.h"
+
+#include "util/error.h"
+
+namespace hftrain::util {
+
+std::optional<size_t> json_too_deep(std::string_view text, int max_depth) {
+  int depth = 0;
+  size_t line = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is (a line break inside a string is invalid anyway)
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) return line;
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      default: break;
+    }
+  }
+  return std::nullopt;
+}
+
+template <class ErrorT>
+void check_json_depth(std::string_view text, const std::string& where, int max_depth) {
+  if (const auto line = json_too_deep(text, max_depth)) {
+    throw ErrorT(where + ":" + std::to_string(*line) + ": JSON nested deeper than " + std::to_string(max_depth) +
+                     " levels of arrays and objects; no file hftrain reads needs that many",
+                 "the file is damaged or not what it should be: replace it with the original");
+  }
+}
+
+template void check_json_depth<DataError>(std::string_view, const std::string&, int);
+template void check_json_depth<CheckpointError>(std::string_view, const std::string&, int);
+template void check_json_depth<ConfigError>(std::string_view, const std::string&, int);
+
+}  // namespace hftrain::util

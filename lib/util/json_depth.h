@@ -1,0 +1,27 @@
+// How deep hftrain lets the JSON files a user hands it nest (tokenizer.json, config.json,
+// safetensors headers and indexes, checkpoint manifests and indexes, adapter configs, JSONL
+// records). Real files nest a handful of levels; a hostile one nested a million deep would
+// overflow the stack of any recursive walk over it (copying, printing or interpreting the parsed
+// value). A linear scan before parsing refuses it, naming the file and the line.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hftrain::util {
+
+inline constexpr int kMaxJsonDepth = 256;
+
+// The 1-based line on which `text` first opens an array or object deeper than `max_depth`
+// (strings and their escapes skipped), or nullopt. Not a validator: malformed JSON is the
+// parser's to report.
+std::optional<size_t> json_too_deep(std::string_view text, int max_depth = kMaxJsonDepth);
+
+// Throws ErrorT (a util::Error) "<where>:<line>: JSON nested deeper than 256 levels ..." when
+// `text` is too deep.
+template <class ErrorT>
+void check_json_depth(std::string_view text, const std::string& where, int max_depth = kMaxJsonDepth);
+
+}  // namespace hftrain::util
