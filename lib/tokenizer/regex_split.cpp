@@ -19,7 +19,7 @@ struct RegexSplitter::Impl {
 };
 
 RegexSplitter::RegexSplitter(std::string pattern, const std::string& source)
-    : pattern_(std::move(pattern)), impl_(std::make_unique<Impl>()) {
+    : pattern_(std::move(pattern)), source_(source), impl_(std::make_unique<Impl>()) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(), PCRE2_UTF | PCRE2_UCP,
@@ -56,7 +56,8 @@ std::vector<std::pair<size_t, size_t>> RegexSplitter::matches(std::string_view t
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof(message));
-      throw util::DataError(std::string("splitting text for the tokenizer failed: ") +
+      throw util::DataError(source_ + ": splitting text with the regex failed at byte " + std::to_string(start) +
+                                " of a " + std::to_string(text.size()) + "-byte text: " +
                                 reinterpret_cast<const char*>(message),
                             "the tokenizer.json's regular expression (a Split or Replace pattern) cannot handle this "
                             "text: it backtracks too much, or the text is not valid UTF-8");

@@ -23,13 +23,16 @@ class RegexSplitter {
   // The pieces of `text` (valid UTF-8), in order; they concatenate back to `text`.
   std::vector<std::string_view> split(std::string_view text) const;
   // The non-empty matches of `text` (valid UTF-8) as [begin, end) byte ranges, left to right and
-  // non-overlapping; empty matches are stepped over one character at a time.
+  // non-overlapping; empty matches are stepped over one character at a time. Throws DataError
+  // naming `source` (the tokenizer file and the pattern's JSON path) when PCRE2 gives up on the
+  // text (its match limit: catastrophic backtracking).
   std::vector<std::pair<size_t, size_t>> matches(std::string_view text) const;
   const std::string& pattern() const { return pattern_; }
 
  private:
   struct Impl;
   std::string pattern_;
+  std::string source_;  // the file and JSON path of the pattern, for messages
   std::unique_ptr<Impl> impl_;
 };
 

@@ -187,6 +187,17 @@ TEST_CASE("pre-tokenizers: ByteLevel, Split regex and Sequence", "[data][hf]") {
              Catch::Contains("pre_tokenizer.behavior is 'Sideways'"));
 }
 
+TEST_CASE("a Split regex that backtracks without end is named by file and JSON path", "[data][hf]") {
+  // (a+)+$ on a run of a's that ends in b: exponential backtracking, stopped by PCRE2's match limit.
+  const std::string text = std::string(40, 'a') + "b";
+  CHECK_THAT(test::data_error([&] {
+               pre_tokenize(R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
+                                {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated"}]})",
+                            text);
+             }),
+             Catch::Contains("t.json: pre_tokenizer.pretokenizers[1]") && Catch::Contains("splitting text with the regex failed"));
+}
+
 TEST_CASE("Metaspace prepend_scheme first: only at the start of the input", "[data][hf]") {
   auto p = hf::parse_pre_tokenizer(
       hf::Json::parse(R"({"type": "Metaspace", "prepend_scheme": "first", "split": false})"),
