@@ -14,8 +14,8 @@ std::string Origin::describe() const {
       out = kind == Kind::kCheckpoint ? "checkpoint " + source : source;
       if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
       break;
-    case Kind::kEnvironment: out = "environment " + source; break;
-    case Kind::kCommandLine: out = "command line `" + source + "`"; break;
+    case Kind::kEnvironment: out = "environment " + util::clip(source); break;
+    case Kind::kCommandLine: out = "command line `" + util::clip(source) + "`"; break;
   }
   if (!via.empty()) out += " via " + via;
   return out;

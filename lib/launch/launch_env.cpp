@@ -108,7 +108,9 @@ LaunchEnv detect_launch_env(const util::Environment& env) {
     e.local_rank = int_var(env, "LOCAL_RANK").value_or(e.rank);
     e.local_world_size = int_var(env, "LOCAL_WORLD_SIZE").value_or(e.world_size);
     e.node_rank = int_var(env, "GROUP_RANK").value_or(e.rank / std::max(1, e.local_world_size));
-    e.num_nodes = int_var(env, "HFTRAIN_NNODES").value_or((e.world_size + e.local_world_size - 1) / e.local_world_size);
+    // max(1, ...): a zero from the environment reaches check() below, not a division.
+    e.num_nodes = int_var(env, "HFTRAIN_NNODES")
+                      .value_or((e.world_size + e.local_world_size - 1) / std::max(1, e.local_world_size));
     read_master(env, e);
     e.launcher_hosts_store = e.launcher == Launcher::kHftrain || env.get("TORCHELASTIC_USE_AGENT_STORE") == "True";
     check(e, "RANK", "WORLD_SIZE");
@@ -125,8 +127,8 @@ LaunchEnv detect_launch_env(const util::Environment& env) {
     e.local_rank = int_var(env, "OMPI_COMM_WORLD_LOCAL_RANK").value_or(0);
     e.local_world_size = int_var(env, "OMPI_COMM_WORLD_LOCAL_SIZE").value_or(1);
     // Open MPI does not name the node; with the default by-slot mapping it is rank / local size.
-    e.node_rank = e.rank / e.local_world_size;
-    e.num_nodes = (e.world_size + e.local_world_size - 1) / e.local_world_size;
+    e.node_rank = e.rank / std::max(1, e.local_world_size);
+    e.num_nodes = (e.world_size + e.local_world_size - 1) / std::max(1, e.local_world_size);
     read_master(env, e);
     check(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
     return e;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "ckpt/optimizer_shards.h"
 #include "ckpt/rotation.h"
 #include "ckpt/writer.h"
+#include "metrics/format.h"
 #include "model/model_files.h"
 #include "model/safetensors.h"
 #include "model/saved_model.h"
@@ -92,9 +94,41 @@ T field(const Json& j, const std::string& key, const fs::path& file) {
   }
 }
 
+// The largest count a checkpoint may hold (steps, samples, tokens): far above any real run, far
+// below where int64 arithmetic on it could overflow.
+constexpr int64_t kMaxCount = int64_t{1} << 53;
+
+[[noreturn]] void bad_value(const Json& j, const std::string& key, const fs::path& file, const std::string& want) {
+  throw util::CheckpointError(file.string() + ": `" + key + "` is " + util::clip(j.at(key).dump(), 60) + ", not " + want,
+                              "the checkpoint is damaged; resume from another one (hftrain verify lists them)");
+}
+
+// A non-negative integer count (written as a JSON integer, at most kMaxCount), or throws naming
+// the file, the key and the value.
+int64_t count_field(const Json& j, const std::string& key, const fs::path& file) {
+  if (!j.contains(key)) field<int64_t>(j, key, file);  // the missing-key message
+  const Json& v = j.at(key);
+  const std::string want = "a count (an integer from 0 to 2^53)";
+  if (!v.is_number_integer()) bad_value(j, key, file, want);
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(kMaxCount)
+                             : (v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxCount)) {
+    bad_value(j, key, file, want);
+  }
+  return v.get<int64_t>();
+}
+
+// A finite number in [lo, hi], or throws naming the file, the key and the value.
+double real_field(const Json& j, const std::string& key, const fs::path& file, double lo, double hi) {
+  const double x = field<double>(j, key, file);
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    bad_value(j, key, file, "a finite number from " + metrics::format_number(lo, 6) + " to " + metrics::format_number(hi, 6));
+  }
+  return x;
+}
+
 std::optional<double> optional_field(const Json& j, const std::string& key, const fs::path& file) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return field<double>(j, key, file);
+  return real_field(j, key, file, -1e30, 1e30);
 }
 
 Json environment_record(const torch::Device& device, const std::vector<std::string>& command_line, int world_size) {
@@ -164,20 +198,39 @@ model::TensorList rng_states(const torch::Device& device) {
   return out;
 }
 
+// Sets `gen`'s state from a saved one, checked first against the state it has now (uint8, the
+// same size): LibTorch's own checks would abort the resume with its internals in the message.
+void set_generator_state(at::Generator& gen, const torch::Tensor& state, const std::string& name, const fs::path& file) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const torch::Tensor now = gen.get_state();
+  if (state.scalar_type() != torch::kUInt8 || state.numel() != now.numel()) {
+    throw util::CheckpointError(file.string() + ": the `" + name + "` generator state is " +
+                                    std::string(c10::toString(state.scalar_type())) + " of " +
+                                    std::to_string(state.numel()) + " elements; this build's is uint8 of " +
+                                    std::to_string(now.numel()),
+                                "the checkpoint is damaged or from another LibTorch; resume from another one");
+  }
+  try {
+    gen.set_state(state);
+  } catch (const c10::Error&) {
+    gen.set_state(now);
+    throw util::CheckpointError(file.string() + ": the `" + name + "` generator state is not a valid one",
+                                "the checkpoint is damaged; resume from another one");
+  }
+}
+
 void restore_rng(const model::TensorList& states, const torch::Device& device, const fs::path& file) {
   bool cpu = false;
   for (const auto& [name, state] : states) {
     if (name == "cpu") {
       auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
+      set_generator_state(gen, state, name, file);
       cpu = true;
     }
 #ifdef HFTRAIN_HAVE_CUDA
     if (name == "cuda" && device.is_cuda()) {
       auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
+      set_generator_state(gen, state, name, file);
     }
 #endif
   }
@@ -392,19 +445,19 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
                                   "resume with the checkpoint's scheduler");
     }
     const Json& p = sched.at("plateau");
-    plateau_->restore({field<double>(p, "factor", sched_file), field<double>(p, "best", sched_file),
-                       field<int64_t>(p, "num_bad", sched_file), field<int64_t>(p, "cooldown_left", sched_file)});
+    plateau_->restore({real_field(p, "factor", sched_file, 0.0, 1e6), field<double>(p, "best", sched_file),
+                       count_field(p, "num_bad", sched_file), count_field(p, "cooldown_left", sched_file)});
   }
   const fs::path scaler_file = dir / kScalerFile;
   const Json sc = read_json(scaler_file);
   if (scaler_.enabled() && field<bool>(sc, "enabled", scaler_file)) {
-    scaler_.load_state({field<double>(sc, "scale", scaler_file), field<int64_t>(sc, "growth_tracker", scaler_file)});
+    scaler_.load_state({real_field(sc, "scale", scaler_file, 1e-30, 1e30), count_field(sc, "growth_tracker", scaler_file)});
   }
   const model::TensorList rng = rank_rng_states(model::read_safetensors(dir / kRngFile), world_->rank());
   if (rng.empty() && world_->rank() > 0) {
     // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
     torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * static_cast<uint64_t>(world_->rank()) +
-                       104729u * static_cast<uint64_t>(field<int64_t>(read_json(dir / kTrainerStateFile), "step",
+                       104729u * static_cast<uint64_t>(count_field(read_json(dir / kTrainerStateFile), "step",
                                                                          dir / kTrainerStateFile)));
   } else {
     restore_rng(rng, device_, dir / kRngFile);
@@ -412,7 +465,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
 
   const fs::path data_file = dir / kDataFile;
   const Json data = read_json(data_file);
-  const auto saved_samples = field<uint64_t>(data, "num_samples", data_file);
+  const auto saved_samples = static_cast<uint64_t>(count_field(data, "num_samples", data_file));
   if (saved_samples != loaders_.train->num_samples() && !allow_data_change) {
     throw util::CheckpointError("the training data changed since " + dir.string() + " was saved: " +
                                     std::to_string(saved_samples) + " samples then, " +
@@ -429,13 +482,13 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
                                 std::string("resume with data.document_mask=") + (saved_mask ? "true" : "false") +
                                     ", or pass --force to change it from here on");
   }
-  loaders_.train->seek(field<uint64_t>(data, "cursor", data_file));
+  loaders_.train->seek(static_cast<uint64_t>(count_field(data, "cursor", data_file)));
 
   const fs::path state_file = dir / kTrainerStateFile;
   const Json ts = read_json(state_file);
-  state_.step = field<int64_t>(ts, "step", state_file);
-  state_.epoch = field<double>(ts, "epoch", state_file);
-  state_.tokens_seen = field<int64_t>(ts, "tokens_seen", state_file);
+  state_.step = count_field(ts, "step", state_file);
+  state_.epoch = real_field(ts, "epoch", state_file, 0.0, 1e15);
+  state_.tokens_seen = count_field(ts, "tokens_seen", state_file);
   state_.source_tokens.assign(loaders_.datasets.train_sources.size(), 0);
   if (ts.contains("source_tokens")) {
     const Json& counts = ts["source_tokens"];
@@ -447,7 +500,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     for (size_t i = 0; i < loaders_.datasets.train_sources.size(); ++i) {
       const auto it = counts.find(loaders_.datasets.train_sources[i].name);
       if (it == counts.end()) continue;
-      if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCount) {
         throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + it->dump().substr(0, 40) +
                                         " for " + it.key() + ", not a token count",
                                     "the file is damaged; resume from another checkpoint");
@@ -465,14 +518,14 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     }
   }
   state_.best_eval_loss = optional_field(ts, "best_eval_loss", state_file);
-  state_.best_step = field<int64_t>(ts, "best_step", state_file);
+  state_.best_step = count_field(ts, "best_step", state_file);
   state_.last_eval_loss = optional_field(ts, "last_eval_loss", state_file);
-  state_.last_eval_step = field<int64_t>(ts, "last_eval_step", state_file);
+  state_.last_eval_step = count_field(ts, "last_eval_step", state_file);
   state_.early_stopping_best = optional_field(ts, "early_stopping_best", state_file);
-  state_.early_stopping_bad = field<int64_t>(ts, "early_stopping_bad", state_file);
+  state_.early_stopping_bad = count_field(ts, "early_stopping_bad", state_file);
   // The window is the sum over all ranks; rank 0 carries it on.
-  window_loss_.fill_(world_->is_main() ? field<double>(ts, "window_loss_sum", state_file) : 0.0);
-  window_targets_ = world_->is_main() ? field<int64_t>(ts, "window_targets", state_file) : 0;
+  window_loss_.fill_(world_->is_main() ? real_field(ts, "window_loss_sum", state_file, -1e30, 1e30) : 0.0);
+  window_targets_ = world_->is_main() ? count_field(ts, "window_targets", state_file) : 0;
   start_step_ = state_.step;
   if (state_.step >= total_steps_) {
     throw util::ConfigError(dir.string() + " is at step " + std::to_string(state_.step) +

@@ -98,4 +98,11 @@ std::string check_utf8_text(std::string_view bytes) {
   return {};
 }
 
+std::string clip(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // a character's start
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes in all)";
+}
+
 }  // namespace hftrain::util

@@ -17,6 +17,10 @@ bool starts_with(std::string_view text, std::string_view prefix);
 // nullopt when it is not one or does not fit in 64 bits. For numbers from the environment.
 std::optional<int64_t> parse_int64(std::string_view text);
 
+// `text` as it goes into a message: whole when at most `max` bytes, else its first `max` bytes
+// (not cutting a UTF-8 character) and "... (N bytes in all)".
+std::string clip(std::string_view text, size_t max = 200);
+
 // Damerau-free Levenshtein distance; used for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
 // The candidates closest to `word`, best first, within a distance that scales with its length.

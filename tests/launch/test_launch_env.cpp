@@ -72,3 +72,14 @@ TEST_CASE("launch env: malformed or inconsistent variables name the variable", "
                     Contains("MASTER_ADDR or MASTER_PORT is not set"));
   CHECK_THROWS_AS(launch::detect_launch_env(util::MapEnvironment{{"OMPI_COMM_WORLD_SIZE", "2"}}), util::ConfigError);
 }
+
+TEST_CASE("launch env: zero world or local sizes are refused, never divided by", "[launch]") {
+  const auto refused = [](util::MapEnvironment env) {
+    CHECK_THROWS_AS(launch::detect_launch_env(env), util::ConfigError);
+  };
+  refused({{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+  refused({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_WORLD_SIZE", "0"}, {"MASTER_ADDR", "127.0.0.1"},
+           {"MASTER_PORT", "29500"}});
+  refused({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "0"}});
+  refused({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}});
+}

@@ -26,3 +26,11 @@ TEST_CASE("UTF-8 text check", "[util]") {
   CHECK(check_utf8_text("ok\n\xff") == "invalid UTF-8 on line 2");
   CHECK(check_utf8_text("\xe6\x97") == "invalid UTF-8 on line 1");  // truncated sequence
 }
+
+TEST_CASE("clip: long text in messages is cut at a character, with its size", "[util]") {
+  CHECK(clip("short") == "short");
+  const std::string long_text(1000, 'x');
+  CHECK(clip(long_text, 10) == "xxxxxxxxxx... (1000 bytes in all)");
+  // "é" is two bytes: a cut inside it moves back to its start.
+  CHECK(clip("abcdefghi\xC3\xA9z", 10) == "abcdefghi... (12 bytes in all)");
+}
