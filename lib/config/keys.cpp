@@ -300,7 +300,7 @@ Schema build() {
       .def("8").min(1).unit("sequences").doc("Sequences per forward/backward pass, per process.");
   s.add("trainer.grad_accum_steps", Type::kInt, HFTRAIN_FIELD(trainer.grad_accum_steps))
       .on_resume(ResumeChange::kDataOrder)
-      .def("1").min(1).unit("micro-batches").doc("Micro-batches accumulated per optimizer step.");
+      .def("1").min(1).max(65536).unit("micro-batches").doc("Micro-batches accumulated per optimizer step.");
   s.add("trainer.max_grad_norm", Type::kFloat, HFTRAIN_FIELD(trainer.max_grad_norm))
       .on_resume(ResumeChange::kTraining)
       .def("1.0").min(0).allow_inf()

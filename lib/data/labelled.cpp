@@ -198,18 +198,26 @@ LabelSet label_set_of(const std::vector<LabelledExample>& examples, const std::s
     return out;
   }
   const int64_t k = *ids.rbegin() + 1;
-  std::vector<std::string> gaps;
-  for (int64_t i = 0; i < k; ++i) {
-    if (!ids.count(i)) gaps.push_back(std::to_string(i));
-    out.names.push_back(std::to_string(i));
-  }
-  if (!gaps.empty()) {
+  if (k != static_cast<int64_t>(ids.size())) {
+    // Some ids below the largest never occur: name the first few, never listing up to a huge id
+    // (a label of 2^31 would otherwise mean two billion classes).
+    std::vector<std::string> gaps;
+    int64_t next = 0;
+    for (int64_t id : ids) {
+      for (; next < id && gaps.size() < 5; ++next) gaps.push_back(std::to_string(next));
+      if (gaps.size() >= 5) break;
+      next = id + 1;
+    }
+    const int64_t missing = k - static_cast<int64_t>(ids.size());
     throw util::DataError(
         source + ": the labels are class ids up to " + std::to_string(k - 1) + " but " +
-            util::join(gaps, ", ") + (gaps.size() == 1 ? " never occurs" : " never occur"),
+            (missing == 1 ? gaps.front() + " never occurs"
+                          : std::to_string(missing) + " of 0.." + std::to_string(k - 1) + " never occur (" +
+                                util::join(gaps, ", ") + (missing > 5 ? ", ..." : "") + ")"),
         "integer labels are the ids 0..K-1 of K classes; list the labels explicitly when a class "
         "has no training examples");
   }
+  for (int64_t i = 0; i < k; ++i) out.names.push_back(std::to_string(i));
   return out;
 }
 

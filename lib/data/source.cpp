@@ -119,7 +119,15 @@ std::vector<fs::path> expand_source(const SourceSpec& spec) {
       throw util::DataError("data file " + spec.path + " does not exist", "check the path");
     }
     if (fs::is_directory(status)) {
-      for (const auto& entry : fs::recursive_directory_iterator(spec.path)) candidates.push_back(entry.path());
+      // Walked with error codes: an unreadable folder inside is named, not a filesystem_error.
+      fs::recursive_directory_iterator it(spec.path, ec), end;
+      for (; !ec && it != end; it.increment(ec)) candidates.push_back(it->path());
+      if (ec) {
+        const fs::path where = it != end ? it->path() : fs::path(spec.path);
+        throw util::DataError("cannot read the data folder " + where.string() + " (under " + spec.path +
+                                  "): " + ec.message(),
+                              "make it readable for this user, or leave it out of data.train");
+      }
     } else {
       candidates.emplace_back(spec.path);
     }

@@ -1,5 +1,7 @@
 #include "model/bert_spec.h"
 
+#include <tuple>
+
 #include <algorithm>
 #include <set>
 
@@ -148,6 +150,18 @@ void BertSpec::validate() const {
           "every size (vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
           "intermediate_size, "
           "max_position_embeddings, type_vocab_size) must be positive");
+  // Limits far above any real BERT: past them the encoder could never be allocated.
+  for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"vocab_size", vocab_size, 1 << 24},
+                                         {"hidden_size", hidden_size, 1 << 20},
+                                         {"num_hidden_layers", num_hidden_layers, 1024},
+                                         {"num_attention_heads", num_attention_heads, 1024},
+                                         {"intermediate_size", intermediate_size, 1 << 22},
+                                         {"max_position_embeddings", max_position_embeddings, 1 << 24},
+                                         {"type_vocab_size", type_vocab_size, 1 << 16},
+                                         {"num_labels", num_labels, 1 << 20}}) {
+    require(value <= limit, std::string(key) + " is " + std::to_string(value) + ", above hftrain's limit of " +
+                                std::to_string(limit));
+  }
   require(hidden_size % num_attention_heads == 0, "hidden_size " + std::to_string(hidden_size) +
                                                       " is not a multiple of num_attention_heads " +
                                                       std::to_string(num_attention_heads));

@@ -139,7 +139,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view head, uint64_t file_
                            return true;
                          });
   } catch (const Json::exception& e) {
-    throw bad(where, std::string("header is not JSON (") + e.what() + ")");
+    throw bad(where, "header is not JSON (" + util::plain_json_error(e.what()) + ")");
   }
   std::sort(keys.begin(), keys.end());
   if (auto dup = std::adjacent_find(keys.begin(), keys.end()); dup != keys.end()) {

@@ -1,5 +1,7 @@
 #include "model/spec.h"
 
+#include <tuple>
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -203,6 +205,21 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       r.at("attention_factor").get_to(s.rope_scaling.attention_factor);
       r.at("truncate").get_to(s.rope_scaling.truncate);
     }
+    // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
+    // that could never be allocated, refused before anything is.
+    for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"n_layer", s.n_layer, 1024},
+                                           {"n_head", s.n_head, 1024},
+                                           {"n_kv_head", s.n_kv_head, 1024},
+                                           {"d_model", s.d_model, int64_t{1} << 20},
+                                           {"d_ff", s.d_ff, int64_t{1} << 22},
+                                           {"max_seq_len", s.max_seq_len, int64_t{1} << 24},
+                                           {"vocab_size", s.vocab_size, int64_t{1} << 24}}) {
+      if (value > limit) {
+        throw util::CheckpointError(source + ": " + key + " is " + std::to_string(value) + ", above hftrain's limit of " +
+                                        std::to_string(limit) + " (model." + key + ")",
+                                    damaged);
+      }
+    }
     if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
         s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 || s.d_model % s.n_head != 0 ||
         (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases()))) {
@@ -214,7 +231,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     s.rope_scaling = normalized(s.rope_scaling);
     return s;
   } catch (const nlohmann::json::exception& e) {
-    throw util::CheckpointError(source + ": malformed model description: " + e.what(), damaged);
+    throw util::CheckpointError(source + ": malformed model description (" + util::plain_json_error(e.what()) + ")",
+                                damaged);
   }
 }
 

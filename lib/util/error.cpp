@@ -1,5 +1,10 @@
 #include "util/error.h"
 
+#include <string_view>
+#include <vector>
+
+#include "util/strings.h"
+
 namespace hftrain::util {
 
 int Error::exit_code() const {
@@ -16,12 +21,30 @@ int Error::exit_code() const {
   return kExitFailure;
 }
 
+namespace {
+
+// A message as the user sees it: at most kMaxLines lines of at most kMaxLine bytes each, so
+// that no input (a 100,000-character override, a list of every missing tensor) makes one of
+// megabytes. The sites name what they list; this is the net under them.
+constexpr size_t kMaxLine = 600;
+constexpr size_t kMaxLines = 40;
+
+std::string bounded(std::string_view text) {
+  const std::vector<std::string> lines = split(text, '\n');
+  std::string out;
+  for (size_t i = 0; i < lines.size() && i < kMaxLines; ++i) out += (i ? "\n" : "") + clip(lines[i], kMaxLine);
+  if (lines.size() > kMaxLines) out += "\n... and " + std::to_string(lines.size() - kMaxLines) + " more lines";
+  return out;
+}
+
+}  // namespace
+
 std::string Error::describe() const {
   std::string out = "error: ";
-  out += what();
+  out += bounded(what());
   if (!hint_.empty()) {
     out += "\nhint: ";
-    out += hint_;
+    out += bounded(hint_);
   }
   return out;
 }

@@ -35,6 +35,12 @@ std::optional<size_t> json_too_deep(std::string_view text, int max_depth) {
   return std::nullopt;
 }
 
+std::string plain_json_error(const std::string& what) {
+  if (what.rfind("[json.exception.", 0) != 0) return what;
+  const size_t end = what.find("] ");
+  return end == std::string::npos ? what : what.substr(end + 2);
+}
+
 template <class ErrorT>
 void check_json_depth(std::string_view text, const std::string& where, int max_depth) {
   if (const auto line = json_too_deep(text, max_depth)) {

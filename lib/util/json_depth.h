@@ -24,4 +24,9 @@ std::optional<size_t> json_too_deep(std::string_view text, int max_depth = kMaxJ
 template <class ErrorT>
 void check_json_depth(std::string_view text, const std::string& where, int max_depth = kMaxJsonDepth);
 
+// An nlohmann::json exception's what() without the library's "[json.exception.type_error.302] "
+// prefix: "type must be number, but is string", "parse error at line 1, column 1: ...". Messages
+// quote the reason, not the library's name for it.
+std::string plain_json_error(const std::string& what);
+
 }  // namespace hftrain::util

@@ -170,6 +170,11 @@ TEST_CASE("labelled: label sets are sorted names or checked integer ids", "[data
                data::label_set_of(examples({"0", "3", "1"}), "train.csv");
              }),
              Contains("train.csv") && Contains("2 never occurs"));
+  // A class id of 2^31 is refused by count, without listing (or allocating) two billion classes.
+  CHECK_THAT(test::data_error([] {
+               data::label_set_of(examples({"0", "2147483648", "1"}), "train.csv");
+             }),
+             Contains("2147483646 of 0..2147483648 never occur (2, 3, 4, 5, 6, ...)"));
   CHECK_THAT(test::data_error([] {
                data::label_set_of(examples({"a", "a"}), "train.csv");
              }),

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "util/error.h"
 #include "util/strings.h"
 
 using namespace hftrain::util;
@@ -33,4 +34,17 @@ TEST_CASE("clip: long text in messages is cut at a character, with its size", "[
   CHECK(clip(long_text, 10) == "xxxxxxxxxx... (1000 bytes in all)");
   // "é" is two bytes: a cut inside it moves back to its start.
   CHECK(clip("abcdefghi\xC3\xA9z", 10) == "abcdefghi... (12 bytes in all)");
+}
+
+TEST_CASE("error messages stay short whatever they quote", "[util]") {
+  const hftrain::util::ConfigError long_line("command line `data.train=" + std::string(100000, '[') + "` is bad",
+                                             std::string(5000, 'h'));
+  const std::string one = long_line.describe();
+  CHECK(one.size() < 2000);
+  CHECK(one.find("bytes in all") != std::string::npos);
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "missing tensor layers." + std::to_string(i) + ".weight\n";
+  const std::string listed = hftrain::util::CheckpointError(many).describe();
+  CHECK(listed.size() < 4000);
+  CHECK(listed.find("more lines") != std::string::npos);
 }
