@@ -123,7 +123,8 @@ std::vector<fs::path> expand_source(const SourceSpec& spec) {
       fs::recursive_directory_iterator it(spec.path, ec), end;
       for (; !ec && it != end; it.increment(ec)) candidates.push_back(it->path());
       if (ec) {
-        const fs::path where = it != end ? it->path() : fs::path(spec.path);
+        // The folder it could not enter: the last one it listed (entered right after), or the top.
+        const fs::path where = candidates.empty() ? fs::path(spec.path) : candidates.back();
         throw util::DataError("cannot read the data folder " + where.string() + " (under " + spec.path +
                                   "): " + ec.message(),
                               "make it readable for this user, or leave it out of data.train");

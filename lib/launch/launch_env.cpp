@@ -65,7 +65,8 @@ void check(const LaunchEnv& e, const std::string& rank_var, const std::string& s
   }
   if (e.local_world_size < 1 || e.local_rank >= e.local_world_size || e.local_world_size > e.world_size) {
     throw util::ConfigError("local rank " + std::to_string(e.local_rank) + " of " + std::to_string(e.local_world_size) +
-                                " local processes does not fit a world of " + std::to_string(e.world_size),
+                                " local processes (the launcher's local rank and local size, e.g. LOCAL_RANK and "
+                                "LOCAL_WORLD_SIZE) does not fit a world of " + std::to_string(e.world_size),
                             "check the launcher's variables");
   }
 }
