@@ -23,7 +23,7 @@ void inject_test_fault(int rank, int64_t step) {
   if (std::string(what) == "stall") {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
-  if (std::string(what) == "pause") std::this_thread::sleep_for(std::chrono::seconds(5));  // then carries on
+  if (std::string(what) == "pause") std::this_thread::sleep_for(std::chrono::seconds(8));  // then carries on
 }
 
 }  // namespace hftrain::train

@@ -92,7 +92,7 @@ no_orphans own-ddp
 grep -q "per rank (8 + 8)Ψ/N): parameters 71680 B" own-zero3/train.log && ok || fail "zero3: parameters are not 4Ψ/N"
 
 # --- one owner: hftrain's launcher holds the run directory's lock for its workers (rank 0 paused
-# 5 s after step 4 by a test hook); a second job into the directory is refused naming it
+# 8 s after step 4 by a test hook); a second job into the directory is refused naming it
 HFTRAIN_TEST_FAULT=0:4:pause "$HFTRAIN" run quickstart "${common[@]}" run.output_dir="$WORK/owned" \
   --nproc-per-node 2 >owned.out 2>owned.err &
 owner=$!

@@ -147,7 +147,7 @@ has "resuming from" err
 run 0 run quickstart "${common[@]}" trainer.max_steps=4 checkpoint.every_steps=2 run.output_dir="$WORK/straight" --overwrite
 [ ! -d straight/checkpoint-16 ] && [ -d straight/checkpoint-4 ] && ok || fail "--overwrite did not start over: $(ls straight)"
 
-# --- one owner per run directory: while a run trains (paused 5 s after step 4 by a test hook), a
+# --- one owner per run directory: while a run trains (paused 8 s after step 4 by a test hook), a
 # second run into its directory, one with --overwrite --force, and a resume are refused with
 # exit 2 naming the owner's pid, before anything there changes; the owner then finishes with the
 # history it has alone. Once it is done, the directory resumes as usual.
