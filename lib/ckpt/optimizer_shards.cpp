@@ -25,8 +25,7 @@ const char* kDamaged =
 
 Json read_json_file(const fs::path& path, const std::string& what) {
   const std::string text = util::read_file<util::CheckpointError>(path, what);
-  util::check_json_depth<util::CheckpointError>(text, path.string());
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Json j = util::parse_json<util::CheckpointError>(text, path.string());
   if (j.is_discarded() || !j.is_object())
     throw util::CheckpointError(path.string() + " is not a JSON object", kDamaged);
   return j;

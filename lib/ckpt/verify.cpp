@@ -114,8 +114,7 @@ void check_optimizer_index(const fs::path& dir, const Manifest& manifest,
   OptimizerIndex index;
   try {
     const std::string text = util::read_file<util::CheckpointError>(dir / kOptimizerIndexFile, "optimizer index");
-    util::check_json_depth<util::CheckpointError>(text, (dir / kOptimizerIndexFile).string());
-    const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const Json j = util::parse_json<util::CheckpointError>(text, (dir / kOptimizerIndexFile).string());
     index = OptimizerIndex::from_json(j, kOptimizerIndexFile);
   } catch (const util::Error& e) {
     problems.push_back(e.what());
@@ -176,8 +175,7 @@ VerifyReport verify_checkpoint(const fs::path& dir) {
   }
   try {
     const std::string text = util::read_file<util::CheckpointError>(manifest_path, "manifest");
-    util::check_json_depth<util::CheckpointError>(text, manifest_path.string());
-    const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const Json j = util::parse_json<util::CheckpointError>(text, manifest_path.string());
     if (j.is_discarded())
       throw util::CheckpointError(manifest_path.string() + " is not valid JSON");
     report.manifest = Manifest::from_json(j, manifest_path);

@@ -124,8 +124,7 @@ void read_jsonl_examples(const fs::path& file, std::string_view bytes, const Lab
     pos = end + 1;
     ++line;
     if (util::trim(text).empty()) continue;
-    util::check_json_depth<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
-    const Json obj = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const Json obj = util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
     if (!obj.is_object()) {
       throw util::DataError(
           where(file, line) + ": " + (obj.is_discarded() ? "malformed JSON" : "not a JSON object"),

@@ -201,8 +201,7 @@ bool is_bert_config(const std::string& json_text) {
 
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
                                   std::vector<std::string>* id2label) {
-  util::check_json_depth<util::CheckpointError>(json_text, source);
-  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  const Json j = util::parse_json<util::CheckpointError>(json_text, source);
   if (!j.is_object())
     throw util::CheckpointError(source + " is not a JSON object", "is it a config.json?");
   const Fields f(j, source);

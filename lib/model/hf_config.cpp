@@ -233,8 +233,7 @@ std::string number(double v) {
 }  // namespace
 
 ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& source) {
-  util::check_json_depth<util::CheckpointError>(json_text, source);
-  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  const Json j = util::parse_json<util::CheckpointError>(json_text, source);
   if (!j.is_object()) throw util::CheckpointError(source + " is not a JSON object", "is it a config.json?");
   const Reader r{j, source, ""};
   std::string arch;

@@ -119,8 +119,7 @@ void save_model_dir(const fs::path& dir, const Transformer& model, tokenizer::To
 std::unique_ptr<tokenizer::Tokenizer> load_tokenizer_file(const fs::path& path,
                                                      tokenizer::TokenizerKind* kind) {
   const std::string text = util::read_file<util::DataError>(path, "tokenizer file");
-  util::check_json_depth<util::DataError>(text, path.string());
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const Json j = util::parse_json<util::DataError>(text, path.string());
   if (!j.is_object() || !j.contains(kByteMarkerKey)) {
     if (kind) *kind = tokenizer::TokenizerKind::kBpe;
     return tokenizer::parse_tokenizer_json(text, path.string());

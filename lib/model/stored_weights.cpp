@@ -58,8 +58,7 @@ StoredWeights::StoredWeights(const fs::path& dir) {
   const std::string where = where_.string();
   const char* hint = "the index and its shards do not belong together, or the directory is damaged";
   const std::string index_text = util::read_file<util::CheckpointError>(where_, "weights index");
-  util::check_json_depth<util::CheckpointError>(index_text, where);
-  const Json index = Json::parse(index_text, nullptr, /*allow_exceptions=*/false);
+  const Json index = util::parse_json<util::CheckpointError>(index_text, where);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     throw util::CheckpointError(where + ": not a safetensors index (a JSON object with a \"weight_map\" object)", hint);
   }

@@ -71,14 +71,13 @@ LoraAdapterImpl::LoraAdapterImpl(const std::vector<model::HfLinear>& targets, co
                                  const model::DenseImpl& layer)
     : scale_(lora_scale(config)), dropout_(config.dropout), dora_(config.use_dora) {
   torch::NoGradGuard no_grad;
+  // DoRA's magnitudes start at ||W||_row (B is zero, so the adapted layer starts as the base): the
+  // layer's weight is read (a quantized one dequantized) once for all its slices.
+  const torch::Tensor weight = dora_ ? layer.effective_weight(torch::kFloat32) : torch::Tensor();
   for (const auto& t : targets) {
     auto slice = register_module(leaf_of(t.name),
                                  std::make_shared<LoraSliceImpl>(t.rows, t.in_features, config.r, config.use_dora));
-    if (dora_) {
-      // ||W||_row: B is zero, so the adapted layer starts as the base.
-      const auto w = layer.effective_weight(torch::kFloat32).narrow(0, t.row_offset, t.rows);
-      slice->magnitude.copy_(at::linalg_vector_norm(w, 2, {1}));
-    }
+    if (dora_) slice->magnitude.copy_(at::linalg_vector_norm(weight.narrow(0, t.row_offset, t.rows), 2, {1}));
     if (config.init == config::LoraInit::kGaussian) {
       slice->A.normal_(0.0, 1.0 / static_cast<double>(config.r));
     } else {
@@ -94,6 +93,9 @@ torch::Tensor LoraAdapterImpl::adapt(const torch::Tensor& x, const torch::Tensor
   namespace F = torch::nn::functional;
   const int64_t out = y.size(-1);
   const bool dropped = dropout_ > 0 && is_training();
+  // DoRA reads the layer's weight (a quantized one dequantized: a whole product's worth of work)
+  // once per forward, whatever the number of adapted slices.
+  const torch::Tensor weight = dora_ ? layer.effective_weight(x.scalar_type()) : torch::Tensor();
   std::vector<torch::Tensor> pieces;
   int64_t at = 0;
   for (const auto& s : slices_) {
@@ -105,7 +107,7 @@ torch::Tensor LoraAdapterImpl::adapt(const torch::Tensor& x, const torch::Tensor
       adapted = y_rows + F::linear(F::linear(h, s.A), s.B) * scale_;
     } else {
       // peft's DoraLinearLayer.forward, in its order of operations.
-      const auto w = layer.effective_weight(x.scalar_type()).narrow(0, s.row_offset, s.rows);
+      const auto w = weight.narrow(0, s.row_offset, s.rows);
       const auto lora_weight = torch::matmul(s.B, s.A).to(x.scalar_type()).detach();
       const auto norm = row_norms(w, scale_ * lora_weight).detach();
       const auto mag_norm_scale = s.magnitude / norm;  // broadcast over the last dimension

@@ -116,8 +116,7 @@ void write_adapter_files(const fs::path& dir, const Json& config, const model::T
 AdapterFile read_adapter_config(const fs::path& dir) {
   const fs::path file = dir / kAdapterConfigFile;
   const std::string text = util::read_file<util::CheckpointError>(file, "peft adapter config", size_t{1} << 20);
-  util::check_json_depth<util::CheckpointError>(text, file.string());
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Json j = util::parse_json<util::CheckpointError>(text, file.string());
   if (j.is_discarded() || !j.is_object()) {
     throw util::CheckpointError(file.string() + " is not a JSON object", kDamaged);
   }

@@ -3,6 +3,7 @@
 set(HFTRAIN_TRAIN_CORE_SOURCES
   baseline.cpp
   callbacks.cpp
+  checkpoint_fields.cpp
   fault_injection.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES

@@ -33,6 +33,7 @@
 #include "model/stored_weights.h"
 #include "model/weight_loader.h"
 #include "peft/peft_files.h"
+#include "train/checkpoint_fields.h"
 #include "train/trainer.h"
 #include "train/wiring.h"
 #include "util/build_info.h"
@@ -72,64 +73,6 @@ bool adapter_keeps(const std::string& name, bool causal_lm) {
 }
 
 Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
-
-Json read_json(const fs::path& path) {
-  const std::string text = util::read_file<util::CheckpointError>(path, "checkpoint file");
-  util::check_json_depth<util::CheckpointError>(text, path.string());
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw util::CheckpointError(path.string() + " is not a JSON object", "the checkpoint is damaged; resume from another one");
-  }
-  return j;
-}
-
-// Reads `key` of `j` as T, or throws naming the file and key.
-template <class T>
-T field(const Json& j, const std::string& key, const fs::path& file) {
-  try {
-    return j.at(key).get<T>();
-  } catch (const Json::exception&) {
-    throw util::CheckpointError(file.string() + ": `" + key + "` is missing or has the wrong type",
-                                "the checkpoint is damaged or from another hftrain version");
-  }
-}
-
-// The largest count a checkpoint may hold (steps, samples, tokens): far above any real run, far
-// below where int64 arithmetic on it could overflow.
-constexpr int64_t kMaxCount = int64_t{1} << 53;
-
-[[noreturn]] void bad_value(const Json& j, const std::string& key, const fs::path& file, const std::string& want) {
-  throw util::CheckpointError(file.string() + ": `" + key + "` is " + util::clip(j.at(key).dump(), 60) + ", not " + want,
-                              "the checkpoint is damaged; resume from another one (hftrain verify lists them)");
-}
-
-// A non-negative integer count (written as a JSON integer, at most kMaxCount), or throws naming
-// the file, the key and the value.
-int64_t count_field(const Json& j, const std::string& key, const fs::path& file) {
-  if (!j.contains(key)) field<int64_t>(j, key, file);  // the missing-key message
-  const Json& v = j.at(key);
-  const std::string want = "a count (an integer from 0 to 2^53)";
-  if (!v.is_number_integer()) bad_value(j, key, file, want);
-  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(kMaxCount)
-                             : (v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxCount)) {
-    bad_value(j, key, file, want);
-  }
-  return v.get<int64_t>();
-}
-
-// A finite number in [lo, hi], or throws naming the file, the key and the value.
-double real_field(const Json& j, const std::string& key, const fs::path& file, double lo, double hi) {
-  const double x = field<double>(j, key, file);
-  if (!std::isfinite(x) || x < lo || x > hi) {
-    bad_value(j, key, file, "a finite number from " + metrics::format_number(lo, 6) + " to " + metrics::format_number(hi, 6));
-  }
-  return x;
-}
-
-std::optional<double> optional_field(const Json& j, const std::string& key, const fs::path& file) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return real_field(j, key, file, -1e30, 1e30);
-}
 
 Json environment_record(const torch::Device& device, const std::vector<std::string>& command_line, int world_size) {
   Json env;
@@ -500,7 +443,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     for (size_t i = 0; i < loaders_.datasets.train_sources.size(); ++i) {
       const auto it = counts.find(loaders_.datasets.train_sources[i].name);
       if (it == counts.end()) continue;
-      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCount) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCheckpointCount) {
         throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + it->dump().substr(0, 40) +
                                         " for " + it.key() + ", not a token count",
                                     "the file is damaged; resume from another checkpoint");

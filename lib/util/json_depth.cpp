@@ -50,6 +50,14 @@ void check_json_depth(std::string_view text, const std::string& where, int max_d
   }
 }
 
+template <class ErrorT>
+nlohmann::json parse_json(std::string_view text, const std::string& where) {
+  check_json_depth<ErrorT>(text, where);
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+template nlohmann::json parse_json<DataError>(std::string_view, const std::string&);
+template nlohmann::json parse_json<CheckpointError>(std::string_view, const std::string&);
 template void check_json_depth<DataError>(std::string_view, const std::string&, int);
 template void check_json_depth<CheckpointError>(std::string_view, const std::string&, int);
 template void check_json_depth<ConfigError>(std::string_view, const std::string&, int);

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace hftrain::util {
 
 inline constexpr int kMaxJsonDepth = 256;
@@ -23,6 +25,12 @@ std::optional<size_t> json_too_deep(std::string_view text, int max_depth = kMaxJ
 // `text` is too deep.
 template <class ErrorT>
 void check_json_depth(std::string_view text, const std::string& where, int max_depth = kMaxJsonDepth);
+
+// `text` parsed by nlohmann::json after check_json_depth: a discarded value (is_discarded()) when
+// it is not JSON, for the caller to name what it expected. What every reader of a user's JSON file
+// calls.
+template <class ErrorT>
+nlohmann::json parse_json(std::string_view text, const std::string& where);
 
 // An nlohmann::json exception's what() without the library's "[json.exception.type_error.302] "
 // prefix: "type must be number, but is string", "parse error at line 1, column 1: ...". Messages
