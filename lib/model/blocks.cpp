@@ -20,8 +20,9 @@ namespace {
 
 // Llama's rotary embedding in the Hugging Face layout: the head's two halves are rotated as pairs.
 torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  // chunk, not two narrows: its backward is one cat, not a zero-filled full tensor per half.
+  const auto halves = x.chunk(2, -1);
+  return torch::cat({-halves[1], halves[0]}, -1);
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -43,11 +44,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   const int64_t B = x.size(0);
   const int64_t T = x.size(1);
   auto qkv = qkv_proj(x);  // (B, T, (H + 2 KVH) D)
-  auto q = qkv.narrow(-1, 0, n_head_ * head_dim_).view({B, T, n_head_, head_dim_}).transpose(1, 2);
-  auto k = qkv.narrow(-1, n_head_ * head_dim_, n_kv_head_ * head_dim_).view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);
-  auto v = qkv.narrow(-1, (n_head_ + n_kv_head_) * head_dim_, n_kv_head_ * head_dim_)
-               .view({B, T, n_kv_head_, head_dim_})
-               .transpose(1, 2);  // q (B, H, T, D); k, v (B, KVH, T, D)
+  // One split rather than three narrows: the backward of a split writes the three gradients into
+  // one tensor (a cat), where each narrow's backward fills a zero tensor of qkv's whole size and
+  // autograd adds the three (a non-vectorised fp32 add and copies that led a GPU step's kernels).
+  const auto parts = qkv.split_with_sizes({n_head_ * head_dim_, n_kv_head_ * head_dim_, n_kv_head_ * head_dim_}, -1);
+  auto q = parts[0].view({B, T, n_head_, head_dim_}).transpose(1, 2);
+  auto k = parts[1].view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);
+  auto v = parts[2].view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);  // q (B, H, T, D); k, v (B, KVH, T, D)
   if (in.cos.defined()) {
     q = apply_rope(q, in.cos, in.sin);
     k = apply_rope(k, in.cos, in.sin);
@@ -99,7 +102,8 @@ MlpImpl::MlpImpl(const ModelSpec& spec) : gated_(spec.gated_mlp()), d_ff_(spec.d
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   if (gated_) {
     auto gu = gate_up_proj(x);  // (B, T, 2 d_ff)
-    return down_proj(F::silu(gu.narrow(-1, 0, d_ff_)) * gu.narrow(-1, d_ff_, d_ff_));
+    const auto gate_up = gu.chunk(2, -1);  // one cat in the backward (see the attention's split)
+    return down_proj(F::silu(gate_up[0]) * gate_up[1]);
   }
   // GPT-2's "gelu_new" is the tanh approximation.
   return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
