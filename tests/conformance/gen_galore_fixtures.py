@@ -10,7 +10,11 @@ step 3: its projection is first computed at its own step 0. The case "rank_above
 rank larger than the smaller side of every matrix.
 
 Tensors: <case>/init/<name>, <case>/grad/<step>/<name> (steps from 0), <case>/param/<step>/<name>
-(after step <step>, from 1).
+(after step <step>, from 1), and for the projected matrices <case>/ortho/<step>/<name> (and
+<case>/ortho_right/<step>/<name> for full): the projection galore_torch used in that step. The signs
+of singular vectors are LAPACK's choice and differ between its code paths (MKL on another CPU,
+MKL_CBWR=COMPATIBLE); galore_torch does not rotate its moments when the projection changes, so
+the trajectory depends on them, and the test needs to know which signs this fixture saw.
 
 Run: .venv/bin/python tests/conformance/gen_galore_fixtures.py  (pip install --no-deps galore-torch)
 """
@@ -54,6 +58,15 @@ def run(case_name, c, out):
         opt.step()
         for k, p in params.items():
             out[f"{case_name}/param/{step + 1}/{k}"] = p.detach().clone()
+            projector = opt.state[p].get("projector") if k in PROJECTED else None
+            if projector is None:
+                continue
+            ortho = projector.ortho_matrix
+            if isinstance(ortho, list):
+                out[f"{case_name}/ortho/{step + 1}/{k}"] = ortho[0].contiguous().clone()
+                out[f"{case_name}/ortho_right/{step + 1}/{k}"] = ortho[1].contiguous().clone()
+            else:
+                out[f"{case_name}/ortho/{step + 1}/{k}"] = ortho.contiguous().clone()
 
 
 def main():

@@ -29,8 +29,13 @@ constexpr double kTolerance = 1e-5;
 // defined P_l and P_r is diag(S) plus rounding noise, and Adam's first step normalises each entry
 // to about +-(1 - beta1) / sqrt(1 - beta2), the noise too. Another kernel's rounding flips those
 // off-diagonal signs: up to lr x scale x 2 x 3.2 x 0.32 (5e-3) per step, galore_torch's own
-// behaviour across machines and memory layouts.
+// behaviour across machines and memory layouts. The same bound holds a parameter whose projection
+// this machine's LAPACK computed with other signs for some singular vectors than the fixture's
+// (MKL on an H200 host's CPU, or under MKL_CBWR=COMPATIBLE: 6e-3 and 7e-3 for rank_above):
+// galore_torch keeps its moments across a new projection, so the next steps follow the signs.
 constexpr double kToleranceFull = 5e-2;
+// The projections themselves (unit singular vectors) from two LAPACK code paths: 1.5e-5 apart.
+constexpr double kToleranceBasis = 1e-4;
 
 config::GaloreProjection projection_of(const std::string& name) {
   if (name == "std") return config::GaloreProjection::kStd;
@@ -115,19 +120,35 @@ TEST_CASE("GaLore AdamW follows galore_torch step by step for every projection t
                                   .scale = c["scale"].get<double>(),
                                   .proj_type = projection_of(c["proj_type"].get<std::string>())};
     auto opt = optim::make_galore_adamw(std::move(groups), flags, s);
+    std::set<std::string> signs_apart;  // parameters whose moments saw a projection with other signs
     for (int step = 0; step < steps; ++step) {
       for (auto& [name, p] : params) {
         auto it = f.find(case_name + "/grad/" + std::to_string(step) + "/" + name);
         p.mutable_grad() = it == f.end() ? torch::Tensor() : it->second.clone();
       }
       opt->step();
+      const auto state = opt->state();
+      const std::map<std::string, torch::Tensor> mine(state.tensors.begin(), state.tensors.end());
       for (const auto& [name, p] : params) {
         INFO(case_name << ", after step " << step + 1 << ", " << name);
-        CHECK(same(p, f.at(case_name + "/param/" + std::to_string(step + 1) + "/" + name), s.proj_type == config::GaloreProjection::kFull));
+        for (const std::string key : {"ortho", "ortho_right"}) {
+          const auto theirs = f.find(case_name + "/" + key + "/" + std::to_string(step + 1) + "/" + name);
+          if (theirs == f.end()) continue;
+          // The same singular vectors, each up to its sign (LAPACK's choice, see the generator).
+          const auto& ours = mine.at(name + "/" + key);
+          REQUIRE(max_abs_diff(ours.abs(), theirs->second.abs()) <= kToleranceBasis);
+          if (max_abs_diff(ours, theirs->second) > kToleranceBasis) signs_apart.insert(name);
+        }
+        const bool loose = s.proj_type == config::GaloreProjection::kFull || signs_apart.count(name);
+        CHECK(same(p, f.at(case_name + "/param/" + std::to_string(step + 1) + "/" + name), loose));
       }
     }
+    if (!signs_apart.empty()) {
+      WARN(case_name << ": this machine's LAPACK chose other signs for some singular vectors than the "
+                        "fixture's; the parameters after them are held to the looser bound");
+    }
   }
-  WARN("largest difference from galore_torch: " << worst << " (full projection: " << worst_full << ")");
+  WARN("largest difference from galore_torch: " << worst << " (looser bound: " << worst_full << ")");
 }
 
 TEST_CASE("GaLore AdamW keeps low-rank moments and its projections in the state", "[optim][galore][state]") {
