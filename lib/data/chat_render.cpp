@@ -52,6 +52,9 @@ Document render_chat_document(const SourceSpec& spec, const std::string& origin,
   } catch (const Json::parse_error& e) {
     throw util::DataError("data file " + origin + ": malformed JSON (at column " + std::to_string(e.byte) + ")",
                           "each line of a JSONL file must be one complete JSON object");
+  } catch (const Json::exception& e) {  // a number past double's range: out_of_range.406
+    throw util::DataError("data file " + origin + ": " + util::plain_json_error(e.what()),
+                          "each line of a JSONL file must be one JSON object whose numbers fit a double");
   }
   if (!record.is_object()) {
     throw util::DataError("data file " + origin + ": the line is a JSON " + std::string(record.type_name()) +

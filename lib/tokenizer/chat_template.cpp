@@ -39,6 +39,9 @@ Json read_json(const fs::path& file) {
   } catch (const Json::parse_error& e) {
     throw util::DataError(file.string() + " is not valid JSON (at byte " + std::to_string(e.byte) + ")",
                           "fix or replace the file");
+  } catch (const Json::exception& e) {  // a number past double's range: out_of_range.406
+    throw util::DataError(file.string() + " is not valid JSON (" + util::plain_json_error(e.what()) + ")",
+                          "fix or replace the file");
   }
 }
 

@@ -150,6 +150,7 @@ TEST_CASE("labelled: JSONL fields, label types and errors with their line", "[da
   CHECK_THAT(error("{\"text\": \"x\", \"label\": 1"),
              Contains("bad.jsonl:2") && Contains("malformed JSON"));
   CHECK_THAT(error("[1, 2]"), Contains("bad.jsonl:2") && Contains("not a JSON object"));
+  CHECK_THAT(error("{\"text\": \"x\", \"label\": 1e999999}"), Contains("bad.jsonl:2") && Contains("malformed JSON"));
   CHECK_THAT(error("{\"text\": \"  \", \"label\": 1}"),
              Contains("bad.jsonl:2") && Contains("'text' is empty"));
 }
