@@ -50,6 +50,17 @@ std::string holder_of(int fd) {
   return out.empty() ? "a process that has not recorded itself yet" : out;
 }
 
+// A run directory that cannot be created or written at start is the user's setting
+// (run.output_dir) on this machine, which a retry will not change: exit 2, as bad input. A full
+// disk stays an IoError (exit 1): it may pass.
+[[noreturn]] void refuse(const std::string& action, const fs::path& path, int err) {
+  const util::IoError e = util::io_error(action, path, err);
+  if (err == EACCES || err == EPERM || err == EROFS || err == ENOTDIR || err == ENOENT) {
+    throw util::ConfigError(std::string("run.output_dir: ") + e.what(), e.hint());
+  }
+  throw e;
+}
+
 }  // namespace
 
 RunDirLock RunDirLock::acquire(const fs::path& run_dir) {
@@ -59,10 +70,10 @@ RunDirLock RunDirLock::acquire(const fs::path& run_dir) {
                             "set run.output_dir to a folder (it is created when missing)");
   }
   fs::create_directories(run_dir, ec);
-  if (ec) throw util::io_error("create the run directory", run_dir, ec.value());
+  if (ec) refuse("create the run directory", run_dir, ec.value());
   const fs::path path = run_dir / kRunLockFile;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw util::io_error("open the run directory's lock file", path, errno);
+  if (fd < 0) refuse("open the run directory's lock file", path, errno);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     if (err == EINTR) continue;

@@ -68,6 +68,25 @@ TEST_CASE("folders are read recursively and symlinked duplicates count once", "[
   CHECK(files[1].filename() == "b.txt");
 }
 
+TEST_CASE("a file that vanishes or turns into a folder between listing and reading is a DataError naming it",
+          "[data][source]") {
+  test::TempDir dir;
+  dir.write("corpus/a.txt", "alpha");
+  dir.write("corpus/b.jsonl", "{\"text\": \"beta\"}\n");
+  const SourceSpec spec{.path = (dir.path() / "corpus").string()};
+  const auto files = data::expand_source(spec);
+  REQUIRE(files.size() == 2);
+  std::filesystem::remove(files[0]);                   // deleted after the listing
+  std::filesystem::remove(files[1]);
+  std::filesystem::create_directory(files[1]);         // replaced by a folder
+  const auto read = [&](const std::filesystem::path& f) {
+    return test::data_error([&] { data::read_documents(spec, f, {}, [](data::Document&&) {}); });
+  };
+  CHECK_THAT(read(files[0]), Catch::Contains(files[0].string() + " does not exist"));
+  CHECK_THAT(read(files[1]), Catch::Contains(files[1].string() + " is a directory"));
+  CHECK_THAT(read(files[1]), !Catch::Contains("filesystem error"));
+}
+
 TEST_CASE("missing, empty, whitespace-only and invalid UTF-8 files are DataErrors with file and line",
           "[data][source]") {
   test::TempDir dir;
