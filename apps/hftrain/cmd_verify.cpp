@@ -1,6 +1,8 @@
 // `hftrain verify PATH`: checks a checkpoint (or every checkpoint of a run directory) against its
-// manifest: every file present with its size and checksum, every tensor's name, dtype and shape.
-// Exit 0 when all verify, 2 otherwise.
+// manifest: every file present with its size and checksum, every tensor's name, dtype and shape;
+// then, when those hold, every field of the trainer's state files as a resume reads them (steps,
+// cursor, counters, scaler, generator states: train/checkpoint_state.h). Exit 0 when all verify,
+// 2 otherwise.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/verify.h"
 #include "commands.h"
+#include "train/checkpoint_state.h"
 #include "util/error.h"
 
 namespace hftrain::app {
@@ -23,7 +26,9 @@ struct VerifyArgs {
 
 // Prints one checkpoint's verdict; returns whether it verified.
 bool report(const fs::path& dir) {
-  const ckpt::VerifyReport r = ckpt::verify_checkpoint(dir);
+  ckpt::VerifyReport r = ckpt::verify_checkpoint(dir);
+  // The fields only once the files are the ones the manifest recorded (else those problems say it).
+  if (r.ok()) r.problems = train::check_state_files(dir);
   if (r.ok()) {
     uint64_t bytes = 0;
     for (const auto& f : r.manifest->files) bytes += f.size;

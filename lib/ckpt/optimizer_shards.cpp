@@ -75,7 +75,15 @@ class MappedOptimizerState final : public parallel::SavedOptimizerState {
       const int64_t to = std::min(end, it->offset + it->count);
       auto part = piece(name, *it).narrow(0, from - it->offset, to - from);
       if (to - from == count) return part;  // one piece holds the whole range: a view, no copy
-      if (!out.defined()) out = torch::empty({count}, part.options());
+      if (!out.defined()) {
+        out = torch::empty({count}, part.options());
+      } else if (part.scalar_type() != out.scalar_type()) {
+        // Pieces of one tensor are written in one dtype: copy_ would convert a damaged one.
+        throw util::CheckpointError((dir_ / index_.files[it->file]).string() + ": the piece of the optimizer state `" +
+                                        name + "` holds " + std::string(c10::toString(part.scalar_type())) +
+                                        ", its other pieces " + std::string(c10::toString(out.scalar_type())),
+                                    kDamaged);
+      }
       out.narrow(0, from - offset, to - from).copy_(part);
     }
     return out;

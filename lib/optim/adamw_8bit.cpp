@@ -195,10 +195,6 @@ constexpr const char* kName = "adamw_8bit";
 // operation is element-wise or per block, so the chunking does not change the arithmetic.
 constexpr int64_t kChunkElements = int64_t{1} << 22;
 
-bool is_code_key(const std::string& key) {
-  return key == "state1" || key == "state2";
-}
-
 struct ParamState {
   int64_t step = 0;       // 0: no state yet (the tensors below are undefined)
   torch::Tensor exp_avg;  // fp32 moments: parameters with fewer than min_8bit_size elements
@@ -268,45 +264,9 @@ class AdamW8bit : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    // state_io's checks take floating-point tensors; the uint8 codes go through them as fp32
-    // placeholders of their shape (a broadcast zero on the parameter's device: no memory), and
-    // are checked for their dtype and copied after.
-    std::unordered_map<std::string, const torch::Tensor*> param_of;
-    for (const auto& g : groups_) {
-      for (size_t i = 0; i < g.names.size(); ++i) param_of.emplace(g.names[i], &g.params[i]);
-    }
-    OptimizerState checked;
-    checked.meta = state.meta;
-    std::unordered_map<std::string, torch::Tensor> codes;  // "<name>/<state1|state2>" -> as given
-    for (const auto& [key, t] : state.tensors) {
-      const size_t slash = key.rfind('/');
-      auto param =
-          slash == std::string::npos ? param_of.end() : param_of.find(key.substr(0, slash));
-      if (param != param_of.end() && t.defined() && is_code_key(key.substr(slash + 1))) {
-        codes.emplace(key, t);
-        const auto placeholder = torch::zeros({}, param->second->options().dtype(torch::kFloat32));
-        checked.tensors.emplace_back(key, placeholder.expand(t.sizes()));
-      } else {
-        checked.tensors.emplace_back(key, t);
-      }
-    }
-
     detail::StateLayout layout{kName, /*counts_steps=*/true,
                                [&](size_t, size_t index, const torch::Tensor& p) { return specs(p, eight_bit_[index]); }};
-    std::vector<detail::LoadedParam> loaded = detail::check_and_copy(checked, groups_, layout);
-
-    // Every code tensor that got this far belongs to a parameter that keeps 8-bit state.
-    for (const auto& [key, t] : codes) {
-      if (t.scalar_type() != torch::kUInt8 || t.layout() != torch::kStrided) {
-        throw util::CheckpointError(
-            "optimizer state: tensor '" + key + "' holds " +
-                std::string(c10::toString(t.scalar_type())) +
-                ", expected the uint8 codes of 8-bit AdamW's quantized moments",
-            "the checkpoint's optimizer state does not fit this run's model and optimizer "
-            "settings; "
-            "resume with the settings it was saved with, or start a new run");
-      }
-    }
+    std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);
 
     std::vector<ParamState> fresh(loaded.size());
     size_t k = 0;
@@ -325,8 +285,6 @@ class AdamW8bit : public Optimizer {
           st.state2 = in.tensors[1];
           st.absmax1 = in.tensors[2];
           st.absmax2 = in.tensors[3];
-          st.state1.copy_(codes.at(g.names[i] + "/state1"));
-          st.state2.copy_(codes.at(g.names[i] + "/state2"));
         }
       }
     }

@@ -191,8 +191,14 @@ std::vector<LoadedParam> check_and_copy(const OptimizerState& state,
              ", expected " + shape_text(s.shape) + " for parameter '" + name + "' of shape " +
              shape_text(param.sizes()));
       }
-      if (!src.is_floating_point() || src.layout() != torch::kStrided) {
-        fail("tensor '" + name + "/" + s.key + "' is not a dense floating-point tensor");
+      if (src.layout() != torch::kStrided) fail("tensor '" + name + "/" + s.key + "' is not a dense tensor");
+      // The dtype this optimizer writes it in: another one is a damaged or foreign state, never
+      // converted (an empty piece, which a rank without a share of the parameter reads, holds no
+      // values to convert).
+      if (src.scalar_type() != s.dtype && src.numel() > 0) {
+        fail("tensor '" + name + "/" + s.key + "' holds " + std::string(c10::toString(src.scalar_type())) +
+             ", expected " + std::string(c10::toString(s.dtype)) + ", the dtype " + std::string(layout.optimizer) +
+             " keeps it in");
       }
       // The parameter's own layout where the shapes agree, as the optimizer would allocate it.
       const auto options = torch::TensorOptions().dtype(s.dtype).device(param.device());

@@ -8,6 +8,7 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   adapter_model.cpp
+  checkpoint_state.cpp
   peft_setup.cpp
   causal_lm.cpp
   device_stats.cpp

@@ -34,6 +34,7 @@
 #include "model/weight_loader.h"
 #include "peft/peft_files.h"
 #include "train/checkpoint_fields.h"
+#include "train/checkpoint_state.h"
 #include "train/trainer.h"
 #include "train/wiring.h"
 #include "util/build_info.h"
@@ -55,11 +56,6 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kSchedulerFile = "scheduler.json";
-constexpr const char* kScalerFile = "scaler.json";
-constexpr const char* kRngFile = "rng.safetensors";
-constexpr const char* kDataFile = "data.json";
-constexpr const char* kTrainerStateFile = "trainer_state.json";
 constexpr const char* kConfigFile = "config.yaml";
 constexpr const char* kEnvironmentFile = "environment.json";
 // LoRA runs: the base model the trained tensors belong to.
@@ -378,97 +374,90 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     }
   }
 
-  strategy_->load_optimizer_state(*ckpt::open_saved_optimizer(dir));  // each rank reads its pieces
+  // Every state file read and checked before any of it is used.
+  const SavedTrainerState ts = read_trainer_state(dir);
+  const SavedDataState data = read_data_state(dir);
+  const std::optional<SavedPlateau> plateau = read_plateau_state(dir);
+  const SavedScaler scaler = read_scaler_state(dir);
+  const model::TensorList rng = rank_rng_states(read_rng_states(dir), world_->rank());
 
-  const fs::path sched_file = dir / kSchedulerFile;
-  const Json sched = read_json(sched_file);
+  try {
+    strategy_->load_optimizer_state(*ckpt::open_saved_optimizer(dir));  // each rank reads its pieces
+  } catch (const util::CheckpointError& e) {
+    // The optimizer's own checks (a tensor's shape or dtype) know the state, not where it lies.
+    if (std::string_view(e.what()).find(dir.string()) != std::string_view::npos) throw;
+    std::error_code ec;
+    const fs::path index = fs::exists(dir / ckpt::kOptimizerIndexFile, ec) ? dir / ckpt::kOptimizerIndexFile
+                                                                           : dir / ckpt::kLegacyOptimizerTensors;
+    throw util::CheckpointError(index.string() + ": " + e.what(), e.hint());
+  }
+
   if (plateau_) {
-    if (!sched.contains("plateau")) {
-      throw util::CheckpointError(sched_file.string() + " has no reduce_lr_on_plateau state, but scheduler.name is reduce_lr_on_plateau",
+    if (!plateau) {
+      throw util::CheckpointError((dir / kSchedulerFile).string() +
+                                      " has no reduce_lr_on_plateau state, but scheduler.name is reduce_lr_on_plateau",
                                   "resume with the checkpoint's scheduler");
     }
-    const Json& p = sched.at("plateau");
-    plateau_->restore({real_field(p, "factor", sched_file, 0.0, 1e6), field<double>(p, "best", sched_file),
-                       count_field(p, "num_bad", sched_file), count_field(p, "cooldown_left", sched_file)});
+    plateau_->restore({plateau->factor, plateau->best.value_or(plateau_->state().best), plateau->num_bad,
+                       plateau->cooldown_left});
   }
-  const fs::path scaler_file = dir / kScalerFile;
-  const Json sc = read_json(scaler_file);
-  if (scaler_.enabled() && field<bool>(sc, "enabled", scaler_file)) {
-    scaler_.load_state({real_field(sc, "scale", scaler_file, 1e-30, 1e30), count_field(sc, "growth_tracker", scaler_file)});
-  }
-  const model::TensorList rng = rank_rng_states(model::read_safetensors(dir / kRngFile), world_->rank());
+  if (scaler_.enabled() && scaler.enabled) scaler_.load_state({scaler.scale, scaler.growth_tracker});
   if (rng.empty() && world_->rank() > 0) {
     // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
     torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * static_cast<uint64_t>(world_->rank()) +
-                       104729u * static_cast<uint64_t>(count_field(read_json(dir / kTrainerStateFile), "step",
-                                                                         dir / kTrainerStateFile)));
+                       104729u * static_cast<uint64_t>(ts.step));
   } else {
     restore_rng(rng, device_, dir / kRngFile);
   }
 
-  const fs::path data_file = dir / kDataFile;
-  const Json data = read_json(data_file);
-  const auto saved_samples = static_cast<uint64_t>(count_field(data, "num_samples", data_file));
-  if (saved_samples != loaders_.train->num_samples() && !allow_data_change) {
+  if (static_cast<uint64_t>(data.num_samples) != loaders_.train->num_samples() && !allow_data_change) {
     throw util::CheckpointError("the training data changed since " + dir.string() + " was saved: " +
-                                    std::to_string(saved_samples) + " samples then, " +
+                                    std::to_string(data.num_samples) + " samples then, " +
                                     std::to_string(loaders_.train->num_samples()) + " now",
                                 "restore the data files, or pass --force to continue on the new data");
   }
   // The effective document masking (its default depends on the data): a checkpoint from before
   // it was recorded trained without.
-  const bool saved_mask = data.contains("document_mask") && data["document_mask"].is_boolean() &&
-                          data["document_mask"].get<bool>();
-  if (saved_mask != loaders_.packing.document_mask && !allow_data_change) {
+  if (data.document_mask != loaders_.packing.document_mask && !allow_data_change) {
+    const bool saved_mask = data.document_mask;
     throw util::CheckpointError(std::string("document masking was ") + (saved_mask ? "on" : "off") + " when " +
                                     dir.string() + " was saved and is " + (saved_mask ? "off" : "on") + " now",
                                 std::string("resume with data.document_mask=") + (saved_mask ? "true" : "false") +
                                     ", or pass --force to change it from here on");
   }
-  loaders_.train->seek(static_cast<uint64_t>(count_field(data, "cursor", data_file)));
+  loaders_.train->seek(static_cast<uint64_t>(data.cursor));
 
-  const fs::path state_file = dir / kTrainerStateFile;
-  const Json ts = read_json(state_file);
-  state_.step = count_field(ts, "step", state_file);
-  state_.epoch = real_field(ts, "epoch", state_file, 0.0, 1e15);
-  state_.tokens_seen = count_field(ts, "tokens_seen", state_file);
+  state_.step = ts.step;
+  state_.epoch = ts.epoch;
+  state_.tokens_seen = ts.tokens_seen;
   state_.source_tokens.assign(loaders_.datasets.train_sources.size(), 0);
-  if (ts.contains("source_tokens")) {
-    const Json& counts = ts["source_tokens"];
-    if (!counts.is_object()) {
-      throw util::CheckpointError(state_file.string() + ": `source_tokens` is not a map of source names to token counts",
-                                  "the file is damaged; resume from another checkpoint");
-    }
+  if (ts.source_tokens) {
+    const auto& counts = *ts.source_tokens;
     size_t matched = 0;
     for (size_t i = 0; i < loaders_.datasets.train_sources.size(); ++i) {
       const auto it = counts.find(loaders_.datasets.train_sources[i].name);
       if (it == counts.end()) continue;
-      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCheckpointCount) {
-        throw util::CheckpointError(state_file.string() + ": `source_tokens` holds " + it->dump().substr(0, 40) +
-                                        " for " + it.key() + ", not a token count",
-                                    "the file is damaged; resume from another checkpoint");
-      }
-      state_.source_tokens[i] = it->get<int64_t>();
+      state_.source_tokens[i] = it->second;
       ++matched;
     }
     if ((matched != counts.size() || matched != loaders_.datasets.train_sources.size()) && !allow_data_change) {
       std::string saved;
-      for (auto it = counts.begin(); it != counts.end(); ++it) saved += (saved.empty() ? "" : ", ") + it.key();
+      for (const auto& [name, count] : counts) saved += (saved.empty() ? "" : ", ") + name;
       throw util::CheckpointError("the training sources changed since " + dir.string() + " was saved (it drew from: " +
-                                      saved.substr(0, 300) + ")",
+                                      util::clip(saved, 300) + ")",
                                   "resume with the same data.train sources, or pass --force to continue with the new "
                                   "ones (their token counts start at 0)");
     }
   }
-  state_.best_eval_loss = optional_field(ts, "best_eval_loss", state_file);
-  state_.best_step = count_field(ts, "best_step", state_file);
-  state_.last_eval_loss = optional_field(ts, "last_eval_loss", state_file);
-  state_.last_eval_step = count_field(ts, "last_eval_step", state_file);
-  state_.early_stopping_best = optional_field(ts, "early_stopping_best", state_file);
-  state_.early_stopping_bad = count_field(ts, "early_stopping_bad", state_file);
+  state_.best_eval_loss = ts.best_eval_loss;
+  state_.best_step = ts.best_step;
+  state_.last_eval_loss = ts.last_eval_loss;
+  state_.last_eval_step = ts.last_eval_step;
+  state_.early_stopping_best = ts.early_stopping_best;
+  state_.early_stopping_bad = ts.early_stopping_bad;
   // The window is the sum over all ranks; rank 0 carries it on.
-  window_loss_.fill_(world_->is_main() ? real_field(ts, "window_loss_sum", state_file, -1e30, 1e30) : 0.0);
-  window_targets_ = world_->is_main() ? count_field(ts, "window_targets", state_file) : 0;
+  window_loss_.fill_(world_->is_main() ? ts.window_loss_sum : 0.0);
+  window_targets_ = world_->is_main() ? ts.window_targets : 0;
   start_step_ = state_.step;
   if (state_.step >= total_steps_) {
     throw util::ConfigError(dir.string() + " is at step " + std::to_string(state_.step) +

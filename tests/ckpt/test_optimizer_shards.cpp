@@ -329,6 +329,12 @@ TEST_CASE("a missing, truncated or damaged shard file is a CheckpointError namin
     fs::copy_file(dir2 / second, dir / second, fs::copy_options::overwrite_existing);
     CHECK_THAT(load_error(dir), Contains(second) && Contains("does not match"));
   }
+  SECTION("one rank's pieces in another dtype: refused, not converted") {
+    auto locals = two_zero_ranks(whole);
+    for (auto& piece : locals[1].pieces) piece.data = piece.data.to(torch::kFloat64);
+    const fs::path dir = save(d.path(), 1, locals);
+    CHECK_THAT(load_error(dir), Contains(second) && Contains("holds Double, its other pieces Float"));
+  }
   SECTION("an index whose pieces leave a gap") {
     const fs::path dir = save(d.path(), 1, two_zero_ranks(whole));
     Json index = Json::parse(test::read_text(dir / ckpt::kOptimizerIndexFile));

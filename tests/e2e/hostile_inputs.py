@@ -7,9 +7,11 @@ file, and runs the command that reads it. Classes: JSON nested a million deep (t
 safetensors header, manifest, JSONL record), sizes that would allocate without bound (a 2^63
 safetensors header length, a model.json vocabulary of 10^9, a 2^31 class id), checkpoint fields
 that cannot be right (a negative cursor, a fractional step, a 2^63 step, an RNG state of the wrong
-size and dtype; the manifest is rewritten to match, so the field checks, not the checksums, answer),
+size and dtype, optimizer moments in another dtype; the manifest is rewritten to match, so the field
+checks, not the checksums, answer; `hftrain verify` must report the same fields),
 file-system surprises (a folder where model.safetensors should be, an unreadable folder inside a
-data folder, run as an unprivileged user when this runs as root), and launch variables of zero.
+data folder and a run directory that cannot be created, both run as an unprivileged user when this
+runs as root), and launch variables of zero.
 Each must end with exit 2, a message under 60 lines that names the file (or key), no crash or
 library text, and the damaged directory unchanged on disk. Exits 1 on any failure.
 """
@@ -45,14 +47,15 @@ def tree_digest(path):
     return h.hexdigest()
 
 
-def expect_refusal(name, args, names, env, watched=None, user=None):
-    """Runs hftrain; exit 2, a short message naming `names`, no internals, `watched` unchanged."""
+def expect_refusal(name, args, names, env, watched=None, user=None, report=False):
+    """Runs hftrain; exit 2, a short message naming `names`, no internals, `watched` unchanged.
+    report: the command reports on stdout (hftrain verify), which is then read with stderr."""
     before = tree_digest(watched) if watched else None
     cmd = list(args)
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    err = p.stderr
+    err = p.stdout + p.stderr if report else p.stderr
     problems = []
     if p.returncode != 2:
         problems.append(f"exit {p.returncode}")
@@ -68,7 +71,7 @@ def expect_refusal(name, args, names, env, watched=None, user=None):
     if watched and tree_digest(watched) != before:
         problems.append(f"{watched} changed on disk")
     status = "ok" if not problems else "FAIL " + "; ".join(problems)
-    shown = [line for line in err.strip().splitlines() if line.startswith("error:")]
+    shown = [line for line in err.strip().splitlines() if line.startswith("error:" if not report else "  - ")]
     print(f"{name}: {status}: {(shown[0] if shown else err.strip()[-160:])[:200]}")
     if problems:
         failures.append(f"{name}: {'; '.join(problems)}\n{err[-800:]}")
@@ -126,12 +129,16 @@ def main():
             return d
 
         def resume(name, rel, edit, names):
-            """Damages checkpoint-4's `rel` with `edit(path)`, fixes the manifest, resumes."""
+            """Damages checkpoint-4's `rel` with `edit(path)`, fixes the manifest, resumes; and
+            `hftrain verify` reports the same."""
             run = copy(name)
             ck = os.path.join(run, "checkpoint-4")
             edit(os.path.join(ck, rel))
             fix_manifest(ck, rel)
             expect_refusal(name, [hftrain, "resume", ck, "trainer.max_steps=6"], names, env, watched=ck)
+            if rel.startswith("optimizer"):
+                return  # verify reads no optimizer tensors' values: the resume's optimizer decides their dtype
+            expect_refusal(name + " (verify)", [hftrain, "verify", ck], names, env, watched=ck, report=True)
 
         def edit_json(key, value):
             def edit(path):
@@ -195,6 +202,22 @@ def main():
         resume("RNG state of 10 bytes", "rng.safetensors", rng("U8", 10), ["rng.safetensors", "`cpu`"])
         resume("RNG state in F32", "rng.safetensors", rng("F32", 1264), ["rng.safetensors", "`cpu`"])
 
+        def to_f64(path):
+            """Every tensor of a safetensors file rewritten as F64 (its values kept)."""
+            data = open(path, "rb").read()
+            (n,) = struct.unpack("<Q", data[:8])
+            header = json.loads(data[8:8 + n])
+            tensors = {}
+            for k, v in header.items():
+                if k == "__metadata__":
+                    continue
+                begin, end = v["data_offsets"]
+                values = struct.unpack(f"<{(end - begin) // 4}f", data[8 + n + begin:8 + n + end])
+                tensors[k] = ("F64", v["shape"], struct.pack(f"<{len(values)}d", *values))
+            write_safetensors(path, tensors)
+        shard = sorted(f for f in os.listdir(os.path.join(base, "checkpoint-4", "optimizer")) if f.endswith(".safetensors"))[0]
+        resume("optimizer moments in F64", f"optimizer/{shard}", to_f64, ["optimizer/index.json", "exp_avg", "holds Double, expected Float"])
+
         # --- the file system
         d = copy("folder-for-file")
         os.remove(os.path.join(d, "final", "model.safetensors"))
@@ -216,6 +239,13 @@ def main():
             expect_refusal("an unreadable folder inside data.train (as nobody)",
                            [hftrain, "run", "quickstart", *common, f"data.train={data_dir}", "trainer.max_steps=2",
                             f"run.output_dir={out}"], ["locked"], env, user=65534)
+            read_only = os.path.join(work, "read-only")
+            os.makedirs(read_only)
+            os.chmod(read_only, 0o555)
+            expect_refusal("run.output_dir inside a folder it cannot write (as nobody)",
+                           [hftrain, "run", "quickstart", *common, "trainer.max_steps=2",
+                            f"run.output_dir={read_only}/run"], ["run.output_dir", read_only, "permission denied"],
+                           env, watched=read_only, user=65534)
         else:
             print("an unreadable folder inside data.train: skipped (needs root and setpriv to act as another user)")
 

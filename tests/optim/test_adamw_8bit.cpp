@@ -446,7 +446,7 @@ TEST_CASE("8-bit AdamW refuses a bad state and stays unchanged", "[optim][adamw_
          auto& t = s.tensors[index_of(s, w + "/state1")].second;
          t = t.to(torch::kFloat32);
        },
-       "'" + w + "/state1' holds Float, expected the uint8 codes"},
+       "'" + w + "/state1' holds Float, expected Byte, the dtype adamw_8bit keeps it in"},
       {"int32 codes",
        [&](optim::OptimizerState& s) {
          auto& t = s.tensors[index_of(s, w + "/state2")].second;

@@ -293,6 +293,18 @@ TEST_CASE("a bad state throws naming what is wrong and leaves the optimizer unch
                          s.tensors.erase(s.tensors.begin() + tensor_index(s, w_key));
                        },
                        "parameter '" + w + "' has state but no tensor '" + w_key + "'"});
+      edits.push_back({"a state tensor of another dtype (converting it would hide a damaged state)",
+                       [&](optim::OptimizerState& s) {
+                         auto& t = s.tensors[tensor_index(s, w_key)].second;
+                         t = t.to(torch::kFloat64);
+                       },
+                       "'" + w_key + "' holds Double, expected Float, the dtype"});
+      edits.push_back({"an integer state tensor",
+                       [&](optim::OptimizerState& s) {
+                         auto& t = s.tensors[tensor_index(s, w_key)].second;
+                         t = t.to(torch::kInt64);
+                       },
+                       "'" + w_key + "' holds Long, expected Float"});
       edits.push_back({"an unexpected state tensor",
                        [&](optim::OptimizerState& s) {
                          s.tensors.emplace_back(w + "/bogus", torch::zeros({6, 4}));

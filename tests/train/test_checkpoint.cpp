@@ -9,6 +9,7 @@
 #include "ckpt/writer.h"
 #include "model/safetensors.h"
 #include "util/fs.h"
+#include "train/checkpoint_state.h"
 #include "train/trainer.h"
 
 using namespace hftrain;
@@ -58,6 +59,8 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
       {"rmsprop", {"optimizer.momentum=0.9"}},
       {"rmsprop", {"distributed.strategy=zero2", "distributed.cpu_offload=true", "optimizer.momentum=0.9"}},
       {"adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true"}},
+      // Saved before any evaluation: the plateau's best is still its initial infinity (null in JSON).
+      {"adamw", {"scheduler.name=reduce_lr_on_plateau", "scheduler.warmup_steps=0"}},
       {"adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true"}},
       // Saved at step 4 between projections (renewed at steps 0, 3 and 6): the resumed run uses
       // the saved projection until step 6.
@@ -107,6 +110,26 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
     REQUIRE(got.size() == expected.size());
     for (size_t i = 0; i < got.size(); ++i) CHECK(torch::equal(got[i], expected[i]));
   }
+}
+
+TEST_CASE("the state files' checks that a resume makes, without a trainer (hftrain verify)", "[train][ckpt]") {
+  test::TempDir d;
+  auto cfg = test::resolve("{}", overrides(d, "a", "adamw")).values;
+  train::Trainer(cfg, cfg.run.output_dir).train();
+  const std::filesystem::path ck = cfg.run.output_dir + "/checkpoint-4";
+  CHECK(train::check_state_files(ck).empty());
+  const auto ts = train::read_trainer_state(ck);
+  CHECK(ts.step == 4);
+  CHECK(ts.tokens_seen == 4 * 2 * 2 * 16);
+  CHECK(train::read_data_state(ck).cursor == 4 * 2 * 2);
+  CHECK_FALSE(train::read_scaler_state(ck).enabled);
+
+  util::atomic_write_file(ck / "data.json", R"({"num_samples": 24, "cursor": -1})");
+  util::atomic_write_file(ck / "scaler.json", R"({"enabled": true, "scale": 1e999, "growth_tracker": 0})");
+  const auto problems = train::check_state_files(ck);
+  REQUIRE(problems.size() == 2);
+  CHECK_THAT(problems[0], Catch::Matchers::Contains("data.json: `cursor` is -1"));
+  CHECK_THAT(problems[1], Catch::Matchers::Contains("scaler.json") && Catch::Matchers::Contains("number overflow"));
 }
 
 TEST_CASE("restoring a finished checkpoint asks for more steps", "[train][ckpt]") {

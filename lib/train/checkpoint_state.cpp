@@ -1,0 +1,134 @@
+#include "train/checkpoint_state.h"
+
+#include <functional>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "train/checkpoint_fields.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace hftrain::train {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+const char* const kDamaged = "the file is damaged; resume from another checkpoint";
+
+int64_t cpu_generator_state_size() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state().numel();
+}
+
+bool is_cpu_state(const std::string& name) { return name == "cpu" || name.rfind("cpu.rank", 0) == 0; }
+
+}  // namespace
+
+SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
+  const fs::path file = checkpoint / kTrainerStateFile;
+  const Json ts = read_json(file);
+  SavedTrainerState s;
+  s.step = count_field(ts, "step", file);
+  s.epoch = real_field(ts, "epoch", file, 0.0, 1e15);
+  s.tokens_seen = count_field(ts, "tokens_seen", file);
+  if (ts.contains("source_tokens")) {
+    const Json& counts = ts["source_tokens"];
+    if (!counts.is_object()) {
+      throw util::CheckpointError(file.string() + ": `source_tokens` is not a map of source names to token counts",
+                                  kDamaged);
+    }
+    s.source_tokens.emplace();
+    for (auto it = counts.begin(); it != counts.end(); ++it) {
+      if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > kMaxCheckpointCount) ||
+          it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCheckpointCount) {
+        throw util::CheckpointError(file.string() + ": `source_tokens` holds " + util::clip(it->dump(), 40) + " for " +
+                                        util::clip(it.key(), 100) + ", not a token count",
+                                    kDamaged);
+      }
+      (*s.source_tokens)[it.key()] = it->get<int64_t>();
+    }
+  }
+  s.best_eval_loss = optional_field(ts, "best_eval_loss", file);
+  s.best_step = count_field(ts, "best_step", file);
+  s.last_eval_loss = optional_field(ts, "last_eval_loss", file);
+  s.last_eval_step = count_field(ts, "last_eval_step", file);
+  s.early_stopping_best = optional_field(ts, "early_stopping_best", file);
+  s.early_stopping_bad = count_field(ts, "early_stopping_bad", file);
+  s.window_loss_sum = real_field(ts, "window_loss_sum", file, -1e30, 1e30);
+  s.window_targets = count_field(ts, "window_targets", file);
+  return s;
+}
+
+SavedDataState read_data_state(const fs::path& checkpoint) {
+  const fs::path file = checkpoint / kDataFile;
+  const Json data = read_json(file);
+  SavedDataState s;
+  s.num_samples = count_field(data, "num_samples", file);
+  s.cursor = count_field(data, "cursor", file);
+  if (data.contains("document_mask")) s.document_mask = field<bool>(data, "document_mask", file);
+  return s;
+}
+
+std::optional<SavedPlateau> read_plateau_state(const fs::path& checkpoint) {
+  const fs::path file = checkpoint / kSchedulerFile;
+  const Json sched = read_json(file);
+  if (!sched.contains("plateau")) return std::nullopt;
+  const Json& p = sched.at("plateau");
+  if (!p.is_object()) throw util::CheckpointError(file.string() + ": `plateau` is not an object", kDamaged);
+  if (!p.contains("best")) field<double>(p, "best", file);  // the missing-key message
+  return SavedPlateau{real_field(p, "factor", file, 0.0, 1e6), optional_field(p, "best", file),
+                      count_field(p, "num_bad", file), count_field(p, "cooldown_left", file)};
+}
+
+SavedScaler read_scaler_state(const fs::path& checkpoint) {
+  const fs::path file = checkpoint / kScalerFile;
+  const Json sc = read_json(file);
+  SavedScaler s;
+  s.enabled = field<bool>(sc, "enabled", file);
+  if (s.enabled) {
+    s.scale = real_field(sc, "scale", file, 1e-30, 1e30);
+    s.growth_tracker = count_field(sc, "growth_tracker", file);
+  }
+  return s;
+}
+
+model::TensorList read_rng_states(const fs::path& checkpoint) {
+  const fs::path file = checkpoint / kRngFile;
+  model::TensorList states = model::read_safetensors(file);
+  bool cpu = false;
+  const int64_t cpu_size = cpu_generator_state_size();
+  for (const auto& [name, state] : states) {
+    const bool is_cpu = is_cpu_state(name);
+    cpu = cpu || name == "cpu";
+    if (state.scalar_type() != torch::kUInt8 || state.dim() != 1 || (is_cpu && state.numel() != cpu_size)) {
+      throw util::CheckpointError(
+          file.string() + ": the `" + util::clip(name, 100) + "` generator state is " +
+              std::string(c10::toString(state.scalar_type())) + " of " + std::to_string(state.numel()) +
+              " elements; this build's is uint8" + (is_cpu ? " of " + std::to_string(cpu_size) : std::string()),
+          "the checkpoint is damaged or from another LibTorch; resume from another one");
+    }
+  }
+  if (!cpu) throw util::CheckpointError(file.string() + " has no `cpu` generator state", "the checkpoint is damaged");
+  return states;
+}
+
+std::vector<std::string> check_state_files(const fs::path& checkpoint) {
+  std::vector<std::string> problems;
+  const std::vector<std::function<void()>> reads = {
+      [&] { read_data_state(checkpoint); }, [&] { read_rng_states(checkpoint); },
+      [&] { read_scaler_state(checkpoint); }, [&] { read_plateau_state(checkpoint); },
+      [&] { read_trainer_state(checkpoint); }};
+  for (const auto& read : reads) {
+    try {
+      read();
+    } catch (const util::Error& e) {
+      problems.push_back(e.what());
+    }
+  }
+  return problems;
+}
+
+}  // namespace hftrain::train

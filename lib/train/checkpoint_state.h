@@ -1,0 +1,76 @@
+// The trainer's own state files in a checkpoint (trainer_state.json, data.json, scheduler.json,
+// scaler.json, rng.safetensors) read into typed values, every field checked for type and range
+// (checkpoint_fields.h) before anything uses it. A resume restores from these; `hftrain verify`
+// runs the same reads, so it reports what a resume would refuse, without a config or the data.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/safetensors.h"
+
+namespace hftrain::train {
+
+inline constexpr const char* kSchedulerFile = "scheduler.json";
+inline constexpr const char* kScalerFile = "scaler.json";
+inline constexpr const char* kRngFile = "rng.safetensors";
+inline constexpr const char* kDataFile = "data.json";
+inline constexpr const char* kTrainerStateFile = "trainer_state.json";
+
+// trainer_state.json.
+struct SavedTrainerState {
+  int64_t step = 0;
+  double epoch = 0;
+  int64_t tokens_seen = 0;
+  // Tokens drawn per training source, by name; nullopt in checkpoints from before mixtures.
+  std::optional<std::map<std::string, int64_t>> source_tokens;
+  std::optional<double> best_eval_loss;
+  int64_t best_step = 0;
+  std::optional<double> last_eval_loss;
+  int64_t last_eval_step = 0;
+  std::optional<double> early_stopping_best;
+  int64_t early_stopping_bad = 0;
+  double window_loss_sum = 0;  // the logging window, summed over ranks
+  int64_t window_targets = 0;
+};
+
+// data.json: where the sampler stands.
+struct SavedDataState {
+  int64_t num_samples = 0;
+  int64_t cursor = 0;
+  bool document_mask = false;  // false in checkpoints from before it was recorded
+};
+
+// scheduler.json's reduce_lr_on_plateau state.
+struct SavedPlateau {
+  double factor = 1;
+  std::optional<double> best;  // nullopt: no evaluation yet (the initial infinity, saved as null)
+  int64_t num_bad = 0;
+  int64_t cooldown_left = 0;
+};
+
+// scaler.json: fp16's loss scale (scale and growth_tracker read only when enabled).
+struct SavedScaler {
+  bool enabled = false;
+  double scale = 0;
+  int64_t growth_tracker = 0;
+};
+
+// Each throws util::CheckpointError naming the file and the field: missing, of another type, or
+// out of its range.
+SavedTrainerState read_trainer_state(const std::filesystem::path& checkpoint);
+SavedDataState read_data_state(const std::filesystem::path& checkpoint);
+std::optional<SavedPlateau> read_plateau_state(const std::filesystem::path& checkpoint);  // nullopt: none saved
+SavedScaler read_scaler_state(const std::filesystem::path& checkpoint);
+// rng.safetensors: every generator state uint8 and 1-D, a `cpu` one, and every CPU one ("cpu",
+// "cpu.rank<r>") of this LibTorch's CPU generator's size.
+model::TensorList read_rng_states(const std::filesystem::path& checkpoint);
+
+// Every read above, each failure one line (the message), in file order; empty when all pass.
+std::vector<std::string> check_state_files(const std::filesystem::path& checkpoint);
+
+}  // namespace hftrain::train
