@@ -6,6 +6,8 @@
 #   scripts/setup.sh --bundle DIR        download every package the build needs into DIR
 #   scripts/setup.sh --from-bundle DIR   build from DIR with no network and no apt
 #   scripts/setup.sh --no-build          install and configure only
+#   scripts/setup.sh --test-tools        also clang and its libFuzzer runtime, which the fuzz tests
+#                                        run under (scripts/test.sh passes it)
 #
 # LibTorch: reused from Torch_DIR (…/share/cmake/Torch) or HFTRAIN_TORCH_DIR (a torch package
 # folder) when set; otherwise the PyPI torch wheel in the project-local virtual environment .venv.
@@ -18,12 +20,14 @@ torch_spec=${HFTRAIN_TORCH_SPEC:-torch>=2.11,<2.12}
 mode=install
 bundle=""
 do_build=1
+test_tools=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) mode=bundle; bundle=${2:?--bundle needs a folder}; shift 2 ;;
     --from-bundle) mode=from-bundle; bundle=${2:?--from-bundle needs a folder}; shift 2 ;;
     --no-build) do_build=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --test-tools) test_tools=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,13 +40,17 @@ tool_pkgs=(cmake ninja-build g++ ccache python3 python3-venv)
 lib_pkgs=(libpcre2-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev libopenmpi-dev openmpi-bin)
 # The quickstart's corpus.
 data_pkgs=(fortunes fortunes-min)
+# Only for the tests: the fuzz targets' libFuzzer + sanitizer build (tests/fuzz/libfuzzer).
+test_pkgs=(clang libclang-rt-dev)
 
 sudo_cmd() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 install_apt() {
   local missing=()
-  for p in "${tool_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}"; do
+  local wanted=("${tool_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}")
+  [ "$test_tools" = 1 ] && wanted+=("${test_pkgs[@]}")
+  for p in "${wanted[@]}"; do
     if [ "$p" = python3 ] || [ "$p" = python3-venv ]; then
       # Any python3 that can make a venv with pip will do (pyenv, conda, Debian's). Debian's own
       # python3 has the venv module without ensurepip until python3-venv is installed.

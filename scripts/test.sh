@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 
-"$root/scripts/setup.sh" --no-build
+"$root/scripts/setup.sh" --no-build --test-tools
 # Python test oracles (transformers, tokenizers, tensorboard, ...) live in the project's .venv.
 if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
 # Offline (a bundle made by setup.sh --bundle): HFTRAIN_WHEELS=<bundle>/wheels installs from there.
