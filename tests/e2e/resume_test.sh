@@ -277,7 +277,8 @@ if unshare -rm true 2>/dev/null; then
     mount --bind '$WORK/ro' '$WORK/ro' && mount -o remount,bind,ro '$WORK/ro' || exit 99
     '$HFTRAIN' resume '$WORK/ro/half/checkpoint-6' >'$WORK/ro.out' 2>'$WORK/ro.err'; echo \$? > '$WORK/ro.code'
   "
-  [ "$(cat ro.code)" = 1 ] && ok || fail "read-only: exit $(cat ro.code), expected 1: $(tail -c 300 ro.err)"
+  # At start, before anything is written: the user's setting (run.output_dir), exit 2 as bad input.
+  [ "$(cat ro.code)" = 2 ] && ok || fail "read-only: exit $(cat ro.code), expected 2: $(tail -c 300 ro.err)"
   grep -q "read-only" ro.err && ok || fail "read-only: no clear message: $(tail -c 300 ro.err)"
   run 0 verify ro/half/checkpoint-6
 else
