@@ -15,6 +15,7 @@ namespace hftrain::config {
 enum class ModelArch { kGpt2, kLlama, kBert };
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
+enum class QkNorm { kNone, kHead };  // "none", "head" (RMSNorm over each head of q and k: Qwen3)
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName {
   kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW
@@ -70,6 +71,8 @@ struct ModelConfig {
   int64_t vocab_size = 0;
   std::optional<int64_t> n_kv_head;     // unset: n_head (no grouped-query attention)
   std::optional<int64_t> d_ff;          // unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama)
+  std::optional<int64_t> head_dim;      // unset: d_model / n_head
+  QkNorm qk_norm = QkNorm::kNone;       // llama
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;

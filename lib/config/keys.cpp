@@ -29,13 +29,13 @@ Schema build() {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
       .def("12").min(1).max(1024).doc("Attention heads per block.");
   s.add("model.d_model", Type::kInt, HFTRAIN_FIELD(model.d_model))
-      .def("768").min(1).max(1 << 20).doc("Hidden size; divisible by model.n_head.");
+      .def("768").min(1).max(1 << 20).doc("Hidden size; divisible by model.n_head unless model.head_dim is set.");
   s.add("model.max_seq_len", Type::kInt, HFTRAIN_FIELD(model.max_seq_len))
       .def("1024").min(1).max(1 << 24).unit("tokens").doc("Longest sequence the model accepts.");
   s.add("model.vocab_size", Type::kInt, HFTRAIN_FIELD(model.vocab_size))
@@ -45,6 +45,12 @@ Schema build() {
   s.add("model.d_ff", Type::kInt, HFTRAIN_FIELD(model.d_ff))
       .nullable().min(1).max(1 << 22)
       .doc("MLP hidden size; unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama).");
+  s.add("model.head_dim", Type::kInt, HFTRAIN_FIELD(model.head_dim))
+      .nullable().min(2).max(1 << 16)
+      .doc("llama: size of one attention head, when not d_model / n_head (Mistral-NeMo, Qwen3: q/k/v are n_head x head_dim wide); unset: d_model / n_head.");
+  s.add("model.qk_norm", Type::kChoice, HFTRAIN_FIELD(model.qk_norm))
+      .choices({"none", "head"}).def("none")
+      .doc("llama: normalise queries and keys before RoPE: none, or head (an RMSNorm over each head, weights shared by the heads, as Qwen3).");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

@@ -92,11 +92,16 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "`trainer.eval_every` is set but `data.validation` is empty, so there is nothing to evaluate on",
               "name validation data in data.validation, or set trainer.eval_every=0");
   }
-  if (c.model.n_head > 0 && c.model.d_model % c.model.n_head != 0) {
+  if (c.model.n_head > 0 && !c.model.head_dim && c.model.d_model % c.model.n_head != 0) {
     diags.add(from(tree, "model.d_model"),
               "`model.d_model` (" + std::to_string(c.model.d_model) + ") is not divisible by `model.n_head` (" +
                   std::to_string(c.model.n_head) + ", from " + from(tree, "model.n_head") + ")",
-              "pick a head count that divides the hidden size");
+              "pick a head count that divides the hidden size, or set model.head_dim");
+  }
+  if (c.model.arch != ModelArch::kLlama && (c.model.head_dim || c.model.qk_norm != QkNorm::kNone)) {
+    const std::string key = c.model.head_dim ? "model.head_dim" : "model.qk_norm";
+    diags.add(from(tree, key), "`" + key + "` is a llama-family option, but model.arch is not llama",
+              "unset " + key + ", or use model.arch=llama");
   }
   if (c.model.n_kv_head && c.model.n_head % *c.model.n_kv_head != 0) {
     diags.add(from(tree, "model.n_kv_head"), "`model.n_head` (" + std::to_string(c.model.n_head) +
@@ -104,9 +109,15 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                                                  std::to_string(*c.model.n_kv_head) + ")",
               "each key/value head serves a whole number of query heads");
   }
-  if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0 && (c.model.d_model / c.model.n_head) % 2 != 0) {
-    diags.add(from(tree, "model.d_model"), "llama's rotary embeddings need an even head size, but d_model / n_head = " +
-                                               std::to_string(c.model.d_model / c.model.n_head));
+  if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0 &&
+      c.model.head_dim.value_or(c.model.d_model / c.model.n_head) % 2 != 0) {
+    if (c.model.head_dim) {
+      diags.add(from(tree, "model.head_dim"), "llama's rotary embeddings need an even head size, but model.head_dim = " +
+                                                  std::to_string(*c.model.head_dim));
+    } else {
+      diags.add(from(tree, "model.d_model"), "llama's rotary embeddings need an even head size, but d_model / n_head = " +
+                                                 std::to_string(c.model.d_model / c.model.n_head));
+    }
   }
   if (c.data.seq_len > c.model.max_seq_len) {
     diags.add(from(tree, "data.seq_len"),

@@ -38,6 +38,10 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
                              Dense(spec.d_model, qkv_out, spec.qkv_bias()));
   o_proj = register_module(
       "o_proj", Dense(n_head_ * head_dim_, spec.d_model, spec.o_bias()));
+  if (spec.qk_norm == config::QkNorm::kHead) {
+    q_norm = register_module("q_norm", Norm(head_dim_, /*layer_norm=*/false, spec.norm_eps));
+    k_norm = register_module("k_norm", Norm(head_dim_, /*layer_norm=*/false, spec.norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
@@ -48,8 +52,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   // one tensor (a cat), where each narrow's backward fills a zero tensor of qkv's whole size and
   // autograd adds the three (a non-vectorised fp32 add and copies that led a GPU step's kernels).
   const auto parts = qkv.split_with_sizes({n_head_ * head_dim_, n_kv_head_ * head_dim_, n_kv_head_ * head_dim_}, -1);
-  auto q = parts[0].view({B, T, n_head_, head_dim_}).transpose(1, 2);
-  auto k = parts[1].view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);
+  auto q = parts[0].view({B, T, n_head_, head_dim_});
+  auto k = parts[1].view({B, T, n_kv_head_, head_dim_});
+  if (q_norm) {  // Qwen3: each head normalised over its head_dim values, before RoPE
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
   auto v = parts[2].view({B, T, n_kv_head_, head_dim_}).transpose(1, 2);  // q (B, H, T, D); k, v (B, KVH, T, D)
   if (in.cos.defined()) {
     q = apply_rope(q, in.cos, in.sin);

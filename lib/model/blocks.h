@@ -53,6 +53,8 @@ class AttentionImpl : public torch::nn::Module {
 
   Dense qkv_proj{nullptr};
   Dense o_proj{nullptr};
+  Norm q_norm{nullptr};  // qk_norm head: RMSNorm over each head's head_dim values (else unset)
+  Norm k_norm{nullptr};
 
  private:
   int64_t n_head_, n_kv_head_, head_dim_;

@@ -18,8 +18,8 @@ using config::ModelArch;
 using config::RopeType;
 
 constexpr const char* kHint =
-    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM configs "
-    "(see README, Hugging Face models)";
+    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM "
+    "configs (see README, Hugging Face models)";
 
 // Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
@@ -161,7 +161,7 @@ ModelSpec read_gpt2(const Reader& r) {
   return s;
 }
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2 };
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3 };
 
 ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   ModelSpec s;
@@ -190,14 +190,23 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
       s.attention_bias = AttentionBias::kQkv;
       s.mlp_bias = false;
       break;
+    case LlamaFamily::kQwen3:  // attention_bias covers all four projections, as Llama's
+      s.attention_bias = r.flag("attention_bias", false) ? AttentionBias::kAll : AttentionBias::kNone;
+      s.mlp_bias = false;
+      s.qk_norm = config::QkNorm::kHead;
+      break;
   }
   read_rope(r, s);
-  if (family != LlamaFamily::kLlama) check_sliding_window(r, s, family == LlamaFamily::kQwen2);
+  const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
+  if (family != LlamaFamily::kLlama) check_sliding_window(r, s, qwen);
   const std::string act = r.text("hidden_act", "silu");
   r.unsupported_if(act != "silu", "hidden_act is " + act);
-  if (r.has("head_dim")) {
-    r.unsupported_if(r.integer("head_dim") * s.n_head != s.d_model, "head_dim x num_attention_heads != hidden_size");
-  }
+  // head_dim: transformers' default is hidden_size / num_attention_heads, but Qwen3Config's is 128.
+  const int64_t derived = s.d_model % s.n_head == 0 ? s.d_model / s.n_head : 0;
+  const int64_t head_dim = r.integer("head_dim", family == LlamaFamily::kQwen3 ? 128 : derived);
+  if (head_dim == 0) r.fail("`hidden_size` is not divisible by `num_attention_heads` and there is no `head_dim`");
+  r.unsupported_if(head_dim % 2 != 0, "head_dim is odd (" + std::to_string(head_dim) + "): RoPE rotates pairs");
+  if (head_dim != derived) s.explicit_head_dim = head_dim;
   return s;
 }
 
@@ -252,11 +261,15 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     s = read_llama(r, LlamaFamily::kMistral);
   } else if (arch == "Qwen2ForCausalLM" || arch == "Qwen2Model" || arch == "qwen2") {
     s = read_llama(r, LlamaFamily::kQwen2);
+  } else if (arch == "Qwen3ForCausalLM" || arch == "Qwen3Model" || arch == "qwen3") {
+    s = read_llama(r, LlamaFamily::kQwen3);
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
   s.dropout = 0;
-  if (s.d_model % s.n_head != 0 || s.n_head % s.n_kv_head != 0) r.fail("the head counts do not divide the sizes");
+  if ((s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) || s.n_head % s.n_kv_head != 0) {
+    r.fail("the head counts do not divide the sizes");
+  }
   return s;
 }
 
@@ -278,15 +291,23 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"attn_pdrop", s.dropout},
          {"initializer_range", s.init_std}};
   } else {
-    const bool qwen2 = s.attention_biases() == AttentionBias::kQkv;
+    const bool qwen3 = s.qk_norm == config::QkNorm::kHead;
+    const bool qwen2 = !qwen3 && s.attention_biases() == AttentionBias::kQkv;
     if (qwen2 && s.mlp_biases()) {
       throw util::UsageError("no Hugging Face architecture has query/key/value and MLP biases without output "
                              "biases (model.attention_bias=qkv with model.mlp_bias=true)",
                              "export models with attention_bias qkv and no MLP biases (Qwen2), or all and any "
                              "(Llama)");
     }
-    j = {{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-         {"model_type", qwen2 ? "qwen2" : "llama"},
+    if (qwen3 && (s.attention_biases() == AttentionBias::kQkv || s.mlp_biases())) {
+      throw util::UsageError("no Hugging Face architecture has per-head q/k norms (model.qk_norm=head, Qwen3) with " +
+                                 std::string(s.mlp_biases() ? "MLP biases" : "query/key/value biases alone"),
+                             "export models with model.qk_norm=head and model.attention_bias none or all, "
+                             "model.mlp_bias=false (Qwen3)");
+    }
+    const char* arch_name = qwen3 ? "Qwen3ForCausalLM" : qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+    j = {{"architectures", {arch_name}},
+         {"model_type", qwen3 ? "qwen3" : qwen2 ? "qwen2" : "llama"},
          {"vocab_size", s.vocab_size},
          {"max_position_embeddings", s.max_seq_len},
          {"hidden_size", s.d_model},
@@ -300,10 +321,11 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"rope_theta", s.rope_theta},                // transformers 4.x
          {"rope_parameters", rope_json(s, true)}};  // 5.x
     if (s.rope_scaling.type != RopeType::kDefault) j["rope_scaling"] = rope_json(s, false);  // 4.x
-    if (qwen2) {
+    if (qwen2 || qwen3) {
       j["use_sliding_window"] = false;
       j["sliding_window"] = nullptr;
       j["max_window_layers"] = s.n_layer;
+      if (qwen3) j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
     } else {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
       j["mlp_bias"] = s.mlp_biases();
@@ -330,6 +352,8 @@ std::string shape_overrides(const ModelSpec& s) {
   if (s.arch == ModelArch::kGpt2) return out;  // biases fixed, no RoPE
   out += std::string(" model.attention_bias=") + attention_bias_name(s.attention_biases()) +
          " model.mlp_bias=" + (s.mlp_biases() ? "true" : "false");
+  if (s.explicit_head_dim > 0) out += " model.head_dim=" + std::to_string(s.explicit_head_dim);
+  if (s.qk_norm != config::QkNorm::kNone) out += std::string(" model.qk_norm=") + qk_norm_name(s.qk_norm);
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;
   out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);

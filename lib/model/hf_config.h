@@ -1,7 +1,8 @@
 // Hugging Face config.json both ways, for the architectures hftrain's transformer computes exactly:
-// GPT2LMHeadModel, LlamaForCausalLM (attention and MLP biases, RoPE scaling), MistralForCausalLM
-// and Qwen2ForCausalLM (query/key/value biases) whose sliding window, if any, covers every
-// position. Anything else is refused with what differs.
+// GPT2LMHeadModel, LlamaForCausalLM (attention and MLP biases, RoPE scaling), MistralForCausalLM,
+// Qwen2ForCausalLM (query/key/value biases) and Qwen3ForCausalLM (per-head q/k RMSNorm), whose
+// sliding window, if any, covers every position; any of them with a head_dim that is not
+// hidden_size / num_attention_heads (Mistral-NeMo, Qwen3). Anything else is refused with what differs.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,8 @@ struct HfTokenIds {
   int64_t pad = 0;
 };
 
-// config.json for `spec`: GPT2LMHeadModel; for llama, LlamaForCausalLM, or Qwen2ForCausalLM when
-// only the query/key/value projections have biases. RoPE scaling goes into rope_parameters
+// config.json for `spec`: GPT2LMHeadModel; for llama, Qwen3ForCausalLM with per-head q/k norms,
+// Qwen2ForCausalLM when only the query/key/value projections have biases, else LlamaForCausalLM. RoPE scaling goes into rope_parameters
 // (transformers 5) and rope_scaling + rope_theta (4.x). spec_from_hf_config reads it back to
 // `spec` (but dropout and init_std). Throws UsageError for a spec no Hugging Face architecture
 // holds (query/key/value biases with MLP biases).

@@ -52,6 +52,10 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     }
     m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
     if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
+    if (s.qk_norm == config::QkNorm::kHead) {
+      m[l + "attn.q_norm.weight"] = {{a + "q_norm.weight"}};
+      m[l + "attn.k_norm.weight"] = {{a + "k_norm.weight"}};
+    }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.mlp_biases()) break;
       m[l + "mlp.gate_up_proj." + kind] = {{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};

@@ -19,6 +19,7 @@ using config::RopeType;
 constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kLlama3,
                                    RopeType::kYarn};
 constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
+constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead};
 
 // Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
 // compute the same tables compare equal.
@@ -69,11 +70,16 @@ const char* attention_bias_name(AttentionBias bias) {
   return kNames[static_cast<size_t>(bias)];
 }
 
+const char* qk_norm_name(config::QkNorm norm) {
+  static const char* const kNames[] = {"none", "head"};
+  return kNames[static_cast<size_t>(norm)];
+}
+
 bool ModelSpec::same_shape(const ModelSpec& o) const {
   return arch == o.arch && n_layer == o.n_layer && n_head == o.n_head && n_kv_head == o.n_kv_head &&
          d_model == o.d_model && d_ff == o.d_ff && max_seq_len == o.max_seq_len && vocab_size == o.vocab_size &&
          tie_embeddings == o.tie_embeddings && norm_eps == o.norm_eps && attention_biases() == o.attention_biases() &&
-         mlp_biases() == o.mlp_biases() &&
+         mlp_biases() == o.mlp_biases() && head_dim() == o.head_dim() && qk_norm == o.qk_norm &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -98,6 +104,13 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.mlp_bias = s.mlp_biases();
   if (c.attention_bias) s.attention_bias = *c.attention_bias;
   if (c.mlp_bias) s.mlp_bias = *c.mlp_bias;
+  // Kept only where it differs from d_model / n_head, so that specs of one shape compare equal.
+  if (c.head_dim && (c.d_model % c.n_head != 0 || *c.head_dim != c.d_model / c.n_head)) s.explicit_head_dim = *c.head_dim;
+  s.qk_norm = c.qk_norm;
+  if (gpt2 && (s.explicit_head_dim > 0 || s.qk_norm != config::QkNorm::kNone)) {
+    throw util::ConfigError("model.head_dim and model.qk_norm are llama-family options, but model.arch=gpt2",
+                            "unset them, or use model.arch=llama");
+  }
   if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
     throw util::ConfigError(std::string("model.arch=gpt2 always has biases, but model.attention_bias=") +
                                 attention_bias_name(s.attention_biases()) +
@@ -134,7 +147,7 @@ std::string ModelSpec::to_json() const {
                               {"beta_slow", r.beta_slow},
                               {"attention_factor", r.attention_factor},
                               {"truncate", r.truncate}};
-  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 2},
+  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 3},
                            {"arch", arch == ModelArch::kGpt2 ? "gpt2" : "llama"},
                            {"n_layer", n_layer},          {"n_head", n_head},
                            {"n_kv_head", n_kv_head},      {"d_model", d_model},
@@ -143,7 +156,10 @@ std::string ModelSpec::to_json() const {
                            {"norm_eps", norm_eps},        {"dropout", dropout},
                            {"tie_embeddings", tie_embeddings}, {"init_std", init_std},
                            {"attention_bias", attention_bias_name(attention_biases())},
-                           {"mlp_bias", mlp_biases()},        {"rope_scaling", rope}};
+                           {"mlp_bias", mlp_biases()},        {"rope_scaling", rope},
+                           // null: d_model / n_head
+                           {"head_dim", explicit_head_dim > 0 ? nlohmann::ordered_json(explicit_head_dim) : nullptr},
+                           {"qk_norm", qk_norm_name(qk_norm)}};
   return j.dump(2) + "\n";
 }
 
@@ -155,11 +171,12 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     if (j.value("format", "") != "hftrain-model") {
       throw util::CheckpointError(source + " is not an hftrain model description (format is not hftrain-model)");
     }
-    // Version 1 had no biases or RoPE-scaling fields: the family defaults.
+    // Version 1 had no biases or RoPE-scaling fields, version 2 no head_dim or qk_norm: the family
+    // defaults.
     const int version = j.value("version", 1);
-    if (version > 2) {
+    if (version > 3) {
       throw util::CheckpointError(source + " is model description version " + std::to_string(version) +
-                                      ", newer than this hftrain reads (2)",
+                                      ", newer than this hftrain reads (3)",
                                   "use the hftrain that wrote it, or a newer one");
     }
     ModelSpec s;
@@ -205,6 +222,23 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       r.at("attention_factor").get_to(s.rope_scaling.attention_factor);
       r.at("truncate").get_to(s.rope_scaling.truncate);
     }
+    if (version >= 3 && !j.at("head_dim").is_null()) {
+      const int64_t head_dim = j.at("head_dim").get<int64_t>();
+      if (head_dim < 1 || head_dim > (int64_t{1} << 16)) {
+        throw util::CheckpointError(source + ": head_dim is " + std::to_string(head_dim) +
+                                        ", outside 1 to hftrain's limit of 65536 (model.head_dim)",
+                                    damaged);
+      }
+      if (s.d_model % s.n_head != 0 || head_dim != s.d_model / s.n_head) s.explicit_head_dim = head_dim;
+    }
+    if (version >= 3) {
+      const std::string norm = j.at("qk_norm").get<std::string>();
+      bool known = false;
+      for (config::QkNorm q : kQkNorms) {
+        if (norm == qk_norm_name(q)) s.qk_norm = q, known = true;
+      }
+      if (!known) throw util::CheckpointError(source + ": unknown qk_norm '" + norm + "'", damaged);
+    }
     // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
     // that could never be allocated, refused before anything is.
     for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"n_layer", s.n_layer, 1024},
@@ -221,8 +255,10 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       }
     }
     if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
-        s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 || s.d_model % s.n_head != 0 ||
-        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases()))) {
+        s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 ||
+        (s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) ||
+        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.explicit_head_dim > 0 ||
+                  s.qk_norm != config::QkNorm::kNone))) {
       throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
     }
     check_rope(s, [&](const std::string& key, const std::string& why) {
@@ -243,7 +279,8 @@ int64_t ModelSpec::block_parameter_count() const {
   const int64_t attention = d * qkv_out + (qkv_bias() ? qkv_out : 0) + n_head * hd * d + (o_bias() ? d : 0);
   const int64_t up_out = gated_mlp() ? 2 * d_ff : d_ff;
   const int64_t mlp = d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
-  return 2 * norm + attention + mlp;
+  const int64_t qk_norm_weights = qk_norm == config::QkNorm::kHead ? 2 * hd : 0;
+  return 2 * norm + attention + qk_norm_weights + mlp;
 }
 
 int64_t ModelSpec::root_parameter_count() const {

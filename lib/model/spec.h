@@ -49,6 +49,9 @@ struct ModelSpec {
   std::optional<config::AttentionBias> attention_bias;
   std::optional<bool> mlp_bias;
   RopeScaling rope_scaling;  // llama
+  // llama: one head's size when it is not d_model / n_head (0: derived); read it through head_dim().
+  int64_t explicit_head_dim = 0;
+  config::QkNorm qk_norm = config::QkNorm::kNone;  // llama: RMSNorm over each head of q and k (Qwen3)
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
@@ -61,7 +64,7 @@ struct ModelSpec {
   bool mlp_biases() const { return mlp_bias.value_or(arch == config::ModelArch::kGpt2); }
   bool qkv_bias() const { return attention_biases() != config::AttentionBias::kNone; }
   bool o_bias() const { return attention_biases() == config::AttentionBias::kAll; }
-  int64_t head_dim() const { return d_model / n_head; }
+  int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_head; }
 
   // Everything that decides the parameters and what the model computes (not dropout or init_std).
   bool same_shape(const ModelSpec& other) const;
@@ -85,5 +88,7 @@ struct ModelSpec {
 const char* rope_type_name(config::RopeType type);
 // "none", "qkv", "all" (model.attention_bias's choices).
 const char* attention_bias_name(config::AttentionBias bias);
+// "none", "head" (model.qk_norm's choices).
+const char* qk_norm_name(config::QkNorm norm);
 
 }  // namespace hftrain::model

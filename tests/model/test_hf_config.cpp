@@ -133,6 +133,9 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
        "model.rope_scaling.beta_fast=16", "model.rope_scaling.truncate=false", "model.rope_scaling.attention_factor=1.25"},
       {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2.5", "model.norm_eps=1e-5"},
       {"model.arch=llama", "model.rope_scaling.type=dynamic", "model.rope_scaling.factor=3"},
+      {"model.arch=llama", "model.head_dim=16"},
+      {"model.arch=llama", "model.qk_norm=head", "model.head_dim=12", "model.tie_embeddings=true"},
+      {"model.arch=llama", "model.qk_norm=head", "model.attention_bias=all"},
   };
   for (const auto& overrides : cases) {
     const auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
@@ -149,6 +152,36 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
   CHECK_THAT(model::hf_config_json(qwen2, {}), Contains("\"Qwen2ForCausalLM\""));
   qwen2.mlp_bias = true;
   CHECK_THROWS_AS(model::hf_config_json(qwen2, {}), util::UsageError);
+  auto qwen3 = model::ModelSpec::from_config(
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.qk_norm=head", "model.head_dim=12"}).values.model);
+  CHECK_THAT(model::hf_config_json(qwen3, {}), Contains("\"Qwen3ForCausalLM\"") && Contains("\"head_dim\": 12"));
+  qwen3.attention_bias = AttentionBias::kQkv;  // Qwen3's attention_bias covers o_proj too
+  CHECK_THROWS_AS(model::hf_config_json(qwen3, {}), util::UsageError);
+}
+
+TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norms", "[model][hf]") {
+  const auto nemo = read(family("MistralForCausalLM", R"(, "head_dim": 16)"));
+  CHECK(nemo.head_dim() == 16);
+  CHECK(nemo.explicit_head_dim == 16);
+  CHECK(nemo.qk_norm == config::QkNorm::kNone);
+  // A head_dim equal to hidden_size / heads is the derived one: the spec compares equal to one without.
+  CHECK(read(family("LlamaForCausalLM", R"(, "head_dim": 8)")).same_shape(read(family("LlamaForCausalLM"))));
+  const auto qwen3 = read(family("Qwen3ForCausalLM", R"(, "head_dim": 12, "attention_bias": true)"));
+  CHECK(qwen3.head_dim() == 12);
+  CHECK(qwen3.qk_norm == config::QkNorm::kHead);
+  CHECK(qwen3.attention_biases() == AttentionBias::kAll);
+  CHECK_FALSE(qwen3.mlp_biases());
+  // Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
+  CHECK(read(family("Qwen3ForCausalLM")).head_dim() == 128);
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "head_dim": 7)")), Contains("head_dim is odd"));
+  CHECK_THAT(error(family("Qwen3ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                                  "max_window_layers": 1)")),
+             Contains("sliding_window"));
+  // The overrides that model.from's layer writes give the same spec back.
+  const std::string o = model::shape_overrides(qwen3);
+  CHECK_THAT(o, Contains("model.head_dim=12 model.qk_norm=head"));
+  // A hidden size that heads do not divide is fine with a head_dim.
+  CHECK(read(family("LlamaForCausalLM", R"(, "hidden_size": 30, "head_dim": 8)")).head_dim() == 8);
 }
 
 TEST_CASE("shape_overrides name the biases and RoPE scaling", "[model][hf]") {
@@ -180,6 +213,10 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
                            "model.rope_scaling.low_freq_factor=4"}),
              Contains("high_freq_factor > low_freq_factor"));
   CHECK(config_error({"model.arch=llama", "model.attention_bias=qkv", "model.mlp_bias=true"}) == "no error");
+  CHECK(config_error({"model.arch=llama", "model.d_model=30", "model.n_head=4", "model.head_dim=8"}) == "no error");
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.head_dim=16"}), Contains("model.head_dim") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.qk_norm=head"}), Contains("model.qk_norm") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("model.head_dim = 7"));
   // Fields of other types do not make two specs differ.
   const auto a = model::ModelSpec::from_config(
       test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}).values.model);
@@ -198,9 +235,11 @@ TEST_CASE("model.json of version 1 reads with the family defaults", "[model]") {
   CHECK(s.attention_biases() == AttentionBias::kNone);
   CHECK_FALSE(s.mlp_biases());
   CHECK(s.rope_scaling.type == RopeType::kDefault);
-  std::string v3 = s.to_json();
-  v3.replace(v3.find("\"version\": 2"), 12, "\"version\": 3");
-  CHECK_THROWS_WITH(model::ModelSpec::from_json(v3, "model.json"), Contains("newer than this hftrain reads"));
+  CHECK(s.head_dim() == 8);
+  CHECK(s.qk_norm == config::QkNorm::kNone);
+  std::string v4 = s.to_json();
+  v4.replace(v4.find("\"version\": 3"), 12, "\"version\": 4");
+  CHECK_THROWS_WITH(model::ModelSpec::from_json(v4, "model.json"), Contains("newer than this hftrain reads"));
 }
 
 TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {

@@ -220,6 +220,9 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   biased.mlp_bias = true;
   auto all_biases = tiny_llama();
   all_biases.attention_bias = config::AttentionBias::kAll;
-  specs.insert(specs.end(), {untied, biased, all_biases});
+  auto qwen3 = tiny_llama();  // per-head q/k norms, heads wider than d_model / n_head
+  qwen3.qk_norm = config::QkNorm::kHead;
+  qwen3.explicit_head_dim = qwen3.head_dim() * 2;
+  specs.insert(specs.end(), {untied, biased, all_biases, qwen3});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
 }

@@ -1,0 +1,179 @@
+"""The model families past GPT-2/Llama/Mistral/Qwen2 against transformers, one tiny random model per
+option: an explicit head_dim that is not hidden_size / num_attention_heads (Mistral-NeMo's shape,
+Llama with one), and Qwen3 (per-head q/k RMSNorm, head_dim, tied and untied, with and without
+attention biases).
+
+For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
+  1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
+  2. five steps of training from the directory (`hftrain run finetune-hf model.from=DIR`, AdamW, constant
+     learning rate, no clipping, no weight decay, the token shard in order) against transformers'
+     model trained by torch.optim.AdamW on the same blocks: every step's loss within 1e-4 relative
+     (the first within 1e-5);
+  3. the same training with activation checkpointing under zero3 + cpu_offload equals it (1e-6),
+     bf16 stays within 2e-2, and `hftrain generate` runs on the trained model;
+  4. the trained model exported (`hftrain export --hf`) loads in transformers as the family's class
+     with hftrain's logits, loss and gradients.
+Options hftrain does not implement are refused naming them (a Qwen3 whose sliding window is
+shorter than the model).
+
+    .venv/bin/python tests/conformance/hf_families.py path/to/hftrain_model_forward path/to/hftrain
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
+
+check, compare, perturb = hf_decoders.check, hf_decoders.compare, hf_decoders.perturb
+
+VOCAB = 300
+SMALL = dict(vocab_size=VOCAB, hidden_size=48, intermediate_size=72, num_hidden_layers=2, num_attention_heads=6,
+             num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6)
+
+# name -> (model class, config, the architecture the export must name)
+CASES = {
+    # Mistral-NeMo's shape: heads of 16 where hidden_size / num_attention_heads is 8.
+    "mistral-head-dim": (MistralForCausalLM, MistralConfig(**SMALL, head_dim=16, sliding_window=None,
+                                                           tie_word_embeddings=False), "LlamaForCausalLM"),
+    "llama-head-dim-narrow": (LlamaForCausalLM, LlamaConfig(**dict(SMALL, num_attention_heads=4), head_dim=6,
+                                                            tie_word_embeddings=False), "LlamaForCausalLM"),
+    "qwen3-untied": (Qwen3ForCausalLM, Qwen3Config(**dict(SMALL, num_attention_heads=4), head_dim=16,
+                                                   tie_word_embeddings=False), "Qwen3ForCausalLM"),
+    "qwen3-tied-biases": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, attention_bias=True,
+                                                        tie_word_embeddings=True,
+                                                        rope_parameters={"rope_type": "default",
+                                                                         "rope_theta": 1000000.0}),
+                          "Qwen3ForCausalLM"),
+}
+
+REFUSED = {
+    "qwen3-sliding-window": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
+                                                           sliding_window=8, max_window_layers=1), "sliding_window"),
+}
+
+SEQ, MICRO, STEPS, LR = 16, 2, 5, 3e-3
+
+
+def run(*args, **kw):
+    p = subprocess.run(list(args), capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:3])} ... exited {p.returncode}:\n{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def train_in_hftrain(hftrain, model_dir, shard, run_dir, env, *extra):
+    run(hftrain, "run", "finetune-hf", f"model.from={model_dir}", f"data.train={shard}", "run.export_hf=false",
+        "data.format=tokens",
+        f"data.seq_len={SEQ}", "data.shuffle=false", "data.validation_fraction=0", "trainer.eval_every=0",
+        f"trainer.micro_batch_size={MICRO}", "trainer.grad_accum_steps=1", f"trainer.max_steps={STEPS}",
+        "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
+        "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
+        "trainer.max_grad_norm=.inf", "trainer.log_every=1", "tokenizer.type=byte", "trainer.device=cpu",
+        "checkpoint.at_end=false", f"run.output_dir={run_dir}", *extra, env=env)
+    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line)["loss"] for line in f if '"loss"' in line]
+
+
+def train_in_transformers(cls, model_dir, tokens):
+    """torch's AdamW on the rows hftrain packs in order: row i is tokens[i SEQ : i SEQ + SEQ + 1] (rows
+    overlap by one token, so that every next-token target is trained on once)."""
+    model = cls.from_pretrained(model_dir, dtype=torch.float32)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    losses = []
+    for step in range(STEPS):
+        rows = [tokens[i * SEQ:i * SEQ + SEQ + 1] for i in range(step * MICRO, (step + 1) * MICRO)]
+        ids = torch.stack(rows).long()
+        loss = model(input_ids=ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main():
+    forward_bin, hftrain = sys.argv[1], sys.argv[2]
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="hftrain-hf-families-") as work:
+        env = dict(os.environ, HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
+        # Ids the byte tokenizer has (the shard is checked against it), in a larger model vocabulary.
+        tokens = torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(5), dtype=torch.int32)
+        shard = os.path.join(work, "tokens.bin")
+        tokens.numpy().astype("uint16").tofile(shard)
+        for i, (name, (cls, config, export_arch)) in enumerate(CASES.items()):
+            torch.manual_seed(i)
+            model = cls(config)
+            perturb(model, i)
+            model_dir = os.path.join(work, name)
+            model.save_pretrained(model_dir)
+            ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(100 + i))
+            compare(name, forward_bin, model_dir, work, model, ids)
+
+            run_dir = os.path.join(work, "run-" + name)
+            ours = train_in_hftrain(hftrain, model_dir, shard, run_dir, env)
+            theirs = train_in_transformers(cls, model_dir, tokens)
+            check(len(ours) == STEPS, f"{name}: hftrain logged {len(ours)} losses, expected {STEPS}")
+            worst = 0.0
+            for step, (a, b) in enumerate(zip(ours, theirs)):
+                rel = abs(a - b) / abs(b)
+                worst = max(worst, rel)
+                check(rel <= (1e-5 if step == 0 else 1e-4),
+                      f"{name}: step {step + 1} loss {a:.7f}, transformers + torch AdamW {b:.7f} ({rel:.1e})")
+            print(f"{name}: {STEPS} training steps, losses {ours[0]:.5f} -> {ours[-1]:.5f}, "
+                  f"worst relative difference from transformers + AdamW {worst:.1e}")
+
+            # The same run with activation checkpointing under zero3 + cpu_offload (the sharded
+            # strategy's code path in one process), and in bf16: the family needs nothing of its own.
+            sharded = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-zero3", env,
+                                       "model.activation_checkpointing=true", "distributed.strategy=zero3",
+                                       "distributed.cpu_offload=true")
+            apart = max(abs(a - b) / abs(b) for a, b in zip(sharded, ours))
+            check(len(sharded) == STEPS and apart <= 1e-6,
+                  f"{name}: zero3 + cpu_offload + activation checkpointing losses {sharded}, plain {ours}")
+            bf16 = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-bf16", env, "trainer.precision=bf16")
+            bf16_apart = max(abs(a - b) / abs(b) for a, b in zip(bf16, ours))
+            check(len(bf16) == STEPS and bf16_apart <= 2e-2, f"{name}: bf16 losses {bf16}, fp32 {ours}")
+            gen = subprocess.run([hftrain, "generate", os.path.join(run_dir, "final"), "--prompt", "The",
+                                  "--max-new-tokens", "8"], capture_output=True, env=env)  # random bytes: not UTF-8
+            text = gen.stdout.decode("utf-8", errors="replace")
+            check(gen.returncode == 0 and text.startswith("The"), f"{name}: generate exited {gen.returncode}: {text!r}")
+            print(f"{name}: zero3 + cpu_offload + activation checkpointing {apart:.1e} from the plain run, bf16 "
+                  f"{bf16_apart:.1e}; generate: {text.strip()!r}")
+
+            exported = os.path.join(work, name + "-hf")
+            run(hftrain, "export", os.path.join(run_dir, "final"), "--hf", exported)
+            with open(os.path.join(exported, "config.json"), encoding="utf-8") as f:
+                arch = json.load(f)["architectures"]
+            check(arch == [export_arch], f"{name}: exported as {arch}, expected {export_arch}")
+            loaded = AutoModelForCausalLM.from_pretrained(exported, dtype=torch.float32)
+            # The byte tokenizer's ids: the export names its pad token (257) as pad_token_id, whose
+            # embedding row transformers never trains (padding_idx), where a plain id is any row.
+            byte_ids = torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(200 + i))
+            compare(name + " (trained, exported, loaded by transformers)", forward_bin,
+                    os.path.join(run_dir, "final"), work, loaded, byte_ids)
+
+        for name, (cls, config, needle) in REFUSED.items():
+            model_dir = os.path.join(work, name)
+            cls(config).save_pretrained(model_dir)
+            p = subprocess.run([hftrain, "config", "quickstart", f"model.from={model_dir}"], capture_output=True,
+                               text=True, env=env)
+            check(p.returncode == 2 and needle in p.stderr,
+                  f"{name}: expected a refusal naming {needle}, got exit {p.returncode}: {p.stderr.strip()}")
+            print(f"{name}: refused: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else ''}")
+    if hf_decoders.failures:
+        print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
+        return 1
+    print("ok: explicit head_dim and Qwen3 equal transformers (logits, gradients, training, export)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
