@@ -15,7 +15,11 @@ namespace hftrain::config {
 enum class ModelArch { kGpt2, kLlama, kBert };
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
-enum class QkNorm { kNone, kHead };  // "none", "head" (RMSNorm over each head of q and k: Qwen3)
+// "none", "head" (RMSNorm over each head of q and k: Qwen3), "projection" (over all of q, of k: OLMo 2)
+enum class QkNorm { kNone, kHead, kProjection };
+// Where a block normalises: "pre" (each sublayer's input: GPT-2, Llama), "post" (each sublayer's
+// output, before the residual add: OLMo 2), "sandwich" (both: Gemma 2 and 3)
+enum class NormPlacement { kPre, kPost, kSandwich };
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName {
   kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW
@@ -73,6 +77,7 @@ struct ModelConfig {
   std::optional<int64_t> d_ff;          // unset: 4 x d_model (gpt2), 8/3 x d_model rounded up to 64 (llama)
   std::optional<int64_t> head_dim;      // unset: d_model / n_head
   QkNorm qk_norm = QkNorm::kNone;       // llama
+  NormPlacement norm_placement = NormPlacement::kPre;  // llama
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;

@@ -29,7 +29,7 @@ Schema build() {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -49,8 +49,11 @@ Schema build() {
       .nullable().min(2).max(1 << 16)
       .doc("llama: size of one attention head, when not d_model / n_head (Mistral-NeMo, Qwen3: q/k/v are n_head x head_dim wide); unset: d_model / n_head.");
   s.add("model.qk_norm", Type::kChoice, HFTRAIN_FIELD(model.qk_norm))
-      .choices({"none", "head"}).def("none")
-      .doc("llama: normalise queries and keys before RoPE: none, or head (an RMSNorm over each head, weights shared by the heads, as Qwen3).");
+      .choices({"none", "head", "projection"}).def("none")
+      .doc("llama: normalise queries and keys before RoPE: none, head (an RMSNorm over each head, weights shared by the heads, as Qwen3), or projection (an RMSNorm over all of q and all of k, as OLMo 2).");
+  s.add("model.norm_placement", Type::kChoice, HFTRAIN_FIELD(model.norm_placement))
+      .choices({"pre", "post", "sandwich"}).def("pre")
+      .doc("llama: where each block normalises: pre (each sublayer's input, as Llama), post (each sublayer's output, before the residual add, as OLMo 2), or sandwich (both, as Gemma 2).");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

@@ -98,8 +98,11 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(c.model.n_head) + ", from " + from(tree, "model.n_head") + ")",
               "pick a head count that divides the hidden size, or set model.head_dim");
   }
-  if (c.model.arch != ModelArch::kLlama && (c.model.head_dim || c.model.qk_norm != QkNorm::kNone)) {
-    const std::string key = c.model.head_dim ? "model.head_dim" : "model.qk_norm";
+  if (c.model.arch != ModelArch::kLlama &&
+      (c.model.head_dim || c.model.qk_norm != QkNorm::kNone || c.model.norm_placement != NormPlacement::kPre)) {
+    const std::string key = c.model.head_dim                          ? "model.head_dim"
+                            : c.model.qk_norm != QkNorm::kNone        ? "model.qk_norm"
+                                                                      : "model.norm_placement";
     diags.add(from(tree, key), "`" + key + "` is a llama-family option, but model.arch is not llama",
               "unset " + key + ", or use model.arch=llama");
   }

@@ -38,9 +38,11 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
                              Dense(spec.d_model, qkv_out, spec.qkv_bias()));
   o_proj = register_module(
       "o_proj", Dense(n_head_ * head_dim_, spec.d_model, spec.o_bias()));
-  if (spec.qk_norm == config::QkNorm::kHead) {
-    q_norm = register_module("q_norm", Norm(head_dim_, /*layer_norm=*/false, spec.norm_eps));
-    k_norm = register_module("k_norm", Norm(head_dim_, /*layer_norm=*/false, spec.norm_eps));
+  if (spec.qk_norm != config::QkNorm::kNone) {
+    const bool per_head = spec.qk_norm == config::QkNorm::kHead;
+    q_norm = register_module("q_norm", Norm(per_head ? head_dim_ : n_head_ * head_dim_, /*layer_norm=*/false, spec.norm_eps));
+    k_norm = register_module("k_norm", Norm(per_head ? head_dim_ : n_kv_head_ * head_dim_, /*layer_norm=*/false, spec.norm_eps));
+    per_head_qk_norm_ = per_head;
   }
 }
 
@@ -52,11 +54,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   // one tensor (a cat), where each narrow's backward fills a zero tensor of qkv's whole size and
   // autograd adds the three (a non-vectorised fp32 add and copies that led a GPU step's kernels).
   const auto parts = qkv.split_with_sizes({n_head_ * head_dim_, n_kv_head_ * head_dim_, n_kv_head_ * head_dim_}, -1);
-  auto q = parts[0].view({B, T, n_head_, head_dim_});
-  auto k = parts[1].view({B, T, n_kv_head_, head_dim_});
-  if (q_norm) {  // Qwen3: each head normalised over its head_dim values, before RoPE
-    q = q_norm(q);
-    k = k_norm(k);
+  torch::Tensor q, k;
+  if (q_norm && !per_head_qk_norm_) {  // OLMo 2: all of q, all of k, before the heads are split
+    q = q_norm(parts[0]).view({B, T, n_head_, head_dim_});
+    k = k_norm(parts[1]).view({B, T, n_kv_head_, head_dim_});
+  } else {
+    q = parts[0].view({B, T, n_head_, head_dim_});
+    k = parts[1].view({B, T, n_kv_head_, head_dim_});
+    if (q_norm) {  // Qwen3: each head normalised over its head_dim values, before RoPE
+      q = q_norm(q);
+      k = k_norm(k);
+    }
   }
   q = q.transpose(1, 2);
   k = k.transpose(1, 2);
@@ -120,15 +128,23 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 }
 
 BlockImpl::BlockImpl(const ModelSpec& spec) : dropout_(spec.dropout) {
-  attn_norm = register_module("attn_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps); };
+  if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());
   attn = register_module("attn", Attention(spec));
-  mlp_norm = register_module("mlp_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  if (spec.post_norms()) attn_post_norm = register_module("attn_post_norm", norm());
+  if (spec.pre_norms()) mlp_norm = register_module("mlp_norm", norm());
   mlp = register_module("mlp", Mlp(spec));
+  if (spec.post_norms()) mlp_post_norm = register_module("mlp_post_norm", norm());
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
-  auto h = x + F::dropout(attn(attn_norm(x), in, cache), F::DropoutFuncOptions().p(dropout_).training(is_training()));
-  return h + F::dropout(mlp(mlp_norm(h)), F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  const auto drop = F::DropoutFuncOptions().p(dropout_).training(is_training());
+  auto a = attn(attn_norm ? attn_norm(x) : x, in, cache);
+  if (attn_post_norm) a = attn_post_norm(a);
+  const auto h = x + F::dropout(a, drop);
+  auto m = mlp(mlp_norm ? mlp_norm(h) : h);
+  if (mlp_post_norm) m = mlp_post_norm(m);
+  return h + F::dropout(m, drop);
 }
 
 }  // namespace hftrain::model

@@ -53,12 +53,13 @@ class AttentionImpl : public torch::nn::Module {
 
   Dense qkv_proj{nullptr};
   Dense o_proj{nullptr};
-  Norm q_norm{nullptr};  // qk_norm head: RMSNorm over each head's head_dim values (else unset)
-  Norm k_norm{nullptr};
+  Norm q_norm{nullptr};  // qk_norm head: RMSNorm over each head's head_dim values; projection: over
+  Norm k_norm{nullptr};  // all of q (n_head x head_dim), of k (n_kv_head x head_dim); else unset
 
  private:
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;
+  bool per_head_qk_norm_ = false;
 };
 TORCH_MODULE(Attention);
 
@@ -77,16 +78,19 @@ class MlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
-// Pre-norm residual block: x + attn(norm(x)), then x + mlp(norm(x)).
+// Residual block: x + attn(norm(x)), then x + mlp(norm(x)) with pre-norms (GPT-2, Llama);
+// x + norm(attn(x)) with post-norms (OLMo 2); x + norm(attn(norm(x))) with both (Gemma 2).
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const ModelSpec& spec);
   torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
 
-  Norm attn_norm{nullptr};
+  Norm attn_norm{nullptr};       // pre-norms (unset with post-norms alone)
   Attention attn{nullptr};
+  Norm attn_post_norm{nullptr};  // post-norms (unset with pre-norms alone)
   Norm mlp_norm{nullptr};
   Mlp mlp{nullptr};
+  Norm mlp_post_norm{nullptr};
 
  private:
   double dropout_;

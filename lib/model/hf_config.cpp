@@ -18,8 +18,8 @@ using config::ModelArch;
 using config::RopeType;
 
 constexpr const char* kHint =
-    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM "
-    "configs (see README, Hugging Face models)";
+    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
+    "Olmo2ForCausalLM configs (see README, Hugging Face models)";
 
 // Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
@@ -161,7 +161,7 @@ ModelSpec read_gpt2(const Reader& r) {
   return s;
 }
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3 };
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2 };
 
 ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   ModelSpec s;
@@ -173,7 +173,7 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   s.d_ff = r.integer("intermediate_size");
   s.max_seq_len = r.integer("max_position_embeddings");
   s.vocab_size = r.integer("vocab_size");
-  s.norm_eps = r.number("rms_norm_eps", 1e-6);
+  s.norm_eps = r.number("rms_norm_eps", family == LlamaFamily::kOlmo2 ? 1e-5 : 1e-6);
   s.tie_embeddings = r.flag("tie_word_embeddings", false);
   s.init_std = r.number("initializer_range", 0.02);
   // Llama's attention_bias covers all four projections; Mistral has none; Qwen2 has q, k and v only.
@@ -195,10 +195,16 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
       s.mlp_bias = false;
       s.qk_norm = config::QkNorm::kHead;
       break;
+    case LlamaFamily::kOlmo2:  // norms on the sublayers' outputs, q/k norms over the whole projections
+      s.attention_bias = r.flag("attention_bias", false) ? AttentionBias::kAll : AttentionBias::kNone;
+      s.mlp_bias = false;
+      s.qk_norm = config::QkNorm::kProjection;
+      s.norm_placement = config::NormPlacement::kPost;
+      break;
   }
   read_rope(r, s);
   const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
-  if (family != LlamaFamily::kLlama) check_sliding_window(r, s, qwen);
+  if (family != LlamaFamily::kLlama && family != LlamaFamily::kOlmo2) check_sliding_window(r, s, qwen);
   const std::string act = r.text("hidden_act", "silu");
   r.unsupported_if(act != "silu", "hidden_act is " + act);
   // head_dim: transformers' default is hidden_size / num_attention_heads, but Qwen3Config's is 128.
@@ -263,6 +269,8 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     s = read_llama(r, LlamaFamily::kQwen2);
   } else if (arch == "Qwen3ForCausalLM" || arch == "Qwen3Model" || arch == "qwen3") {
     s = read_llama(r, LlamaFamily::kQwen3);
+  } else if (arch == "Olmo2ForCausalLM" || arch == "Olmo2Model" || arch == "olmo2") {
+    s = read_llama(r, LlamaFamily::kOlmo2);
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
@@ -292,7 +300,21 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"initializer_range", s.init_std}};
   } else {
     const bool qwen3 = s.qk_norm == config::QkNorm::kHead;
-    const bool qwen2 = !qwen3 && s.attention_biases() == AttentionBias::kQkv;
+    const bool olmo2 = s.qk_norm == config::QkNorm::kProjection;
+    const bool qwen2 = !qwen3 && !olmo2 && s.attention_biases() == AttentionBias::kQkv;
+    const bool placement_fits = olmo2 ? s.norm_placement == config::NormPlacement::kPost
+                                      : s.norm_placement == config::NormPlacement::kPre;
+    if (!placement_fits) {
+      throw util::UsageError(std::string("no Hugging Face architecture hftrain writes has model.norm_placement=") +
+                                 norm_placement_name(s.norm_placement) + " with model.qk_norm=" + qk_norm_name(s.qk_norm),
+                             "export models with post-norms and q/k norms over the projections (OLMo 2), or "
+                             "pre-norms (Llama, Qwen2, Qwen3)");
+    }
+    if (olmo2 && (s.attention_biases() == AttentionBias::kQkv || s.mlp_biases())) {
+      throw util::UsageError("no Hugging Face architecture has OLMo 2's norms with " +
+                                 std::string(s.mlp_biases() ? "MLP biases" : "query/key/value biases alone"),
+                             "export models with model.attention_bias none or all and model.mlp_bias=false (OLMo 2)");
+    }
     if (qwen2 && s.mlp_biases()) {
       throw util::UsageError("no Hugging Face architecture has query/key/value and MLP biases without output "
                              "biases (model.attention_bias=qkv with model.mlp_bias=true)",
@@ -305,9 +327,12 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
                              "export models with model.qk_norm=head and model.attention_bias none or all, "
                              "model.mlp_bias=false (Qwen3)");
     }
-    const char* arch_name = qwen3 ? "Qwen3ForCausalLM" : qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+    const char* arch_name = qwen3   ? "Qwen3ForCausalLM"
+                            : olmo2 ? "Olmo2ForCausalLM"
+                            : qwen2 ? "Qwen2ForCausalLM"
+                                    : "LlamaForCausalLM";
     j = {{"architectures", {arch_name}},
-         {"model_type", qwen3 ? "qwen3" : qwen2 ? "qwen2" : "llama"},
+         {"model_type", qwen3 ? "qwen3" : olmo2 ? "olmo2" : qwen2 ? "qwen2" : "llama"},
          {"vocab_size", s.vocab_size},
          {"max_position_embeddings", s.max_seq_len},
          {"hidden_size", s.d_model},
@@ -326,6 +351,8 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
       j["sliding_window"] = nullptr;
       j["max_window_layers"] = s.n_layer;
       if (qwen3) j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
+    } else if (olmo2) {
+      j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
     } else {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
       j["mlp_bias"] = s.mlp_biases();
@@ -354,6 +381,9 @@ std::string shape_overrides(const ModelSpec& s) {
          " model.mlp_bias=" + (s.mlp_biases() ? "true" : "false");
   if (s.explicit_head_dim > 0) out += " model.head_dim=" + std::to_string(s.explicit_head_dim);
   if (s.qk_norm != config::QkNorm::kNone) out += std::string(" model.qk_norm=") + qk_norm_name(s.qk_norm);
+  if (s.norm_placement != config::NormPlacement::kPre) {
+    out += std::string(" model.norm_placement=") + norm_placement_name(s.norm_placement);
+  }
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;
   out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);

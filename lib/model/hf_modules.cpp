@@ -44,15 +44,32 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     const std::string h = "layers." + std::to_string(i) + ".";
     const std::string l = layer(i);
     const std::string a = h + "self_attn.";
-    m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
-    m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
+    // Hugging Face names the norms by position: Llama's post_attention_layernorm is the MLP's
+    // pre-norm; with post-norms (OLMo 2) it is the attention's output norm, and with both (Gemma 2)
+    // the MLP's pre-norm is pre_feedforward_layernorm.
+    switch (s.norm_placement) {
+      case config::NormPlacement::kPre:
+        m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
+        m[l + "mlp_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
+        break;
+      case config::NormPlacement::kPost:
+        m[l + "attn_post_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
+        m[l + "mlp_post_norm.weight"] = {{h + "post_feedforward_layernorm.weight"}};
+        break;
+      case config::NormPlacement::kSandwich:
+        m[l + "attn_norm.weight"] = {{h + "input_layernorm.weight"}};
+        m[l + "attn_post_norm.weight"] = {{h + "post_attention_layernorm.weight"}};
+        m[l + "mlp_norm.weight"] = {{h + "pre_feedforward_layernorm.weight"}};
+        m[l + "mlp_post_norm.weight"] = {{h + "post_feedforward_layernorm.weight"}};
+        break;
+    }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.qkv_bias()) break;
       m[l + "attn.qkv_proj." + kind] = {{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
     }
     m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
     if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
-    if (s.qk_norm == config::QkNorm::kHead) {
+    if (s.qk_norm != config::QkNorm::kNone) {
       m[l + "attn.q_norm.weight"] = {{a + "q_norm.weight"}};
       m[l + "attn.k_norm.weight"] = {{a + "k_norm.weight"}};
     }

@@ -19,7 +19,9 @@ using config::RopeType;
 constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kLlama3,
                                    RopeType::kYarn};
 constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
-constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead};
+constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead, config::QkNorm::kProjection};
+constexpr config::NormPlacement kPlacements[] = {config::NormPlacement::kPre, config::NormPlacement::kPost,
+                                                 config::NormPlacement::kSandwich};
 
 // Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
 // compute the same tables compare equal.
@@ -71,8 +73,13 @@ const char* attention_bias_name(AttentionBias bias) {
 }
 
 const char* qk_norm_name(config::QkNorm norm) {
-  static const char* const kNames[] = {"none", "head"};
+  static const char* const kNames[] = {"none", "head", "projection"};
   return kNames[static_cast<size_t>(norm)];
+}
+
+const char* norm_placement_name(config::NormPlacement placement) {
+  static const char* const kNames[] = {"pre", "post", "sandwich"};
+  return kNames[static_cast<size_t>(placement)];
 }
 
 bool ModelSpec::same_shape(const ModelSpec& o) const {
@@ -80,6 +87,7 @@ bool ModelSpec::same_shape(const ModelSpec& o) const {
          d_model == o.d_model && d_ff == o.d_ff && max_seq_len == o.max_seq_len && vocab_size == o.vocab_size &&
          tie_embeddings == o.tie_embeddings && norm_eps == o.norm_eps && attention_biases() == o.attention_biases() &&
          mlp_biases() == o.mlp_biases() && head_dim() == o.head_dim() && qk_norm == o.qk_norm &&
+         norm_placement == o.norm_placement &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -107,8 +115,11 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   // Kept only where it differs from d_model / n_head, so that specs of one shape compare equal.
   if (c.head_dim && (c.d_model % c.n_head != 0 || *c.head_dim != c.d_model / c.n_head)) s.explicit_head_dim = *c.head_dim;
   s.qk_norm = c.qk_norm;
-  if (gpt2 && (s.explicit_head_dim > 0 || s.qk_norm != config::QkNorm::kNone)) {
-    throw util::ConfigError("model.head_dim and model.qk_norm are llama-family options, but model.arch=gpt2",
+  s.norm_placement = c.norm_placement;
+  if (gpt2 && (s.explicit_head_dim > 0 || s.qk_norm != config::QkNorm::kNone ||
+               s.norm_placement != config::NormPlacement::kPre)) {
+    throw util::ConfigError("model.head_dim, model.qk_norm and model.norm_placement are llama-family options, but "
+                            "model.arch=gpt2",
                             "unset them, or use model.arch=llama");
   }
   if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
@@ -159,7 +170,8 @@ std::string ModelSpec::to_json() const {
                            {"mlp_bias", mlp_biases()},        {"rope_scaling", rope},
                            // null: d_model / n_head
                            {"head_dim", explicit_head_dim > 0 ? nlohmann::ordered_json(explicit_head_dim) : nullptr},
-                           {"qk_norm", qk_norm_name(qk_norm)}};
+                           {"qk_norm", qk_norm_name(qk_norm)},
+                           {"norm_placement", norm_placement_name(norm_placement)}};
   return j.dump(2) + "\n";
 }
 
@@ -238,6 +250,12 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
         if (norm == qk_norm_name(q)) s.qk_norm = q, known = true;
       }
       if (!known) throw util::CheckpointError(source + ": unknown qk_norm '" + norm + "'", damaged);
+      const std::string placement = j.value("norm_placement", std::string("pre"));
+      known = false;
+      for (config::NormPlacement p : kPlacements) {
+        if (placement == norm_placement_name(p)) s.norm_placement = p, known = true;
+      }
+      if (!known) throw util::CheckpointError(source + ": unknown norm_placement '" + placement + "'", damaged);
     }
     // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
     // that could never be allocated, refused before anything is.
@@ -258,7 +276,7 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
         s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 ||
         (s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) ||
         (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.explicit_head_dim > 0 ||
-                  s.qk_norm != config::QkNorm::kNone))) {
+                  s.qk_norm != config::QkNorm::kNone || s.norm_placement != config::NormPlacement::kPre))) {
       throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
     }
     check_rope(s, [&](const std::string& key, const std::string& why) {
@@ -279,8 +297,11 @@ int64_t ModelSpec::block_parameter_count() const {
   const int64_t attention = d * qkv_out + (qkv_bias() ? qkv_out : 0) + n_head * hd * d + (o_bias() ? d : 0);
   const int64_t up_out = gated_mlp() ? 2 * d_ff : d_ff;
   const int64_t mlp = d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
-  const int64_t qk_norm_weights = qk_norm == config::QkNorm::kHead ? 2 * hd : 0;
-  return 2 * norm + attention + qk_norm_weights + mlp;
+  const int64_t qk_norm_weights = qk_norm == config::QkNorm::kHead         ? 2 * hd
+                                  : qk_norm == config::QkNorm::kProjection ? (n_head + n_kv_head) * hd
+                                                                           : 0;
+  const int64_t norms = (pre_norms() ? 2 * norm : 0) + (post_norms() ? 2 * norm : 0);
+  return norms + attention + qk_norm_weights + mlp;
 }
 
 int64_t ModelSpec::root_parameter_count() const {

@@ -51,7 +51,8 @@ struct ModelSpec {
   RopeScaling rope_scaling;  // llama
   // llama: one head's size when it is not d_model / n_head (0: derived); read it through head_dim().
   int64_t explicit_head_dim = 0;
-  config::QkNorm qk_norm = config::QkNorm::kNone;  // llama: RMSNorm over each head of q and k (Qwen3)
+  config::QkNorm qk_norm = config::QkNorm::kNone;  // llama: q/k RMSNorm per head (Qwen3) or projection (OLMo 2)
+  config::NormPlacement norm_placement = config::NormPlacement::kPre;  // llama: post (OLMo 2), sandwich (Gemma 2)
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
@@ -62,6 +63,8 @@ struct ModelSpec {
                                                                     : config::AttentionBias::kNone);
   }
   bool mlp_biases() const { return mlp_bias.value_or(arch == config::ModelArch::kGpt2); }
+  bool pre_norms() const { return norm_placement != config::NormPlacement::kPost; }
+  bool post_norms() const { return norm_placement != config::NormPlacement::kPre; }
   bool qkv_bias() const { return attention_biases() != config::AttentionBias::kNone; }
   bool o_bias() const { return attention_biases() == config::AttentionBias::kAll; }
   int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_head; }
@@ -88,7 +91,9 @@ struct ModelSpec {
 const char* rope_type_name(config::RopeType type);
 // "none", "qkv", "all" (model.attention_bias's choices).
 const char* attention_bias_name(config::AttentionBias bias);
-// "none", "head" (model.qk_norm's choices).
+// "none", "head", "projection" (model.qk_norm's choices).
 const char* qk_norm_name(config::QkNorm norm);
+// "pre", "post", "sandwich" (model.norm_placement's choices).
+const char* norm_placement_name(config::NormPlacement placement);
 
 }  // namespace hftrain::model

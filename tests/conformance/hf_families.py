@@ -1,7 +1,8 @@
 """The model families past GPT-2/Llama/Mistral/Qwen2 against transformers, one tiny random model per
 option: an explicit head_dim that is not hidden_size / num_attention_heads (Mistral-NeMo's shape,
-Llama with one), and Qwen3 (per-head q/k RMSNorm, head_dim, tied and untied, with and without
-attention biases).
+Llama with one), Qwen3 (per-head q/k RMSNorm, head_dim, tied and untied, with and without
+attention biases) and OLMo 2 (post-norms, q/k RMSNorm over the projections, tied and untied,
+biases, head_dim).
 
 For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
   1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
@@ -26,7 +27,7 @@ import tempfile
 
 import torch
 from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+                          Olmo2Config, Olmo2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
@@ -51,6 +52,11 @@ CASES = {
                                                         rope_parameters={"rope_type": "default",
                                                                          "rope_theta": 1000000.0}),
                           "Qwen3ForCausalLM"),
+    # OLMo 2: norms on the sublayers' outputs, q and k normalised over the whole projections.
+    "olmo2-untied": (Olmo2ForCausalLM, Olmo2Config(**SMALL, tie_word_embeddings=False), "Olmo2ForCausalLM"),
+    "olmo2-tied-biases-head-dim": (Olmo2ForCausalLM, Olmo2Config(**dict(SMALL, num_attention_heads=4), head_dim=10,
+                                                                 attention_bias=True, tie_word_embeddings=True),
+                                   "Olmo2ForCausalLM"),
 }
 
 REFUSED = {
@@ -171,7 +177,7 @@ def main():
     if hf_decoders.failures:
         print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
         return 1
-    print("ok: explicit head_dim and Qwen3 equal transformers (logits, gradients, training, export)")
+    print("ok: explicit head_dim, Qwen3 and OLMo 2 equal transformers (logits, gradients, training, export)")
     return 0
 
 

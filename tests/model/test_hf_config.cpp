@@ -136,6 +136,7 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
       {"model.arch=llama", "model.head_dim=16"},
       {"model.arch=llama", "model.qk_norm=head", "model.head_dim=12", "model.tie_embeddings=true"},
       {"model.arch=llama", "model.qk_norm=head", "model.attention_bias=all"},
+      {"model.arch=llama", "model.qk_norm=projection", "model.norm_placement=post", "model.head_dim=10"},
   };
   for (const auto& overrides : cases) {
     const auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
@@ -180,6 +181,15 @@ TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norm
   // The overrides that model.from's layer writes give the same spec back.
   const std::string o = model::shape_overrides(qwen3);
   CHECK_THAT(o, Contains("model.head_dim=12 model.qk_norm=head"));
+  const auto olmo2 = read(family("Olmo2ForCausalLM"));
+  CHECK(olmo2.qk_norm == config::QkNorm::kProjection);
+  CHECK(olmo2.norm_placement == config::NormPlacement::kPost);
+  CHECK(olmo2.norm_eps == 1e-5);  // Olmo2Config's default, not Llama's
+  CHECK_THAT(model::shape_overrides(olmo2), Contains("model.qk_norm=projection model.norm_placement=post"));
+  auto no_hf = olmo2;
+  no_hf.norm_placement = config::NormPlacement::kPre;  // q/k norms over projections with pre-norms: no class
+  CHECK_THROWS_AS(model::hf_config_json(no_hf, {}), util::UsageError);
+  CHECK_THAT(model::hf_config_json(olmo2, {}), Contains("\"Olmo2ForCausalLM\""));
   // A hidden size that heads do not divide is fine with a head_dim.
   CHECK(read(family("LlamaForCausalLM", R"(, "hidden_size": 30, "head_dim": 8)")).head_dim() == 8);
 }

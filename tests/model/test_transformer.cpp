@@ -223,6 +223,11 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   auto qwen3 = tiny_llama();  // per-head q/k norms, heads wider than d_model / n_head
   qwen3.qk_norm = config::QkNorm::kHead;
   qwen3.explicit_head_dim = qwen3.head_dim() * 2;
-  specs.insert(specs.end(), {untied, biased, all_biases, qwen3});
+  auto olmo2 = tiny_llama();  // post-norms, q/k norms over the projections
+  olmo2.qk_norm = config::QkNorm::kProjection;
+  olmo2.norm_placement = config::NormPlacement::kPost;
+  auto sandwich = tiny_llama();
+  sandwich.norm_placement = config::NormPlacement::kSandwich;
+  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
 }
