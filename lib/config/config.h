@@ -78,6 +78,8 @@ struct ModelConfig {
   std::optional<int64_t> head_dim;      // unset: d_model / n_head
   QkNorm qk_norm = QkNorm::kNone;       // llama
   NormPlacement norm_placement = NormPlacement::kPre;  // llama
+  double partial_rotary_factor = 1.0;   // llama: RoPE on the first head_dim x this of each head
+  bool fused_projections = false;       // llama: Hugging Face tensors qkv_proj and gate_up_proj (Phi-3)
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;

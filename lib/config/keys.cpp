@@ -29,7 +29,7 @@ Schema build() {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -54,6 +54,12 @@ Schema build() {
   s.add("model.norm_placement", Type::kChoice, HFTRAIN_FIELD(model.norm_placement))
       .choices({"pre", "post", "sandwich"}).def("pre")
       .doc("llama: where each block normalises: pre (each sublayer's input, as Llama), post (each sublayer's output, before the residual add, as OLMo 2), or sandwich (both, as Gemma 2).");
+  s.add("model.partial_rotary_factor", Type::kFloat, HFTRAIN_FIELD(model.partial_rotary_factor))
+      .def("1.0").min(0.01).max(1)
+      .doc("llama: RoPE rotates the first head_dim x this dimensions of each head and passes the rest through (Phi-4-mini: 0.75).");
+  s.add("model.fused_projections", Type::kBool, HFTRAIN_FIELD(model.fused_projections))
+      .def("false")
+      .doc("llama: the Hugging Face model holds q/k/v as one qkv_proj tensor and gate/up as one gate_up_proj (Phi-3, exported as Phi3ForCausalLM); the names, not the computation.");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

@@ -99,10 +99,13 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "pick a head count that divides the hidden size, or set model.head_dim");
   }
   if (c.model.arch != ModelArch::kLlama &&
-      (c.model.head_dim || c.model.qk_norm != QkNorm::kNone || c.model.norm_placement != NormPlacement::kPre)) {
-    const std::string key = c.model.head_dim                          ? "model.head_dim"
-                            : c.model.qk_norm != QkNorm::kNone        ? "model.qk_norm"
-                                                                      : "model.norm_placement";
+      (c.model.head_dim || c.model.qk_norm != QkNorm::kNone || c.model.norm_placement != NormPlacement::kPre ||
+       c.model.partial_rotary_factor != 1.0 || c.model.fused_projections)) {
+    const std::string key = c.model.head_dim                             ? "model.head_dim"
+                            : c.model.qk_norm != QkNorm::kNone           ? "model.qk_norm"
+                            : c.model.norm_placement != NormPlacement::kPre ? "model.norm_placement"
+                            : c.model.partial_rotary_factor != 1.0       ? "model.partial_rotary_factor"
+                                                                         : "model.fused_projections";
     diags.add(from(tree, key), "`" + key + "` is a llama-family option, but model.arch is not llama",
               "unset " + key + ", or use model.arch=llama");
   }
@@ -111,6 +114,15 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                                                  ") is not a multiple of `model.n_kv_head` (" +
                                                  std::to_string(*c.model.n_kv_head) + ")",
               "each key/value head serves a whole number of query heads");
+  }
+  if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0) {
+    const auto head = static_cast<double>(c.model.head_dim.value_or(c.model.d_model / c.model.n_head));
+    const auto rotary = static_cast<int64_t>(head * c.model.partial_rotary_factor);
+    if (c.model.partial_rotary_factor != 1.0 && (rotary < 2 || rotary % 2 != 0)) {
+      diags.add(from(tree, "model.partial_rotary_factor"),
+                "RoPE rotates pairs, but head_dim x model.partial_rotary_factor = " + std::to_string(rotary),
+                "pick a factor that leaves an even number of rotated dimensions");
+    }
   }
   if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0 &&
       c.model.head_dim.value_or(c.model.d_model / c.model.n_head) % 2 != 0) {

@@ -26,7 +26,12 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  return x * cos + rotate_half(x) * sin;  // x (B, H, T, D); cos/sin (T, D) or (B, 1, T, D) broadcast
+  // x (B, H, T, D); cos/sin (T, R) or (B, 1, T, R) broadcast, R <= D: partial rotary factors rotate
+  // the first R dimensions of each head and pass the rest through.
+  const int64_t rotated = cos.size(-1);
+  if (rotated == x.size(-1)) return x * cos + rotate_half(x) * sin;
+  const auto parts = x.split_with_sizes({rotated, x.size(-1) - rotated}, -1);
+  return torch::cat({parts[0] * cos + rotate_half(parts[0]) * sin, parts[1]}, -1);
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 
 // lets rope_scaling win when both are there, and so do we.
 void read_rope(const Reader& r, ModelSpec& s) {
   s.rope_theta = r.number("rope_theta", 10000.0);
+  s.partial_rotary_factor = r.number("partial_rotary_factor", 1.0);  // 4.x: top level; 5: rope_parameters
   const char* key = r.has("rope_scaling") ? "rope_scaling" : r.has("rope_parameters") ? "rope_parameters" : nullptr;
   if (!key) return;
   if (!r.j.at(key).is_object()) r.fail("`" + std::string(key) + "` is not an object");
@@ -75,8 +76,9 @@ void read_rope(const Reader& r, ModelSpec& s) {
     p.unsupported_if(value.is_object(), "`" + std::string(key) + "` holds RoPE parameters per layer type (" + layer + ")");
   }
   s.rope_theta = p.number("rope_theta", s.rope_theta);
-  const double partial = p.number("partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
-  r.unsupported_if(partial != 1.0, "partial_rotary_factor is " + std::to_string(partial) + " (RoPE on part of a head)");
+  s.partial_rotary_factor = p.number("partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
+  r.unsupported_if(!(s.partial_rotary_factor > 0 && s.partial_rotary_factor <= 1),
+                   "partial_rotary_factor " + std::to_string(s.partial_rotary_factor) + " outside (0, 1]");
   const std::string type = p.text("rope_type", p.text("type", "default"));
   RopeScaling& out = s.rope_scaling;
   // transformers takes a top-level original_max_position_embeddings over the one in the parameters.
@@ -161,7 +163,7 @@ ModelSpec read_gpt2(const Reader& r) {
   return s;
 }
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2 };
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
 
 ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   ModelSpec s;
@@ -173,7 +175,7 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   s.d_ff = r.integer("intermediate_size");
   s.max_seq_len = r.integer("max_position_embeddings");
   s.vocab_size = r.integer("vocab_size");
-  s.norm_eps = r.number("rms_norm_eps", family == LlamaFamily::kOlmo2 ? 1e-5 : 1e-6);
+  s.norm_eps = r.number("rms_norm_eps", family == LlamaFamily::kOlmo2 || family == LlamaFamily::kPhi3 ? 1e-5 : 1e-6);
   s.tie_embeddings = r.flag("tie_word_embeddings", false);
   s.init_std = r.number("initializer_range", 0.02);
   // Llama's attention_bias covers all four projections; Mistral has none; Qwen2 has q, k and v only.
@@ -201,6 +203,11 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
       s.qk_norm = config::QkNorm::kProjection;
       s.norm_placement = config::NormPlacement::kPost;
       break;
+    case LlamaFamily::kPhi3:  // Llama's block under fused names: qkv_proj, gate_up_proj
+      s.attention_bias = AttentionBias::kNone;
+      s.mlp_bias = false;
+      s.fused_projections = true;
+      break;
   }
   read_rope(r, s);
   const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
@@ -213,6 +220,9 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   if (head_dim == 0) r.fail("`hidden_size` is not divisible by `num_attention_heads` and there is no `head_dim`");
   r.unsupported_if(head_dim % 2 != 0, "head_dim is odd (" + std::to_string(head_dim) + "): RoPE rotates pairs");
   if (head_dim != derived) s.explicit_head_dim = head_dim;
+  r.unsupported_if(s.partial_rotary_factor > 1 || s.rotary_dim() < 2 || s.rotary_dim() % 2 != 0,
+                   "partial_rotary_factor " + std::to_string(s.partial_rotary_factor) + " rotates " +
+                       std::to_string(s.rotary_dim()) + " dimensions of a head (RoPE rotates pairs)");
   return s;
 }
 
@@ -221,6 +231,7 @@ OrderedJson rope_json(const ModelSpec& s, bool theta) {
   const RopeScaling& r = s.rope_scaling;
   OrderedJson j{{"rope_type", rope_type_name(r.type)}};
   if (theta) j["rope_theta"] = s.rope_theta;
+  if (theta && s.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = s.partial_rotary_factor;
   if (r.type == RopeType::kDefault) return j;
   j["factor"] = r.factor;
   if (r.type == RopeType::kLlama3) {
@@ -271,6 +282,8 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     s = read_llama(r, LlamaFamily::kQwen3);
   } else if (arch == "Olmo2ForCausalLM" || arch == "Olmo2Model" || arch == "olmo2") {
     s = read_llama(r, LlamaFamily::kOlmo2);
+  } else if (arch == "Phi3ForCausalLM" || arch == "Phi3Model" || arch == "phi3") {
+    s = read_llama(r, LlamaFamily::kPhi3);
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
@@ -301,7 +314,14 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
   } else {
     const bool qwen3 = s.qk_norm == config::QkNorm::kHead;
     const bool olmo2 = s.qk_norm == config::QkNorm::kProjection;
+    const bool phi3 = s.fused_projections;
     const bool qwen2 = !qwen3 && !olmo2 && s.attention_biases() == AttentionBias::kQkv;
+    if (phi3 && (qwen3 || olmo2 || s.attention_biases() != AttentionBias::kNone || s.mlp_biases())) {
+      throw util::UsageError("no Hugging Face architecture has fused q/k/v and gate/up tensors (Phi-3) with biases "
+                             "or q/k norms",
+                             "export models with model.fused_projections=true and no biases or q/k norms (Phi-3), or "
+                             "model.fused_projections=false");
+    }
     const bool placement_fits = olmo2 ? s.norm_placement == config::NormPlacement::kPost
                                       : s.norm_placement == config::NormPlacement::kPre;
     if (!placement_fits) {
@@ -329,10 +349,11 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
     }
     const char* arch_name = qwen3   ? "Qwen3ForCausalLM"
                             : olmo2 ? "Olmo2ForCausalLM"
+                            : phi3  ? "Phi3ForCausalLM"
                             : qwen2 ? "Qwen2ForCausalLM"
                                     : "LlamaForCausalLM";
     j = {{"architectures", {arch_name}},
-         {"model_type", qwen3 ? "qwen3" : olmo2 ? "olmo2" : qwen2 ? "qwen2" : "llama"},
+         {"model_type", qwen3 ? "qwen3" : olmo2 ? "olmo2" : phi3 ? "phi3" : qwen2 ? "qwen2" : "llama"},
          {"vocab_size", s.vocab_size},
          {"max_position_embeddings", s.max_seq_len},
          {"hidden_size", s.d_model},
@@ -344,6 +365,7 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"hidden_act", "silu"},
          {"rms_norm_eps", s.norm_eps},
          {"rope_theta", s.rope_theta},                // transformers 4.x
+         {"partial_rotary_factor", s.partial_rotary_factor},
          {"rope_parameters", rope_json(s, true)}};  // 5.x
     if (s.rope_scaling.type != RopeType::kDefault) j["rope_scaling"] = rope_json(s, false);  // 4.x
     if (qwen2 || qwen3) {
@@ -353,6 +375,10 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
       if (qwen3) j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
     } else if (olmo2) {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
+    } else if (phi3) {
+      j["sliding_window"] = nullptr;
+      j["resid_pdrop"] = s.dropout;
+      j["embd_pdrop"] = s.dropout;
     } else {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
       j["mlp_bias"] = s.mlp_biases();
@@ -384,6 +410,8 @@ std::string shape_overrides(const ModelSpec& s) {
   if (s.norm_placement != config::NormPlacement::kPre) {
     out += std::string(" model.norm_placement=") + norm_placement_name(s.norm_placement);
   }
+  if (s.partial_rotary_factor != 1.0) out += " model.partial_rotary_factor=" + number(s.partial_rotary_factor);
+  if (s.fused_projections) out += " model.fused_projections=true";
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;
   out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);

@@ -65,7 +65,10 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.qkv_bias()) break;
-      m[l + "attn.qkv_proj." + kind] = {{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
+      m[l + "attn.qkv_proj." + kind] = s.fused_projections  // Phi-3's names: hftrain's layout as it is
+                                           ? HfSource{{a + "qkv_proj." + kind}}
+                                           : HfSource{{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind},
+                                                      false, {q, kv, kv}};
     }
     m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
     if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
@@ -75,7 +78,9 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.mlp_biases()) break;
-      m[l + "mlp.gate_up_proj." + kind] = {{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
+      m[l + "mlp.gate_up_proj." + kind] =
+          s.fused_projections ? HfSource{{h + "mlp.gate_up_proj." + kind}}
+                              : HfSource{{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
       m[l + "mlp.down_proj." + kind] = {{h + "mlp.down_proj." + kind}};
     }
   }

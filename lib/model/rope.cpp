@@ -54,7 +54,7 @@ torch::Tensor yarn(double base, int64_t dim, const RopeScaling& r) {
 }  // namespace
 
 torch::Tensor rope_inv_freq(const ModelSpec& spec) {
-  const int64_t dim = spec.head_dim();
+  const int64_t dim = spec.rotary_dim();
   const RopeScaling& r = spec.rope_scaling;
   switch (r.type) {
     case RopeType::kDefault:

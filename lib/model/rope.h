@@ -10,14 +10,14 @@
 
 namespace hftrain::model {
 
-// cos and sin (max_seq_len, head_dim) float32 in the Hugging Face layout (the frequencies
+// cos and sin (max_seq_len, rotary_dim) float32 in the Hugging Face layout (the frequencies
 // repeated over both halves of a head), already scaled by yarn's attention factor.
 struct RopeTables {
   torch::Tensor cos;
   torch::Tensor sin;
 };
 
-// The inverse frequencies (head_dim / 2) float32 for `spec`'s theta and scaling. Dynamic NTK
+// The inverse frequencies (rotary_dim / 2) float32 for `spec`'s theta and scaling. Dynamic NTK
 // scaling only changes them past the model's length, which hftrain never runs, so within
 // max_seq_len it equals the default (as in transformers).
 torch::Tensor rope_inv_freq(const ModelSpec& spec);

@@ -87,7 +87,8 @@ bool ModelSpec::same_shape(const ModelSpec& o) const {
          d_model == o.d_model && d_ff == o.d_ff && max_seq_len == o.max_seq_len && vocab_size == o.vocab_size &&
          tie_embeddings == o.tie_embeddings && norm_eps == o.norm_eps && attention_biases() == o.attention_biases() &&
          mlp_biases() == o.mlp_biases() && head_dim() == o.head_dim() && qk_norm == o.qk_norm &&
-         norm_placement == o.norm_placement &&
+         norm_placement == o.norm_placement && rotary_dim() == o.rotary_dim() &&
+         fused_projections == o.fused_projections &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -116,10 +117,13 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   if (c.head_dim && (c.d_model % c.n_head != 0 || *c.head_dim != c.d_model / c.n_head)) s.explicit_head_dim = *c.head_dim;
   s.qk_norm = c.qk_norm;
   s.norm_placement = c.norm_placement;
+  s.partial_rotary_factor = c.partial_rotary_factor;
+  s.fused_projections = c.fused_projections;
   if (gpt2 && (s.explicit_head_dim > 0 || s.qk_norm != config::QkNorm::kNone ||
-               s.norm_placement != config::NormPlacement::kPre)) {
-    throw util::ConfigError("model.head_dim, model.qk_norm and model.norm_placement are llama-family options, but "
-                            "model.arch=gpt2",
+               s.norm_placement != config::NormPlacement::kPre || s.partial_rotary_factor != 1.0 ||
+               s.fused_projections)) {
+    throw util::ConfigError("model.head_dim, model.qk_norm, model.norm_placement, model.partial_rotary_factor and "
+                            "model.fused_projections are llama-family options, but model.arch=gpt2",
                             "unset them, or use model.arch=llama");
   }
   if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
@@ -171,7 +175,9 @@ std::string ModelSpec::to_json() const {
                            // null: d_model / n_head
                            {"head_dim", explicit_head_dim > 0 ? nlohmann::ordered_json(explicit_head_dim) : nullptr},
                            {"qk_norm", qk_norm_name(qk_norm)},
-                           {"norm_placement", norm_placement_name(norm_placement)}};
+                           {"norm_placement", norm_placement_name(norm_placement)},
+                           {"partial_rotary_factor", partial_rotary_factor},
+                           {"fused_projections", fused_projections}};
   return j.dump(2) + "\n";
 }
 
@@ -256,6 +262,14 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
         if (placement == norm_placement_name(p)) s.norm_placement = p, known = true;
       }
       if (!known) throw util::CheckpointError(source + ": unknown norm_placement '" + placement + "'", damaged);
+      s.partial_rotary_factor = j.value("partial_rotary_factor", 1.0);
+      s.fused_projections = j.value("fused_projections", false);
+      if (!(s.partial_rotary_factor > 0 && s.partial_rotary_factor <= 1) || s.rotary_dim() < 2 ||
+          s.rotary_dim() % 2 != 0) {
+        throw util::CheckpointError(source + ": partial_rotary_factor " + std::to_string(s.partial_rotary_factor) +
+                                        " leaves no even number of rotated dimensions",
+                                    damaged);
+      }
     }
     // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
     // that could never be allocated, refused before anything is.
@@ -276,7 +290,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
         s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 ||
         (s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) ||
         (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.explicit_head_dim > 0 ||
-                  s.qk_norm != config::QkNorm::kNone || s.norm_placement != config::NormPlacement::kPre))) {
+                  s.qk_norm != config::QkNorm::kNone || s.norm_placement != config::NormPlacement::kPre ||
+                  s.partial_rotary_factor != 1.0 || s.fused_projections))) {
       throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
     }
     check_rope(s, [&](const std::string& key, const std::string& why) {

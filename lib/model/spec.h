@@ -53,6 +53,8 @@ struct ModelSpec {
   int64_t explicit_head_dim = 0;
   config::QkNorm qk_norm = config::QkNorm::kNone;  // llama: q/k RMSNorm per head (Qwen3) or projection (OLMo 2)
   config::NormPlacement norm_placement = config::NormPlacement::kPre;  // llama: post (OLMo 2), sandwich (Gemma 2)
+  double partial_rotary_factor = 1.0;  // llama: RoPE on the first rotary_dim() of each head
+  bool fused_projections = false;      // llama: Hugging Face's qkv_proj and gate_up_proj tensors (Phi-3)
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
@@ -68,6 +70,10 @@ struct ModelSpec {
   bool qkv_bias() const { return attention_biases() != config::AttentionBias::kNone; }
   bool o_bias() const { return attention_biases() == config::AttentionBias::kAll; }
   int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_head; }
+  // The rotated part of a head (transformers: int(head_dim * partial_rotary_factor)).
+  int64_t rotary_dim() const {
+    return static_cast<int64_t>(static_cast<double>(head_dim()) * partial_rotary_factor);
+  }
 
   // Everything that decides the parameters and what the model computes (not dropout or init_std).
   bool same_shape(const ModelSpec& other) const;

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -36,10 +37,13 @@ std::string some_of(const std::vector<std::string>& names) {
   return out;
 }
 
-std::vector<std::string> default_targets(config::ModelArch arch) {
+// peft's defaults per architecture; a llama-family model named as Phi-3 (fused qkv_proj) takes
+// Phi-3's.
+std::vector<std::string> default_targets(config::ModelArch arch, const std::vector<std::string>& names) {
+  const bool fused = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.ends_with(".qkv_proj"); });
   switch (arch) {
     case config::ModelArch::kGpt2: return {"c_attn"};
-    case config::ModelArch::kLlama: return {"q_proj", "v_proj"};
+    case config::ModelArch::kLlama: return fused ? std::vector<std::string>{"qkv_proj"} : std::vector<std::string>{"q_proj", "v_proj"};
     case config::ModelArch::kBert: return {"query", "value"};
   }
   return {};
@@ -153,7 +157,7 @@ std::vector<model::HfLinear> select_lora_targets(const std::vector<model::HfLine
   std::vector<std::string> names;
   for (const auto& m : modules) names.push_back(m.name);
   const bool all_linear = target_modules.size() == 1 && target_modules[0] == "all-linear";
-  const std::vector<std::string> patterns = target_modules.empty() ? default_targets(arch) : target_modules;
+  const std::vector<std::string> patterns = target_modules.empty() ? default_targets(arch, names) : target_modules;
   std::vector<bool> chosen(modules.size(), false);
   for (const auto& pattern : all_linear ? std::vector<std::string>{} : patterns) {
     if (pattern == "all-linear") {

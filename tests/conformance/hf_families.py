@@ -1,8 +1,8 @@
 """The model families past GPT-2/Llama/Mistral/Qwen2 against transformers, one tiny random model per
 option: an explicit head_dim that is not hidden_size / num_attention_heads (Mistral-NeMo's shape,
 Llama with one), Qwen3 (per-head q/k RMSNorm, head_dim, tied and untied, with and without
-attention biases) and OLMo 2 (post-norms, q/k RMSNorm over the projections, tied and untied,
-biases, head_dim).
+attention biases), OLMo 2 (post-norms, q/k RMSNorm over the projections, tied and untied,
+biases, head_dim) and Phi-3 (fused qkv_proj and gate_up_proj; Phi-4-mini's partial rotary factor).
 
 For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
   1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
@@ -27,7 +27,7 @@ import tempfile
 
 import torch
 from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Olmo2Config, Olmo2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Olmo2Config, Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
@@ -57,6 +57,14 @@ CASES = {
     "olmo2-tied-biases-head-dim": (Olmo2ForCausalLM, Olmo2Config(**dict(SMALL, num_attention_heads=4), head_dim=10,
                                                                  attention_bias=True, tie_word_embeddings=True),
                                    "Olmo2ForCausalLM"),
+    # Phi-3: Llama's block under fused names (qkv_proj, gate_up_proj); Phi-4-mini's partial rotary factor.
+    "phi3": (Phi3ForCausalLM, Phi3Config(**dict(SMALL, num_attention_heads=4), resid_pdrop=0.0, embd_pdrop=0.0,
+                                         tie_word_embeddings=False), "Phi3ForCausalLM"),
+    "phi3-partial-rotary-tied": (Phi3ForCausalLM, Phi3Config(**SMALL,
+                                                             resid_pdrop=0.0, embd_pdrop=0.0, tie_word_embeddings=True,
+                                                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                                              "partial_rotary_factor": 0.75}),
+                                 "Phi3ForCausalLM"),
 }
 
 REFUSED = {
@@ -115,12 +123,17 @@ def main():
         shard = os.path.join(work, "tokens.bin")
         tokens.numpy().astype("uint16").tofile(shard)
         for i, (name, (cls, config, export_arch)) in enumerate(CASES.items()):
+            # pad_token_id is an embedding row transformers never trains (padding_idx; Phi-3's and
+            # OLMo 2's configs name one by default): the last id, which the data never holds.
+            config.pad_token_id = VOCAB - 1
             torch.manual_seed(i)
             model = cls(config)
             perturb(model, i)
             model_dir = os.path.join(work, name)
             model.save_pretrained(model_dir)
-            ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(100 + i))
+            # Ids below 256 (the byte tokenizer's, as in training): an export names the byte
+            # tokenizer's pad (257) as pad_token_id.
+            ids = torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(100 + i))
             compare(name, forward_bin, model_dir, work, model, ids)
 
             run_dir = os.path.join(work, "run-" + name)
@@ -160,8 +173,6 @@ def main():
                 arch = json.load(f)["architectures"]
             check(arch == [export_arch], f"{name}: exported as {arch}, expected {export_arch}")
             loaded = AutoModelForCausalLM.from_pretrained(exported, dtype=torch.float32)
-            # The byte tokenizer's ids: the export names its pad token (257) as pad_token_id, whose
-            # embedding row transformers never trains (padding_idx), where a plain id is any row.
             byte_ids = torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(200 + i))
             compare(name + " (trained, exported, loaded by transformers)", forward_bin,
                     os.path.join(run_dir, "final"), work, loaded, byte_ids)
@@ -177,7 +188,7 @@ def main():
     if hf_decoders.failures:
         print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
         return 1
-    print("ok: explicit head_dim, Qwen3 and OLMo 2 equal transformers (logits, gradients, training, export)")
+    print("ok: explicit head_dim, Qwen3, OLMo 2 and Phi-3 equal transformers (logits, gradients, training, export)")
     return 0
 
 

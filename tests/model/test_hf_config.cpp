@@ -8,6 +8,7 @@
 
 #include "../config/helpers.h"
 #include "model/hf_config.h"
+#include "model/hf_modules.h"
 #include "model/rope.h"
 #include "model/spec.h"
 
@@ -114,8 +115,9 @@ TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (
              Contains("RoPE scaling type `longrope`"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "linear"})")),
              Contains("`rope_scaling.factor` is missing"));
-  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})")),
-             Contains("partial_rotary_factor"));
+  CHECK(read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"))
+            .rotary_dim() == 4);
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "partial_rotary_factor": 1.5)")), Contains("partial_rotary_factor"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_parameters": {"full_attention": {"rope_type": "default"}})")),
              Contains("per layer type"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"type": "linear", "factor": 0.5})")),
@@ -190,6 +192,15 @@ TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norm
   no_hf.norm_placement = config::NormPlacement::kPre;  // q/k norms over projections with pre-norms: no class
   CHECK_THROWS_AS(model::hf_config_json(no_hf, {}), util::UsageError);
   CHECK_THAT(model::hf_config_json(olmo2, {}), Contains("\"Olmo2ForCausalLM\""));
+  const auto phi = read(family("Phi3ForCausalLM", R"(, "rope_parameters": {"rope_type": "default",
+                                                      "rope_theta": 10000.0, "partial_rotary_factor": 0.5})"));
+  CHECK(phi.fused_projections);
+  CHECK(phi.rotary_dim() == 4);
+  CHECK(model::hf_sources(phi).at("layers.0.attn.qkv_proj.weight").names ==
+        std::vector<std::string>{"layers.0.self_attn.qkv_proj.weight"});
+  CHECK_THAT(model::hf_config_json(phi, {}), Contains("\"Phi3ForCausalLM\"") && Contains("\"partial_rotary_factor\": 0.5"));
+  CHECK(read(model::hf_config_json(phi, {})).same_shape(phi));
+  CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "partial_rotary_factor": 0.375)")), Contains("RoPE rotates pairs"));
   // A hidden size that heads do not divide is fine with a head_dim.
   CHECK(read(family("LlamaForCausalLM", R"(, "hidden_size": 30, "head_dim": 8)")).head_dim() == 8);
 }

@@ -228,6 +228,9 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   olmo2.norm_placement = config::NormPlacement::kPost;
   auto sandwich = tiny_llama();
   sandwich.norm_placement = config::NormPlacement::kSandwich;
-  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich});
+  auto partial = tiny_llama();
+  partial.partial_rotary_factor = 0.5;
+  partial.fused_projections = true;
+  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
 }
