@@ -1,5 +1,6 @@
 #include "model/hf_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -269,21 +270,22 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
   } else {
     arch = r.text("model_type", "");
   }
+  // The Llama-block families: <Name>ForCausalLM, <Name>Model or the model_type.
+  struct Family {
+    std::string name, model_type;
+    LlamaFamily family;
+  };
+  static const Family kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mistral", "mistral", LlamaFamily::kMistral},
+                                     {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
+                                     {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3}};
   ModelSpec s;
+  const auto family = std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const Family& f) {
+    return arch == f.name + "ForCausalLM" || arch == f.name + "Model" || arch == f.model_type;
+  });
   if (arch == "GPT2LMHeadModel" || arch == "GPT2Model" || arch == "gpt2") {
     s = read_gpt2(r);
-  } else if (arch == "LlamaForCausalLM" || arch == "LlamaModel" || arch == "llama") {
-    s = read_llama(r, LlamaFamily::kLlama);
-  } else if (arch == "MistralForCausalLM" || arch == "MistralModel" || arch == "mistral") {
-    s = read_llama(r, LlamaFamily::kMistral);
-  } else if (arch == "Qwen2ForCausalLM" || arch == "Qwen2Model" || arch == "qwen2") {
-    s = read_llama(r, LlamaFamily::kQwen2);
-  } else if (arch == "Qwen3ForCausalLM" || arch == "Qwen3Model" || arch == "qwen3") {
-    s = read_llama(r, LlamaFamily::kQwen3);
-  } else if (arch == "Olmo2ForCausalLM" || arch == "Olmo2Model" || arch == "olmo2") {
-    s = read_llama(r, LlamaFamily::kOlmo2);
-  } else if (arch == "Phi3ForCausalLM" || arch == "Phi3Model" || arch == "phi3") {
-    s = read_llama(r, LlamaFamily::kPhi3);
+  } else if (family != std::end(kFamilies)) {
+    s = read_llama(r, family->family);
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }

@@ -31,9 +31,10 @@ SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
   const fs::path file = checkpoint / kTrainerStateFile;
   const Json ts = read_json(file);
   SavedTrainerState s;
-  s.step = count_field(ts, "step", file);
-  s.epoch = real_field(ts, "epoch", file, 0.0, 1e15);
-  s.tokens_seen = count_field(ts, "tokens_seen", file);
+  TrainState& t = s.state;
+  t.step = count_field(ts, "step", file);
+  t.epoch = real_field(ts, "epoch", file, 0.0, 1e15);
+  t.tokens_seen = count_field(ts, "tokens_seen", file);
   if (ts.contains("source_tokens")) {
     const Json& counts = ts["source_tokens"];
     if (!counts.is_object()) {
@@ -51,12 +52,12 @@ SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
       (*s.source_tokens)[it.key()] = it->get<int64_t>();
     }
   }
-  s.best_eval_loss = optional_field(ts, "best_eval_loss", file);
-  s.best_step = count_field(ts, "best_step", file);
-  s.last_eval_loss = optional_field(ts, "last_eval_loss", file);
-  s.last_eval_step = count_field(ts, "last_eval_step", file);
-  s.early_stopping_best = optional_field(ts, "early_stopping_best", file);
-  s.early_stopping_bad = count_field(ts, "early_stopping_bad", file);
+  t.best_eval_loss = optional_field(ts, "best_eval_loss", file);
+  t.best_step = count_field(ts, "best_step", file);
+  t.last_eval_loss = optional_field(ts, "last_eval_loss", file);
+  t.last_eval_step = count_field(ts, "last_eval_step", file);
+  t.early_stopping_best = optional_field(ts, "early_stopping_best", file);
+  t.early_stopping_bad = count_field(ts, "early_stopping_bad", file);
   s.window_loss_sum = real_field(ts, "window_loss_sum", file, -1e30, 1e30);
   s.window_targets = count_field(ts, "window_targets", file);
   return s;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "train/callbacks.h"
 
 namespace hftrain::train {
 
@@ -23,17 +24,11 @@ inline constexpr const char* kTrainerStateFile = "trainer_state.json";
 
 // trainer_state.json.
 struct SavedTrainerState {
-  int64_t step = 0;
-  double epoch = 0;
-  int64_t tokens_seen = 0;
+  // step, epoch, tokens_seen and the evaluation and early-stopping record; the rest as a fresh
+  // state has it (source_tokens empty: by name below, for the resuming run to match to its sources).
+  TrainState state;
   // Tokens drawn per training source, by name; nullopt in checkpoints from before mixtures.
   std::optional<std::map<std::string, int64_t>> source_tokens;
-  std::optional<double> best_eval_loss;
-  int64_t best_step = 0;
-  std::optional<double> last_eval_loss;
-  int64_t last_eval_step = 0;
-  std::optional<double> early_stopping_best;
-  int64_t early_stopping_bad = 0;
   double window_loss_sum = 0;  // the logging window, summed over ranks
   int64_t window_targets = 0;
 };

@@ -405,7 +405,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   if (rng.empty() && world_->rank() > 0) {
     // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
     torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * static_cast<uint64_t>(world_->rank()) +
-                       104729u * static_cast<uint64_t>(ts.step));
+                       104729u * static_cast<uint64_t>(ts.state.step));
   } else {
     restore_rng(rng, device_, dir / kRngFile);
   }
@@ -427,17 +427,19 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   }
   loaders_.train->seek(static_cast<uint64_t>(data.cursor));
 
-  state_.step = ts.step;
-  state_.epoch = ts.epoch;
-  state_.tokens_seen = ts.tokens_seen;
-  state_.source_tokens.assign(loaders_.datasets.train_sources.size(), 0);
+  TrainState restored = ts.state;  // what the checkpoint holds; the rest stays this run's
+  restored.total_steps = state_.total_steps;
+  restored.data_wait_s = state_.data_wait_s;
+  restored.should_stop = state_.should_stop;
+  restored.last_eval_metrics = state_.last_eval_metrics;
+  restored.source_tokens.assign(loaders_.datasets.train_sources.size(), 0);
   if (ts.source_tokens) {
     const auto& counts = *ts.source_tokens;
     size_t matched = 0;
     for (size_t i = 0; i < loaders_.datasets.train_sources.size(); ++i) {
       const auto it = counts.find(loaders_.datasets.train_sources[i].name);
       if (it == counts.end()) continue;
-      state_.source_tokens[i] = it->second;
+      restored.source_tokens[i] = it->second;
       ++matched;
     }
     if ((matched != counts.size() || matched != loaders_.datasets.train_sources.size()) && !allow_data_change) {
@@ -449,12 +451,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
                                   "ones (their token counts start at 0)");
     }
   }
-  state_.best_eval_loss = ts.best_eval_loss;
-  state_.best_step = ts.best_step;
-  state_.last_eval_loss = ts.last_eval_loss;
-  state_.last_eval_step = ts.last_eval_step;
-  state_.early_stopping_best = ts.early_stopping_best;
-  state_.early_stopping_bad = ts.early_stopping_bad;
+  state_ = std::move(restored);
   // The window is the sum over all ranks; rank 0 carries it on.
   window_loss_.fill_(world_->is_main() ? ts.window_loss_sum : 0.0);
   window_targets_ = world_->is_main() ? ts.window_targets : 0;

@@ -119,8 +119,8 @@ TEST_CASE("the state files' checks that a resume makes, without a trainer (hftra
   const std::filesystem::path ck = cfg.run.output_dir + "/checkpoint-4";
   CHECK(train::check_state_files(ck).empty());
   const auto ts = train::read_trainer_state(ck);
-  CHECK(ts.step == 4);
-  CHECK(ts.tokens_seen == 4 * 2 * 2 * 16);
+  CHECK(ts.state.step == 4);
+  CHECK(ts.state.tokens_seen == 4 * 2 * 2 * 16);
   CHECK(train::read_data_state(ck).cursor == 4 * 2 * 2);
   CHECK_FALSE(train::read_scaler_state(ck).enabled);
 
