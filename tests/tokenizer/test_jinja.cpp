@@ -328,6 +328,11 @@ TEST_CASE("jinja: hostile templates hit the limits cleanly", "[tokenizer][jinja]
   CHECK(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").cause() == TemplateError::Cause::kLimit);
   CHECK(render_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}").cause() ==
         TemplateError::Cause::kLimit);
+  // The step limit: 1.2 million iterations are refused, 300 x 300 render (the libFuzzer artifact
+  // that timed out was 10^10 iterations writing one byte each, bounded only at 10 million steps).
+  CHECK_THAT(render_error("{% for a in range(1200) %}{% for b in range(1000) %}{% endfor %}{% endfor %}").what(),
+             Catch::Matchers::Contains("more than 1000000 statements and loop iterations"));
+  CHECK(render("{% for a in range(300) %}{% for b in range(300) %}x{% endfor %}{% endfor %}").size() == 90000);
   CHECK_THROWS_AS(render("{{ 'x' * 1000000000000 }}"), TemplateError);
   CHECK_THROWS_AS(render("{{ ('a' * 1000) | replace('a', 'b' * 1000000) }}"), TemplateError);
   CHECK_THROWS_AS(render("{{ 'a' | center(10 ** 12) }}"), TemplateError);
