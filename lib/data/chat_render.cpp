@@ -45,17 +45,8 @@ Json conversation(const SourceSpec& spec, const std::string& origin, const Json&
 Document render_chat_document(const SourceSpec& spec, const std::string& origin, std::string_view line,
                               const tokenizer::ChatTemplate& chat_template) {
   // Parsed again, keeping the keys' order: tojson prints tool schemas and arguments as written.
-  util::check_json_depth<util::DataError>(line, origin);
-  Json record;
-  try {
-    record = Json::parse(line);
-  } catch (const Json::parse_error& e) {
-    throw util::DataError("data file " + origin + ": malformed JSON (at column " + std::to_string(e.byte) + ")",
-                          "each line of a JSONL file must be one complete JSON object");
-  } catch (const Json::exception& e) {  // a number past double's range: out_of_range.406
-    throw util::DataError("data file " + origin + ": " + util::plain_json_error(e.what()),
-                          "each line of a JSONL file must be one JSON object whose numbers fit a double");
-  }
+  const Json record = util::parse_json_or_throw<util::DataError, Json>(
+      line, origin, "data file " + origin + ": malformed JSON", "each line of a JSONL file must be one complete JSON object");
   if (!record.is_object()) {
     throw util::DataError("data file " + origin + ": the line is a JSON " + std::string(record.type_name()) +
                               ", not an object",

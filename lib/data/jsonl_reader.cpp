@@ -96,18 +96,9 @@ void read_jsonl(const SourceSpec& spec, const std::filesystem::path& file, std::
       ++count;
       continue;
     }
-    util::check_json_depth<util::DataError>(line, file.string() + ":" + std::to_string(line_no));
-    Json obj;
-    try {
-      obj = Json::parse(line);
-    } catch (const Json::parse_error& e) {
-      // nlohmann's message names a byte column; keep only that part, not its internals.
-      throw util::DataError(at.where() + ": malformed JSON (at column " + std::to_string(e.byte) + ")",
-                            "each line of a JSONL file must be one complete JSON object");
-    } catch (const Json::exception& e) {  // a number past double's range: out_of_range.406
-      throw util::DataError(at.where() + ": " + util::plain_json_error(e.what()),
-                            "each line of a JSONL file must be one JSON object whose numbers fit a double");
-    }
+    const Json obj = util::parse_json_or_throw<util::DataError>(
+        line, file.string() + ":" + std::to_string(line_no), at.where() + ": malformed JSON",
+        "each line of a JSONL file must be one complete JSON object");
     if (!obj.is_object()) {
       throw util::DataError(at.where() + ": the line is a JSON " + std::string(obj.type_name()) + ", not an object",
                             "each line of a JSONL file must be one JSON object");

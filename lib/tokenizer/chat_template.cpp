@@ -33,16 +33,8 @@ Json special_variables(const Json& config) {
 
 Json read_json(const fs::path& file) {
   const std::string text = util::read_file<util::DataError>(file, "tokenizer config");
-  util::check_json_depth<util::DataError>(text, file.string());
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw util::DataError(file.string() + " is not valid JSON (at byte " + std::to_string(e.byte) + ")",
-                          "fix or replace the file");
-  } catch (const Json::exception& e) {  // a number past double's range: out_of_range.406
-    throw util::DataError(file.string() + " is not valid JSON (" + util::plain_json_error(e.what()) + ")",
-                          "fix or replace the file");
-  }
+  return util::parse_json_or_throw<util::DataError, Json>(text, file.string(), file.string() + " is not valid JSON",
+                                                          "fix or replace the file");
 }
 
 // The chat_template of a tokenizer_config.json: a string, or [{"name": ..., "template": ...}].

@@ -13,17 +13,8 @@ using Json = nlohmann::json;
 
 Json read_json(const fs::path& path) {
   const std::string text = util::read_file<util::CheckpointError>(path, "checkpoint file");
-  Json j = util::parse_json<util::CheckpointError>(text, path.string());
-  if (j.is_discarded()) {
-    std::string why = "not JSON";
-    try {
-      const Json again = Json::parse(text);  // for the parser's reason (an error path only)
-    } catch (const Json::exception& e) {
-      why = util::plain_json_error(e.what());
-    }
-    throw util::CheckpointError(path.string() + " is not valid JSON (" + util::clip(why, 200) + ")",
-                                "the checkpoint is damaged; resume from another one");
-  }
+  Json j = util::parse_json_or_throw<util::CheckpointError>(text, path.string(), path.string() + " is not valid JSON",
+                                                           "the checkpoint is damaged; resume from another one");
   if (!j.is_object()) {
     throw util::CheckpointError(path.string() + " is not a JSON object", "the checkpoint is damaged; resume from another one");
   }

@@ -1,6 +1,7 @@
 #include "util/json_depth.h"
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace hftrain::util {
 
@@ -56,6 +57,25 @@ nlohmann::json parse_json(std::string_view text, const std::string& where) {
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
+template <class ErrorT, class JsonT>
+JsonT parse_json_or_throw(std::string_view text, const std::string& where, const std::string& message,
+                          const std::string& hint) {
+  check_json_depth<ErrorT>(text, where);
+  try {
+    return JsonT::parse(text);
+  } catch (const typename JsonT::exception& e) {
+    throw ErrorT(message + " (" + clip(plain_json_error(e.what()), 200) + ")", hint);
+  }
+}
+
+template nlohmann::json parse_json_or_throw<DataError>(std::string_view, const std::string&, const std::string&,
+                                                       const std::string&);
+template nlohmann::ordered_json parse_json_or_throw<DataError, nlohmann::ordered_json>(std::string_view,
+                                                                                      const std::string&,
+                                                                                      const std::string&,
+                                                                                      const std::string&);
+template nlohmann::json parse_json_or_throw<CheckpointError>(std::string_view, const std::string&, const std::string&,
+                                                             const std::string&);
 template nlohmann::json parse_json<DataError>(std::string_view, const std::string&);
 template nlohmann::json parse_json<CheckpointError>(std::string_view, const std::string&);
 template void check_json_depth<DataError>(std::string_view, const std::string&, int);

@@ -32,6 +32,14 @@ void check_json_depth(std::string_view text, const std::string& where, int max_d
 template <class ErrorT>
 nlohmann::json parse_json(std::string_view text, const std::string& where);
 
+// `text` parsed as JsonT (nlohmann::json or ordered_json) after check_json_depth, for readers that
+// name what was wrong: throws ErrorT "<message> (<the library's reason>)" with `hint` when it is not
+// JSON, a malformed text or a number past double's range alike (the library's out_of_range, which
+// a handler of parse_error alone lets through).
+template <class ErrorT, class JsonT = nlohmann::json>
+JsonT parse_json_or_throw(std::string_view text, const std::string& where, const std::string& message,
+                          const std::string& hint);
+
 // An nlohmann::json exception's what() without the library's "[json.exception.type_error.302] "
 // prefix: "type must be number, but is string", "parse error at line 1, column 1: ...". Messages
 // quote the reason, not the library's name for it.

@@ -139,10 +139,10 @@ TEST_CASE("JSONL errors name the file and line", "[data][source]") {
   // library's out_of_range and ended the process).
   auto huge = dir.write("huge.jsonl", "{\"text\": \"a\"}\n{\"text\": \"b\", \"score\": 1e999999}\n");
   CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = huge.string()}); }),
-             Catch::Contains("huge.jsonl:2: number overflow parsing '1e999999'"));
+             Catch::Contains("huge.jsonl:2: malformed JSON (number overflow parsing '1e999999')"));
   auto huge_chat = dir.write("huge-chat.jsonl", "{\"prompt\": \"p\", \"response\": \"r\", \"n\": -1e999999}\n");
   SourceSpec chat{.path = huge_chat.string(), .format = SourceFormat::kChat};
-  CHECK_THAT(test::data_error([&] { test::read_all(chat); }), Catch::Contains("huge-chat.jsonl:1: number overflow"));
+  CHECK_THAT(test::data_error([&] { test::read_all(chat); }), Catch::Contains("huge-chat.jsonl:1: malformed JSON (number overflow"));
   auto array = dir.write("arr.jsonl", "[1, 2]\n");
   CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = array.string()}); }),
              Catch::Contains("arr.jsonl:1: the line is a JSON array"));
