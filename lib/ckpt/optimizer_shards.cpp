@@ -40,10 +40,12 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
 // Reads ranges of the tensors an index places in files, mapping each file on first use.
 class MappedOptimizerState final : public parallel::SavedOptimizerState {
  public:
-  MappedOptimizerState(fs::path dir, OptimizerIndex index)
-      : dir_(std::move(dir)), index_(std::move(index)), files_(index_.files.size()), entries_(files_.size()) {}
+  MappedOptimizerState(fs::path dir, fs::path source, OptimizerIndex index)
+      : dir_(std::move(dir)), source_(std::move(source)), index_(std::move(index)), files_(index_.files.size()),
+        entries_(files_.size()) {}
 
   const Json& meta() const override { return index_.optimizer; }
+  std::string source() const override { return source_.string(); }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const auto& entry : index_.tensors) out.push_back(entry.first);
@@ -131,6 +133,7 @@ class MappedOptimizerState final : public parallel::SavedOptimizerState {
   }
 
   fs::path dir_;
+  fs::path source_;
   OptimizerIndex index_;
   mutable std::vector<std::unique_ptr<model::MappedSafetensors>> files_;  // mapped on first use
   // Per file: its header's entries by name (a lookup per piece read, not a scan).
@@ -212,8 +215,7 @@ std::unique_ptr<parallel::SavedOptimizerState> open_saved_optimizer(const fs::pa
   const fs::path index_path = dir / kOptimizerIndexFile;
   if (fs::exists(index_path, ec)) {
     return std::make_unique<MappedOptimizerState>(
-        dir, OptimizerIndex::from_json(read_json_file(index_path, "optimizer index"),
-                                       index_path.string()));
+        dir, index_path, OptimizerIndex::from_json(read_json_file(index_path, "optimizer index"), index_path.string()));
   }
   const fs::path legacy = dir / kLegacyOptimizerTensors;
   if (!fs::exists(legacy, ec)) {
@@ -224,7 +226,7 @@ std::unique_ptr<parallel::SavedOptimizerState> open_saved_optimizer(const fs::pa
   for (const auto& e : model::read_safetensors_header(legacy).tensors) shapes[e.name] = e.shape;
   Json meta = read_json_file(dir / kLegacyOptimizerMeta, "optimizer meta");
   return std::make_unique<MappedOptimizerState>(
-      dir, legacy_optimizer_index(kLegacyOptimizerTensors, shapes, std::move(meta)));
+      dir, legacy, legacy_optimizer_index(kLegacyOptimizerTensors, shapes, std::move(meta)));
 }
 
 }  // namespace hftrain::ckpt

@@ -381,15 +381,12 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   const SavedScaler scaler = read_scaler_state(dir);
   const model::TensorList rng = rank_rng_states(read_rng_states(dir), world_->rank());
 
+  const auto saved_optimizer = ckpt::open_saved_optimizer(dir);  // its own errors name its files
   try {
-    strategy_->load_optimizer_state(*ckpt::open_saved_optimizer(dir));  // each rank reads its pieces
+    strategy_->load_optimizer_state(*saved_optimizer);  // each rank reads its pieces
   } catch (const util::CheckpointError& e) {
-    // The optimizer's own checks (a tensor's shape or dtype) know the state, not where it lies.
-    if (std::string_view(e.what()).find(dir.string()) != std::string_view::npos) throw;
-    std::error_code ec;
-    const fs::path index = fs::exists(dir / ckpt::kOptimizerIndexFile, ec) ? dir / ckpt::kOptimizerIndexFile
-                                                                           : dir / ckpt::kLegacyOptimizerTensors;
-    throw util::CheckpointError(index.string() + ": " + e.what(), e.hint());
+    // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
+    throw util::CheckpointError(saved_optimizer->source() + ": " + e.what(), e.hint());
   }
 
   if (plateau_) {

@@ -145,6 +145,7 @@ class SavedInMemory final : public parallel::SavedOptimizerState {
  public:
   explicit SavedInMemory(optim::OptimizerState state) : state_(std::move(state)) {}
   const nlohmann::json& meta() const override { return state_.meta; }
+  std::string source() const override { return "the test's state in memory"; }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const auto& [name, t] : state_.tensors) out.push_back(name);

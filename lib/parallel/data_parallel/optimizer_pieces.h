@@ -42,6 +42,9 @@ class SavedOptimizerState {
   virtual ~SavedOptimizerState() = default;
   // The optimizer meta (optim::OptimizerState::meta), "steps" over every parameter.
   virtual const nlohmann::json& meta() const = 0;
+  // The file that describes the state (a checkpoint's optimizer/index.json), for messages about
+  // what the state holds.
+  virtual std::string source() const = 0;
   // Every saved tensor, "<parameter>/<state key>", sorted.
   virtual std::vector<std::string> names() const = 0;
   // The whole shape of `name` (one of names()).
