@@ -23,6 +23,16 @@ constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kH
 constexpr config::NormPlacement kPlacements[] = {config::NormPlacement::kPre, config::NormPlacement::kPost,
                                                  config::NormPlacement::kSandwich};
 
+// The value of `values` whose name (`name_of`) is `text`, as model.json writes it; throws a
+// CheckpointError naming `source` and `field` for any other text.
+template <class E, size_t N, class NameOf>
+E named(const std::string& text, const E (&values)[N], NameOf name_of, const std::string& source, const char* field) {
+  for (E v : values) {
+    if (text == name_of(v)) return v;
+  }
+  throw util::CheckpointError(source + ": unknown " + field + " '" + text + "'", "the checkpoint is damaged; use another one");
+}
+
 // Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
 // compute the same tables compare equal.
 RopeScaling normalized(const RopeScaling& r) {
@@ -217,20 +227,11 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     s.attention_bias = s.attention_biases();
     s.mlp_bias = s.mlp_biases();
     if (version >= 2) {
-      const std::string bias = j.at("attention_bias").get<std::string>();
-      bool known = false;
-      for (AttentionBias b : kBiases) {
-        if (bias == attention_bias_name(b)) s.attention_bias = b, known = true;
-      }
-      if (!known) throw util::CheckpointError(source + ": unknown attention_bias '" + bias + "'", damaged);
+      s.attention_bias =
+          named(j.at("attention_bias").get<std::string>(), kBiases, attention_bias_name, source, "attention_bias");
       s.mlp_bias = j.at("mlp_bias").get<bool>();
       const auto& r = j.at("rope_scaling");
-      const std::string type = r.at("type").get<std::string>();
-      known = false;
-      for (RopeType t : kRopeTypes) {
-        if (type == rope_type_name(t)) s.rope_scaling.type = t, known = true;
-      }
-      if (!known) throw util::CheckpointError(source + ": unknown rope_scaling type '" + type + "'", damaged);
+      s.rope_scaling.type = named(r.at("type").get<std::string>(), kRopeTypes, rope_type_name, source, "rope_scaling type");
       r.at("factor").get_to(s.rope_scaling.factor);
       r.at("original_max_seq_len").get_to(s.rope_scaling.original_max_seq_len);
       r.at("low_freq_factor").get_to(s.rope_scaling.low_freq_factor);
@@ -250,18 +251,9 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       if (s.d_model % s.n_head != 0 || head_dim != s.d_model / s.n_head) s.explicit_head_dim = head_dim;
     }
     if (version >= 3) {
-      const std::string norm = j.at("qk_norm").get<std::string>();
-      bool known = false;
-      for (config::QkNorm q : kQkNorms) {
-        if (norm == qk_norm_name(q)) s.qk_norm = q, known = true;
-      }
-      if (!known) throw util::CheckpointError(source + ": unknown qk_norm '" + norm + "'", damaged);
-      const std::string placement = j.value("norm_placement", std::string("pre"));
-      known = false;
-      for (config::NormPlacement p : kPlacements) {
-        if (placement == norm_placement_name(p)) s.norm_placement = p, known = true;
-      }
-      if (!known) throw util::CheckpointError(source + ": unknown norm_placement '" + placement + "'", damaged);
+      s.qk_norm = named(j.at("qk_norm").get<std::string>(), kQkNorms, qk_norm_name, source, "qk_norm");
+      s.norm_placement = named(j.value("norm_placement", std::string("pre")), kPlacements, norm_placement_name, source,
+                               "norm_placement");
       s.partial_rotary_factor = j.value("partial_rotary_factor", 1.0);
       s.fused_projections = j.value("fused_projections", false);
       if (!(s.partial_rotary_factor > 0 && s.partial_rotary_factor <= 1) || s.rotary_dim() < 2 ||

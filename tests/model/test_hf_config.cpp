@@ -261,6 +261,9 @@ TEST_CASE("model.json of version 1 reads with the family defaults", "[model]") {
   std::string v4 = s.to_json();
   v4.replace(v4.find("\"version\": 3"), 12, "\"version\": 4");
   CHECK_THROWS_WITH(model::ModelSpec::from_json(v4, "model.json"), Contains("newer than this hftrain reads"));
+  std::string bogus = s.to_json();
+  bogus.replace(bogus.find("\"qk_norm\": \"none\""), 17, "\"qk_norm\": \"odd\"");
+  CHECK_THROWS_WITH(model::ModelSpec::from_json(bogus, "model.json"), Contains("model.json: unknown qk_norm 'odd'"));
 }
 
 TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {
