@@ -19,8 +19,8 @@ using config::ModelArch;
 using config::RopeType;
 
 constexpr const char* kHint =
-    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
-    "Olmo2ForCausalLM configs (see README, Hugging Face models)";
+    "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+    "Olmo2ForCausalLM and Phi3ForCausalLM configs (see README, Hugging Face models)";
 
 // Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
@@ -59,6 +59,12 @@ struct Reader {
     if (condition) fail(what + ", which hftrain's transformer does not implement");
   }
 };
+
+std::string number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // the shortest text that reads back as v
+  return std::string(buf, r.ptr);
+}
 
 // transformers' yarn attention factor: 0.1 * mscale * ln(scale) + 1 (1 for scale <= 1).
 double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
@@ -219,11 +225,12 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   const int64_t derived = s.d_model % s.n_head == 0 ? s.d_model / s.n_head : 0;
   const int64_t head_dim = r.integer("head_dim", family == LlamaFamily::kQwen3 ? 128 : derived);
   if (head_dim == 0) r.fail("`hidden_size` is not divisible by `num_attention_heads` and there is no `head_dim`");
-  r.unsupported_if(head_dim % 2 != 0, "head_dim is odd (" + std::to_string(head_dim) + "): RoPE rotates pairs");
   if (head_dim != derived) s.explicit_head_dim = head_dim;
+  // What RoPE rotates must be pairs (an odd head_dim is fine when a partial factor leaves it even).
   r.unsupported_if(s.partial_rotary_factor > 1 || s.rotary_dim() < 2 || s.rotary_dim() % 2 != 0,
-                   "partial_rotary_factor " + std::to_string(s.partial_rotary_factor) + " rotates " +
-                       std::to_string(s.rotary_dim()) + " dimensions of a head (RoPE rotates pairs)");
+                   "RoPE would rotate " + std::to_string(s.rotary_dim()) + " dimensions of each head (head_dim " +
+                       std::to_string(head_dim) + " x partial_rotary_factor " + number(s.partial_rotary_factor) +
+                       "), not an even number (RoPE rotates pairs)");
   return s;
 }
 
@@ -249,12 +256,6 @@ OrderedJson rope_json(const ModelSpec& s, bool theta) {
     j["truncate"] = r.truncate;
   }
   return j;
-}
-
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // the shortest text that reads back as v
-  return std::string(buf, r.ptr);
 }
 
 }  // namespace

@@ -176,7 +176,8 @@ TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norm
   CHECK_FALSE(qwen3.mlp_biases());
   // Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
   CHECK(read(family("Qwen3ForCausalLM")).head_dim() == 128);
-  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "head_dim": 7)")), Contains("head_dim is odd"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "head_dim": 7)")),
+             Contains("RoPE would rotate 7 dimensions of each head (head_dim 7 x partial_rotary_factor 1)"));
   CHECK_THAT(error(family("Qwen3ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
                                                   "max_window_layers": 1)")),
              Contains("sliding_window"));
