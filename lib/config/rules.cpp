@@ -116,22 +116,20 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "each key/value head serves a whole number of query heads");
   }
   if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0) {
-    const auto head = static_cast<double>(c.model.head_dim.value_or(c.model.d_model / c.model.n_head));
-    const auto rotary = static_cast<int64_t>(head * c.model.partial_rotary_factor);
-    if (c.model.partial_rotary_factor != 1.0 && (rotary < 2 || rotary % 2 != 0)) {
-      diags.add(from(tree, "model.partial_rotary_factor"),
-                "RoPE rotates pairs, but head_dim x model.partial_rotary_factor = " + std::to_string(rotary),
-                "pick a factor that leaves an even number of rotated dimensions");
-    }
-  }
-  if (c.model.arch == ModelArch::kLlama && c.model.n_head > 0 &&
-      c.model.head_dim.value_or(c.model.d_model / c.model.n_head) % 2 != 0) {
-    if (c.model.head_dim) {
-      diags.add(from(tree, "model.head_dim"), "llama's rotary embeddings need an even head size, but model.head_dim = " +
-                                                  std::to_string(*c.model.head_dim));
-    } else {
-      diags.add(from(tree, "model.d_model"), "llama's rotary embeddings need an even head size, but d_model / n_head = " +
-                                                 std::to_string(c.model.d_model / c.model.n_head));
+    // RoPE rotates pairs: head_dim x partial_rotary_factor must be even (an odd head is fine when the
+    // factor leaves it so).
+    const int64_t head = c.model.head_dim.value_or(c.model.d_model / c.model.n_head);
+    const auto rotary = static_cast<int64_t>(static_cast<double>(head) * c.model.partial_rotary_factor);
+    if (rotary < 2 || rotary % 2 != 0) {
+      const std::string key = c.model.partial_rotary_factor != 1.0 ? "model.partial_rotary_factor"
+                              : c.model.head_dim                   ? "model.head_dim"
+                                                                   : "model.d_model";
+      diags.add(from(tree, key),
+                "llama's rotary embeddings rotate pairs, but they would rotate " + std::to_string(rotary) +
+                    " dimensions of each head (head size " + std::to_string(head) +
+                    (c.model.head_dim ? "" : " = d_model / n_head") + ", partial_rotary_factor " +
+                    std::to_string(c.model.partial_rotary_factor).substr(0, 6) + ")",
+                "pick sizes (or a factor) that leave an even number of rotated dimensions");
     }
   }
   if (c.data.seq_len > c.model.max_seq_len) {

@@ -238,7 +238,10 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK(config_error({"model.arch=llama", "model.d_model=30", "model.n_head=4", "model.head_dim=8"}) == "no error");
   CHECK_THAT(config_error({"model.arch=gpt2", "model.head_dim=16"}), Contains("model.head_dim") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.qk_norm=head"}), Contains("model.qk_norm") && Contains("llama"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("model.head_dim = 7"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("would rotate 7 dimensions of each head (head size 7,"));
+  CHECK(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.4"}) == "no error");
+  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.3"}),
+             Contains("model.partial_rotary_factor") && Contains("would rotate 3 dimensions"));
   // Fields of other types do not make two specs differ.
   const auto a = model::ModelSpec::from_config(
       test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}).values.model);
