@@ -20,6 +20,8 @@ enum class QkNorm { kNone, kHead, kProjection };
 // Where a block normalises: "pre" (each sublayer's input: GPT-2, Llama), "post" (each sublayer's
 // output, before the residual add: OLMo 2), "sandwich" (both: Gemma 2 and 3)
 enum class NormPlacement { kPre, kPost, kSandwich };
+// The gated MLP's activation: "silu" (SwiGLU: Llama), "gelu_tanh" (GeGLU with tanh GELU: Gemma)
+enum class Activation { kSilu, kGeluTanh };
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName {
   kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW
@@ -80,6 +82,15 @@ struct ModelConfig {
   NormPlacement norm_placement = NormPlacement::kPre;  // llama
   double partial_rotary_factor = 1.0;   // llama: RoPE on the first head_dim x this of each head
   bool fused_projections = false;       // llama: Hugging Face tensors qkv_proj and gate_up_proj (Phi-3)
+  Activation activation = Activation::kSilu;      // llama: the gated MLP's activation
+  bool norm_unit_offset = false;                  // llama: RMSNorm scales by 1 + weight (Gemma)
+  bool scale_embeddings = false;                  // llama: embeddings times sqrt(d_model) (Gemma)
+  std::optional<double> query_pre_attn_scalar;    // llama: attention scale is this^-1/2; unset: head_dim
+  std::optional<double> attn_logit_softcapping;   // llama: cap * tanh(scores / cap); unset: none
+  std::optional<double> final_logit_softcapping;  // llama: the same on the output logits
+  std::optional<int64_t> sliding_window;          // llama: sliding layers attend to this many positions
+  int64_t sliding_window_pattern = 0;             // llama: every Nth layer attends globally; 0: none does
+  std::optional<double> rope_local_theta;         // llama: sliding layers' RoPE base; unset: as the others
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;

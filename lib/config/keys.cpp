@@ -29,7 +29,7 @@ Schema build() {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -60,6 +60,33 @@ Schema build() {
   s.add("model.fused_projections", Type::kBool, HFTRAIN_FIELD(model.fused_projections))
       .def("false")
       .doc("llama: the Hugging Face model holds q/k/v as one qkv_proj tensor and gate/up as one gate_up_proj (Phi-3, exported as Phi3ForCausalLM); the names, not the computation.");
+  s.add("model.activation", Type::kChoice, HFTRAIN_FIELD(model.activation))
+      .choices({"silu", "gelu_tanh"}).def("silu")
+      .doc("llama: the gated MLP's activation: silu (SwiGLU, as Llama) or gelu_tanh (GeGLU with the tanh GELU, as Gemma).");
+  s.add("model.norm_unit_offset", Type::kBool, HFTRAIN_FIELD(model.norm_unit_offset))
+      .def("false")
+      .doc("llama: every RMSNorm scales by 1 + weight, and its weights start at 0 (Gemma).");
+  s.add("model.scale_embeddings", Type::kBool, HFTRAIN_FIELD(model.scale_embeddings))
+      .def("false")
+      .doc("llama: multiply the token embeddings by sqrt(d_model), rounded to the weights' dtype (Gemma).");
+  s.add("model.query_pre_attn_scalar", Type::kFloat, HFTRAIN_FIELD(model.query_pre_attn_scalar))
+      .nullable().min(1e-6)
+      .doc("llama: attention scores are scaled by this^-1/2 (Gemma's query_pre_attn_scalar); unset: head_dim.");
+  s.add("model.attn_logit_softcapping", Type::kFloat, HFTRAIN_FIELD(model.attn_logit_softcapping))
+      .nullable().min(1e-6)
+      .doc("llama: attention scores become cap x tanh(score / cap) before the softmax (Gemma 2: 50); unset: none. Attention then runs unfused.");
+  s.add("model.final_logit_softcapping", Type::kFloat, HFTRAIN_FIELD(model.final_logit_softcapping))
+      .nullable().min(1e-6)
+      .doc("llama: output logits become cap x tanh(logit / cap), in the loss and in generation (Gemma 2: 30); unset: none.");
+  s.add("model.sliding_window", Type::kInt, HFTRAIN_FIELD(model.sliding_window))
+      .nullable().min(1).max(1 << 24).unit("tokens")
+      .doc("llama: sliding layers attend to the last this-many positions, their own included (Mistral, Gemma); unset: every layer attends to all.");
+  s.add("model.sliding_window_pattern", Type::kInt, HFTRAIN_FIELD(model.sliding_window_pattern))
+      .def("0").min(0).max(1024)
+      .doc("llama, with model.sliding_window: layers N, 2N, ... (counting from 1) attend globally and the others slide (Gemma 2: 2, Gemma 3: 6); 0: every layer slides (Mistral).");
+  s.add("model.rope_local_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_local_theta))
+      .nullable().min(1)
+      .doc("llama: RoPE base of the sliding layers, without RoPE scaling (Gemma 3's rope_local_base_freq); unset: they rotate as the global layers.");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

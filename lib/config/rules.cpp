@@ -1,5 +1,6 @@
 // Cross-field rules: each names every key involved and where its value came from.
 #include <string>
+#include <utility>
 
 #include "config/validate.h"
 #include "util/strings.h"
@@ -98,16 +99,39 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(c.model.n_head) + ", from " + from(tree, "model.n_head") + ")",
               "pick a head count that divides the hidden size, or set model.head_dim");
   }
-  if (c.model.arch != ModelArch::kLlama &&
-      (c.model.head_dim || c.model.qk_norm != QkNorm::kNone || c.model.norm_placement != NormPlacement::kPre ||
-       c.model.partial_rotary_factor != 1.0 || c.model.fused_projections)) {
-    const std::string key = c.model.head_dim                             ? "model.head_dim"
-                            : c.model.qk_norm != QkNorm::kNone           ? "model.qk_norm"
-                            : c.model.norm_placement != NormPlacement::kPre ? "model.norm_placement"
-                            : c.model.partial_rotary_factor != 1.0       ? "model.partial_rotary_factor"
-                                                                         : "model.fused_projections";
-    diags.add(from(tree, key), "`" + key + "` is a llama-family option, but model.arch is not llama",
-              "unset " + key + ", or use model.arch=llama");
+  if (c.model.arch != ModelArch::kLlama) {
+    // The llama-family options, each with whether it is set away from its default.
+    const std::pair<const char*, bool> llama_only[] = {
+        {"model.head_dim", c.model.head_dim.has_value()},
+        {"model.qk_norm", c.model.qk_norm != QkNorm::kNone},
+        {"model.norm_placement", c.model.norm_placement != NormPlacement::kPre},
+        {"model.partial_rotary_factor", c.model.partial_rotary_factor != 1.0},
+        {"model.fused_projections", c.model.fused_projections},
+        {"model.activation", c.model.activation != Activation::kSilu},
+        {"model.norm_unit_offset", c.model.norm_unit_offset},
+        {"model.scale_embeddings", c.model.scale_embeddings},
+        {"model.query_pre_attn_scalar", c.model.query_pre_attn_scalar.has_value()},
+        {"model.attn_logit_softcapping", c.model.attn_logit_softcapping.has_value()},
+        {"model.final_logit_softcapping", c.model.final_logit_softcapping.has_value()},
+        {"model.sliding_window", c.model.sliding_window.has_value()},
+        {"model.sliding_window_pattern", c.model.sliding_window_pattern != 0},
+        {"model.rope_local_theta", c.model.rope_local_theta.has_value()}};
+    for (const auto& [key, set] : llama_only) {
+      if (!set) continue;
+      diags.add(from(tree, key), "`" + std::string(key) + "` is a llama-family option, but model.arch is not llama",
+                "unset " + std::string(key) + ", or use model.arch=llama");
+      break;
+    }
+  } else if (!c.model.sliding_window) {
+    const std::pair<const char*, bool> sliding_only[] = {
+        {"model.sliding_window_pattern", c.model.sliding_window_pattern != 0},
+        {"model.rope_local_theta", c.model.rope_local_theta.has_value()}};
+    for (const auto& [key, set] : sliding_only) {
+      if (!set) continue;
+      diags.add(from(tree, key),
+                "`" + std::string(key) + "` describes the sliding layers, but `model.sliding_window` is unset",
+                "set model.sliding_window, or unset " + std::string(key));
+    }
   }
   if (c.model.n_kv_head && c.model.n_head % *c.model.n_kv_head != 0) {
     diags.add(from(tree, "model.n_kv_head"), "`model.n_head` (" + std::to_string(c.model.n_head) +

@@ -1,18 +1,26 @@
 #include "model/blocks.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <torch/torch.h>
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 
-NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps) : layer_norm_(layer_norm), eps_(eps) {
-  weight_ = register_parameter("weight", torch::ones({dim}));
+NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset)
+    : layer_norm_(layer_norm), eps_(eps), unit_offset_(unit_offset) {
+  weight_ = register_parameter("weight", unit_offset ? torch::zeros({dim}) : torch::ones({dim}));
   if (layer_norm_) bias_ = register_parameter("bias", torch::zeros({dim}));
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   const std::vector<int64_t> shape{x.size(-1)};
   if (layer_norm_) return at::layer_norm(x, shape, weight_, bias_, eps_);
+  if (unit_offset_) {  // Gemma: in fp32 whatever the dtypes, x * rsqrt(mean(x^2) + eps) * (1 + w)
+    return at::rms_norm(x.to(torch::kFloat32), shape, weight_.to(torch::kFloat32) + 1, eps_).to(x.scalar_type());
+  }
   return at::rms_norm(x, shape, weight_, eps_);
 }
 
@@ -34,10 +42,46 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   return torch::cat({parts[0] * cos + rotate_half(parts[0]) * sin, parts[1]}, -1);
 }
 
+// Attention written out, for what SDPA cannot do (tanh soft-capping of the scores): softmax(cap *
+// tanh(q k^T scale / cap) masked) v with the softmax in fp32, as transformers' eager attention.
+// q (B, H, Tq, D); k, v (B, KVH, Tk, D); mask broadcast to (B, H, Tq, Tk), or undefined with
+// `causal`: query i sees keys up to i + Tk - Tq.
+torch::Tensor eager_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v, const torch::Tensor& mask,
+                              bool causal, double scale, double softcap, double dropout, bool training) {
+  const int64_t groups = q.size(1) / k.size(1);
+  if (groups > 1) {  // each key/value head serves `groups` consecutive query heads
+    const auto repeat = [&](const torch::Tensor& t) {
+      return t.unsqueeze(2).expand({t.size(0), t.size(1), groups, t.size(2), t.size(3)}).reshape(
+          {t.size(0), t.size(1) * groups, t.size(2), t.size(3)});
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+  auto scores = torch::matmul(q, k.transpose(2, 3)) * scale;
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
+  torch::Tensor allowed = mask;
+  const int64_t tq = q.size(2), tk = k.size(2);
+  if (!allowed.defined() && causal && tq > 1) {
+    allowed = torch::ones({tq, tk}, q.options().dtype(torch::kBool)).tril(tk - tq);
+  }
+  if (allowed.defined()) {
+    // -inf in any dtype (every row keeps its own position, so none is wholly masked).
+    scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  auto weights = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout).training(training));
+  return torch::matmul(weights, v);
+}
+
 }  // namespace
 
 AttentionImpl::AttentionImpl(const ModelSpec& spec)
-    : n_head_(spec.n_head), n_kv_head_(spec.n_kv_head), head_dim_(spec.head_dim()), dropout_(spec.dropout) {
+    : n_head_(spec.n_head),
+      n_kv_head_(spec.n_kv_head),
+      head_dim_(spec.head_dim()),
+      dropout_(spec.dropout),
+      softcap_(spec.attn_logit_softcapping) {
+  if (spec.query_pre_attn_scalar > 0) scale_ = spec.attention_scale();
   const int64_t qkv_out = (n_head_ + 2 * n_kv_head_) * head_dim_;
   qkv_proj = register_module("qkv_proj",
                              Dense(spec.d_model, qkv_out, spec.qkv_bias()));
@@ -45,8 +89,9 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
       "o_proj", Dense(n_head_ * head_dim_, spec.d_model, spec.o_bias()));
   if (spec.qk_norm != config::QkNorm::kNone) {
     const bool per_head = spec.qk_norm == config::QkNorm::kHead;
-    q_norm = register_module("q_norm", Norm(per_head ? head_dim_ : n_head_ * head_dim_, /*layer_norm=*/false, spec.norm_eps));
-    k_norm = register_module("k_norm", Norm(per_head ? head_dim_ : n_kv_head_ * head_dim_, /*layer_norm=*/false, spec.norm_eps));
+    const auto rms = [&](int64_t dim) { return Norm(dim, /*layer_norm=*/false, spec.norm_eps, spec.norm_unit_offset); };
+    q_norm = register_module("q_norm", rms(per_head ? head_dim_ : n_head_ * head_dim_));
+    k_norm = register_module("k_norm", rms(per_head ? head_dim_ : n_kv_head_ * head_dim_));
     per_head_qk_norm_ = per_head;
   }
 }
@@ -82,8 +127,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   if (cache) {
     cache->keys->narrow(2, cache->offset, T).copy_(k);
     cache->values->narrow(2, cache->offset, T).copy_(v);
-    k = cache->keys->narrow(2, 0, cache->offset + T);
-    v = cache->values->narrow(2, 0, cache->offset + T);
+    // A sliding layer's new position sees only the window's last keys.
+    const int64_t end = cache->offset + T;
+    const int64_t start = in.window > 0 && T == 1 ? std::max<int64_t>(0, end - in.window) : 0;
+    k = cache->keys->narrow(2, start, end - start);
+    v = cache->values->narrow(2, start, end - start);
     // Generation prefills from an empty cache (causal) and then adds one position at a time,
     // which may attend to everything before it.
     TORCH_CHECK(cache->offset == 0 || T == 1, "KV cache: extend by one position at a time");
@@ -96,21 +144,30 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     const auto flat = [&](const torch::Tensor& t, int64_t heads) {
       return t.transpose(1, 2).reshape({B * T, heads, head_dim_}).to(in.varlen_dtype);
     };
+    TORCH_CHECK(softcap_ == 0, "soft-capped attention has no variable-length kernel");
+    const std::optional<int64_t> left = in.window > 0 ? std::optional<int64_t>(in.window - 1) : std::nullopt;
+    const std::optional<int64_t> right = in.window > 0 ? std::optional<int64_t>(0) : std::nullopt;
     auto out = std::get<0>(at::_flash_attention_forward(
         flat(q, n_head_), flat(k, n_kv_head_), flat(v, n_kv_head_), in.cu_seqlens, in.cu_seqlens, in.max_seqlen,
-        in.max_seqlen, is_training() ? dropout_ : 0.0, /*is_causal=*/true, /*return_debug_mask=*/false));
+        in.max_seqlen, is_training() ? dropout_ : 0.0, /*is_causal=*/true, /*return_debug_mask=*/false, scale_, left,
+        right));
     return o_proj(out.view({B, T, n_head_ * head_dim_}));
   }
   // A document mask holds the causal rule itself (document_mask.h).
   if (in.mask.defined()) causal = false;
   const std::optional<torch::Tensor> mask = in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt;
-  auto y = at::scaled_dot_product_attention(q, k, v, mask, is_training() ? dropout_ : 0.0, causal,
-                                            /*scale=*/std::nullopt, /*enable_gqa=*/n_kv_head_ != n_head_);
+  const double dropout = is_training() ? dropout_ : 0.0;
+  auto y = softcap_ > 0
+               ? eager_attention(q, k, v, in.mask, causal, scale_.value_or(1.0 / std::sqrt(static_cast<double>(head_dim_))),
+                                 softcap_, dropout, is_training())
+               : at::scaled_dot_product_attention(q, k, v, mask, dropout, causal, scale_,
+                                                  /*enable_gqa=*/n_kv_head_ != n_head_);
   y = y.transpose(1, 2).reshape({B, T, n_head_ * head_dim_});  // (B, T, H D)
   return o_proj(y);
 }
 
-MlpImpl::MlpImpl(const ModelSpec& spec) : gated_(spec.gated_mlp()), d_ff_(spec.d_ff) {
+MlpImpl::MlpImpl(const ModelSpec& spec)
+    : gated_(spec.gated_mlp()), gelu_gate_(spec.activation == config::Activation::kGeluTanh), d_ff_(spec.d_ff) {
   if (gated_) {
     gate_up_proj = register_module(
         "gate_up_proj", Dense(spec.d_model, 2 * spec.d_ff, spec.mlp_biases()));
@@ -126,14 +183,15 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   if (gated_) {
     auto gu = gate_up_proj(x);  // (B, T, 2 d_ff)
     const auto gate_up = gu.chunk(2, -1);  // one cat in the backward (see the attention's split)
-    return down_proj(F::silu(gate_up[0]) * gate_up[1]);
+    const auto gate = gelu_gate_ ? F::gelu(gate_up[0], F::GELUFuncOptions().approximate("tanh")) : F::silu(gate_up[0]);
+    return down_proj(gate * gate_up[1]);
   }
-  // GPT-2's "gelu_new" is the tanh approximation.
+  // GPT-2's "gelu_new" is the tanh approximation (as Gemma's gelu_pytorch_tanh).
   return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
 }
 
 BlockImpl::BlockImpl(const ModelSpec& spec) : dropout_(spec.dropout) {
-  const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps); };
+  const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset); };
   if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());
   attn = register_module("attn", Attention(spec));
   if (spec.post_norms()) attn_post_norm = register_module("attn_post_norm", norm());

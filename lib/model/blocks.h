@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include <torch/nn/module.h>
 #include "model/dense.h"
@@ -11,15 +12,17 @@
 
 namespace hftrain::model {
 
-// LayerNorm (weight and bias) or RMSNorm (weight only), as the spec says.
+// LayerNorm (weight and bias) or RMSNorm (weight only), as the spec says. With a unit offset
+// (Gemma) RMSNorm scales by 1 + weight, computed in fp32, and the weight starts at 0.
 class NormImpl : public torch::nn::Module {
  public:
-  NormImpl(int64_t dim, bool layer_norm, double eps);
+  NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset = false);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
   bool layer_norm_;
   double eps_;
+  bool unit_offset_;
   torch::Tensor weight_;
   torch::Tensor bias_;
 };
@@ -29,8 +32,9 @@ TORCH_MODULE(Norm);
 struct AttentionInputs {
   torch::Tensor cos, sin;  // RoPE tables for the positions: (T, head_dim), or (B, 1, T, head_dim)
                            // with per-row position ids; undefined for GPT-2
-  torch::Tensor mask;      // (B, 1, T, T) bool, true = may attend (document masking), or
-                           // undefined: plain causal attention
+  torch::Tensor mask;      // (B, 1, T, T) or (T, T) bool, true = may attend (document masking, a
+                           // sliding window), or undefined: plain causal attention
+  int64_t window = 0;      // sliding layers: keys lie at most window - 1 positions back (0: any)
   // Document masking as variable-length flash attention on CUDA (document_mask.h): the int32
   // document offsets in the flattened batch, or undefined. q, k and v are cast to varlen_dtype.
   torch::Tensor cu_seqlens;
@@ -60,6 +64,8 @@ class AttentionImpl : public torch::nn::Module {
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;
   bool per_head_qk_norm_ = false;
+  std::optional<double> scale_;  // unset: SDPA's own 1 / sqrt(head_dim)
+  double softcap_ = 0;
 };
 TORCH_MODULE(Attention);
 
@@ -74,6 +80,7 @@ class MlpImpl : public torch::nn::Module {
 
  private:
   bool gated_;
+  bool gelu_gate_;  // GeGLU (Gemma) rather than SwiGLU
   int64_t d_ff_;
 };
 TORCH_MODULE(Mlp);

@@ -16,6 +16,12 @@ torch::Tensor document_causal_mask(const torch::Tensor& position_ids) {
   return same.logical_and_(causal).unsqueeze(1);
 }
 
+torch::Tensor sliding_window_causal_mask(int64_t length, int64_t window, const torch::Device& device) {
+  return torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(device))
+      .tril()
+      .triu(-(window - 1));
+}
+
 DocumentLayout document_layout(const torch::Tensor& position_ids) {
   const int64_t total = position_ids.numel();
   // A document starts at every position 0; packed rows always begin with one (data/packing.h),

@@ -18,6 +18,10 @@ namespace hftrain::model {
 // (B, T) int64 positions -> (B, 1, T, T) bool, true where attention is allowed.
 torch::Tensor document_causal_mask(const torch::Tensor& position_ids);
 
+// (T, T) bool: causal attention over the last `window` positions, the query's own included
+// (transformers' sliding window: key j is seen from query i when i - window < j <= i).
+torch::Tensor sliding_window_causal_mask(int64_t length, int64_t window, const torch::Device& device);
+
 // The documents of a packed batch as flash attention's variable-length input: cu_seqlens holds
 // the int32 offsets of every document in the flattened (B x T) tokens, then B x T; max_seqlen
 // bounds a document's length (T: every row starts a document, so none is longer).

@@ -20,7 +20,8 @@ using config::RopeType;
 
 constexpr const char* kHint =
     "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-    "Olmo2ForCausalLM and Phi3ForCausalLM configs (see README, Hugging Face models)";
+    "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM configs (see README, Hugging Face "
+    "models)";
 
 // Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
@@ -45,6 +46,11 @@ struct Reader {
     return j.at(key).get<double>();
   }
   double number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
+  // A number that null turns off (0), and `fallback` when the key is absent (Gemma's soft-caps).
+  double number_or_off(const char* key, double fallback) const {
+    if (!j.contains(key)) return fallback;
+    return j.at(key).is_null() ? 0.0 : number(key);
+  }
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     if (!j.at(key).is_boolean()) fail(name(key) + " is not true or false");
@@ -126,26 +132,50 @@ void read_rope(const Reader& r, ModelSpec& s) {
                                                  " above max_position_embeddings");
 }
 
-// A sliding window that covers every position is full causal attention; a shorter one is refused.
-void check_sliding_window(const Reader& r, const ModelSpec& s, bool qwen2) {
-  if (!r.has("sliding_window")) return;
-  if (qwen2 && !r.flag("use_sliding_window", false)) return;  // Qwen2 ignores the window then
-  const int64_t window = r.integer("sliding_window");
-  if (window >= s.max_seq_len) return;
-  if (qwen2) {  // only some layers may slide: those layer_types names, else those from max_window_layers on
-    bool sliding = false;
-    if (r.has("layer_types") && r.j.at("layer_types").is_array()) {
-      for (const auto& t : r.j.at("layer_types")) sliding = sliding || t == "sliding_attention";
-    } else {
-      const Json& m = r.j.contains("max_window_layers") ? r.j.at("max_window_layers") : Json(28);
-      sliding = !m.is_number_integer() || m.get<int64_t>() < s.n_layer;
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3 };
+
+// Which layers attend to a sliding window, as hftrain's pattern (ModelSpec::layer_slides): every
+// layer (Mistral, Phi-3), those layer_types names (transformers 5), Qwen2's layers from
+// max_window_layers on, or Gemma's alternation (every 2nd, every sliding_window_pattern-th layer
+// global). A list no pattern describes is refused.
+void read_sliding_window(const Reader& r, ModelSpec& s, LlamaFamily family) {
+  const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
+  const bool gemma = family == LlamaFamily::kGemma2 || family == LlamaFamily::kGemma3;
+  if (family == LlamaFamily::kLlama || family == LlamaFamily::kOlmo2) return;  // no sliding layers
+  if (qwen && !r.flag("use_sliding_window", false)) return;                      // Qwen ignores the window then
+  if (!gemma && !r.has("sliding_window")) return;
+  const int64_t window = gemma ? r.integer("sliding_window", 4096) : r.integer("sliding_window");
+  std::vector<bool> slides(static_cast<size_t>(s.n_layer), true);
+  if (r.has("layer_types")) {
+    const Json& types = r.j.at("layer_types");
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != s.n_layer) {
+      r.fail("`layer_types` is not a list of num_hidden_layers entries");
     }
-    if (!sliding) return;
+    for (size_t i = 0; i < types.size(); ++i) {
+      const bool sliding = types[i] == "sliding_attention";
+      r.unsupported_if(!sliding && types[i] != "full_attention", "`layer_types` has " + types[i].dump());
+      slides[i] = sliding;
+    }
+  } else if (qwen) {
+    const Json& m = r.has("max_window_layers") ? r.j.at("max_window_layers") : Json(28);
+    if (!m.is_number_integer() || m.get<int64_t>() < 0) r.fail("`max_window_layers` is not a whole number of layers");
+    const int64_t first = m.get<int64_t>();
+    for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = i >= first;
+  } else if (gemma) {
+    const int64_t every = family == LlamaFamily::kGemma2 ? 2 : r.integer("sliding_window_pattern", 6);
+    for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = (i + 1) % every != 0;
   }
-  r.fail("`sliding_window` is " + std::to_string(window) + ", shorter than max_position_embeddings " +
-             std::to_string(s.max_seq_len) + ": attention over a sliding window is not implemented",
-         "hftrain reads models whose window covers every position: sliding_window null or at least "
-         "max_position_embeddings (Qwen2: or use_sliding_window false)");
+  const auto first_full = std::find(slides.begin(), slides.end(), false);
+  if (first_full == slides.begin() && std::find(slides.begin(), slides.end(), true) == slides.end()) return;  // none
+  s.sliding_window = window;
+  s.sliding_window_pattern = first_full == slides.end() ? 0 : (first_full - slides.begin()) + 1;
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    if (s.layer_slides(i) != slides[static_cast<size_t>(i)]) {
+      r.fail("its sliding layers (layer_types) do not repeat as every N-th layer global (hftrain's "
+                 "model.sliding_window_pattern): layer " + std::to_string(i) + " breaks the pattern",
+             "hftrain reads sliding windows on every layer, or on all layers but every N-th (Gemma)");
+    }
+  }
 }
 
 ModelSpec read_gpt2(const Reader& r) {
@@ -170,7 +200,28 @@ ModelSpec read_gpt2(const Reader& r) {
   return s;
 }
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
+// Gemma 3's RoPE: the full layers' parameters and theta (default 1e6), and the sliding layers' theta
+// (rope_local_base_freq, default 10000; transformers 5: rope_parameters per layer type).
+Json gemma3_rope(const Reader& r, ModelSpec& s) {
+  Json j = r.j;
+  s.rope_local_theta = r.number("rope_local_base_freq", 10000.0);
+  if (!j.contains("rope_theta") || j.at("rope_theta").is_null()) j["rope_theta"] = 1e6;
+  if (r.has("rope_parameters") && r.j.at("rope_parameters").is_object() &&
+      r.j.at("rope_parameters").contains("full_attention")) {
+    const Json& per_type = r.j.at("rope_parameters");
+    const Reader sliding{per_type.contains("sliding_attention") ? per_type.at("sliding_attention") : Json::object(),
+                         r.source, "rope_parameters.sliding_attention."};
+    if (sliding.j == per_type.at("full_attention")) {
+      s.rope_local_theta = 0;  // the sliding layers rotate as the full ones, scaling included
+    } else {
+      sliding.unsupported_if(!sliding.j.is_object() || sliding.text("rope_type", "default") != "default",
+                             "`rope_parameters.sliding_attention` scales RoPE unlike `full_attention`");
+      s.rope_local_theta = sliding.number("rope_theta", s.rope_local_theta);
+    }
+    j["rope_parameters"] = per_type.at("full_attention");
+  }
+  return j;
+}
 
 ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   ModelSpec s;
@@ -182,8 +233,9 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
   s.d_ff = r.integer("intermediate_size");
   s.max_seq_len = r.integer("max_position_embeddings");
   s.vocab_size = r.integer("vocab_size");
+  const bool gemma = family == LlamaFamily::kGemma2 || family == LlamaFamily::kGemma3;
   s.norm_eps = r.number("rms_norm_eps", family == LlamaFamily::kOlmo2 || family == LlamaFamily::kPhi3 ? 1e-5 : 1e-6);
-  s.tie_embeddings = r.flag("tie_word_embeddings", false);
+  s.tie_embeddings = r.flag("tie_word_embeddings", gemma);
   s.init_std = r.number("initializer_range", 0.02);
   // Llama's attention_bias covers all four projections; Mistral has none; Qwen2 has q, k and v only.
   switch (family) {
@@ -215,15 +267,41 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
       s.mlp_bias = false;
       s.fused_projections = true;
       break;
+    case LlamaFamily::kGemma2:  // (1 + w) RMSNorms around both sublayers, GeGLU, scaled embeddings,
+    case LlamaFamily::kGemma3:  // soft-caps (Gemma 2's on by default), per-head q/k norms (Gemma 3)
+      s.attention_bias = r.flag("attention_bias", false) ? AttentionBias::kAll : AttentionBias::kNone;
+      s.mlp_bias = false;
+      s.norm_placement = config::NormPlacement::kSandwich;
+      s.norm_unit_offset = true;
+      s.scale_embeddings = true;
+      s.activation = config::Activation::kGeluTanh;
+      s.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 256);
+      s.final_logit_softcapping = r.number_or_off("final_logit_softcapping", family == LlamaFamily::kGemma2 ? 30.0 : 0.0);
+      // Gemma 3's config has attn_logit_softcapping too, but transformers' Gemma3Attention never
+      // applies it: read as transformers computes, without.
+      if (family == LlamaFamily::kGemma2) s.attn_logit_softcapping = r.number_or_off("attn_logit_softcapping", 50.0);
+      r.unsupported_if(r.flag("use_bidirectional_attention", false), "use_bidirectional_attention is on");
+      if (family == LlamaFamily::kGemma3) s.qk_norm = config::QkNorm::kHead;
+      break;
   }
-  read_rope(r, s);
-  const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
-  if (family != LlamaFamily::kLlama && family != LlamaFamily::kOlmo2) check_sliding_window(r, s, qwen);
-  const std::string act = r.text("hidden_act", "silu");
-  r.unsupported_if(act != "silu", "hidden_act is " + act);
-  // head_dim: transformers' default is hidden_size / num_attention_heads, but Qwen3Config's is 128.
+  if (family == LlamaFamily::kGemma3) {
+    const Json rope = gemma3_rope(r, s);
+    read_rope(Reader{rope, r.source, ""}, s);
+  } else {
+    read_rope(r, s);
+  }
+  read_sliding_window(r, s, family);
+  if (s.sliding_window == 0) s.rope_local_theta = 0;  // no sliding layers to rotate otherwise
+  if (s.rope_local_theta == s.rope_theta && s.rope_scaling.type == RopeType::kDefault) s.rope_local_theta = 0;
+  // Gemma names the activation hidden_activation (gelu_pytorch_tanh); the others hidden_act (silu).
+  const char* act_key = gemma ? "hidden_activation" : "hidden_act";
+  const std::string act = r.text(act_key, gemma ? "gelu_pytorch_tanh" : "silu");
+  r.unsupported_if(act != (gemma ? "gelu_pytorch_tanh" : "silu"), std::string(act_key) + " is " + act);
+  // head_dim: transformers' default is hidden_size / num_attention_heads, but Qwen3Config's is
+  // 128 and Gemma's 256.
   const int64_t derived = s.d_model % s.n_head == 0 ? s.d_model / s.n_head : 0;
-  const int64_t head_dim = r.integer("head_dim", family == LlamaFamily::kQwen3 ? 128 : derived);
+  const int64_t head_dim =
+      r.integer("head_dim", family == LlamaFamily::kQwen3 ? 128 : gemma ? 256 : derived);
   if (head_dim == 0) r.fail("`hidden_size` is not divisible by `num_attention_heads` and there is no `head_dim`");
   if (head_dim != derived) s.explicit_head_dim = head_dim;
   // What RoPE rotates must be pairs (an odd head_dim is fine when a partial factor leaves it even).
@@ -258,6 +336,103 @@ OrderedJson rope_json(const ModelSpec& s, bool theta) {
   return j;
 }
 
+// The Llama-block families: <Name>ForCausalLM, <Name>Model or the model_type.
+struct FamilyName {
+  std::string name, model_type;
+  LlamaFamily family;
+};
+const FamilyName kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mistral", "mistral", LlamaFamily::kMistral},
+                                {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
+                                {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3},
+                                {"Gemma2", "gemma2", LlamaFamily::kGemma2}, {"Gemma3", "gemma3_text", LlamaFamily::kGemma3}};
+
+const FamilyName& family_name(LlamaFamily family) {
+  return *std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const FamilyName& f) { return f.family == family; });
+}
+
+[[noreturn]] void no_family(const std::string& what, const std::string& hint) {
+  throw util::UsageError("no Hugging Face architecture hftrain writes has " + what, hint);
+}
+
+// The Hugging Face architecture that computes what `s` (a llama-family spec) computes; throws
+// UsageError naming the combination none of them has.
+LlamaFamily export_family(const ModelSpec& s) {
+  const bool biases_none_or_all = s.attention_biases() != AttentionBias::kQkv && !s.mlp_biases();
+  const bool gemma_options = s.norm_unit_offset || s.scale_embeddings || s.activation != config::Activation::kSilu ||
+                             s.query_pre_attn_scalar > 0 || s.attn_logit_softcapping > 0 ||
+                             s.final_logit_softcapping > 0 || s.rope_local_theta > 0 ||
+                             s.norm_placement == config::NormPlacement::kSandwich;
+  if (gemma_options) {
+    const bool whole = s.norm_unit_offset && s.scale_embeddings && s.activation == config::Activation::kGeluTanh &&
+                       s.norm_placement == config::NormPlacement::kSandwich &&
+                       s.qk_norm != config::QkNorm::kProjection && biases_none_or_all && !s.fused_projections &&
+                       s.partial_rotary_factor == 1.0;
+    if (!whole) {
+      no_family("part of Gemma's block (model.norm_unit_offset, model.scale_embeddings, model.activation=gelu_tanh, "
+                "model.norm_placement=sandwich, soft-caps, model.query_pre_attn_scalar, model.rope_local_theta) "
+                "without the rest, or with biases, fused projections or a partial rotary factor",
+                "export Gemma models with all of model.norm_unit_offset=true model.scale_embeddings=true "
+                "model.activation=gelu_tanh model.norm_placement=sandwich, model.qk_norm none (Gemma 2) or head "
+                "(Gemma 3), attention biases none or all and no MLP biases");
+    }
+    if (s.qk_norm == config::QkNorm::kHead) {
+      if (s.attn_logit_softcapping > 0) {
+        no_family("Gemma 3's block with attention soft-capping (transformers' Gemma 3 never applies "
+                  "attn_logit_softcapping)",
+                  "unset model.attn_logit_softcapping to export as Gemma 3, or model.qk_norm=none for Gemma 2");
+      }
+      return LlamaFamily::kGemma3;
+    }
+    if (s.rope_local_theta > 0) {
+      no_family("Gemma 2's block with a RoPE base of the sliding layers' own (model.rope_local_theta)",
+                "set model.qk_norm=head (Gemma 3), or unset model.rope_local_theta");
+    }
+    return LlamaFamily::kGemma2;
+  }
+  const bool qwen3 = s.qk_norm == config::QkNorm::kHead;
+  const bool olmo2 = s.qk_norm == config::QkNorm::kProjection;
+  if (s.fused_projections && (qwen3 || olmo2 || s.attention_biases() != AttentionBias::kNone || s.mlp_biases())) {
+    no_family("fused q/k/v and gate/up tensors (Phi-3) with biases or q/k norms",
+              "export models with model.fused_projections=true and no biases or q/k norms (Phi-3), or "
+              "model.fused_projections=false");
+  }
+  if ((s.norm_placement == config::NormPlacement::kPost) != olmo2) {
+    no_family(std::string("model.norm_placement=") + norm_placement_name(s.norm_placement) +
+                  " with model.qk_norm=" + qk_norm_name(s.qk_norm),
+              "export models with post-norms and q/k norms over the projections (OLMo 2), or pre-norms (Llama, "
+              "Qwen2, Qwen3)");
+  }
+  if ((olmo2 || qwen3) && !biases_none_or_all) {
+    no_family(std::string(olmo2 ? "OLMo 2's norms" : "per-head q/k norms (model.qk_norm=head, Qwen3)") + " with " +
+                  (s.mlp_biases() ? "MLP biases" : "query/key/value biases alone"),
+              "export models with model.attention_bias none or all and model.mlp_bias=false");
+  }
+  const bool qwen2 = !qwen3 && !olmo2 && s.attention_biases() == AttentionBias::kQkv;
+  if (qwen2 && s.mlp_biases()) {
+    no_family("query/key/value and MLP biases without output biases (model.attention_bias=qkv with "
+              "model.mlp_bias=true)",
+              "export models with attention_bias qkv and no MLP biases (Qwen2), or all and any (Llama)");
+  }
+  const LlamaFamily family = qwen3               ? LlamaFamily::kQwen3
+                             : olmo2             ? LlamaFamily::kOlmo2
+                             : s.fused_projections ? LlamaFamily::kPhi3
+                             : qwen2             ? LlamaFamily::kQwen2
+                                                 : LlamaFamily::kLlama;
+  if (s.sliding_window == 0) return family;
+  // Sliding windows: Qwen's on any layers, Mistral's and Phi-3's on all, OLMo 2 and Llama none
+  // (a Llama without biases is a Mistral).
+  if (family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3) return family;
+  const bool mistral = family == LlamaFamily::kLlama && s.attention_biases() == AttentionBias::kNone && !s.mlp_biases();
+  if ((mistral || family == LlamaFamily::kPhi3) && s.sliding_window_pattern == 0) {
+    return mistral ? LlamaFamily::kMistral : family;
+  }
+  no_family(std::string("a sliding window (model.sliding_window) ") +
+                (s.sliding_window_pattern != 0 ? "on some layers only" : "") + " in " + family_name(family).name +
+                "'s block",
+            "Mistral and Phi-3 slide on every layer (model.sliding_window_pattern=0), Qwen2/Qwen3 and Gemma on any; "
+            "unset model.sliding_window to export this model");
+}
+
 }  // namespace
 
 ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& source) {
@@ -271,18 +446,10 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
   } else {
     arch = r.text("model_type", "");
   }
-  // The Llama-block families: <Name>ForCausalLM, <Name>Model or the model_type.
-  struct Family {
-    std::string name, model_type;
-    LlamaFamily family;
-  };
-  static const Family kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mistral", "mistral", LlamaFamily::kMistral},
-                                     {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
-                                     {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3}};
-  ModelSpec s;
-  const auto family = std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const Family& f) {
+  const auto family = std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const FamilyName& f) {
     return arch == f.name + "ForCausalLM" || arch == f.name + "Model" || arch == f.model_type;
   });
+  ModelSpec s;
   if (arch == "GPT2LMHeadModel" || arch == "GPT2Model" || arch == "gpt2") {
     s = read_gpt2(r);
   } else if (family != std::end(kFamilies)) {
@@ -315,48 +482,12 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"attn_pdrop", s.dropout},
          {"initializer_range", s.init_std}};
   } else {
-    const bool qwen3 = s.qk_norm == config::QkNorm::kHead;
-    const bool olmo2 = s.qk_norm == config::QkNorm::kProjection;
-    const bool phi3 = s.fused_projections;
-    const bool qwen2 = !qwen3 && !olmo2 && s.attention_biases() == AttentionBias::kQkv;
-    if (phi3 && (qwen3 || olmo2 || s.attention_biases() != AttentionBias::kNone || s.mlp_biases())) {
-      throw util::UsageError("no Hugging Face architecture has fused q/k/v and gate/up tensors (Phi-3) with biases "
-                             "or q/k norms",
-                             "export models with model.fused_projections=true and no biases or q/k norms (Phi-3), or "
-                             "model.fused_projections=false");
-    }
-    const bool placement_fits = olmo2 ? s.norm_placement == config::NormPlacement::kPost
-                                      : s.norm_placement == config::NormPlacement::kPre;
-    if (!placement_fits) {
-      throw util::UsageError(std::string("no Hugging Face architecture hftrain writes has model.norm_placement=") +
-                                 norm_placement_name(s.norm_placement) + " with model.qk_norm=" + qk_norm_name(s.qk_norm),
-                             "export models with post-norms and q/k norms over the projections (OLMo 2), or "
-                             "pre-norms (Llama, Qwen2, Qwen3)");
-    }
-    if (olmo2 && (s.attention_biases() == AttentionBias::kQkv || s.mlp_biases())) {
-      throw util::UsageError("no Hugging Face architecture has OLMo 2's norms with " +
-                                 std::string(s.mlp_biases() ? "MLP biases" : "query/key/value biases alone"),
-                             "export models with model.attention_bias none or all and model.mlp_bias=false (OLMo 2)");
-    }
-    if (qwen2 && s.mlp_biases()) {
-      throw util::UsageError("no Hugging Face architecture has query/key/value and MLP biases without output "
-                             "biases (model.attention_bias=qkv with model.mlp_bias=true)",
-                             "export models with attention_bias qkv and no MLP biases (Qwen2), or all and any "
-                             "(Llama)");
-    }
-    if (qwen3 && (s.attention_biases() == AttentionBias::kQkv || s.mlp_biases())) {
-      throw util::UsageError("no Hugging Face architecture has per-head q/k norms (model.qk_norm=head, Qwen3) with " +
-                                 std::string(s.mlp_biases() ? "MLP biases" : "query/key/value biases alone"),
-                             "export models with model.qk_norm=head and model.attention_bias none or all, "
-                             "model.mlp_bias=false (Qwen3)");
-    }
-    const char* arch_name = qwen3   ? "Qwen3ForCausalLM"
-                            : olmo2 ? "Olmo2ForCausalLM"
-                            : phi3  ? "Phi3ForCausalLM"
-                            : qwen2 ? "Qwen2ForCausalLM"
-                                    : "LlamaForCausalLM";
-    j = {{"architectures", {arch_name}},
-         {"model_type", qwen3 ? "qwen3" : olmo2 ? "olmo2" : phi3 ? "phi3" : qwen2 ? "qwen2" : "llama"},
+    const LlamaFamily family = export_family(s);
+    const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
+    const bool gemma = family == LlamaFamily::kGemma2 || family == LlamaFamily::kGemma3;
+    const FamilyName& name = family_name(family);
+    j = {{"architectures", {name.name + "ForCausalLM"}},
+         {"model_type", name.model_type},
          {"vocab_size", s.vocab_size},
          {"max_position_embeddings", s.max_seq_len},
          {"hidden_size", s.d_model},
@@ -365,27 +496,53 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"num_attention_heads", s.n_head},
          {"num_key_value_heads", s.n_kv_head},
          {"head_dim", s.head_dim()},
-         {"hidden_act", "silu"},
+         {gemma ? "hidden_activation" : "hidden_act", gemma ? "gelu_pytorch_tanh" : "silu"},
          {"rms_norm_eps", s.norm_eps},
-         {"rope_theta", s.rope_theta},                // transformers 4.x
-         {"partial_rotary_factor", s.partial_rotary_factor},
-         {"rope_parameters", rope_json(s, true)}};  // 5.x
+         {"rope_theta", s.rope_theta},  // transformers 4.x
+         {"partial_rotary_factor", s.partial_rotary_factor}};
+    if (family == LlamaFamily::kGemma3) {  // 5.x: per layer type
+      OrderedJson local = s.rope_local_theta > 0
+                              ? OrderedJson{{"rope_type", "default"}, {"rope_theta", s.rope_local_theta}}
+                              : rope_json(s, true);
+      j["rope_parameters"] = {{"full_attention", rope_json(s, true)}, {"sliding_attention", local}};
+      j["rope_local_base_freq"] = s.rope_local_theta > 0 ? s.rope_local_theta : s.rope_theta;  // 4.x
+    } else {
+      j["rope_parameters"] = rope_json(s, true);  // 5.x
+    }
     if (s.rope_scaling.type != RopeType::kDefault) j["rope_scaling"] = rope_json(s, false);  // 4.x
-    if (qwen2 || qwen3) {
-      j["use_sliding_window"] = false;
-      j["sliding_window"] = nullptr;
+    // Which layers slide: transformers 5 reads layer_types, Mistral and Phi-3 slide everywhere.
+    OrderedJson layer_types = OrderedJson::array();
+    for (int64_t i = 0; i < s.n_layer; ++i) layer_types.push_back(s.layer_slides(i) ? "sliding_attention" : "full_attention");
+    const OrderedJson window = s.sliding_window > 0 ? OrderedJson(s.sliding_window) : OrderedJson(nullptr);
+    if (qwen) {
+      j["use_sliding_window"] = s.sliding_window > 0;
+      j["sliding_window"] = window;
       j["max_window_layers"] = s.n_layer;
-      if (qwen3) j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
-    } else if (olmo2) {
-      j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
-    } else if (phi3) {
-      j["sliding_window"] = nullptr;
+      if (s.sliding_window > 0) j["layer_types"] = layer_types;
+    } else if (family == LlamaFamily::kMistral || family == LlamaFamily::kPhi3) {
+      j["sliding_window"] = window;
+    } else if (gemma) {
+      j["sliding_window"] = window;
+      j["layer_types"] = layer_types;
+      // An integer in Gemma's configs (transformers checks the type).
+      const double scalar = s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : static_cast<double>(s.head_dim());
+      if (scalar != std::floor(scalar)) {
+        no_family("a fractional query_pre_attn_scalar (" + number(scalar) + ")",
+                  "export Gemma models with a whole model.query_pre_attn_scalar");
+      }
+      j["query_pre_attn_scalar"] = static_cast<int64_t>(scalar);
+      const auto cap = [](double v) { return v > 0 ? OrderedJson(v) : OrderedJson(nullptr); };
+      j["final_logit_softcapping"] = cap(s.final_logit_softcapping);
+      j["attn_logit_softcapping"] = cap(s.attn_logit_softcapping);
+    }
+    if (family == LlamaFamily::kPhi3) {
       j["resid_pdrop"] = s.dropout;
       j["embd_pdrop"] = s.dropout;
-    } else {
-      j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
-      j["mlp_bias"] = s.mlp_biases();
     }
+    if (family != LlamaFamily::kQwen2 && family != LlamaFamily::kMistral && family != LlamaFamily::kPhi3) {
+      j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
+    }
+    if (family == LlamaFamily::kLlama) j["mlp_bias"] = s.mlp_biases();
     j["attention_dropout"] = s.dropout;
     j["initializer_range"] = s.init_std;
   }
@@ -415,6 +572,17 @@ std::string shape_overrides(const ModelSpec& s) {
   }
   if (s.partial_rotary_factor != 1.0) out += " model.partial_rotary_factor=" + number(s.partial_rotary_factor);
   if (s.fused_projections) out += " model.fused_projections=true";
+  if (s.activation != config::Activation::kSilu) out += std::string(" model.activation=") + activation_name(s.activation);
+  if (s.norm_unit_offset) out += " model.norm_unit_offset=true";
+  if (s.scale_embeddings) out += " model.scale_embeddings=true";
+  if (s.query_pre_attn_scalar > 0) out += " model.query_pre_attn_scalar=" + number(s.query_pre_attn_scalar);
+  if (s.attn_logit_softcapping > 0) out += " model.attn_logit_softcapping=" + number(s.attn_logit_softcapping);
+  if (s.final_logit_softcapping > 0) out += " model.final_logit_softcapping=" + number(s.final_logit_softcapping);
+  if (s.sliding_window > 0) {
+    out += " model.sliding_window=" + std::to_string(s.sliding_window) +
+           " model.sliding_window_pattern=" + std::to_string(s.sliding_window_pattern);
+  }
+  if (s.rope_local_theta > 0) out += " model.rope_local_theta=" + number(s.rope_local_theta);
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;
   out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);

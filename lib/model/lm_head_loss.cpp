@@ -32,8 +32,8 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
   // `need_hidden`, `need_weight`: whether a backward will ask for these gradients (decided by the
   // caller: the context cannot tell during forward). `compute`: the matmuls' dtype.
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
-                               const torch::Tensor& labels, double smoothing, int64_t chunk_rows, bool need_hidden,
-                               bool need_weight, c10::ScalarType compute) {
+                               const torch::Tensor& labels, double smoothing, double softcap, int64_t chunk_rows,
+                               bool need_hidden, bool need_weight, c10::ScalarType compute) {
     // The casts below are the autocast policy for this layer; nothing inside may be re-cast.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const int64_t n = hidden.size(0);
@@ -51,7 +51,12 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
     // on a GPU the step is bound by this memory traffic (see the comment on kGpuChunkBytes).
     torch::Tensor logits = torch::empty({max_rows, vocab}, f32);
     torch::Tensor log_probs = torch::empty({max_rows, vocab}, f32);
-    torch::Tensor grads = compute == torch::kFloat32 ? logits : torch::empty({max_rows, vocab}, f32.dtype(compute));
+    // Soft-capped logits c = cap tanh(z / cap) need a buffer of their own: z's keeps t = tanh(z / cap)
+    // for the backward (dc/dz = 1 - t^2), and c's takes the fp32 gradient once c is read.
+    torch::Tensor capped = softcap > 0 ? torch::empty({max_rows, vocab}, f32) : torch::Tensor();
+    torch::Tensor grads = compute != torch::kFloat32 ? torch::empty({max_rows, vocab}, f32.dtype(compute))
+                          : softcap > 0              ? capped
+                                                     : logits;
     const double on_target = 1.0 - smoothing;
     for (int64_t start = 0; start < n; start += chunk_rows) {
       const int64_t rows = std::min(chunk_rows, n - start);
@@ -66,7 +71,13 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       const torch::Tensor valid = y.ne(kIgnoreIndex).to(torch::kFloat32);  // (rows)
       const torch::Tensor target = y.clamp_min(0).unsqueeze(1);             // (rows, 1)
       torch::Tensor lp = log_probs.narrow(0, 0, rows);
-      at::_log_softmax_out(lp, z, 1, /*half_to_float=*/false);
+      torch::Tensor c = z;
+      if (softcap > 0) {  // Gemma 2: as transformers, logits / cap, tanh, times cap
+        z.div_(softcap).tanh_();
+        c = capped.narrow(0, 0, rows);
+        torch::mul_out(c, z, softcap);
+      }
+      at::_log_softmax_out(lp, c, 1, /*half_to_float=*/false);
       const torch::Tensor lp_target = lp.gather(1, target);  // (rows, 1)
       torch::Tensor row_loss = lp_target.squeeze(1).neg();
       if (smoothing > 0) row_loss = on_target * row_loss - smoothing * lp.mean(1);
@@ -75,17 +86,24 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0
       // (rows without one are zeroed through `valid` in the products below, not here).
       torch::Tensor g = grads.narrow(0, 0, rows);
+      // With soft-capping the gradient of c is formed in fp32 (over c, read already) and then
+      // multiplied by dc/dz = 1 - t^2 before it is cast to the compute dtype.
+      torch::Tensor g_capped = softcap > 0 ? c : g;
       if (smoothing > 0) {
         lp.exp_();
         lp.scatter_add_(1, target, torch::full({rows, 1}, -on_target, f32));
         lp.sub_(smoothing / static_cast<double>(vocab));
-        g.copy_(lp);
+        g_capped.copy_(lp);
       } else {
         // softmax cast to the compute dtype as it is stored; the target's entry, p - (1 - s),
         // is formed in fp32 first (in bf16 p rounds before the difference, which loses the
         // gradient of a confident prediction), then written over it.
-        torch::exp_out(g, lp);
-        g.scatter_(1, target, lp_target.exp().sub_(on_target).to(compute));
+        torch::exp_out(g_capped, lp);
+        g_capped.scatter_(1, target, lp_target.exp().sub_(on_target).to(g_capped.scalar_type()));
+      }
+      if (softcap > 0) {
+        g_capped.mul_(z.mul_(z).neg_().add_(1));
+        if (!g.is_same(g_capped)) g.copy_(g_capped);
       }
       const torch::Tensor valid_col = valid.unsqueeze(1);
       if (need_hidden) {
@@ -121,7 +139,7 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       return (saved * g).to(ctx->saved_data[dtype_key].toScalarType());
     };
     return {scaled("grad_hidden", "hidden_dtype"), scaled("grad_weight", "weight_dtype"), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -149,7 +167,7 @@ std::optional<int64_t> chunk_rows_from_env() {
 }
 
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
-                               double label_smoothing, int64_t chunk_rows) {
+                               double label_smoothing, double softcap, int64_t chunk_rows) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1) &&
                   labels.numel() == hidden.size(0),
               "lm_head_loss_sum: hidden (N, C), weight (V, C) and labels (N) do not fit");
@@ -159,7 +177,7 @@ torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor&
   const c10::ScalarType compute =
       at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : weight.scalar_type();
   const bool grad = torch::GradMode::is_enabled();
-  return LmHeadLoss::apply(hidden, weight, labels.reshape({-1}), label_smoothing, chunk_rows,
+  return LmHeadLoss::apply(hidden, weight, labels.reshape({-1}), label_smoothing, softcap, chunk_rows,
                            grad && hidden.requires_grad(), grad && weight.requires_grad(), compute);
 }
 

@@ -20,11 +20,12 @@
 namespace hftrain::model {
 
 // Sum over targets of cross_entropy(hidden @ weight^T, labels, ignore_index=-100,
-// label_smoothing), in fp32. hidden (N, C); weight (V, C); labels (N) int64. `chunk_rows` 0
+// label_smoothing), in fp32. hidden (N, C); weight (V, C); labels (N) int64. `softcap` > 0 caps
+// the logits first, as Gemma 2 does: softcap * tanh(logits / softcap). `chunk_rows` 0
 // picks rows so that a chunk of fp32 logits is about 32 MiB on the CPU and 1 GiB on a GPU, or
 // HFTRAIN_LM_HEAD_CHUNK_ROWS rows when that is set.
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
-                               double label_smoothing, int64_t chunk_rows = 0);
+                               double label_smoothing, double softcap = 0, int64_t chunk_rows = 0);
 
 // HFTRAIN_LM_HEAD_CHUNK_ROWS read and checked: nullopt when unset or empty. Throws
 // util::ConfigError naming the variable when it is not a positive integer. The trainer calls it

@@ -20,6 +20,7 @@ constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeTy
                                    RopeType::kYarn};
 constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
 constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead, config::QkNorm::kProjection};
+constexpr config::Activation kActivations[] = {config::Activation::kSilu, config::Activation::kGeluTanh};
 constexpr config::NormPlacement kPlacements[] = {config::NormPlacement::kPre, config::NormPlacement::kPost,
                                                  config::NormPlacement::kSandwich};
 
@@ -92,13 +93,33 @@ const char* norm_placement_name(config::NormPlacement placement) {
   return kNames[static_cast<size_t>(placement)];
 }
 
+const char* activation_name(config::Activation activation) {
+  static const char* const kNames[] = {"silu", "gelu_tanh"};
+  return kNames[static_cast<size_t>(activation)];
+}
+
+double ModelSpec::attention_scale() const {
+  return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim()));
+}
+
+bool ModelSpec::has_llama_options() const {
+  return explicit_head_dim > 0 || qk_norm != config::QkNorm::kNone || norm_placement != config::NormPlacement::kPre ||
+         partial_rotary_factor != 1.0 || fused_projections || activation != config::Activation::kSilu ||
+         norm_unit_offset || scale_embeddings || query_pre_attn_scalar != 0 || attn_logit_softcapping != 0 ||
+         final_logit_softcapping != 0 || sliding_window != 0 || sliding_window_pattern != 0 || rope_local_theta != 0;
+}
+
 bool ModelSpec::same_shape(const ModelSpec& o) const {
   return arch == o.arch && n_layer == o.n_layer && n_head == o.n_head && n_kv_head == o.n_kv_head &&
          d_model == o.d_model && d_ff == o.d_ff && max_seq_len == o.max_seq_len && vocab_size == o.vocab_size &&
          tie_embeddings == o.tie_embeddings && norm_eps == o.norm_eps && attention_biases() == o.attention_biases() &&
          mlp_biases() == o.mlp_biases() && head_dim() == o.head_dim() && qk_norm == o.qk_norm &&
          norm_placement == o.norm_placement && rotary_dim() == o.rotary_dim() &&
-         fused_projections == o.fused_projections &&
+         fused_projections == o.fused_projections && activation == o.activation &&
+         norm_unit_offset == o.norm_unit_offset && scale_embeddings == o.scale_embeddings &&
+         attention_scale() == o.attention_scale() && attn_logit_softcapping == o.attn_logit_softcapping &&
+         final_logit_softcapping == o.final_logit_softcapping && sliding_window == o.sliding_window &&
+         sliding_window_pattern == o.sliding_window_pattern && rope_local_theta == o.rope_local_theta &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -129,11 +150,18 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.norm_placement = c.norm_placement;
   s.partial_rotary_factor = c.partial_rotary_factor;
   s.fused_projections = c.fused_projections;
-  if (gpt2 && (s.explicit_head_dim > 0 || s.qk_norm != config::QkNorm::kNone ||
-               s.norm_placement != config::NormPlacement::kPre || s.partial_rotary_factor != 1.0 ||
-               s.fused_projections)) {
-    throw util::ConfigError("model.head_dim, model.qk_norm, model.norm_placement, model.partial_rotary_factor and "
-                            "model.fused_projections are llama-family options, but model.arch=gpt2",
+  s.activation = c.activation;
+  s.norm_unit_offset = c.norm_unit_offset;
+  s.scale_embeddings = c.scale_embeddings;
+  s.query_pre_attn_scalar = c.query_pre_attn_scalar.value_or(0);
+  s.attn_logit_softcapping = c.attn_logit_softcapping.value_or(0);
+  s.final_logit_softcapping = c.final_logit_softcapping.value_or(0);
+  s.sliding_window = c.sliding_window.value_or(0);
+  s.sliding_window_pattern = s.sliding_window > 0 ? c.sliding_window_pattern : 0;
+  s.rope_local_theta = s.sliding_window > 0 ? c.rope_local_theta.value_or(0) : 0;
+  if (gpt2 && s.has_llama_options()) {
+    throw util::ConfigError("model.head_dim, model.qk_norm, model.norm_placement and the other llama-family "
+                            "options (see the config reference) are set, but model.arch=gpt2",
                             "unset them, or use model.arch=llama");
   }
   if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
@@ -172,7 +200,7 @@ std::string ModelSpec::to_json() const {
                               {"beta_slow", r.beta_slow},
                               {"attention_factor", r.attention_factor},
                               {"truncate", r.truncate}};
-  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 3},
+  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 4},
                            {"arch", arch == ModelArch::kGpt2 ? "gpt2" : "llama"},
                            {"n_layer", n_layer},          {"n_head", n_head},
                            {"n_kv_head", n_kv_head},      {"d_model", d_model},
@@ -187,7 +215,16 @@ std::string ModelSpec::to_json() const {
                            {"qk_norm", qk_norm_name(qk_norm)},
                            {"norm_placement", norm_placement_name(norm_placement)},
                            {"partial_rotary_factor", partial_rotary_factor},
-                           {"fused_projections", fused_projections}};
+                           {"fused_projections", fused_projections},
+                           {"activation", activation_name(activation)},
+                           {"norm_unit_offset", norm_unit_offset},
+                           {"scale_embeddings", scale_embeddings},
+                           {"query_pre_attn_scalar", query_pre_attn_scalar},
+                           {"attn_logit_softcapping", attn_logit_softcapping},
+                           {"final_logit_softcapping", final_logit_softcapping},
+                           {"sliding_window", sliding_window},
+                           {"sliding_window_pattern", sliding_window_pattern},
+                           {"rope_local_theta", rope_local_theta}};
   return j.dump(2) + "\n";
 }
 
@@ -199,12 +236,12 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     if (j.value("format", "") != "hftrain-model") {
       throw util::CheckpointError(source + " is not an hftrain model description (format is not hftrain-model)");
     }
-    // Version 1 had no biases or RoPE-scaling fields, version 2 no head_dim or qk_norm: the family
-    // defaults.
+    // Version 1 had no biases or RoPE-scaling fields, version 2 no head_dim or qk_norm, version 3
+    // none of Gemma's options: the family defaults.
     const int version = j.value("version", 1);
-    if (version > 3) {
+    if (version > 4) {
       throw util::CheckpointError(source + " is model description version " + std::to_string(version) +
-                                      ", newer than this hftrain reads (3)",
+                                      ", newer than this hftrain reads (4)",
                                   "use the hftrain that wrote it, or a newer one");
     }
     ModelSpec s;
@@ -263,6 +300,25 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
                                     damaged);
       }
     }
+    if (version >= 4) {
+      s.activation = named(j.at("activation").get<std::string>(), kActivations, activation_name, source, "activation");
+      j.at("norm_unit_offset").get_to(s.norm_unit_offset);
+      j.at("scale_embeddings").get_to(s.scale_embeddings);
+      j.at("query_pre_attn_scalar").get_to(s.query_pre_attn_scalar);
+      j.at("attn_logit_softcapping").get_to(s.attn_logit_softcapping);
+      j.at("final_logit_softcapping").get_to(s.final_logit_softcapping);
+      j.at("sliding_window").get_to(s.sliding_window);
+      j.at("sliding_window_pattern").get_to(s.sliding_window_pattern);
+      j.at("rope_local_theta").get_to(s.rope_local_theta);
+      const bool sliding_fits = s.sliding_window > 0 || (s.sliding_window_pattern == 0 && s.rope_local_theta == 0);
+      if (!(s.query_pre_attn_scalar >= 0 && s.attn_logit_softcapping >= 0 && s.final_logit_softcapping >= 0 &&
+            s.sliding_window >= 0 && s.sliding_window_pattern >= 0 && s.rope_local_theta >= 0) ||
+          !sliding_fits) {
+        throw util::CheckpointError(source + ": a negative scale, cap or window, or sliding-layer fields without a "
+                                             "sliding_window",
+                                    damaged);
+      }
+    }
     // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
     // that could never be allocated, refused before anything is.
     for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"n_layer", s.n_layer, 1024},
@@ -281,9 +337,7 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
         s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 ||
         (s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) ||
-        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.explicit_head_dim > 0 ||
-                  s.qk_norm != config::QkNorm::kNone || s.norm_placement != config::NormPlacement::kPre ||
-                  s.partial_rotary_factor != 1.0 || s.fused_projections))) {
+        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.has_llama_options()))) {
       throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
     }
     check_rope(s, [&](const std::string& key, const std::string& why) {

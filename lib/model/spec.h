@@ -55,6 +55,19 @@ struct ModelSpec {
   config::NormPlacement norm_placement = config::NormPlacement::kPre;  // llama: post (OLMo 2), sandwich (Gemma 2)
   double partial_rotary_factor = 1.0;  // llama: RoPE on the first rotary_dim() of each head
   bool fused_projections = false;      // llama: Hugging Face's qkv_proj and gate_up_proj tensors (Phi-3)
+  // Gemma's options (llama): the gated MLP's activation, RMSNorm as x * (1 + w), embeddings times
+  // sqrt(d_model), the attention scale, tanh soft-capping of attention scores and output logits
+  // (0: none), sliding-window layers (window 0: none; every pattern-th layer global, 0: none) and
+  // their own RoPE base (0: the global layers' RoPE).
+  config::Activation activation = config::Activation::kSilu;
+  bool norm_unit_offset = false;
+  bool scale_embeddings = false;
+  double query_pre_attn_scalar = 0;  // 0: head_dim
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
+  int64_t sliding_window = 0;
+  int64_t sliding_window_pattern = 0;
+  double rope_local_theta = 0;
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
@@ -70,6 +83,16 @@ struct ModelSpec {
   bool qkv_bias() const { return attention_biases() != config::AttentionBias::kNone; }
   bool o_bias() const { return attention_biases() == config::AttentionBias::kAll; }
   int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_head; }
+  // Whether layer i (from 0) attends to a sliding window rather than to every earlier position.
+  bool layer_slides(int64_t i) const {
+    return sliding_window > 0 && (sliding_window_pattern == 0 || (i + 1) % sliding_window_pattern != 0);
+  }
+  // Whether sliding layers rotate with their own base (rope_local_theta, no scaling).
+  bool local_rope() const { return sliding_window > 0 && rope_local_theta > 0; }
+  // The attention scores' scale: query_pre_attn_scalar^-1/2, else head_dim^-1/2.
+  double attention_scale() const;
+  // Whether any option beyond GPT-2's is set (gpt2 has none of them).
+  bool has_llama_options() const;
   // The rotated part of a head (transformers: int(head_dim * partial_rotary_factor)).
   int64_t rotary_dim() const {
     return static_cast<int64_t>(static_cast<double>(head_dim()) * partial_rotary_factor);
@@ -101,5 +124,7 @@ const char* attention_bias_name(config::AttentionBias bias);
 const char* qk_norm_name(config::QkNorm norm);
 // "pre", "post", "sandwich" (model.norm_placement's choices).
 const char* norm_placement_name(config::NormPlacement placement);
+// "silu", "gelu_tanh" (model.activation's choices).
+const char* activation_name(config::Activation activation);
 
 }  // namespace hftrain::model

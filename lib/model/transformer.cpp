@@ -13,6 +13,19 @@
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
+namespace {
+
+// The RoPE table's rows for the positions: those of `position_ids` (B, T) as (B, 1, T, D), or
+// offset..offset+T as (T, D); in `dtype`.
+torch::Tensor rope_rows(const torch::Tensor& table, const torch::Tensor& position_ids, int64_t offset, int64_t length,
+                        torch::ScalarType dtype) {
+  if (!position_ids.defined()) return table.narrow(0, offset, length).to(dtype);
+  return table.index_select(0, position_ids.reshape({-1}))
+      .view({position_ids.size(0), 1, length, table.size(1)})
+      .to(dtype);
+}
+
+}  // namespace
 
 TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_(spec) {
   embed_tokens_ = register_module("embed_tokens", Table(spec.vocab_size, spec.d_model));
@@ -22,10 +35,18 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
     const RopeTables rope = rope_tables(spec);
     rope_cos_ = register_buffer("rope_cos", rope.cos);
     rope_sin_ = register_buffer("rope_sin", rope.sin);
+    if (spec.local_rope()) {  // Gemma 3's sliding layers: their own base, no scaling
+      ModelSpec local = spec;
+      local.rope_theta = spec.rope_local_theta;
+      local.rope_scaling = RopeScaling{};
+      const RopeTables tables = rope_tables(local);
+      rope_local_cos_ = register_buffer("rope_local_cos", tables.cos);
+      rope_local_sin_ = register_buffer("rope_local_sin", tables.sin);
+    }
   }
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec));
-  final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps));
+  final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
   if (!spec.tie_embeddings) {
     lm_head_ = register_module("lm_head",
                                Dense(spec.d_model, spec.vocab_size, false));
@@ -54,13 +75,18 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache,
                                        const torch::Tensor& position_ids) {
   auto logits = F::linear(hidden_states(input_ids, cache, position_ids), head_weight());  // (B, T, V)
+  if (spec_.final_logit_softcapping > 0) {
+    const double cap = spec_.final_logit_softcapping;
+    logits = torch::tanh(logits / cap) * cap;
+  }
   return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 
 torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
                                         double label_smoothing, const torch::Tensor& position_ids) {
   const torch::Tensor x = hidden_states(input_ids, nullptr, position_ids);  // (B, T, C)
-  auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing);
+  auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
+                               spec_.final_logit_softcapping);
   // The root's hook sees the loss: under zero3 the root (which holds the head) stays whole until
   // the loss exists, and in evaluation it is released only then.
   return hooks_ ? hooks_->after_forward(0, loss) : loss;
@@ -68,7 +94,6 @@ torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const to
 
 torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache,
                                              const torch::Tensor& position_ids) {
-  const int64_t B = input_ids.size(0);
   const int64_t T = input_ids.size(1);
   const int64_t offset = cache ? cache->length : 0;
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
@@ -76,13 +101,18 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   TORCH_CHECK(!position_ids.defined() || !cache, "position ids are for packed training rows, not a KV cache");
   if (hooks_) hooks_->before_forward(0);
   auto x = embed_tokens_(input_ids);  // (B, T, C)
+  if (spec_.scale_embeddings) {  // Gemma: sqrt(d_model) as an fp32 number, rounded to the weights' dtype
+    x = x * torch::scalar_tensor(std::sqrt(static_cast<double>(spec_.d_model)), x.options().dtype(torch::kFloat32))
+                .to(embed_tokens_->weight.scalar_type());
+  }
   AttentionInputs attention;
   if (position_ids.defined()) {
     // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
     const auto device_type = x.device().type();
     const auto dtype = at::autocast::is_autocast_enabled(device_type) ? at::autocast::get_autocast_dtype(device_type)
                                                                         : x.scalar_type();
-    if (variable_length_attention(x.device(), dtype, spec_.head_dim())) {
+    // Soft-capped scores have no flash kernel: they take the mask.
+    if (spec_.attn_logit_softcapping == 0 && variable_length_attention(x.device(), dtype, spec_.head_dim())) {
       const DocumentLayout layout = document_layout(position_ids);
       attention.cu_seqlens = layout.cu_seqlens;
       attention.max_seqlen = layout.max_seqlen;
@@ -94,20 +124,30 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   if (spec_.learned_positions()) {
     x = x + embed_positions_(position_ids.defined() ? position_ids
                                                     : torch::arange(offset, offset + T, input_ids.options()));
-  } else if (position_ids.defined()) {
-    const auto rows = position_ids.reshape({-1});
-    const int64_t d = rope_cos_.size(1);
-    attention.cos = rope_cos_.index_select(0, rows).view({B, 1, T, d}).to(x.dtype());
-    attention.sin = rope_sin_.index_select(0, rows).view({B, 1, T, d}).to(x.dtype());
   } else {
-    attention.cos = rope_cos_.narrow(0, offset, T).to(x.dtype());
-    attention.sin = rope_sin_.narrow(0, offset, T).to(x.dtype());
+    attention.cos = rope_rows(rope_cos_, position_ids, offset, T, x.scalar_type());
+    attention.sin = rope_rows(rope_sin_, position_ids, offset, T, x.scalar_type());
+  }
+  // Sliding layers: their window (and rotation, Gemma 3) on top of what every layer shares. The
+  // window's mask is only needed where a query could see past it.
+  AttentionInputs sliding = attention;
+  if (spec_.sliding_window > 0) {
+    sliding.window = spec_.sliding_window;
+    if (rope_local_cos_.defined()) {
+      sliding.cos = rope_rows(rope_local_cos_, position_ids, offset, T, x.scalar_type());
+      sliding.sin = rope_rows(rope_local_sin_, position_ids, offset, T, x.scalar_type());
+    }
+    if (!sliding.cu_seqlens.defined() && T > spec_.sliding_window) {
+      const auto window = sliding_window_causal_mask(T, spec_.sliding_window, x.device());  // (T, T)
+      sliding.mask = attention.mask.defined() ? attention.mask.logical_and(window) : window;
+    }
   }
   x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
   for (size_t i = 0; i < layers_->size(); ++i) {
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
     auto block = layers_->ptr<BlockImpl>(i);
+    const AttentionInputs& in = spec_.layer_slides(static_cast<int64_t>(i)) ? sliding : attention;
     if (hooks_) hooks_->before_forward(i + 1);
     // With frozen layers below (LoRA) a block's input needs no gradient, but the reentrant
     // checkpoint needs one to run the block's backward: ask for it (as transformers'
@@ -116,9 +156,9 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
       x = x.detach().requires_grad_(true);
     }
     if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
-      x = checkpointed([block, attention](const torch::Tensor& h) { return block->forward(h, attention, nullptr); }, x);
+      x = checkpointed([block, in](const torch::Tensor& h) { return block->forward(h, in, nullptr); }, x);
     } else {
-      x = block->forward(x, attention, cache ? &layer_cache : nullptr);
+      x = block->forward(x, in, cache ? &layer_cache : nullptr);
     }
     if (hooks_) x = hooks_->after_forward(i + 1, x);
   }

@@ -76,8 +76,10 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList layers_{nullptr};
   std::shared_ptr<torch::nn::Module> final_norm_;
   Dense lm_head_{nullptr};
-  torch::Tensor rope_cos_;  // (max_seq_len, head_dim), llama only
+  torch::Tensor rope_cos_;  // (max_seq_len, rotary_dim), llama only
   torch::Tensor rope_sin_;
+  torch::Tensor rope_local_cos_;  // the sliding layers' own (rope_local_theta), or undefined
+  torch::Tensor rope_local_sin_;
 };
 TORCH_MODULE(Transformer);
 

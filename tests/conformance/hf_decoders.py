@@ -1,13 +1,13 @@
 """hftrain's Hugging Face decoders against transformers, on tiny random models it makes itself.
 
 For each architecture hftrain reads (GPT-2 tied and untied; Llama with GQA, odd sizes, untied,
-attention and MLP biases, tied; RoPE scaling linear, dynamic, llama3, yarn; Mistral with and
-without a window that covers the model; Qwen2 with its q/k/v biases, tied and untied):
+attention and MLP biases, tied; RoPE scaling linear, dynamic, llama3, yarn; Mistral with no
+window, one that covers the model and a shorter one; Qwen2 with its q/k/v biases, tied and untied):
 save_pretrained (with every parameter perturbed, so biases and norms are not zeros and ones) ->
 hftrain loads the directory -> logits and loss equal transformers' within 1e-5 (fp32) and every
 parameter's gradient after one backward pass within 1e-4 of its largest value. Sharded
-save_pretrained directories load too. Options hftrain does not implement (a sliding window shorter
-than the model, longrope) are refused with a message naming them.
+save_pretrained directories load too. Options hftrain does not implement (sliding layers below
+global ones, longrope) are refused with a message naming them.
 
 Round trips: hftrain models shaped like Qwen2 and with RoPE scaling, trained briefly, exported
 with `hftrain export --hf --shard-size` (sharded), load in transformers with the same logits and
@@ -72,15 +72,16 @@ CASES = {
                          "original_max_position_embeddings": 16})),
     "mistral": (MistralForCausalLM, MistralConfig(**LLAMA, sliding_window=None)),
     "mistral-window-covers": (MistralForCausalLM, MistralConfig(**LLAMA, sliding_window=64)),
+    "mistral-sliding-window": (MistralForCausalLM, MistralConfig(**LLAMA, sliding_window=5)),
     "qwen2-tied": (Qwen2ForCausalLM, Qwen2Config(**dict(LLAMA, tie_word_embeddings=True))),
     "qwen2-untied-window-off": (Qwen2ForCausalLM, Qwen2Config(**LLAMA, use_sliding_window=False, sliding_window=8)),
 }
 
 # name -> (model class, config, what the refusal must mention)
 REFUSED = {
-    "mistral-sliding-window": (MistralForCausalLM, MistralConfig(**LLAMA, sliding_window=16), "sliding_window"),
+    # Layer 0 global, layer 1 sliding: no "every N-th layer global" pattern.
     "qwen2-sliding-window": (Qwen2ForCausalLM, Qwen2Config(**LLAMA, use_sliding_window=True, sliding_window=8,
-                                                           max_window_layers=1), "sliding_window"),
+                                                           max_window_layers=1), "layer_types"),
 }
 
 

@@ -1,8 +1,11 @@
 """The model families past GPT-2/Llama/Mistral/Qwen2 against transformers, one tiny random model per
 option: an explicit head_dim that is not hidden_size / num_attention_heads (Mistral-NeMo's shape,
-Llama with one), Qwen3 (per-head q/k RMSNorm, head_dim, tied and untied, with and without
-attention biases), OLMo 2 (post-norms, q/k RMSNorm over the projections, tied and untied,
-biases, head_dim) and Phi-3 (fused qkv_proj and gate_up_proj; Phi-4-mini's partial rotary factor).
+Llama with one), sliding windows (Mistral's on every layer, Qwen3's), Qwen3 (per-head q/k RMSNorm,
+head_dim, tied and untied, with and without attention biases), OLMo 2 (post-norms, q/k RMSNorm over
+the projections, tied and untied, biases, head_dim), Phi-3 (fused qkv_proj and gate_up_proj;
+Phi-4-mini's partial rotary factor), Gemma 2 ((1 + w) sandwich norms, GeGLU, scaled embeddings,
+attention and final soft-capping, alternating sliding layers, query_pre_attn_scalar) and Gemma 3
+(q/k norms, the sliding layers' own RoPE base beside a scaled global one).
 
 For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
   1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
@@ -14,8 +17,8 @@ For each: save_pretrained with every parameter perturbed -> hftrain reads the di
      bf16 stays within 2e-2, and `hftrain generate` runs on the trained model;
   4. the trained model exported (`hftrain export --hf`) loads in transformers as the family's class
      with hftrain's logits, loss and gradients.
-Options hftrain does not implement are refused naming them (a Qwen3 whose sliding window is
-shorter than the model).
+Options hftrain does not implement are refused naming them (sliding layers no "every N-th layer
+global" pattern describes, bidirectional Gemma).
 
     .venv/bin/python tests/conformance/hf_families.py path/to/hftrain_model_forward path/to/hftrain
 """
@@ -26,8 +29,9 @@ import sys
 import tempfile
 
 import torch
-from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Olmo2Config, Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig,
+                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Olmo2Config,
+                          Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
@@ -65,11 +69,55 @@ CASES = {
                                                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                                               "partial_rotary_factor": 0.75}),
                                  "Phi3ForCausalLM"),
+    # Sliding windows shorter than the sequences (13 and 16 tokens): Mistral's on every layer, Qwen3's
+    # on the layers from max_window_layers on (here all).
+    "mistral-sliding-window": (MistralForCausalLM, MistralConfig(**SMALL, sliding_window=5, tie_word_embeddings=False),
+                               "MistralForCausalLM"),
+    "qwen3-sliding-window": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
+                                                           sliding_window=6, max_window_layers=0,
+                                                           tie_word_embeddings=True), "Qwen3ForCausalLM"),
+    # Gemma 2: (1 + w) RMSNorms before and after both sublayers, GeGLU, embeddings times sqrt(hidden),
+    # query_pre_attn_scalar, attention and final soft-capping low enough to bend these logits,
+    # sliding layers (0, 2) alternating with a global one.
+    "gemma2": (Gemma2ForCausalLM, Gemma2Config(**dict(SMALL, num_attention_heads=4, num_hidden_layers=3), head_dim=16,
+                                               query_pre_attn_scalar=24, sliding_window=4, attn_logit_softcapping=2.0,
+                                               final_logit_softcapping=3.0, tie_word_embeddings=True),
+               "Gemma2ForCausalLM"),
+    "gemma2-untied-biases-no-caps": (Gemma2ForCausalLM, Gemma2Config(**SMALL, head_dim=8, query_pre_attn_scalar=8,
+                                                                     sliding_window=3, attention_bias=True,
+                                                                     attn_logit_softcapping=None,
+                                                                     final_logit_softcapping=None,
+                                                                     tie_word_embeddings=False),
+                                     "Gemma2ForCausalLM"),
+    # Gemma 3: per-head (1 + w) q/k norms; sliding layers with their own RoPE base, the global layer
+    # with linear scaling; every third layer global.
+    "gemma3": (Gemma3ForCausalLM, Gemma3TextConfig(**dict(SMALL, num_hidden_layers=3), head_dim=12,
+                                                   query_pre_attn_scalar=16, sliding_window=5,
+                                                   layer_types=["sliding_attention", "sliding_attention",
+                                                                "full_attention"],
+                                                   rope_parameters={
+                                                       "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                          "rope_theta": 100000.0},
+                                                       "sliding_attention": {"rope_type": "default",
+                                                                             "rope_theta": 1000.0}},
+                                                   tie_word_embeddings=True),
+               "Gemma3ForCausalLM"),
+    # Final soft-capping; the attention's cap is in Gemma 3's config but transformers never applies it
+    # (Gemma3Attention does not pass it on), so hftrain reads it as transformers computes: off.
+    "gemma3-softcap-untied": (Gemma3ForCausalLM, Gemma3TextConfig(**SMALL, head_dim=8, sliding_window=4,
+                                                                  attn_logit_softcapping=3.0,
+                                                                  final_logit_softcapping=4.0,
+                                                                  tie_word_embeddings=False),
+                              "Gemma3ForCausalLM"),
 }
 
 REFUSED = {
-    "qwen3-sliding-window": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
-                                                           sliding_window=8, max_window_layers=1), "sliding_window"),
+    # Layer 0 global, layer 1 sliding: no "every N-th layer global" pattern.
+    "qwen3-sliding-first-layers-global": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
+                                                                        sliding_window=8, max_window_layers=1),
+                                          "layer_types"),
+    "gemma2-bidirectional": (Gemma2ForCausalLM, Gemma2Config(**SMALL, head_dim=8, use_bidirectional_attention=True),
+                             "use_bidirectional_attention"),
 }
 
 SEQ, MICRO, STEPS, LR = 16, 2, 5, 3e-3
@@ -188,7 +236,8 @@ def main():
     if hf_decoders.failures:
         print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
         return 1
-    print("ok: explicit head_dim, Qwen3, OLMo 2 and Phi-3 equal transformers (logits, gradients, training, export)")
+    print("ok: explicit head_dim, sliding windows, Qwen3, OLMo 2, Phi-3, Gemma 2 and Gemma 3 equal transformers "
+          "(logits, gradients, training, export)")
     return 0
 
 

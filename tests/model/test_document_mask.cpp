@@ -100,7 +100,7 @@ TEST_CASE("document mask: block-diagonal causal mask from restarting positions",
 // on `device` in `dtype`, and checks that the token-weighted losses and every parameter's gradient
 // agree within `tolerance`; the same batch without positions must differ by more than `leak`.
 static void check_packed_equals_alone(config::ModelArch arch, torch::Device device, torch::ScalarType dtype,
-                               double tolerance, double leak) {
+                               double tolerance, double leak, const model::ModelSpec* spec = nullptr) {
   const Corpus c = make_docs(arch == config::ModelArch::kGpt2 ? 7 : 11, 24);
   auto corpus = corpus_of(c);
   data::TokenDataset ds({corpus}, {data::Piece{0, 0, corpus->num_tokens()}});
@@ -113,7 +113,7 @@ static void check_packed_equals_alone(config::ModelArch arch, torch::Device devi
   const int64_t B = batch.batch_size, T = batch.seq_len;
 
   torch::manual_seed(3);
-  model::Transformer m(spec_of(arch));
+  model::Transformer m(spec ? *spec : spec_of(arch));
   m->to(device, dtype);
   m->train();
   const auto input = tensor_of(batch.input_ids, B, T).to(device);
@@ -162,6 +162,34 @@ TEST_CASE("document mask: a packed batch's loss and gradients equal its document
       check_packed_equals_alone(arch, torch::kCPU, torch::kFloat32, 1e-5, 1e-3);
     }
   }
+}
+
+// Sliding layers keep their window inside each document: the document mask and the window's,
+// through SDPA and through the written-out attention that soft-capping takes.
+TEST_CASE("document mask: sliding windows and soft-capped attention stay within documents", "[model][packing]") {
+  auto sliding = spec_of(config::ModelArch::kLlama);
+  sliding.sliding_window = 4;
+  sliding.sliding_window_pattern = 2;
+  SECTION("sliding window, SDPA") { check_packed_equals_alone(config::ModelArch::kLlama, torch::kCPU, torch::kFloat32, 1e-5, 1e-3, &sliding); }
+  auto capped = sliding;
+  capped.attn_logit_softcapping = 5.0;
+  capped.final_logit_softcapping = 10.0;
+  capped.rope_local_theta = 100;
+  SECTION("sliding window, soft-capped") {
+    check_packed_equals_alone(config::ModelArch::kLlama, torch::kCPU, torch::kFloat32, 1e-5, 1e-3, &capped);
+  }
+}
+
+TEST_CASE("document mask: the sliding window's mask", "[model][packing]") {
+  const auto mask = model::sliding_window_causal_mask(5, 2, torch::kCPU);
+  const auto expected = torch::tensor({1, 0, 0, 0, 0,  //
+                                       1, 1, 0, 0, 0,  //
+                                       0, 1, 1, 0, 0,  //
+                                       0, 0, 1, 1, 0,  //
+                                       0, 0, 0, 1, 1},
+                                      torch::kBool)
+                            .view({5, 5});
+  CHECK(mask.equal(expected));
 }
 
 TEST_CASE("document mask: variable-length layout of packed documents", "[model][packing]") {

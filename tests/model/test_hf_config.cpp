@@ -65,22 +65,47 @@ TEST_CASE("Qwen2, Mistral and Llama biases", "[model][hf]") {
   CHECK(read(family("MistralForCausalLM", R"(, "attention_bias": true)")).attention_biases() == AttentionBias::kNone);
 }
 
-TEST_CASE("sliding windows that cover every position are full attention, shorter ones are refused", "[model][hf]") {
-  CHECK(error(family("MistralForCausalLM", R"(, "sliding_window": null)")) == "no error");
-  CHECK(error(family("MistralForCausalLM", R"(, "sliding_window": 64)")) == "no error");
-  CHECK_THAT(error(family("MistralForCausalLM", R"(, "sliding_window": 4096, "max_position_embeddings": 32768)")),
-             Contains("`sliding_window` is 4096, shorter than max_position_embeddings 32768"));
+TEST_CASE("sliding windows: which layers slide, from each family's keys", "[model][hf]") {
+  CHECK(read(family("MistralForCausalLM", R"(, "sliding_window": null)")).sliding_window == 0);
+  // Mistral slides on every layer.
+  const auto mistral = read(family("MistralForCausalLM", R"(, "sliding_window": 4096, "max_position_embeddings": 32768)"));
+  CHECK(mistral.sliding_window == 4096);
+  CHECK(mistral.sliding_window_pattern == 0);
+  CHECK((mistral.layer_slides(0) && mistral.layer_slides(1)));
+  CHECK_THAT(model::hf_config_json(mistral, {}), Contains("\"MistralForCausalLM\"") && Contains("\"sliding_window\": 4096"));
+  // Llama has no sliding window: a Llama with one exports as Mistral; with biases, as nothing.
+  auto biased = mistral;
+  biased.attention_bias = AttentionBias::kAll;
+  CHECK_THROWS_AS(model::hf_config_json(biased, {}), util::UsageError);
   // Qwen2 slides only with use_sliding_window, and only in the layers from max_window_layers on.
-  CHECK(error(family("Qwen2ForCausalLM", R"(, "sliding_window": 8)")) == "no error");
-  CHECK(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)")) ==
-        "no error");
+  CHECK(read(family("Qwen2ForCausalLM", R"(, "sliding_window": 8)")).sliding_window == 0);
+  CHECK(read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)"))
+            .sliding_window == 0);
+  const auto all = read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 0)"));
+  CHECK(all.sliding_window == 8);
+  CHECK(read(model::hf_config_json(all, {})).same_shape(all));
+  // Layer 0 global and layer 1 sliding: no "every N-th layer global" pattern.
   CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1)")),
-             Contains("sliding_window"));
+             Contains("layer 1 breaks the pattern"));
   CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
                                                  "layer_types": ["full_attention", "sliding_attention"])")),
-             Contains("sliding_window"));
-  CHECK(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
-                                            "layer_types": ["full_attention", "full_attention"])")) == "no error");
+             Contains("layer_types"));
+  CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                                 "layer_types": ["full_attention", "chunked_attention"])")),
+             Contains("`layer_types` has \"chunked_attention\""));
+  CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                                 "layer_types": ["full_attention"])")),
+             Contains("not a list of num_hidden_layers entries"));
+  CHECK(read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
+                                           "layer_types": ["full_attention", "full_attention"])")).sliding_window == 0);
+  // Gemma: every other layer global (Gemma 2), every sliding_window_pattern-th (Gemma 3, default 6).
+  const auto gemma2 = read(family("Gemma2ForCausalLM", R"(, "num_hidden_layers": 4, "sliding_window": 16)"));
+  CHECK(gemma2.sliding_window_pattern == 2);
+  CHECK((gemma2.layer_slides(0) && !gemma2.layer_slides(1) && gemma2.layer_slides(2) && !gemma2.layer_slides(3)));
+  const auto gemma3 = read(family("Gemma3ForCausalLM", R"(, "num_hidden_layers": 7, "sliding_window_pattern": 3)"));
+  CHECK(gemma3.sliding_window == 4096);  // Gemma3TextConfig's default
+  CHECK(gemma3.sliding_window_pattern == 3);
+  CHECK(read(family("Gemma3ForCausalLM", R"(, "num_hidden_layers": 7)")).sliding_window_pattern == 6);
 }
 
 TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (4.x)", "[model][hf]") {
@@ -139,6 +164,21 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
       {"model.arch=llama", "model.qk_norm=head", "model.head_dim=12", "model.tie_embeddings=true"},
       {"model.arch=llama", "model.qk_norm=head", "model.attention_bias=all"},
       {"model.arch=llama", "model.qk_norm=projection", "model.norm_placement=post", "model.head_dim=10"},
+      {"model.arch=llama", "model.sliding_window=32"},
+      {"model.arch=llama", "model.attention_bias=qkv", "model.sliding_window=8", "model.sliding_window_pattern=3",
+       "model.n_layer=5"},
+      // Gemma 2 (soft-caps, every other layer global) and Gemma 3 (q/k norms, the sliding layers' own RoPE base).
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
+       "model.activation=gelu_tanh", "model.query_pre_attn_scalar=24", "model.attn_logit_softcapping=50",
+       "model.final_logit_softcapping=30", "model.sliding_window=8", "model.sliding_window_pattern=2",
+       "model.head_dim=16", "model.tie_embeddings=true"},
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
+       "model.activation=gelu_tanh", "model.qk_norm=head", "model.sliding_window=8", "model.sliding_window_pattern=6",
+       "model.n_layer=7", "model.rope_theta=1000000", "model.rope_local_theta=10000", "model.rope_scaling.type=linear",
+       "model.rope_scaling.factor=8", "model.final_logit_softcapping=30"},
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
+       "model.activation=gelu_tanh", "model.qk_norm=head", "model.rope_scaling.type=linear",
+       "model.rope_scaling.factor=2"},
   };
   for (const auto& overrides : cases) {
     const auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
@@ -162,6 +202,65 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
   CHECK_THROWS_AS(model::hf_config_json(qwen3, {}), util::UsageError);
 }
 
+TEST_CASE("Gemma 2 and Gemma 3 configs: the block's options, defaults, and what no class holds", "[model][hf]") {
+  const auto g2 = read(family("Gemma2ForCausalLM"));
+  CHECK(g2.norm_placement == config::NormPlacement::kSandwich);
+  CHECK((g2.norm_unit_offset && g2.scale_embeddings));
+  CHECK(g2.activation == config::Activation::kGeluTanh);
+  CHECK(g2.head_dim() == 256);  // Gemma2Config's default
+  CHECK(g2.query_pre_attn_scalar == 256);
+  CHECK(g2.attention_scale() == 1.0 / 16);
+  CHECK((g2.final_logit_softcapping == 30 && g2.attn_logit_softcapping == 50));  // on by default
+  CHECK(g2.tie_embeddings);
+  CHECK(g2.qk_norm == config::QkNorm::kNone);
+  // null turns a cap off; Gemma 3's attention cap is never applied by transformers, so never read.
+  const auto uncapped = read(family("Gemma2ForCausalLM", R"(, "final_logit_softcapping": null, "attn_logit_softcapping": null)"));
+  CHECK((uncapped.final_logit_softcapping == 0 && uncapped.attn_logit_softcapping == 0));
+  const auto g3 = read(family("Gemma3ForCausalLM", R"(, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0)"));
+  CHECK((g3.attn_logit_softcapping == 0 && g3.final_logit_softcapping == 30));
+  CHECK(g3.qk_norm == config::QkNorm::kHead);
+  CHECK((g3.rope_theta == 1e6 && g3.rope_local_theta == 10000));  // Gemma3TextConfig's defaults
+  // transformers 5 writes RoPE per layer type; the sliding layers may not scale.
+  const auto per_type = read(family("Gemma3ForCausalLM", R"(, "rope_parameters": {
+      "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}})"));
+  CHECK((per_type.rope_scaling.type == RopeType::kLinear && per_type.rope_local_theta == 5000));
+  CHECK_THAT(error(family("Gemma3ForCausalLM", R"(, "rope_parameters": {
+      "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+      "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0}})")),
+             Contains("`rope_parameters.sliding_attention` scales RoPE"));
+  CHECK_THAT(error(family("Gemma2ForCausalLM", R"(, "hidden_activation": "gelu")")), Contains("hidden_activation is gelu"));
+  CHECK_THAT(error(family("Gemma2ForCausalLM", R"(, "use_bidirectional_attention": true)")),
+             Contains("use_bidirectional_attention"));
+  // Exported under the family's own names and config.
+  CHECK_THAT(model::hf_config_json(g2, {}), Contains("\"Gemma2ForCausalLM\"") && Contains("\"model_type\": \"gemma2\"") &&
+                                                Contains("\"query_pre_attn_scalar\": 256") &&
+                                                Contains("\"hidden_activation\": \"gelu_pytorch_tanh\""));
+  CHECK_THAT(model::hf_config_json(g3, {}), Contains("\"model_type\": \"gemma3_text\"") &&
+                                                Contains("\"rope_local_base_freq\": 10000"));
+  CHECK(model::hf_sources(g2).at("layers.1.mlp_norm.weight").names ==
+        std::vector<std::string>{"layers.1.pre_feedforward_layernorm.weight"});
+  // Part of Gemma's block, Gemma 2 with a local RoPE base, Gemma 3 with an attention cap: no class.
+  auto partial = g2;
+  partial.scale_embeddings = false;
+  CHECK_THROWS_WITH(model::hf_config_json(partial, {}), Contains("part of Gemma's block"));
+  auto local = g2;
+  local.rope_local_theta = 10000;
+  CHECK_THROWS_AS(model::hf_config_json(local, {}), util::UsageError);
+  auto capped = g3;
+  capped.attn_logit_softcapping = 50;
+  CHECK_THROWS_WITH(model::hf_config_json(capped, {}), Contains("never applies"));
+  auto fractional = g2;
+  fractional.query_pre_attn_scalar = 24.5;
+  CHECK_THROWS_WITH(model::hf_config_json(fractional, {}), Contains("fractional query_pre_attn_scalar"));
+  // The overrides name every option (two layers, both sliding under Gemma 3's pattern of 6: every
+  // layer slides, pattern 0).
+  CHECK_THAT(model::shape_overrides(g3), Contains("model.activation=gelu_tanh model.norm_unit_offset=true "
+                                                  "model.scale_embeddings=true model.query_pre_attn_scalar=256 "
+                                                  "model.final_logit_softcapping=30 model.sliding_window=4096 "
+                                                  "model.sliding_window_pattern=0 model.rope_local_theta=10000"));
+}
+
 TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norms", "[model][hf]") {
   const auto nemo = read(family("MistralForCausalLM", R"(, "head_dim": 16)"));
   CHECK(nemo.head_dim() == 16);
@@ -180,7 +279,7 @@ TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norm
              Contains("RoPE would rotate 7 dimensions of each head (head_dim 7 x partial_rotary_factor 1)"));
   CHECK_THAT(error(family("Qwen3ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
                                                   "max_window_layers": 1)")),
-             Contains("sliding_window"));
+             Contains("layer_types"));
   // The overrides that model.from's layer writes give the same spec back.
   const std::string o = model::shape_overrides(qwen3);
   CHECK_THAT(o, Contains("model.head_dim=12 model.qk_norm=head"));
@@ -238,6 +337,12 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK(config_error({"model.arch=llama", "model.d_model=30", "model.n_head=4", "model.head_dim=8"}) == "no error");
   CHECK_THAT(config_error({"model.arch=gpt2", "model.head_dim=16"}), Contains("model.head_dim") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.qk_norm=head"}), Contains("model.qk_norm") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.sliding_window=8"}), Contains("model.sliding_window") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.final_logit_softcapping=30"}),
+             Contains("model.final_logit_softcapping") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.rope_local_theta=10000"}),
+             Contains("`model.rope_local_theta` describes the sliding layers, but `model.sliding_window` is unset"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.sliding_window_pattern=2"}), Contains("model.sliding_window_pattern"));
   CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("would rotate 7 dimensions of each head (head size 7,"));
   CHECK(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.4"}) == "no error");
   CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.3"}),
@@ -262,9 +367,12 @@ TEST_CASE("model.json of version 1 reads with the family defaults", "[model]") {
   CHECK(s.rope_scaling.type == RopeType::kDefault);
   CHECK(s.head_dim() == 8);
   CHECK(s.qk_norm == config::QkNorm::kNone);
-  std::string v4 = s.to_json();
-  v4.replace(v4.find("\"version\": 3"), 12, "\"version\": 4");
-  CHECK_THROWS_WITH(model::ModelSpec::from_json(v4, "model.json"), Contains("newer than this hftrain reads"));
+  std::string v5 = s.to_json();
+  v5.replace(v5.find("\"version\": 4"), 12, "\"version\": 5");
+  CHECK_THROWS_WITH(model::ModelSpec::from_json(v5, "model.json"), Contains("newer than this hftrain reads"));
+  std::string window_only = s.to_json();
+  window_only.replace(window_only.find("\"sliding_window_pattern\": 0"), 27, "\"sliding_window_pattern\": 2");
+  CHECK_THROWS_WITH(model::ModelSpec::from_json(window_only, "model.json"), Contains("without a sliding_window"));
   std::string bogus = s.to_json();
   bogus.replace(bogus.find("\"qk_norm\": \"none\""), 17, "\"qk_norm\": \"odd\"");
   CHECK_THROWS_WITH(model::ModelSpec::from_json(bogus, "model.json"), Contains("model.json: unknown qk_norm 'odd'"));

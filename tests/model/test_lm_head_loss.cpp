@@ -57,7 +57,7 @@ TEST_CASE("lm_head_loss_sum equals linear + cross_entropy, loss and gradients", 
     for (int64_t chunk : {int64_t{1}, int64_t{5}, int64_t{37}, int64_t{100}, int64_t{0}}) {
       INFO("label smoothing " << smoothing << ", chunk rows " << chunk);
       const auto ours =
-          run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, chunk); });
+          run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, chunk); });
       check_close(ours, ref, 1e-5);
     }
   }
@@ -68,7 +68,7 @@ TEST_CASE("lm_head_loss_sum: a tied weight gets both of its gradients", "[model]
   auto loss_fn = [&](bool fused) {
     return [&, fused](torch::Tensor h, torch::Tensor w) {
       const auto x = h + F::embedding(k.labels.clamp_min(0), w);  // the weight also embeds
-      return fused ? model::lm_head_loss_sum(x, w, k.labels, 0.0, 4) : reference(x, w, k.labels, 0.0);
+      return fused ? model::lm_head_loss_sum(x, w, k.labels, 0.0, /*softcap=*/0.0, 4) : reference(x, w, k.labels, 0.0);
     };
   };
   check_close(run(k, loss_fn(true)), run(k, loss_fn(false)), 1e-5);
@@ -77,7 +77,7 @@ TEST_CASE("lm_head_loss_sum: a tied weight gets both of its gradients", "[model]
 TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients, no grad mode computes none", "[model]") {
   Case k = make_case(6, 4, 9, 5);
   k.labels.fill_(-100);
-  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 4); });
+  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 4); });
   CHECK(ours[0].item<double>() == 0.0);
   CHECK(ours[1].abs().max().item<double>() == 0.0);
   CHECK(ours[2].abs().max().item<double>() == 0.0);
@@ -85,7 +85,7 @@ TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients, no gr
   const Case e = make_case(10, 4, 9, 6);
   torch::NoGradGuard no_grad;
   const auto h = e.hidden.clone().requires_grad_(true);
-  const auto loss = model::lm_head_loss_sum(h, e.weight, e.labels, 0.0, 3);
+  const auto loss = model::lm_head_loss_sum(h, e.weight, e.labels, 0.0, /*softcap=*/0.0, 3);
   CHECK_FALSE(loss.requires_grad());
   CHECK(loss.item<double>() == Approx(reference(e.hidden, e.weight, e.labels, 0.0).item<double>()).epsilon(1e-6));
 }
@@ -103,10 +103,35 @@ TEST_CASE("lm_head_loss_sum under bf16 autocast matches linear + cross_entropy u
     };
   };
   const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
-  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 7); }));
+  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 7); }));
   CHECK(ours[1].scalar_type() == torch::kFloat32);
   CHECK(ours[2].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);  // bf16 matmuls: both round the logits the same way, not the sums
+}
+
+// Gemma 2's final soft-capping: the loss of cap * tanh(logits / cap) as transformers computes it,
+// with its gradients through the tanh, in fp32 and with label smoothing; chunks that split rows.
+TEST_CASE("lm_head_loss_sum with soft-capped logits equals capping the linear layer's output", "[model]") {
+  Case k = make_case(29, 12, 41, 11);
+  k.weight = k.weight * 6;  // logits of tens: the cap (here 5) bends them
+  const double cap = 5.0;
+  for (double smoothing : {0.0, 0.1}) {
+    const auto ref = run(k, [&](auto h, auto w) {
+      const auto logits = torch::tanh(F::linear(h, w) / cap) * cap;
+      return F::cross_entropy(logits, k.labels,
+                              F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum).label_smoothing(
+                                  smoothing));
+    });
+    for (int64_t chunk : {int64_t{4}, int64_t{29}}) {
+      INFO("label smoothing " << smoothing << ", chunk rows " << chunk);
+      check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, cap, chunk); }),
+                  ref, 1e-5);
+    }
+  }
+  // Capping changes the loss (the test would pass vacuously otherwise).
+  const auto uncapped = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
+  const auto capped = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, cap, 4); });
+  CHECK((uncapped[0] - capped[0]).abs().item<double>() > 1.0);
 }
 
 // Confident predictions: p(target) near 1, so the target's gradient p - 1 is small. Under bf16 it
@@ -118,7 +143,7 @@ TEST_CASE("lm_head_loss_sum under bf16 autocast keeps the gradient of confident 
   const auto fp32 = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
   at::autocast::set_autocast_enabled(at::kCPU, true);
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 5); });
+  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 5); });
   at::autocast::set_autocast_enabled(at::kCPU, false);
   at::autocast::clear_cache();
   // The hidden states' gradient is the (small) error signal times the weight: relative to its own
@@ -142,7 +167,7 @@ TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against lin
   for (const double smoothing : {0.0, 0.1}) {
     INFO("fp32, label smoothing " << smoothing);
     const auto ref = smoothing == 0 ? ref32 : run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
-    check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, 1024); }), ref,
+    check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, 1024); }), ref,
                 1e-4);  // tf32 may be on in either
   }
   auto autocast = [](auto fn) {
@@ -156,7 +181,7 @@ TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against lin
     };
   };
   const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
-  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, 1024); }));
+  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 1024); }));
   CHECK(ours[1].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);
 }

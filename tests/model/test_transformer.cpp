@@ -3,6 +3,8 @@
 // made by tests/conformance/gen_model_fixtures.py, same logits and loss. (The full set of families,
 // with gradients: tests/conformance/hf_decoders.py.)
 #include "../torch_catch.h"  // first: see the file
+
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +36,26 @@ model::ModelSpec tiny_llama() {
   s.arch = config::ModelArch::kLlama;
   s.n_layer = 2, s.n_head = 4, s.n_kv_head = 2, s.d_model = 32, s.d_ff = 56, s.max_seq_len = 64, s.vocab_size = 71;
   s.rope_theta = 500000.0, s.norm_eps = 1e-5, s.tie_embeddings = false;
+  return s;
+}
+
+// Gemma 3's block at its smallest: (1 + w) sandwich norms, GeGLU, scaled embeddings, per-head q/k
+// norms, attention and final soft-capping, a sliding window of 3 on layers 1 and 3 (every 2nd
+// layer global) with their own RoPE base, a query scalar of its own.
+model::ModelSpec tiny_gemma() {
+  model::ModelSpec s = tiny_llama();
+  s.n_layer = 3;
+  s.norm_placement = config::NormPlacement::kSandwich;
+  s.norm_unit_offset = true;
+  s.scale_embeddings = true;
+  s.activation = config::Activation::kGeluTanh;
+  s.qk_norm = config::QkNorm::kHead;
+  s.query_pre_attn_scalar = 12;
+  s.attn_logit_softcapping = 2.0;
+  s.final_logit_softcapping = 3.0;
+  s.sliding_window = 3;
+  s.sliding_window_pattern = 2;
+  s.rope_local_theta = 100;
   return s;
 }
 
@@ -103,7 +125,10 @@ TEST_CASE("Llama with llama3 RoPE scaling and biases equals transformers'", "[mo
 }
 
 TEST_CASE("decoding with the KV cache equals a full forward", "[model]") {
-  for (const auto& spec : {tiny_gpt2(), tiny_llama()}) {
+  // Sliding windows shorter than the prefill, through SDPA (no soft-capping) and written out.
+  auto sliding = tiny_llama();
+  sliding.sliding_window = 3;
+  for (const auto& spec : {tiny_gpt2(), tiny_llama(), sliding, tiny_gemma()}) {
     torch::manual_seed(3);
     model::Transformer m(spec);
     m->eval();
@@ -120,6 +145,46 @@ TEST_CASE("decoding with the KV cache equals a full forward", "[model]") {
     }
     CHECK(cache.length == 9);
   }
+}
+
+// What each Gemma option changes, one at a time against the model without it: every option takes
+// effect (a test of the options above that passed with one ignored would prove nothing), and a
+// window that covers the sequence changes nothing.
+TEST_CASE("each of Gemma's options changes the logits, a window as long as the input does not", "[model]") {
+  torch::NoGradGuard no_grad;
+  auto ids = torch::randint(0, 71, {2, 10}, torch::kInt64);
+  const auto logits = [&](const model::ModelSpec& spec) {
+    model::Transformer m(spec);
+    torch::manual_seed(5);  // the same values in every variant (norm weights too, whatever their start)
+    for (auto& p : m->parameters()) p.copy_(torch::randn(p.sizes()) * 0.5);
+    m->eval();
+    return m->forward(ids);
+  };
+  const auto base = tiny_gemma();
+  const auto reference = logits(base);
+  const std::vector<std::pair<std::string, std::function<void(model::ModelSpec&)>>> options = {
+      {"norm_unit_offset", [](auto& s) { s.norm_unit_offset = false; }},
+      {"scale_embeddings", [](auto& s) { s.scale_embeddings = false; }},
+      {"activation", [](auto& s) { s.activation = config::Activation::kSilu; }},
+      {"query_pre_attn_scalar", [](auto& s) { s.query_pre_attn_scalar = 0; }},
+      {"attn_logit_softcapping", [](auto& s) { s.attn_logit_softcapping = 0; }},
+      {"final_logit_softcapping", [](auto& s) { s.final_logit_softcapping = 0; }},
+      {"sliding_window", [](auto& s) { s.sliding_window = 0, s.sliding_window_pattern = 0, s.rope_local_theta = 0; }},
+      {"sliding_window_pattern", [](auto& s) { s.sliding_window_pattern = 0; }},
+      {"rope_local_theta", [](auto& s) { s.rope_local_theta = 0; }},
+  };
+  for (const auto& [name, unset] : options) {
+    auto spec = base;
+    unset(spec);
+    INFO(name);
+    CHECK((logits(spec) - reference).abs().max().item<double>() > 1e-3);
+  }
+  auto wide = base;  // a window as long as the input: every layer sees every earlier position
+  wide.sliding_window = 10;
+  wide.rope_local_theta = 0;
+  auto none = wide;
+  none.sliding_window = 0, none.sliding_window_pattern = 0;
+  CHECK(torch::allclose(logits(wide), logits(none), 0, 1e-6));
 }
 
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
@@ -231,6 +296,6 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   auto partial = tiny_llama();
   partial.partial_rotary_factor = 0.5;
   partial.fused_projections = true;
-  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial});
+  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial, tiny_gemma()});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
 }
