@@ -13,7 +13,7 @@ namespace hftrain::config {
 
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys.cpp).
 enum class ModelArch { kGpt2, kLlama, kBert };
-enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 // "none", "head" (RMSNorm over each head of q and k: Qwen3), "projection" (over all of q, of k: OLMo 2)
 enum class QkNorm { kNone, kHead, kProjection };
@@ -58,13 +58,15 @@ struct RunConfig {
 struct RopeScalingConfig {
   RopeType type = RopeType::kDefault;
   double factor = 0;
-  std::optional<int64_t> original_max_seq_len;  // llama3, yarn; unset: model.max_seq_len
+  std::optional<int64_t> original_max_seq_len;  // llama3, yarn, longrope; unset: model.max_seq_len
   double low_freq_factor = 0;                   // llama3
   double high_freq_factor = 0;                  // llama3
   double beta_fast = 0;                         // yarn
   double beta_slow = 0;                         // yarn
-  std::optional<double> attention_factor;       // yarn; unset: 0.1 ln(factor) + 1
+  std::optional<double> attention_factor;       // yarn, longrope; unset: the type's formula
   bool truncate = true;                         // yarn
+  std::vector<double> short_factor;             // longrope: per rotated pair, up to original_max_seq_len
+  std::vector<double> long_factor;              // longrope: past it
 };
 
 struct ModelConfig {

@@ -146,6 +146,12 @@ void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c,
       out << YAML::Flow << YAML::BeginSeq;
       for (const auto& item : *list) emit_string(out, item);
       out << YAML::EndSeq;
+    } else if (auto* floats = std::get_if<std::vector<double>>(&v)) {
+      KeySpec item = spec;
+      item.type = Type::kFloat;
+      out << YAML::Flow << YAML::BeginSeq;
+      for (double x : *floats) out << value_to_text(Value{x}, item);
+      out << YAML::EndSeq;
     } else if (auto* sources = std::get_if<std::vector<DataSource>>(&v)) {
       emit_sources(out, *sources);
     } else if (auto* map = std::get_if<std::map<std::string, std::string>>(&v)) {
@@ -176,6 +182,7 @@ Json json_value(const Value& v, const KeySpec& spec) {
     Json operator()(bool x) const { return x; }
     Json operator()(const std::string& x) const { return x; }
     Json operator()(const std::vector<std::string>& x) const { return x; }
+    Json operator()(const std::vector<double>& x) const { return x; }
     Json operator()(const std::vector<DataSource>& x) const {
       Json list = Json::array();
       for (const auto& s : x) {

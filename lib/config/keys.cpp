@@ -90,13 +90,13 @@ Schema build() {
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))
-      .choices({"default", "linear", "dynamic", "llama3", "yarn"}).def("default")
-      .doc("llama: RoPE scaling as transformers' rope_type: default (none), linear, dynamic (NTK; no change up to max_seq_len), llama3, yarn.");
+      .choices({"default", "linear", "dynamic", "llama3", "yarn", "longrope"}).def("default")
+      .doc("llama: RoPE scaling as transformers' rope_type: default (none), linear, dynamic (NTK; no change up to max_seq_len), llama3, yarn, longrope (Phi-3, Phi-4-mini).");
   s.add("model.rope_scaling.factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.factor))
-      .def("1.0").min(1).max(1 << 20).doc("llama: RoPE scaling factor (linear, dynamic, llama3, yarn).");
+      .def("1.0").min(1).max(1 << 20).doc("llama: RoPE scaling factor (linear, dynamic, llama3, yarn; longrope: only for its default attention_factor, and 1 means max_seq_len / original_max_seq_len).");
   s.add("model.rope_scaling.original_max_seq_len", Type::kInt, HFTRAIN_FIELD(model.rope_scaling.original_max_seq_len))
       .nullable().min(1).max(1 << 24).unit("tokens")
-      .doc("llama3, yarn: the context length before scaling (original_max_position_embeddings); unset: model.max_seq_len.");
+      .doc("llama3, yarn, longrope: the context length before scaling (original_max_position_embeddings; longrope switches from short_factor to long_factor past it); unset: model.max_seq_len.");
   s.add("model.rope_scaling.low_freq_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.low_freq_factor))
       .def("1.0").min(0).doc("llama3: wavelengths above original_max_seq_len / this are divided by the factor.");
   s.add("model.rope_scaling.high_freq_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.high_freq_factor))
@@ -106,9 +106,15 @@ Schema build() {
   s.add("model.rope_scaling.beta_slow", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.beta_slow))
       .def("1.0").min(0).doc("yarn: rotations that bound the interpolated (scaled) dimensions.");
   s.add("model.rope_scaling.attention_factor", Type::kFloat, HFTRAIN_FIELD(model.rope_scaling.attention_factor))
-      .nullable().min(0).doc("yarn: scale of cos/sin (attention temperature); unset: 0.1 ln(factor) + 1.");
+      .nullable().min(0).doc("yarn, longrope: scale of cos/sin (attention temperature); unset: 0.1 ln(factor) + 1 (yarn), sqrt(1 + ln(factor) / ln(original_max_seq_len)) (longrope).");
   s.add("model.rope_scaling.truncate", Type::kBool, HFTRAIN_FIELD(model.rope_scaling.truncate))
       .def("true").doc("yarn: round the correction range to whole dimensions.");
+  s.add("model.rope_scaling.short_factor", Type::kFloatList, HFTRAIN_FIELD(model.rope_scaling.short_factor))
+      .def("[]").min(1e-6)
+      .doc("longrope: divisor of each rotated pair's frequency (rotary_dim / 2 of them) while the sequence is at most original_max_seq_len.");
+  s.add("model.rope_scaling.long_factor", Type::kFloatList, HFTRAIN_FIELD(model.rope_scaling.long_factor))
+      .def("[]").min(1e-6)
+      .doc("longrope: the same divisors once the sequence (its last position + 1) is longer than original_max_seq_len.");
   s.add("model.norm_eps", Type::kFloat, HFTRAIN_FIELD(model.norm_eps))
       .nullable().min(0).max(1).doc("Normalisation epsilon; unset: 1e-5 (gpt2), 1e-6 (llama).");
   s.add("model.dropout", Type::kFloat, HFTRAIN_FIELD(model.dropout))

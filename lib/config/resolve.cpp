@@ -46,7 +46,8 @@ ResolvedConfig resolve_config(const ResolveOptions& options, const Schema& schem
         Node* next = at->find(part);
         at = next ? next : &at->set(part, Node::map(layer.origin()));
       }
-      at->set(key.substr(start), Node::scalar(value, false, layer.origin()));
+      // YAML, as an override's value: longrope's factor lists are sequences ("[1,1.5]").
+      at->set(key.substr(start), parse_yaml_value(value, layer.origin()));
     }
     out.tree.merge_from(layer);
   }

@@ -29,7 +29,7 @@ struct ResolveOptions {
   // Values read from the model directory model.from names (its model.* shape, its tokenizer):
   // above the schema defaults, below everything written, so a recipe need not repeat them and a
   // value that is written anyway wins (and start-up then reports a shape that does not fit).
-  // `model_source` names the file they came from.
+  // `model_source` names the file they came from. Each value is YAML, as an override's.
   std::vector<std::pair<std::string, std::string>> model_values;
   std::string model_source;
   // Skip the rules that relate keys to each other: a first pass that only reads model.from, whose

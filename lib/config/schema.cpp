@@ -63,6 +63,7 @@ std::string KeySpec::type_name() const {
     case Type::kStringList: return "list of strings";
     case Type::kStringMap: return "map of strings";
     case Type::kFloatMap: return "map of floats";
+    case Type::kFloatList: return "list of floats";
     case Type::kSourceList: return "list of sources (paths or {path, weight, name, format, ...})";
   }
   return "?";
@@ -174,6 +175,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     if (spec.type == Type::kStringList) return Value{std::vector<std::string>{}};
     if (spec.type == Type::kStringMap) return Value{std::map<std::string, std::string>{}};
     if (spec.type == Type::kFloatMap) return Value{std::map<std::string, double>{}};
+    if (spec.type == Type::kFloatList) return Value{std::vector<double>{}};
     if (spec.type == Type::kSourceList) return Value{std::vector<DataSource>{}};
     return fail(key + " has no value; it expects " + spec.type_name(),
                 "give it a value, or remove the line to use the default");
@@ -215,6 +217,21 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
       auto converted = convert(v, entry, diags);
       if (!converted) return std::nullopt;
       out[k] = std::get<double>(*converted);
+    }
+    return Value{std::move(out)};
+  }
+
+  if (spec.type == Type::kFloatList) {
+    if (!node.is_sequence()) return fail(expected() + ", got a " + node.kind_name(), "write [1.0, 1.5, ...]");
+    std::vector<double> out;
+    KeySpec item_spec = spec;  // each item is checked as a float with the key's range
+    item_spec.type = Type::kFloat;
+    size_t i = 0;
+    for (const auto& item : node.items()) {
+      item_spec.path = spec.path + "[" + std::to_string(i++) + "]";
+      auto converted = convert(item, item_spec, diags);
+      if (!converted) return std::nullopt;
+      out.push_back(std::get<double>(*converted));
     }
     return Value{std::move(out)};
   }
@@ -310,6 +327,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     case Type::kSourceList:
     case Type::kStringMap:
     case Type::kFloatMap:
+    case Type::kFloatList:
       break;
   }
   const bool has_number = spec.type != Type::kBool && spec.type != Type::kString &&
@@ -355,6 +373,13 @@ std::string value_to_text(const Value& value, const KeySpec& spec) {
     std::string operator()(const std::vector<DataSource>& v) const {
       std::vector<std::string> parts;
       for (const auto& x : v) parts.push_back(data_source_text(x));
+      return "[" + util::join(parts, ", ") + "]";
+    }
+    std::string operator()(const std::vector<double>& v) const {
+      KeySpec item = spec;
+      item.type = Type::kFloat;
+      std::vector<std::string> parts;
+      for (double x : v) parts.push_back(value_to_text(Value{x}, item));
       return "[" + util::join(parts, ", ") + "]";
     }
   };

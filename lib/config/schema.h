@@ -31,6 +31,7 @@ enum class Type {
   kStringList,  // list of strings; a single string is a list of one
   kStringMap,   // free-form map of string values; `+key.sub=VALUE` adds entries
   kFloatMap,    // free-form map of floats, e.g. name pattern -> learning rate
+  kFloatList,   // list of floats, each checked against the key's range
   kSourceList,  // data sources: a list of paths and {path, weight, name, format, ...} mappings
 };
 
@@ -46,7 +47,7 @@ std::string_view resume_change_name(ResumeChange change);
 
 using Value = std::variant<std::monostate, int64_t, double, bool, std::string,
                            std::vector<std::string>, std::map<std::string, std::string>,
-                           std::map<std::string, double>, std::vector<DataSource>>;
+                           std::map<std::string, double>, std::vector<DataSource>, std::vector<double>>;
 
 struct KeySpec {
   std::string path;    // "optimizer.lr"

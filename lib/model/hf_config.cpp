@@ -46,6 +46,16 @@ struct Reader {
     return j.at(key).get<double>();
   }
   double number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
+  // A list of positive numbers (longrope's factors).
+  std::vector<double> numbers(const char* key) const {
+    if (!has(key) || !j.at(key).is_array()) fail(name(key) + " is missing or not a list of numbers");
+    std::vector<double> out;
+    for (const auto& v : j.at(key)) {
+      if (!v.is_number() || !(v.get<double>() > 0)) fail(name(key) + " holds " + v.dump() + ", not a positive number");
+      out.push_back(v.get<double>());
+    }
+    return out;
+  }
   // A number that null turns off (0), and `fallback` when the key is absent (Gemma's soft-caps).
   double number_or_off(const char* key, double fallback) const {
     if (!j.contains(key)) return fallback;
@@ -124,6 +134,16 @@ void read_rope(const Reader& r, ModelSpec& s) {
     out.beta_fast = p.number("beta_fast", 0) != 0 ? p.number("beta_fast") : 32.0;
     out.beta_slow = p.number("beta_slow", 0) != 0 ? p.number("beta_slow") : 1.0;
     out.truncate = p.flag("truncate", true);
+  } else if (type == "longrope" || type == "su") {  // "su": Phi-3's first name for it
+    out.type = RopeType::kLongrope;
+    out.original_max_seq_len = original;
+    out.short_factor = p.numbers("short_factor");
+    out.long_factor = p.numbers("long_factor");
+    out.factor = p.number("factor", static_cast<double>(s.max_seq_len) / static_cast<double>(original));
+    const double log_original = std::log(static_cast<double>(original));
+    out.attention_factor = p.number("attention_factor", out.factor > 1 && original > 1
+                                                            ? std::sqrt(1 + std::log(out.factor) / log_original)
+                                                            : 1.0);
   } else {
     r.unsupported_if(true, "RoPE scaling type `" + type + "`");
   }
@@ -309,6 +329,16 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
                    "RoPE would rotate " + std::to_string(s.rotary_dim()) + " dimensions of each head (head_dim " +
                        std::to_string(head_dim) + " x partial_rotary_factor " + number(s.partial_rotary_factor) +
                        "), not an even number (RoPE rotates pairs)");
+  if (s.rope_scaling.type == RopeType::kLongrope) {
+    const auto pairs = static_cast<size_t>(s.rotary_dim() / 2);
+    for (const auto& [key, factors] : {std::pair<const char*, const std::vector<double>*>{"short_factor", &s.rope_scaling.short_factor},
+                                       {"long_factor", &s.rope_scaling.long_factor}}) {
+      if (factors->size() != pairs) {
+        r.fail("longrope's `" + std::string(key) + "` has " + std::to_string(factors->size()) +
+               " factors, but RoPE rotates " + std::to_string(pairs) + " pairs of each head");
+      }
+    }
+  }
   return s;
 }
 
@@ -324,8 +354,13 @@ OrderedJson rope_json(const ModelSpec& s, bool theta) {
     j["low_freq_factor"] = r.low_freq_factor;
     j["high_freq_factor"] = r.high_freq_factor;
   }
-  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) {
+  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn || r.type == RopeType::kLongrope) {
     j["original_max_position_embeddings"] = r.original_max_seq_len;
+  }
+  if (r.type == RopeType::kLongrope) {
+    j["attention_factor"] = r.attention_factor;
+    j["short_factor"] = r.short_factor;
+    j["long_factor"] = r.long_factor;
   }
   if (r.type == RopeType::kYarn) {
     j["attention_factor"] = r.attention_factor;
@@ -538,6 +573,9 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
     if (family == LlamaFamily::kPhi3) {
       j["resid_pdrop"] = s.dropout;
       j["embd_pdrop"] = s.dropout;
+      if (s.rope_scaling.type == RopeType::kLongrope) {  // Phi3Config reads it here too
+        j["original_max_position_embeddings"] = s.rope_scaling.original_max_seq_len;
+      }
     }
     if (family != LlamaFamily::kQwen2 && family != LlamaFamily::kMistral && family != LlamaFamily::kPhi3) {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
@@ -594,6 +632,18 @@ std::string shape_overrides(const ModelSpec& s) {
   if (r.type == RopeType::kLlama3) {
     out += " model.rope_scaling.low_freq_factor=" + number(r.low_freq_factor) +
            " model.rope_scaling.high_freq_factor=" + number(r.high_freq_factor);
+  }
+  if (r.type == RopeType::kLongrope) {
+    // Lists without spaces: the overrides are one word each.
+    const auto list = [](const std::vector<double>& v) {
+      std::string t = "[";
+      for (size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + number(v[i]);
+      return t + "]";
+    };
+    out += " model.rope_scaling.original_max_seq_len=" + std::to_string(r.original_max_seq_len) +
+           " model.rope_scaling.attention_factor=" + number(r.attention_factor) +
+           " model.rope_scaling.short_factor=" + list(r.short_factor) +
+           " model.rope_scaling.long_factor=" + list(r.long_factor);
   }
   if (r.type == RopeType::kYarn) {
     out += " model.rope_scaling.beta_fast=" + number(r.beta_fast) + " model.rope_scaling.beta_slow=" +

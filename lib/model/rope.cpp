@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <tuple>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -51,9 +53,22 @@ torch::Tensor yarn(double base, int64_t dim, const RopeScaling& r) {
   return interpolation * (1 - extrapolated) + extrapolation * extrapolated;
 }
 
+// 1 / (factor_i * base^(2i / dim)) with the per-pair factors in float32.
+torch::Tensor longrope(double base, int64_t dim, const std::vector<double>& factors) {
+  const auto ext = torch::tensor(factors, torch::kFloat64).to(torch::kFloat32);
+  return (ext * powers(base, dim)).reciprocal();
+}
+
+// cos and sin of every position for `inv_freq`, times `scale`.
+std::pair<torch::Tensor, torch::Tensor> tables(const torch::Tensor& inv_freq, int64_t length, double scale) {
+  const auto freqs = torch::arange(length, torch::kInt64).to(torch::kFloat32).unsqueeze(1) * inv_freq;  // (T, D/2)
+  const auto emb = torch::cat({freqs, freqs}, -1);                                                       // (T, D)
+  return {emb.cos() * scale, emb.sin() * scale};
+}
+
 }  // namespace
 
-torch::Tensor rope_inv_freq(const ModelSpec& spec) {
+torch::Tensor rope_inv_freq(const ModelSpec& spec, bool long_factors) {
   const int64_t dim = spec.rotary_dim();
   const RopeScaling& r = spec.rope_scaling;
   switch (r.type) {
@@ -72,16 +87,21 @@ torch::Tensor rope_inv_freq(const ModelSpec& spec) {
       return llama3(powers(spec.rope_theta, dim).reciprocal(), r);
     case RopeType::kYarn:
       return yarn(spec.rope_theta, dim, r);
+    case RopeType::kLongrope:
+      return longrope(spec.rope_theta, dim, long_factors ? r.long_factor : r.short_factor);
   }
   return {};
 }
 
 RopeTables rope_tables(const ModelSpec& spec) {
-  const auto inv_freq = rope_inv_freq(spec);
-  const auto freqs = torch::arange(spec.max_seq_len, torch::kInt64).to(torch::kFloat32).unsqueeze(1) * inv_freq;  // (T, D/2)
-  const auto emb = torch::cat({freqs, freqs}, -1);                                                                // (T, D)
-  const double scale = spec.rope_scaling.type == RopeType::kYarn ? spec.rope_scaling.attention_factor : 1.0;
-  return {emb.cos() * scale, emb.sin() * scale};
+  const RopeType type = spec.rope_scaling.type;
+  const double scale = type == RopeType::kYarn || type == RopeType::kLongrope ? spec.rope_scaling.attention_factor : 1.0;
+  RopeTables out;
+  std::tie(out.cos, out.sin) = tables(rope_inv_freq(spec), spec.max_seq_len, scale);
+  if (type == RopeType::kLongrope) {
+    std::tie(out.long_cos, out.long_sin) = tables(rope_inv_freq(spec, /*long_factors=*/true), spec.max_seq_len, scale);
+  }
+  return out;
 }
 
 }  // namespace hftrain::model

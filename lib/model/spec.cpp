@@ -17,7 +17,7 @@ using config::ModelArch;
 using config::RopeType;
 
 constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kLlama3,
-                                   RopeType::kYarn};
+                                   RopeType::kYarn, RopeType::kLongrope};
 constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
 constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead, config::QkNorm::kProjection};
 constexpr config::Activation kActivations[] = {config::Activation::kSilu, config::Activation::kGeluTanh};
@@ -41,7 +41,9 @@ RopeScaling normalized(const RopeScaling& r) {
   out.type = r.type;
   if (r.type == RopeType::kDefault) return out;
   out.factor = r.factor;
-  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) out.original_max_seq_len = r.original_max_seq_len;
+  if (r.type == RopeType::kLlama3 || r.type == RopeType::kYarn || r.type == RopeType::kLongrope) {
+    out.original_max_seq_len = r.original_max_seq_len;
+  }
   if (r.type == RopeType::kLlama3) {
     out.low_freq_factor = r.low_freq_factor;
     out.high_freq_factor = r.high_freq_factor;
@@ -51,6 +53,11 @@ RopeScaling normalized(const RopeScaling& r) {
     out.beta_slow = r.beta_slow;
     out.attention_factor = r.attention_factor;
     out.truncate = r.truncate;
+  }
+  if (r.type == RopeType::kLongrope) {
+    out.attention_factor = r.attention_factor;
+    out.short_factor = r.short_factor;
+    out.long_factor = r.long_factor;
   }
   return out;
 }
@@ -62,9 +69,22 @@ void check_rope(const ModelSpec& s, Fail fail) {
   if (r.type == RopeType::kDefault) return;
   if (s.arch == ModelArch::kGpt2) fail("model.rope_scaling.type", "gpt2 has learned positions, no RoPE to scale");
   if (!(r.factor >= 1)) fail("model.rope_scaling.factor", "the factor must be at least 1");
-  if ((r.type == RopeType::kLlama3 || r.type == RopeType::kYarn) &&
+  if ((r.type == RopeType::kLlama3 || r.type == RopeType::kYarn || r.type == RopeType::kLongrope) &&
       (r.original_max_seq_len < 1 || r.original_max_seq_len > s.max_seq_len)) {
     fail("model.rope_scaling.original_max_seq_len", "it must lie between 1 and model.max_seq_len");
+  }
+  if (r.type == RopeType::kLongrope) {
+    const auto pairs = static_cast<size_t>(s.rotary_dim() / 2);
+    for (const auto& [key, factors] : {std::pair<const char*, const std::vector<double>*>{"model.rope_scaling.short_factor", &r.short_factor},
+                                       {"model.rope_scaling.long_factor", &r.long_factor}}) {
+      if (factors->size() != pairs) {
+        fail(key, "longrope needs one factor per rotated pair of each head: " + std::to_string(pairs) + ", not " +
+                      std::to_string(factors->size()));
+      }
+      for (double f : *factors) {
+        if (!(f > 0) || !std::isfinite(f)) fail(key, "every factor must be a positive number");
+      }
+    }
   }
   if (r.type == RopeType::kLlama3 && !(r.high_freq_factor > r.low_freq_factor && r.low_freq_factor > 0)) {
     fail("model.rope_scaling.high_freq_factor", "llama3 needs high_freq_factor > low_freq_factor > 0");
@@ -74,7 +94,7 @@ void check_rope(const ModelSpec& s, Fail fail) {
 }  // namespace
 
 const char* rope_type_name(RopeType type) {
-  static const char* const kNames[] = {"default", "linear", "dynamic", "llama3", "yarn"};
+  static const char* const kNames[] = {"default", "linear", "dynamic", "llama3", "yarn", "longrope"};
   return kNames[static_cast<size_t>(type)];
 }
 
@@ -178,9 +198,21 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.rope_scaling.high_freq_factor = r.high_freq_factor;
   s.rope_scaling.beta_fast = r.beta_fast;
   s.rope_scaling.beta_slow = r.beta_slow;
-  // transformers' default for yarn (get_mscale): 0.1 ln(factor) + 1, and 1 for factor <= 1.
-  s.rope_scaling.attention_factor = r.attention_factor.value_or(r.factor > 1 ? 0.1 * std::log(r.factor) + 1.0 : 1.0);
   s.rope_scaling.truncate = r.truncate;
+  s.rope_scaling.short_factor = r.short_factor;
+  s.rope_scaling.long_factor = r.long_factor;
+  if (r.type == RopeType::kLongrope) {
+    // transformers: the factor, else max_position_embeddings / original_max_position_embeddings;
+    // the attention factor sqrt(1 + ln(factor) / ln(original)), 1 for factor <= 1.
+    const double original = static_cast<double>(s.rope_scaling.original_max_seq_len);
+    s.rope_scaling.factor = r.factor > 1 ? r.factor : static_cast<double>(c.max_seq_len) / original;
+    const double factor = s.rope_scaling.factor;
+    s.rope_scaling.attention_factor = r.attention_factor.value_or(
+        factor > 1 && original > 1 ? std::sqrt(1 + std::log(factor) / std::log(original)) : 1.0);
+  } else {
+    // transformers' default for yarn (get_mscale): 0.1 ln(factor) + 1, and 1 for factor <= 1.
+    s.rope_scaling.attention_factor = r.attention_factor.value_or(r.factor > 1 ? 0.1 * std::log(r.factor) + 1.0 : 1.0);
+  }
   check_rope(s, [&](const std::string& key, const std::string& why) {
     throw util::ConfigError(key + " does not fit model.rope_scaling.type=" + rope_type_name(r.type) + ": " + why,
                             "fix " + key + ", or set model.rope_scaling.type=default");
@@ -199,7 +231,9 @@ std::string ModelSpec::to_json() const {
                               {"beta_fast", r.beta_fast},
                               {"beta_slow", r.beta_slow},
                               {"attention_factor", r.attention_factor},
-                              {"truncate", r.truncate}};
+                              {"truncate", r.truncate},
+                              {"short_factor", r.short_factor},
+                              {"long_factor", r.long_factor}};
   nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 4},
                            {"arch", arch == ModelArch::kGpt2 ? "gpt2" : "llama"},
                            {"n_layer", n_layer},          {"n_head", n_head},
@@ -277,6 +311,9 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       r.at("beta_slow").get_to(s.rope_scaling.beta_slow);
       r.at("attention_factor").get_to(s.rope_scaling.attention_factor);
       r.at("truncate").get_to(s.rope_scaling.truncate);
+      // Version 4 (longrope) on: one factor per rotated pair, or empty.
+      if (r.contains("short_factor")) r.at("short_factor").get_to(s.rope_scaling.short_factor);
+      if (r.contains("long_factor")) r.at("long_factor").get_to(s.rope_scaling.long_factor);
     }
     if (version >= 3 && !j.at("head_dim").is_null()) {
       const int64_t head_dim = j.at("head_dim").get<int64_t>();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -19,13 +20,15 @@ enum class WeightInit { kRandom, kSkip };
 struct RopeScaling {
   config::RopeType type = config::RopeType::kDefault;
   double factor = 1;
-  int64_t original_max_seq_len = 0;  // llama3, yarn
+  int64_t original_max_seq_len = 0;  // llama3, yarn, longrope
   double low_freq_factor = 1;        // llama3
   double high_freq_factor = 4;       // llama3
   double beta_fast = 32;             // yarn
   double beta_slow = 1;              // yarn
-  double attention_factor = 1;       // yarn: cos and sin are scaled by this
+  double attention_factor = 1;       // yarn, longrope: cos and sin are scaled by this
   bool truncate = true;              // yarn
+  std::vector<double> short_factor;  // longrope: frequency divisors up to original_max_seq_len
+  std::vector<double> long_factor;   // longrope: past it
 
   bool operator==(const RopeScaling&) const = default;
 };

@@ -35,6 +35,10 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
     const RopeTables rope = rope_tables(spec);
     rope_cos_ = register_buffer("rope_cos", rope.cos);
     rope_sin_ = register_buffer("rope_sin", rope.sin);
+    if (rope.long_cos.defined()) {  // longrope's tables past original_max_seq_len
+      rope_long_cos_ = register_buffer("rope_long_cos", rope.long_cos);
+      rope_long_sin_ = register_buffer("rope_long_sin", rope.long_sin);
+    }
     if (spec.local_rope()) {  // Gemma 3's sliding layers: their own base, no scaling
       ModelSpec local = spec;
       local.rope_theta = spec.rope_local_theta;
@@ -125,8 +129,15 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     x = x + embed_positions_(position_ids.defined() ? position_ids
                                                     : torch::arange(offset, offset + T, input_ids.options()));
   } else {
-    attention.cos = rope_rows(rope_cos_, position_ids, offset, T, x.scalar_type());
-    attention.sin = rope_rows(rope_sin_, position_ids, offset, T, x.scalar_type());
+    // longrope: the long factors for every position once the last one is past the original
+    // context (transformers' longrope_frequency_update), the short ones otherwise.
+    bool long_rope = false;
+    if (rope_long_cos_.defined()) {
+      const int64_t last = position_ids.defined() ? position_ids.max().item<int64_t>() : offset + T - 1;
+      long_rope = last + 1 > spec_.rope_scaling.original_max_seq_len;
+    }
+    attention.cos = rope_rows(long_rope ? rope_long_cos_ : rope_cos_, position_ids, offset, T, x.scalar_type());
+    attention.sin = rope_rows(long_rope ? rope_long_sin_ : rope_sin_, position_ids, offset, T, x.scalar_type());
   }
   // Sliding layers: their window (and rotation, Gemma 3) on top of what every layer shares. The
   // window's mask is only needed where a query could see past it.

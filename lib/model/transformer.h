@@ -78,6 +78,8 @@ class TransformerImpl : public torch::nn::Module {
   Dense lm_head_{nullptr};
   torch::Tensor rope_cos_;  // (max_seq_len, rotary_dim), llama only
   torch::Tensor rope_sin_;
+  torch::Tensor rope_long_cos_;  // longrope past original_max_seq_len, or undefined
+  torch::Tensor rope_long_sin_;
   torch::Tensor rope_local_cos_;  // the sliding layers' own (rope_local_theta), or undefined
   torch::Tensor rope_local_sin_;
 };

@@ -35,6 +35,20 @@ TEST_CASE("the emitted YAML resolves back to the same config", "[config][emit]")
   CHECK(config::to_yaml(third, schema, false) == yaml);
 }
 
+// A list of floats (longrope's factors): written as a flow list, read back to the same numbers,
+// in YAML and JSON.
+TEST_CASE("lists of floats round-trip through YAML and JSON", "[config][emit]") {
+  const auto& schema = config::product_schema();
+  auto first = resolve(kMinimal, {"model.rope_scaling.short_factor=[1, 1.5, 2.25e-1]", "model.rope_scaling.long_factor=[]"});
+  CHECK(first.values.model.rope_scaling.short_factor == std::vector<double>{1.0, 1.5, 0.225});
+  CHECK(first.values.model.rope_scaling.long_factor.empty());
+  const std::string yaml = config::to_yaml(first, schema, false);
+  CHECK_THAT(yaml, Contains("short_factor: [1.0, 1.5, 0.225]"));
+  CHECK(resolve(yaml).values.model.rope_scaling.short_factor == first.values.model.rope_scaling.short_factor);
+  auto json = nlohmann::json::parse(config::to_json(first, schema, false));
+  CHECK(json["model"]["rope_scaling"]["short_factor"] == nlohmann::json::array({1.0, 1.5, 0.225}));
+}
+
 TEST_CASE("provenance comments name each value's origin", "[config][emit]") {
   auto r = resolve(kRecipe, {"optimizer.lr=0.5"});
   std::string yaml = config::to_yaml(r, config::product_schema(), true);

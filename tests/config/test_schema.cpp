@@ -70,6 +70,17 @@ TEST_CASE("out-of-range and disallowed values list what is allowed", "[config][s
   CHECK_THAT(resolve_error(std::string(kMinimal) + "optimizer: {lr: -1.0}\n"), Contains("out of range [0, 10]"));
 }
 
+TEST_CASE("a list of floats checks each item and says which", "[config][schema]") {
+  CHECK_THAT(resolve_error(kMinimal, {"model.rope_scaling.short_factor=1.5"}),
+             Contains("`model.rope_scaling.short_factor` expects a list of floats, got a scalar") &&
+                 Contains("write [1.0, 1.5, ...]"));
+  CHECK_THAT(resolve_error(kMinimal, {"model.rope_scaling.short_factor=[1.0, 0]"}),
+             Contains("`model.rope_scaling.short_factor[1]` = 0 is out of range"));
+  CHECK_THAT(resolve_error(kMinimal, {"model.rope_scaling.long_factor=[1.0, many]"}),
+             Contains("`model.rope_scaling.long_factor[1]` expects a float, got `many`"));
+  CHECK_THAT(resolve_error(kMinimal, {"model.rope_scaling.long_factor=[[1.0]]"}), Contains("long_factor[0]"));
+}
+
 TEST_CASE("huge numbers and NaN are rejected", "[config][schema]") {
   CHECK_THAT(resolve_error("trainer:\n  max_steps: 99999999999999999999999\n"),
              Contains("does not fit in a 64-bit integer"));

@@ -3,7 +3,7 @@ option: an explicit head_dim that is not hidden_size / num_attention_heads (Mist
 Llama with one), sliding windows (Mistral's on every layer, Qwen3's), Qwen3 (per-head q/k RMSNorm,
 head_dim, tied and untied, with and without attention biases), OLMo 2 (post-norms, q/k RMSNorm over
 the projections, tied and untied, biases, head_dim), Phi-3 (fused qkv_proj and gate_up_proj;
-Phi-4-mini's partial rotary factor), Gemma 2 ((1 + w) sandwich norms, GeGLU, scaled embeddings,
+Phi-4-mini's partial rotary factor and LongRoPE), Gemma 2 ((1 + w) sandwich norms, GeGLU, scaled embeddings,
 attention and final soft-capping, alternating sliding layers, query_pre_attn_scalar) and Gemma 3
 (q/k norms, the sliding layers' own RoPE base beside a scaled global one).
 
@@ -69,6 +69,16 @@ CASES = {
                                                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                                               "partial_rotary_factor": 0.75}),
                                  "Phi3ForCausalLM"),
+    # Phi-4-mini's RoPE: LongRoPE's short factors up to original_max_position_embeddings (8) and its
+    # long ones past it (training rows of 16), on the first 0.75 of each head.
+    "phi3-longrope-partial": (Phi3ForCausalLM, Phi3Config(**SMALL, resid_pdrop=0.0, embd_pdrop=0.0,
+                                                          tie_word_embeddings=True, original_max_position_embeddings=8,
+                                                          rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                                                           "partial_rotary_factor": 0.75,
+                                                                           "original_max_position_embeddings": 8,
+                                                                           "short_factor": [1.0, 1.3, 1.9],
+                                                                           "long_factor": [1.0, 4.5, 17.0]}),
+                              "Phi3ForCausalLM"),
     # Sliding windows shorter than the sequences (13 and 16 tokens): Mistral's on every layer, Qwen3's
     # on the layers from max_window_layers on (here all).
     "mistral-sliding-window": (MistralForCausalLM, MistralConfig(**SMALL, sliding_window=5, tie_word_embeddings=False),
@@ -183,6 +193,8 @@ def main():
             # tokenizer's pad (257) as pad_token_id.
             ids = torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(100 + i))
             compare(name, forward_bin, model_dir, work, model, ids)
+            if "longrope" in name:  # 8 positions: still the short factors
+                compare(name + " (8 positions: short factors)", forward_bin, model_dir, work, model, ids[:, :8].contiguous())
 
             run_dir = os.path.join(work, "run-" + name)
             ours = train_in_hftrain(hftrain, model_dir, shard, run_dir, env)

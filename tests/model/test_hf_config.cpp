@@ -135,9 +135,29 @@ TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (
   CHECK(read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default"},
                                            "rope_scaling": {"type": "dynamic", "factor": 2.0})"))
             .rope_scaling.type == RopeType::kDynamic);
-  // Refused by name.
+  // longrope (Phi-3): per-pair factors, one per rotated pair (head_dim 8: 4), the attention factor
+  // from max / original when the config has neither factor nor attention_factor.
+  const auto longrope = read(family("Phi3ForCausalLM", R"(, "original_max_position_embeddings": 16, "rope_scaling": {
+      "type": "longrope", "short_factor": [1.0, 1.5, 2.0, 2.5], "long_factor": [1.0, 3.0, 5.0, 7.0]})"));
+  CHECK(longrope.rope_scaling.type == RopeType::kLongrope);
+  CHECK(longrope.rope_scaling.original_max_seq_len == 16);
+  CHECK(longrope.rope_scaling.short_factor == std::vector<double>{1.0, 1.5, 2.0, 2.5});
+  CHECK(longrope.rope_scaling.factor == 4.0);  // 64 / 16
+  CHECK(longrope.rope_scaling.attention_factor == Approx(std::sqrt(1 + std::log(4.0) / std::log(16.0))));
+  CHECK(read(model::hf_config_json(longrope, {})).same_shape(longrope));
+  CHECK_THAT(model::shape_overrides(longrope), Contains("model.rope_scaling.short_factor=[1,1.5,2,2.5] "
+                                                        "model.rope_scaling.long_factor=[1,3,5,7]"));
+  // Refused by name: factors missing, of the wrong count, not positive; an unknown type.
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "longrope", "factor": 2.0})")),
-             Contains("RoPE scaling type `longrope`"));
+             Contains("`rope_scaling.short_factor` is missing"));
+  CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0],
+                                                "long_factor": [1.0, 1.0]})")),
+             Contains("longrope's `short_factor` has 2 factors, but RoPE rotates 4 pairs"));
+  CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 0],
+                                                "long_factor": [1.0, 1.0, 1.0, 1.0]})")),
+             Contains("holds 0, not a positive number"));
+  CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "ntk-by-parts", "factor": 2.0})")),
+             Contains("RoPE scaling type `ntk-by-parts`"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "linear"})")),
              Contains("`rope_scaling.factor` is missing"));
   CHECK(read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"))
@@ -343,6 +363,10 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_local_theta=10000"}),
              Contains("`model.rope_local_theta` describes the sliding layers, but `model.sliding_window` is unset"));
   CHECK_THAT(config_error({"model.arch=llama", "model.sliding_window_pattern=2"}), Contains("model.sliding_window_pattern"));
+  // longrope: one factor per rotated pair (d_model 768 / 12 heads: 32 pairs).
+  CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope", "model.rope_scaling.short_factor=[1, 2]",
+                           "model.rope_scaling.original_max_seq_len=512"}),
+             Contains("model.rope_scaling.short_factor") && Contains("32, not 2"));
   CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("would rotate 7 dimensions of each head (head size 7,"));
   CHECK(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.4"}) == "no error");
   CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.3"}),
@@ -392,7 +416,10 @@ TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {
   scaled.rope_scaling.type = RopeType::kDynamic;  // unchanged up to max_seq_len
   CHECK(torch::equal(model::rope_inv_freq(scaled), base));
   // llama3: wavelengths 2 pi / f; short ones kept, long ones divided, the band between blended.
-  scaled.rope_scaling = {RopeType::kLlama3, 8, 16, 1, 4};
+  scaled.rope_scaling = model::RopeScaling{};
+  scaled.rope_scaling.type = RopeType::kLlama3;
+  scaled.rope_scaling.factor = 8, scaled.rope_scaling.original_max_seq_len = 16;
+  scaled.rope_scaling.low_freq_factor = 1, scaled.rope_scaling.high_freq_factor = 4;
   const auto l3 = model::rope_inv_freq(scaled);
   for (int64_t i = 0; i < 8; ++i) {
     const double wavelen = 2 * std::numbers::pi / base[i].item<double>();
@@ -416,4 +443,21 @@ TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {
   const auto f = model::rope_inv_freq(scaled);
   CHECK(f[0].item<float>() == base[0].item<float>());           // the fastest dimension is extrapolated
   CHECK(f[7].item<double>() == Approx(base[7].item<double>() / 4));  // the slowest interpolated
+  // longrope: each pair's frequency divided by its factor (short set, long set), both tables scaled.
+  scaled.rope_scaling = {};
+  scaled.rope_scaling.type = RopeType::kLongrope;
+  scaled.rope_scaling.original_max_seq_len = 16;
+  scaled.rope_scaling.attention_factor = 1.25;
+  scaled.rope_scaling.short_factor = {1, 1, 2, 2, 3, 3, 4, 4};
+  scaled.rope_scaling.long_factor = {1, 2, 4, 8, 16, 32, 64, 128};
+  const auto short_freq = model::rope_inv_freq(scaled);
+  const auto long_freq = model::rope_inv_freq(scaled, /*long_factors=*/true);
+  for (int64_t i = 0; i < 8; ++i) {
+    CHECK(short_freq[i].item<double>() == Approx(base[i].item<double>() / scaled.rope_scaling.short_factor[i]));
+    CHECK(long_freq[i].item<double>() == Approx(base[i].item<double>() / scaled.rope_scaling.long_factor[i]));
+  }
+  const auto both = model::rope_tables(scaled);
+  CHECK(both.long_cos.sizes().vec() == std::vector<int64_t>{64, 16});
+  CHECK((both.cos[0][0].item<float>() == 1.25f && both.long_cos[0][0].item<float>() == 1.25f));
+  CHECK_FALSE(tables.long_cos.defined());  // other types have one set
 }

@@ -187,6 +187,37 @@ TEST_CASE("each of Gemma's options changes the logits, a window as long as the i
   CHECK(torch::allclose(logits(wide), logits(none), 0, 1e-6));
 }
 
+// longrope switches from its short factors to its long ones for the whole forward once the last
+// position is past original_max_seq_len: the first positions' logits then change, and decoding
+// follows the same rule step by step (as transformers' longrope_frequency_update).
+TEST_CASE("longrope uses the long factors once the sequence is past the original context", "[model]") {
+  auto spec = tiny_llama();  // head_dim 8: 4 pairs
+  spec.rope_scaling.type = config::RopeType::kLongrope;
+  spec.rope_scaling.original_max_seq_len = 6;
+  spec.rope_scaling.attention_factor = 1.1;
+  spec.rope_scaling.short_factor = {1.0, 1.2, 1.5, 2.0};
+  spec.rope_scaling.long_factor = {1.0, 4.0, 16.0, 64.0};
+  torch::manual_seed(3);
+  model::Transformer m(spec);
+  m->eval();
+  torch::NoGradGuard no_grad;
+  for (auto& p : m->parameters()) p.copy_(torch::randn(p.sizes()) * 0.5);  // scores the rotation moves
+  auto ids = torch::randint(0, spec.vocab_size, {2, 9}, torch::kInt64);
+  const auto short_run = m->forward(ids.narrow(1, 0, 6));  // 6 positions: short factors
+  const auto long_run = m->forward(ids);                   // 9: long factors for all of them
+  CHECK((short_run - long_run.narrow(1, 0, 6)).abs().max().item<double>() > 1e-4);
+  // Position 0 is not rotated at all: the factors cannot change its logits.
+  CHECK(torch::allclose(short_run.narrow(1, 0, 1), long_run.narrow(1, 0, 1), 0, 1e-6));
+  // Packed rows decide by their largest position, as a plain forward of that length.
+  const auto packed = m->forward(ids, nullptr, torch::arange(9, torch::kInt64).repeat({2, 1}));
+  CHECK(torch::allclose(packed, long_run, 0, 1e-5));
+  // Decoding: the prefill of 6 positions rotates with the short factors, each later step with the long ones.
+  auto cache = m->make_cache(2, 16);
+  CHECK(torch::allclose(m->forward(ids.narrow(1, 0, 6), &cache), short_run, 0, 1e-5));
+  const auto step = m->forward(ids.narrow(1, 6, 1), &cache);
+  CHECK(torch::isfinite(step).all().item<bool>());
+}
+
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
   using Catch::Matchers::Contains;
   auto load_error = [](model::ModelSpec spec, const std::string& dir) {

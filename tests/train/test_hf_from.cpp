@@ -57,11 +57,16 @@ TEST_CASE("unsupported architectures and options are refused by name", "[train][
       R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
           "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK(err(llama + "}") == "no error");
-  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"), Contains("longrope"));
+  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"), Contains("`rope_scaling.short_factor`"));
+  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "su2", "factor": 2}})"), Contains("RoPE scaling type `su2`"));
   CHECK_THAT(err(llama + R"(, "hidden_act": "gelu"})"), Contains("hidden_act"));
   const std::string mistral = R"({"architectures": ["MistralForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
           "hidden_size": 32, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
-  CHECK_THAT(err(mistral + R"(, "sliding_window": 16})"), Contains("sliding_window"));
+  CHECK(err(mistral + R"(, "sliding_window": 16})") == "no error");  // every layer slides
+  const std::string qwen2 = R"({"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
+          "hidden_size": 32, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
+  CHECK_THAT(err(qwen2 + R"(, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1})"),
+             Contains("layer_types"));
   CHECK_THAT(err(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})"), Contains("num_attention_heads"));
   CHECK_THAT(err("[1, 2]"), Contains("not a JSON object"));
 }
