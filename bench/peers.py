@@ -36,7 +36,13 @@ SHAPES = {
     "gpt2-124m": dict(arch="gpt2", n_layer=12, n_head=12, n_kv_head=12, d_model=768, d_ff=3072, seq=128, batch=8),
     "gpt2-124m-1024": dict(arch="gpt2", n_layer=12, n_head=12, n_kv_head=12, d_model=768, d_ff=3072, seq=1024,
                            batch=16),
+    # A Qwen3-MoE of the small shapes' size: 8 experts of 256 per layer, 2 per token (the eager
+    # peer has no mixture of experts: hftrain against transformers under its Trainer).
+    "qwen3-moe-small": dict(arch="qwen3_moe", n_layer=4, n_head=4, n_kv_head=2, d_model=256, d_ff=688, seq=256,
+                            batch=8, n_experts=8, top_k=2, expert_d_ff=256),
 }
+# Contenders that cannot build a shape's architecture.
+UNSUPPORTED = {"qwen3_moe": {"pytorch eager"}}
 VOCAB = 50257
 DEFAULT_SHAPES = {"cpu": ["gpt2-small", "llama-small"], "gpu": ["gpt2-124m-1024"]}
 GPU_BF16_PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12, "L40S": 362.05e12, "A10": 125e12}
@@ -52,7 +58,15 @@ def make_model_dir(py, shape, path):
     code = f"""
 import torch, transformers as t
 torch.manual_seed(0)
-if {s['arch']!r} == 'gpt2':
+if {s['arch']!r} == 'qwen3_moe':
+    c = t.Qwen3MoeConfig(vocab_size={VOCAB}, hidden_size={s['d_model']}, intermediate_size={s['d_ff']},
+                         num_hidden_layers={s['n_layer']}, num_attention_heads={s['n_head']},
+                         num_key_value_heads={s['n_kv_head']}, head_dim={s['d_model'] // s['n_head']},
+                         max_position_embeddings={s['seq']}, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                         num_experts={s.get('n_experts', 0)}, num_experts_per_tok={s.get('top_k', 0)},
+                         moe_intermediate_size={s.get('expert_d_ff', 0)}, norm_topk_prob=True)
+    m = t.Qwen3MoeForCausalLM(c)
+elif {s['arch']!r} == 'gpt2':
     c = t.GPT2Config(vocab_size={VOCAB}, n_positions={s['seq']}, n_embd={s['d_model']}, n_layer={s['n_layer']},
                      n_head={s['n_head']}, n_inner={s['d_ff']}, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     m = t.GPT2LMHeadModel(c)
@@ -123,6 +137,9 @@ def flops_per_token(shape):
     d, layers, hd = s["d_model"], s["n_layer"], s["d_model"] // s["n_head"]
     if s["arch"] == "gpt2":
         block = 4 * d * d + 4 * d + 2 * d * s["d_ff"] + s["d_ff"] + d + 4 * d  # attn, mlp, 2 norms
+    elif s["arch"] == "qwen3_moe":  # the experts a token passes through, the router, q/k norms
+        block = (2 * d * d + 2 * d * s["n_kv_head"] * hd + 3 * d * s["expert_d_ff"] * s["top_k"] +
+                 d * s["n_experts"] + 2 * d + 2 * hd)
     else:
         block = 2 * d * d + 2 * d * s["n_kv_head"] * hd + 3 * d * s["d_ff"] + 2 * d
     n = layers * block + VOCAB * d  # blocks plus the output layer (a matmul, unlike the embeddings)
@@ -260,9 +277,9 @@ def main():
             make_model_dir(args.python, shape, model_dir)
             s = SHAPES[shape]
             make_shard(args.python, shard, 4 * (args.warmup + args.steps) * s["batch"] * (s["seq"] + 1) + 1024)
-            runs = {name: [] for name in contenders}
+            runs = {name: [] for name in contenders if name not in UNSUPPORTED.get(s["arch"], ())}
             for rnd in range(args.rounds):
-                for name in contenders:
+                for name in runs:
                     runs[name].append(CONTENDERS[name](args, shape, work, model_dir, shard, env, rnd))
             if args.device == "cpu":  # a shared machine's peak varies: the best seen in the session
                 peak = max(peak, measure_peak(args.python, args.device, args.threads)[1])

@@ -40,6 +40,7 @@ int run_plan(const PlanArgs& a) {
   std::vector<model::HfLinear> linears;  // LoRA's candidates
   std::string first_block;               // the parameter-name prefix of the first block
   int64_t in_full = 0;                   // what LoRA trains in full besides (a classifier's head)
+  std::string experts;                   // a mixture of experts: its shape and the parameters a token uses
   if (cfg.model.arch == config::ModelArch::kBert) {
     // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
     const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
@@ -52,6 +53,12 @@ int run_plan(const PlanArgs& a) {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();
     units = {spec.root_parameter_count(), spec.block_parameter_count()};
+    if (spec.n_experts > 0) {
+      experts = "mixture of experts: " + std::to_string(spec.n_experts) + " experts of " +
+                std::to_string(spec.expert_d_ff) + ", " + std::to_string(spec.experts_per_token) +
+                " per token; active per token: " + std::to_string(spec.active_parameter_count()) + " of " +
+                std::to_string(psi) + " parameters\n";
+    }
     linears = model::hf_linear_modules(spec);
     first_block = "layers.0.";
   }
@@ -92,6 +99,7 @@ int run_plan(const PlanArgs& a) {
                            "give the job's ranks and the ranks of each node, e.g. --nproc 16 --nproc-per-node 8");
   }
   std::cout << "model: Ψ = " << psi << " parameters\n"
+            << experts
             << "ranks: N = " << a.nproc << "; optimizer state K = "
             << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"

@@ -93,6 +93,11 @@ struct ModelConfig {
   std::optional<int64_t> sliding_window;          // llama: sliding layers attend to this many positions
   int64_t sliding_window_pattern = 0;             // llama: every Nth layer attends globally; 0: none does
   std::optional<double> rope_local_theta;         // llama: sliding layers' RoPE base; unset: as the others
+  int64_t n_experts = 0;                          // llama: a mixture of experts in place of the MLP; 0: dense
+  int64_t experts_per_token = 2;                  // llama, MoE: experts each token is routed to (top-k)
+  std::optional<int64_t> expert_d_ff;             // llama, MoE: one expert's hidden size; unset: d_ff
+  bool moe_renormalize = true;                    // llama, MoE: top-k weights rescaled to sum to 1
+  int64_t moe_every = 1;                          // llama, MoE: layers N, 2N, ... (from 1) are MoE, the rest dense
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)
   double dropout = 0;

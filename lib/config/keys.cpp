@@ -29,7 +29,7 @@ Schema build() {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen3-MoE).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -87,6 +87,18 @@ Schema build() {
   s.add("model.rope_local_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_local_theta))
       .nullable().min(1)
       .doc("llama: RoPE base of the sliding layers, without RoPE scaling (Gemma 3's rope_local_base_freq); unset: they rotate as the global layers.");
+  s.add("model.n_experts", Type::kInt, HFTRAIN_FIELD(model.n_experts))
+      .def("0").min(0).max(1024)
+      .doc("llama: experts of a mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks model.experts_per_token of them per token; 0: a dense MLP.");
+  s.add("model.experts_per_token", Type::kInt, HFTRAIN_FIELD(model.experts_per_token))
+      .def("2").min(1).max(1024).doc("llama, MoE: experts each token is computed by (top-k of the router's softmax).");
+  s.add("model.expert_d_ff", Type::kInt, HFTRAIN_FIELD(model.expert_d_ff))
+      .nullable().min(1).max(1 << 22).doc("llama, MoE: one expert's hidden size (Qwen3-MoE's moe_intermediate_size); unset: model.d_ff.");
+  s.add("model.moe_renormalize", Type::kBool, HFTRAIN_FIELD(model.moe_renormalize))
+      .def("true").doc("llama, MoE: rescale each token's top-k router weights to sum to 1 (Mixtral always; Qwen3-MoE's norm_topk_prob).");
+  s.add("model.moe_every", Type::kInt, HFTRAIN_FIELD(model.moe_every))
+      .def("1").min(1).max(1024)
+      .doc("llama, MoE: layers N, 2N, ... (counting from 1) are mixtures of experts and the others dense MLPs of model.d_ff (Qwen3-MoE's decoder_sparse_step).");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

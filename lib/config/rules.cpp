@@ -115,7 +115,8 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
         {"model.final_logit_softcapping", c.model.final_logit_softcapping.has_value()},
         {"model.sliding_window", c.model.sliding_window.has_value()},
         {"model.sliding_window_pattern", c.model.sliding_window_pattern != 0},
-        {"model.rope_local_theta", c.model.rope_local_theta.has_value()}};
+        {"model.rope_local_theta", c.model.rope_local_theta.has_value()},
+        {"model.n_experts", c.model.n_experts != 0}};
     for (const auto& [key, set] : llama_only) {
       if (!set) continue;
       diags.add(from(tree, key), "`" + std::string(key) + "` is a llama-family option, but model.arch is not llama",
@@ -132,6 +133,12 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                 "`" + std::string(key) + "` describes the sliding layers, but `model.sliding_window` is unset",
                 "set model.sliding_window, or unset " + std::string(key));
     }
+  }
+  if (c.model.n_experts > 0 && c.model.experts_per_token > c.model.n_experts) {
+    diags.add(from(tree, "model.experts_per_token"),
+              "`model.experts_per_token` (" + std::to_string(c.model.experts_per_token) + ") exceeds `model.n_experts` (" +
+                  std::to_string(c.model.n_experts) + ")",
+              "route each token to at most model.n_experts experts");
   }
   if (c.model.n_kv_head && c.model.n_head % *c.model.n_kv_head != 0) {
     diags.add(from(tree, "model.n_kv_head"), "`model.n_head` (" + std::to_string(c.model.n_head) +

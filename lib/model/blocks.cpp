@@ -190,13 +190,17 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
 }
 
-BlockImpl::BlockImpl(const ModelSpec& spec) : dropout_(spec.dropout) {
+BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout) {
   const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset); };
   if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());
   attn = register_module("attn", Attention(spec));
   if (spec.post_norms()) attn_post_norm = register_module("attn_post_norm", norm());
   if (spec.pre_norms()) mlp_norm = register_module("mlp_norm", norm());
-  mlp = register_module("mlp", Mlp(spec));
+  if (spec.layer_is_moe(layer)) {
+    moe = register_module("moe", Moe(spec));
+  } else {
+    mlp = register_module("mlp", Mlp(spec));
+  }
   if (spec.post_norms()) mlp_post_norm = register_module("mlp_post_norm", norm());
 }
 
@@ -205,7 +209,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& 
   auto a = attn(attn_norm ? attn_norm(x) : x, in, cache);
   if (attn_post_norm) a = attn_post_norm(a);
   const auto h = x + F::dropout(a, drop);
-  auto m = mlp(mlp_norm ? mlp_norm(h) : h);
+  const auto mlp_in = mlp_norm ? mlp_norm(h) : h;
+  auto m = mlp ? mlp(mlp_in) : moe(mlp_in);
   if (mlp_post_norm) m = mlp_post_norm(m);
   return h + F::dropout(m, drop);
 }

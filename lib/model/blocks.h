@@ -8,6 +8,7 @@
 #include "model/dense.h"
 #include <torch/nn/pimpl.h>
 
+#include "model/moe.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -89,14 +90,16 @@ TORCH_MODULE(Mlp);
 // x + norm(attn(x)) with post-norms (OLMo 2); x + norm(attn(norm(x))) with both (Gemma 2).
 class BlockImpl : public torch::nn::Module {
  public:
-  explicit BlockImpl(const ModelSpec& spec);
+  // `layer` (from 0) decides whether the block's MLP is a mixture of experts (spec.layer_is_moe).
+  BlockImpl(const ModelSpec& spec, int64_t layer);
   torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
 
   Norm attn_norm{nullptr};       // pre-norms (unset with post-norms alone)
   Attention attn{nullptr};
   Norm attn_post_norm{nullptr};  // post-norms (unset with pre-norms alone)
   Norm mlp_norm{nullptr};
-  Mlp mlp{nullptr};
+  Mlp mlp{nullptr};              // or, in a mixture-of-experts layer:
+  Moe moe{nullptr};
   Norm mlp_post_norm{nullptr};
 
  private:

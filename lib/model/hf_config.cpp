@@ -152,7 +152,30 @@ void read_rope(const Reader& r, ModelSpec& s) {
                                                  " above max_position_embeddings");
 }
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3 };
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3, kMixtral, kQwen3Moe };
+
+// The dense family whose block a mixture-of-experts family keeps (Mixtral: Mistral's; Qwen3-MoE: Qwen3's).
+LlamaFamily dense_block(LlamaFamily family) {
+  return family == LlamaFamily::kMixtral ? LlamaFamily::kMistral : family == LlamaFamily::kQwen3Moe ? LlamaFamily::kQwen3 : family;
+}
+
+// Mixtral's and Qwen3-MoE's experts: how many, top-k, their size, renormalisation, which layers.
+void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
+  const bool mixtral = family == LlamaFamily::kMixtral;
+  // transformers 5 writes num_local_experts for both; Qwen3-MoE's 4.x configs say num_experts.
+  s.n_experts = r.integer("num_local_experts", r.integer("num_experts", mixtral ? 8 : 128));
+  s.experts_per_token = r.integer("num_experts_per_tok", mixtral ? 2 : 8);
+  s.expert_d_ff = mixtral ? s.d_ff : r.integer("moe_intermediate_size", 768);
+  s.moe_renormalize = mixtral || r.flag("norm_topk_prob", false);
+  s.moe_every = mixtral ? 1 : r.integer("decoder_sparse_step", 1);
+  if (s.experts_per_token > s.n_experts) r.fail("`num_experts_per_tok` exceeds the number of experts");
+  r.unsupported_if(r.has("mlp_only_layers") && !(r.j.at("mlp_only_layers").is_array() && r.j.at("mlp_only_layers").empty()),
+                   "`mlp_only_layers` (dense layers named one by one)");
+  r.unsupported_if(r.number("router_jitter_noise", 0) != 0, "router_jitter_noise");
+  r.unsupported_if(r.flag("output_router_logits", false),
+                   "output_router_logits (training with the router's load-balancing loss; set it false)");
+  r.unsupported_if(r.has("shared_expert_intermediate_size"), "shared experts");
+}
 
 // Which layers attend to a sliding window, as hftrain's pattern (ModelSpec::layer_slides): every
 // layer (Mistral, Phi-3), those layer_types names (transformers 5), Qwen2's layers from
@@ -243,7 +266,8 @@ Json gemma3_rope(const Reader& r, ModelSpec& s) {
   return j;
 }
 
-ModelSpec read_llama(const Reader& r, LlamaFamily family) {
+ModelSpec read_llama(const Reader& r, LlamaFamily moe_family) {
+  const LlamaFamily family = dense_block(moe_family);
   ModelSpec s;
   s.arch = ModelArch::kLlama;
   s.n_layer = r.integer("num_hidden_layers");
@@ -303,6 +327,9 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
       r.unsupported_if(r.flag("use_bidirectional_attention", false), "use_bidirectional_attention is on");
       if (family == LlamaFamily::kGemma3) s.qk_norm = config::QkNorm::kHead;
       break;
+    case LlamaFamily::kMixtral:  // never: read as their dense block (dense_block), experts after
+    case LlamaFamily::kQwen3Moe:
+      break;
   }
   if (family == LlamaFamily::kGemma3) {
     const Json rope = gemma3_rope(r, s);
@@ -311,6 +338,7 @@ ModelSpec read_llama(const Reader& r, LlamaFamily family) {
     read_rope(r, s);
   }
   read_sliding_window(r, s, family);
+  if (moe_family != family) read_experts(r, s, moe_family);
   if (s.sliding_window == 0) s.rope_local_theta = 0;  // no sliding layers to rotate otherwise
   if (s.rope_local_theta == s.rope_theta && s.rope_scaling.type == RopeType::kDefault) s.rope_local_theta = 0;
   // Gemma names the activation hidden_activation (gelu_pytorch_tanh); the others hidden_act (silu).
@@ -379,7 +407,8 @@ struct FamilyName {
 const FamilyName kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mistral", "mistral", LlamaFamily::kMistral},
                                 {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
                                 {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3},
-                                {"Gemma2", "gemma2", LlamaFamily::kGemma2}, {"Gemma3", "gemma3_text", LlamaFamily::kGemma3}};
+                                {"Gemma2", "gemma2", LlamaFamily::kGemma2}, {"Gemma3", "gemma3_text", LlamaFamily::kGemma3},
+                                {"Mixtral", "mixtral", LlamaFamily::kMixtral}, {"Qwen3Moe", "qwen3_moe", LlamaFamily::kQwen3Moe}};
 
 const FamilyName& family_name(LlamaFamily family) {
   return *std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const FamilyName& f) { return f.family == family; });
@@ -392,6 +421,24 @@ const FamilyName& family_name(LlamaFamily family) {
 // The Hugging Face architecture that computes what `s` (a llama-family spec) computes; throws
 // UsageError naming the combination none of them has.
 LlamaFamily export_family(const ModelSpec& s) {
+  if (s.n_experts > 0) {
+    const bool qwen = s.qk_norm == config::QkNorm::kHead;
+    const bool block_fits = s.norm_placement == config::NormPlacement::kPre && !s.fused_projections &&
+                            s.partial_rotary_factor == 1.0 && !s.mlp_biases() && !s.norm_unit_offset &&
+                            !s.scale_embeddings && s.activation == config::Activation::kSilu &&
+                            s.attn_logit_softcapping == 0 && s.final_logit_softcapping == 0 &&
+                            s.query_pre_attn_scalar == 0 && s.rope_local_theta == 0;
+    const bool mixtral = !qwen && s.qk_norm == config::QkNorm::kNone && s.attention_biases() == AttentionBias::kNone &&
+                         s.moe_renormalize && s.moe_every == 1 && s.sliding_window_pattern == 0;
+    const bool qwen3_moe = qwen && s.attention_biases() != AttentionBias::kQkv;
+    if (!block_fits || !(mixtral || qwen3_moe)) {
+      no_family("this mixture of experts: Mixtral's is Mistral's block with every layer MoE and renormalised "
+                "weights, Qwen3-MoE's is Qwen3's (model.qk_norm=head)",
+                "export MoE models shaped as Mixtral (no biases, model.moe_every=1, model.moe_renormalize=true) or "
+                "Qwen3-MoE (model.qk_norm=head)");
+    }
+    return qwen ? LlamaFamily::kQwen3Moe : LlamaFamily::kMixtral;
+  }
   const bool biases_none_or_all = s.attention_biases() != AttentionBias::kQkv && !s.mlp_biases();
   const bool gemma_options = s.norm_unit_offset || s.scale_embeddings || s.activation != config::Activation::kSilu ||
                              s.query_pre_attn_scalar > 0 || s.attn_logit_softcapping > 0 ||
@@ -518,9 +565,10 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
          {"initializer_range", s.init_std}};
   } else {
     const LlamaFamily family = export_family(s);
-    const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
-    const bool gemma = family == LlamaFamily::kGemma2 || family == LlamaFamily::kGemma3;
     const FamilyName& name = family_name(family);
+    const LlamaFamily block = dense_block(family);
+    const bool qwen = block == LlamaFamily::kQwen2 || block == LlamaFamily::kQwen3;
+    const bool gemma = block == LlamaFamily::kGemma2 || block == LlamaFamily::kGemma3;
     j = {{"architectures", {name.name + "ForCausalLM"}},
          {"model_type", name.model_type},
          {"vocab_size", s.vocab_size},
@@ -554,7 +602,7 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
       j["sliding_window"] = window;
       j["max_window_layers"] = s.n_layer;
       if (s.sliding_window > 0) j["layer_types"] = layer_types;
-    } else if (family == LlamaFamily::kMistral || family == LlamaFamily::kPhi3) {
+    } else if (block == LlamaFamily::kMistral || family == LlamaFamily::kPhi3) {
       j["sliding_window"] = window;
     } else if (gemma) {
       j["sliding_window"] = window;
@@ -577,10 +625,25 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
         j["original_max_position_embeddings"] = s.rope_scaling.original_max_seq_len;
       }
     }
-    if (family != LlamaFamily::kQwen2 && family != LlamaFamily::kMistral && family != LlamaFamily::kPhi3) {
+    if (block != LlamaFamily::kQwen2 && block != LlamaFamily::kMistral && family != LlamaFamily::kPhi3) {
       j["attention_bias"] = s.attention_biases() == AttentionBias::kAll;
     }
     if (family == LlamaFamily::kLlama) j["mlp_bias"] = s.mlp_biases();
+    if (family == LlamaFamily::kMixtral) {  // intermediate_size is the experts' (every layer is MoE)
+      j["intermediate_size"] = s.expert_d_ff;
+      j["num_local_experts"] = s.n_experts;
+      j["num_experts_per_tok"] = s.experts_per_token;
+      j["router_jitter_noise"] = 0.0;
+    } else if (family == LlamaFamily::kQwen3Moe) {
+      j["num_experts"] = s.n_experts;  // 4.x's name, and 5's num_local_experts
+      j["num_local_experts"] = s.n_experts;
+      j["num_experts_per_tok"] = s.experts_per_token;
+      j["moe_intermediate_size"] = s.expert_d_ff;
+      j["norm_topk_prob"] = s.moe_renormalize;
+      j["decoder_sparse_step"] = s.moe_every;
+      j["mlp_only_layers"] = OrderedJson::array();
+    }
+    if (s.n_experts > 0) j["output_router_logits"] = false;  // no load-balancing loss in training
     j["attention_dropout"] = s.dropout;
     j["initializer_range"] = s.init_std;
   }
@@ -621,6 +684,12 @@ std::string shape_overrides(const ModelSpec& s) {
            " model.sliding_window_pattern=" + std::to_string(s.sliding_window_pattern);
   }
   if (s.rope_local_theta > 0) out += " model.rope_local_theta=" + number(s.rope_local_theta);
+  if (s.n_experts > 0) {
+    out += " model.n_experts=" + std::to_string(s.n_experts) + " model.experts_per_token=" +
+           std::to_string(s.experts_per_token) + " model.expert_d_ff=" + std::to_string(s.expert_d_ff) +
+           " model.moe_renormalize=" + (s.moe_renormalize ? "true" : "false") +
+           " model.moe_every=" + std::to_string(s.moe_every);
+  }
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;
   out += std::string(" model.rope_scaling.type=") + rope_type_name(r.type);

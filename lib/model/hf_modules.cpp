@@ -76,6 +76,25 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
       m[l + "attn.q_norm.weight"] = {{a + "q_norm.weight"}};
       m[l + "attn.k_norm.weight"] = {{a + "k_norm.weight"}};
     }
+    if (s.layer_is_moe(i)) {
+      // Qwen3-MoE (Qwen3's block): mlp.gate, mlp.experts.E.{gate,up,down}_proj; Mixtral (Mistral's):
+      // block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}. Each expert's rows stacked.
+      const bool qwen = s.qk_norm == config::QkNorm::kHead;
+      const std::string moe = h + (qwen ? "mlp." : "block_sparse_moe.");
+      HfSource gate_up{{}, false, {}}, down{{}, false, {}};
+      for (int64_t e = 0; e < s.n_experts; ++e) {
+        const std::string x = moe + "experts." + std::to_string(e) + ".";
+        gate_up.names.push_back(x + (qwen ? "gate_proj.weight" : "w1.weight"));
+        gate_up.names.push_back(x + (qwen ? "up_proj.weight" : "w3.weight"));
+        gate_up.split.insert(gate_up.split.end(), {s.expert_d_ff, s.expert_d_ff});
+        down.names.push_back(x + (qwen ? "down_proj.weight" : "w2.weight"));
+        down.split.push_back(s.d_model);
+      }
+      m[l + "moe.router"] = {{moe + "gate.weight"}};
+      m[l + "moe.experts_gate_up"] = gate_up;
+      m[l + "moe.experts_down"] = down;
+      continue;
+    }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.mlp_biases()) break;
       m[l + "mlp.gate_up_proj." + kind] =

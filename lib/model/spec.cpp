@@ -1,5 +1,6 @@
 #include "model/spec.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include <cmath>
@@ -126,7 +127,8 @@ bool ModelSpec::has_llama_options() const {
   return explicit_head_dim > 0 || qk_norm != config::QkNorm::kNone || norm_placement != config::NormPlacement::kPre ||
          partial_rotary_factor != 1.0 || fused_projections || activation != config::Activation::kSilu ||
          norm_unit_offset || scale_embeddings || query_pre_attn_scalar != 0 || attn_logit_softcapping != 0 ||
-         final_logit_softcapping != 0 || sliding_window != 0 || sliding_window_pattern != 0 || rope_local_theta != 0;
+         final_logit_softcapping != 0 || sliding_window != 0 || sliding_window_pattern != 0 || rope_local_theta != 0 ||
+         n_experts != 0;
 }
 
 bool ModelSpec::same_shape(const ModelSpec& o) const {
@@ -140,6 +142,8 @@ bool ModelSpec::same_shape(const ModelSpec& o) const {
          attention_scale() == o.attention_scale() && attn_logit_softcapping == o.attn_logit_softcapping &&
          final_logit_softcapping == o.final_logit_softcapping && sliding_window == o.sliding_window &&
          sliding_window_pattern == o.sliding_window_pattern && rope_local_theta == o.rope_local_theta &&
+         n_experts == o.n_experts && experts_per_token == o.experts_per_token && expert_d_ff == o.expert_d_ff &&
+         moe_renormalize == o.moe_renormalize && moe_every == o.moe_every &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -179,6 +183,17 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.sliding_window = c.sliding_window.value_or(0);
   s.sliding_window_pattern = s.sliding_window > 0 ? c.sliding_window_pattern : 0;
   s.rope_local_theta = s.sliding_window > 0 ? c.rope_local_theta.value_or(0) : 0;
+  if (c.n_experts > 0) {  // kept only for MoE models, so that dense specs of one shape compare equal
+    s.n_experts = c.n_experts;
+    s.experts_per_token = c.experts_per_token;
+    s.expert_d_ff = c.expert_d_ff.value_or(s.d_ff);
+    s.moe_renormalize = c.moe_renormalize;
+    s.moe_every = c.moe_every;
+  }
+  if (s.n_experts > 0 && s.mlp_biases()) {
+    throw util::ConfigError("model.n_experts with model.mlp_bias=true: the experts have no biases",
+                            "set model.mlp_bias=false for a mixture of experts");
+  }
   if (gpt2 && s.has_llama_options()) {
     throw util::ConfigError("model.head_dim, model.qk_norm, model.norm_placement and the other llama-family "
                             "options (see the config reference) are set, but model.arch=gpt2",
@@ -258,7 +273,12 @@ std::string ModelSpec::to_json() const {
                            {"final_logit_softcapping", final_logit_softcapping},
                            {"sliding_window", sliding_window},
                            {"sliding_window_pattern", sliding_window_pattern},
-                           {"rope_local_theta", rope_local_theta}};
+                           {"rope_local_theta", rope_local_theta},
+                           {"n_experts", n_experts},
+                           {"experts_per_token", experts_per_token},
+                           {"expert_d_ff", expert_d_ff},
+                           {"moe_renormalize", moe_renormalize},
+                           {"moe_every", moe_every}};
   return j.dump(2) + "\n";
 }
 
@@ -347,6 +367,17 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       j.at("sliding_window").get_to(s.sliding_window);
       j.at("sliding_window_pattern").get_to(s.sliding_window_pattern);
       j.at("rope_local_theta").get_to(s.rope_local_theta);
+      // MoE fields: absent in the first version-4 files (dense).
+      s.n_experts = j.value("n_experts", int64_t{0});
+      s.experts_per_token = j.value("experts_per_token", int64_t{0});
+      s.expert_d_ff = j.value("expert_d_ff", int64_t{0});
+      s.moe_renormalize = j.value("moe_renormalize", true);
+      s.moe_every = j.value("moe_every", int64_t{1});
+      if (s.n_experts < 0 || s.n_experts > 1024 ||
+          (s.n_experts > 0 && (s.experts_per_token < 1 || s.experts_per_token > s.n_experts || s.expert_d_ff < 1 ||
+                               s.expert_d_ff > (int64_t{1} << 22) || s.moe_every < 1))) {
+        throw util::CheckpointError(source + ": inconsistent mixture-of-experts fields", damaged);
+      }
       const bool sliding_fits = s.sliding_window > 0 || (s.sliding_window_pattern == 0 && s.rope_local_theta == 0);
       if (!(s.query_pre_attn_scalar >= 0 && s.attn_logit_softcapping >= 0 && s.final_logit_softcapping >= 0 &&
             s.sliding_window >= 0 && s.sliding_window_pattern >= 0 && s.rope_local_theta >= 0) ||
@@ -389,12 +420,31 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
 }
 
 int64_t ModelSpec::block_parameter_count() const {
+  int64_t largest = 0;
+  for (int64_t i = 0; i < std::min<int64_t>(n_layer, n_experts > 0 ? moe_every : 1); ++i) {
+    largest = std::max(largest, layer_parameter_count(i));
+  }
+  return largest;
+}
+
+int64_t ModelSpec::active_parameter_count() const {
+  int64_t total = parameter_count();
+  if (n_experts == 0) return total;
+  const int64_t expert = 3 * d_model * expert_d_ff;  // gate, up, down
+  for (int64_t i = 0; i < n_layer; ++i) {
+    if (layer_is_moe(i)) total -= (n_experts - experts_per_token) * expert;
+  }
+  return total;
+}
+
+int64_t ModelSpec::layer_parameter_count(int64_t layer) const {
   const int64_t d = d_model, hd = head_dim();
   const int64_t norm = layer_norm() ? 2 * d : d;  // LayerNorm has a bias, RMSNorm not
   const int64_t qkv_out = (n_head + 2 * n_kv_head) * hd;
   const int64_t attention = d * qkv_out + (qkv_bias() ? qkv_out : 0) + n_head * hd * d + (o_bias() ? d : 0);
   const int64_t up_out = gated_mlp() ? 2 * d_ff : d_ff;
-  const int64_t mlp = d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
+  const int64_t mlp = layer_is_moe(layer) ? n_experts * d + n_experts * 3 * d * expert_d_ff  // router, experts
+                                          : d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
   const int64_t qk_norm_weights = qk_norm == config::QkNorm::kHead         ? 2 * hd
                                   : qk_norm == config::QkNorm::kProjection ? (n_head + n_kv_head) * hd
                                                                            : 0;
@@ -409,6 +459,10 @@ int64_t ModelSpec::root_parameter_count() const {
   return total;
 }
 
-int64_t ModelSpec::parameter_count() const { return root_parameter_count() + n_layer * block_parameter_count(); }
+int64_t ModelSpec::parameter_count() const {
+  int64_t total = root_parameter_count();
+  for (int64_t i = 0; i < n_layer; ++i) total += layer_parameter_count(i);
+  return total;
+}
 
 }  // namespace hftrain::model

@@ -71,6 +71,14 @@ struct ModelSpec {
   int64_t sliding_window = 0;
   int64_t sliding_window_pattern = 0;
   double rope_local_theta = 0;
+  // A mixture of experts in place of the MLP (Mixtral, Qwen3-MoE; llama): n_experts gated MLPs of
+  // expert_d_ff, a router choosing experts_per_token of them per token, its top-k weights
+  // renormalised or not; layers N, 2N, ... (moe_every) are MoE, the others dense MLPs of d_ff.
+  int64_t n_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_d_ff = 0;
+  bool moe_renormalize = true;
+  int64_t moe_every = 1;
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE
@@ -90,6 +98,10 @@ struct ModelSpec {
   bool layer_slides(int64_t i) const {
     return sliding_window > 0 && (sliding_window_pattern == 0 || (i + 1) % sliding_window_pattern != 0);
   }
+  // Whether layer i (from 0) is a mixture of experts.
+  bool layer_is_moe(int64_t i) const { return n_experts > 0 && (i + 1) % moe_every == 0; }
+  // The parameters one token passes through: every expert counted as experts_per_token of them.
+  int64_t active_parameter_count() const;
   // Whether sliding layers rotate with their own base (rope_local_theta, no scaling).
   bool local_rope() const { return sliding_window > 0 && rope_local_theta > 0; }
   // The attention scores' scale: query_pre_attn_scalar^-1/2, else head_dim^-1/2.
@@ -106,9 +118,10 @@ struct ModelSpec {
   // How many parameters the transformer built from this spec has, without building it (what
   // `hftrain plan` needs for models that would not fit in host memory).
   int64_t parameter_count() const;
-  // Of these, one block's, and the root's (embeddings, final norm, untied head): the units zero3
-  // gathers one at a time (parameter_units.h).
+  // Of these, the largest block's (a mixture of experts' where there is one), and the root's
+  // (embeddings, final norm, untied head): the units zero3 gathers one at a time (parameter_units.h).
   int64_t block_parameter_count() const;
+  int64_t layer_parameter_count(int64_t layer) const;
   int64_t root_parameter_count() const;
 
   // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2

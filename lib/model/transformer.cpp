@@ -49,7 +49,7 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
     }
   }
   layers_ = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec));
+  for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec, i));
   final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
   if (!spec.tie_embeddings) {
     lm_head_ = register_module("lm_head",

@@ -66,6 +66,8 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     // weight, but its (V x C) product is computed all the same (nanoGPT's MFU counts it too).
     int64_t n = model_->non_embedding_parameters();
     if (s.tie_embeddings) n += s.vocab_size * s.d_model;
+    // A mixture of experts multiplies each token through experts_per_token of its experts only.
+    n -= s.parameter_count() - s.active_parameter_count();
     return {n, s.n_layer, s.n_head, s.head_dim(), seq_len};
   }
 };

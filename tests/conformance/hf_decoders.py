@@ -19,6 +19,7 @@ gradients, and read back into hftrain; a Qwen2 directory from save_pretrained tr
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,14 +105,50 @@ def perturb(model, seed):
             p.add_(torch.randn(p.shape, generator=g) * 0.05)
 
 
+def saved_names(model, grads):
+    """The gradients under the names save_pretrained writes. transformers 5 holds a mixture of experts
+    as 3-D tensors (mlp.experts.gate_up_proj (E, 2F, C): gate then up rows; mlp.experts.down_proj
+    (E, C, F)) and saves them per expert: Qwen3-MoE as mlp.experts.E.{gate,up,down}_proj, Mixtral as
+    block_sparse_moe.experts.E.{w1,w3,w2} beside block_sparse_moe.gate."""
+    mixtral = model.config.model_type == "mixtral"
+    out = {}
+    for name, g in grads.items():
+        m = re.match(r"(.*\.)mlp\.(experts\.(gate_up_proj|down_proj)|gate\.weight)$", name)
+        if not m:
+            out[name] = g
+            continue
+        base = m.group(1) + ("block_sparse_moe." if mixtral else "mlp.")
+        if m.group(2) == "gate.weight":
+            out[base + "gate.weight"] = g
+            continue
+        for e in range(g.shape[0]):
+            x = f"{base}experts.{e}."
+            if m.group(3) == "gate_up_proj":
+                gate, up = g[e].chunk(2, 0)
+                out[x + ("w1" if mixtral else "gate_proj") + ".weight"] = gate
+                out[x + ("w3" if mixtral else "up_proj") + ".weight"] = up
+            else:
+                out[x + ("w2" if mixtral else "down_proj") + ".weight"] = g[e]
+    return out
+
+
 def reference(model, ids):
-    """transformers' logits, loss and gradients (by parameter name) for `ids`."""
+    """transformers' logits, loss and gradients (by saved parameter name) for `ids`, and for a mixture
+    of experts the experts each layer's router chose per token (by layer number)."""
     model.eval()
     model.zero_grad()
+    routing, hooks = {}, []
+    for name, module in model.named_modules():
+        if type(module).__name__.endswith("TopKRouter"):  # returns (logits, weights, indices)
+            layer = int(re.search(r"layers\.(\d+)\.", name).group(1))
+            hooks.append(module.register_forward_hook(
+                lambda _m, _i, out, layer=layer: routing.__setitem__(layer, out[2].detach().clone())))
     out = model(input_ids=ids, labels=ids)
+    for h in hooks:
+        h.remove()
     out.loss.backward()
     grads = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
-    return out.logits.detach(), out.loss.detach(), grads
+    return out.logits.detach(), out.loss.detach(), saved_names(model, grads), routing
 
 
 def compare(name, forward_bin, model_dir, work, model, ids):
@@ -120,7 +157,15 @@ def compare(name, forward_bin, model_dir, work, model, ids):
     save_file({"input_ids": ids}, ids_file)
     run(forward_bin, model_dir, ids_file, out_file)
     ours = load_file(out_file)
-    logits, loss, grads = reference(model, ids)
+    logits, loss, grads, routing = reference(model, ids)
+    ours_routing = {int(re.search(r"layers\.(\d+)\.", k).group(1)): v for k, v in ours.items()
+                    if k.startswith("experts.")}
+    check(set(ours_routing) == set(routing), f"{name}: MoE layers differ: ours {sorted(ours_routing)}, "
+                                             f"transformers' {sorted(routing)}")
+    for layer in sorted(set(ours_routing) & set(routing)):
+        check(torch.equal(ours_routing[layer], routing[layer]),
+              f"{name}: layer {layer}'s router chose other experts than transformers' for "
+              f"{(ours_routing[layer] != routing[layer]).any(-1).sum().item()} tokens")
     scale = logits.abs().max().item()
     diff = (ours["logits"] - logits).abs().max().item()
     check(scale > 0.5, f"{name}: logits too small to compare ({scale})")
@@ -136,8 +181,9 @@ def compare(name, forward_bin, model_dir, work, model, ids):
         rel = (our_grads[key] - ref).abs().max().item() / max(ref.abs().max().item(), 1e-12)
         worst = max(worst, rel)
         check(rel <= 1e-4, f"{name}: gradient of {key} differs by {rel:.2e} of its largest value")
+    chose = f", the routers' choices of {len(routing)} MoE layers equal" if routing else ""
     print(f"{name}: logits max |diff| {diff:.1e} (scale {scale:.2f}), loss {loss.item():.5f} diff {loss_diff:.1e}, "
-          f"{len(grads)} gradients, worst relative diff {worst:.1e}")
+          f"{len(grads)} gradients, worst relative diff {worst:.1e}{chose}")
 
 
 def conformance(forward_bin, work):

@@ -4,8 +4,9 @@ Llama with one), sliding windows (Mistral's on every layer, Qwen3's), Qwen3 (per
 head_dim, tied and untied, with and without attention biases), OLMo 2 (post-norms, q/k RMSNorm over
 the projections, tied and untied, biases, head_dim), Phi-3 (fused qkv_proj and gate_up_proj;
 Phi-4-mini's partial rotary factor and LongRoPE), Gemma 2 ((1 + w) sandwich norms, GeGLU, scaled embeddings,
-attention and final soft-capping, alternating sliding layers, query_pre_attn_scalar) and Gemma 3
-(q/k norms, the sliding layers' own RoPE base beside a scaled global one).
+attention and final soft-capping, alternating sliding layers, query_pre_attn_scalar), Gemma 3
+(q/k norms, the sliding layers' own RoPE base beside a scaled global one) and the mixtures of
+experts Mixtral and Qwen3-MoE (router, top-k with and without renormalising, dense layers between).
 
 For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
   1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
@@ -30,8 +31,9 @@ import tempfile
 
 import torch
 from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig,
-                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Olmo2Config,
-                          Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig,
+                          MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
@@ -119,9 +121,27 @@ CASES = {
                                                                   final_logit_softcapping=4.0,
                                                                   tie_word_embeddings=False),
                               "Gemma3ForCausalLM"),
+    # Mixtures of experts, experts computed grouped: Mixtral (every layer, 4 experts, top-2,
+    # renormalised, a sliding window) and Qwen3-MoE (8 experts, top-2 without renormalising; every
+    # second layer MoE beside dense ones of another size, renormalised).
+    "mixtral": (MixtralForCausalLM, MixtralConfig(**SMALL, num_local_experts=4, num_experts_per_tok=2, sliding_window=6,
+                                                  tie_word_embeddings=False), "MixtralForCausalLM"),
+    "qwen3-moe": (Qwen3MoeForCausalLM, Qwen3MoeConfig(**dict(SMALL, num_attention_heads=4), head_dim=12, num_experts=8,
+                                                      num_experts_per_tok=2, moe_intermediate_size=20,
+                                                      norm_topk_prob=False, tie_word_embeddings=False),
+                  "Qwen3MoeForCausalLM"),
+    "qwen3-moe-sparse-step": (Qwen3MoeForCausalLM, Qwen3MoeConfig(**dict(SMALL, num_hidden_layers=3), head_dim=8,
+                                                                  num_experts=6, num_experts_per_tok=3,
+                                                                  moe_intermediate_size=16, norm_topk_prob=True,
+                                                                  decoder_sparse_step=2, tie_word_embeddings=True),
+                              "Qwen3MoeForCausalLM"),
 }
 
 REFUSED = {
+    "qwen3-moe-router-loss": (Qwen3MoeForCausalLM, Qwen3MoeConfig(**SMALL, head_dim=8, num_experts=4,
+                                                                  num_experts_per_tok=2, moe_intermediate_size=8,
+                                                                  output_router_logits=True),
+                              "output_router_logits"),
     # Layer 0 global, layer 1 sliding: no "every N-th layer global" pattern.
     "qwen3-sliding-first-layers-global": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
                                                                         sliding_window=8, max_window_layers=1),
@@ -248,8 +268,8 @@ def main():
     if hf_decoders.failures:
         print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
         return 1
-    print("ok: explicit head_dim, sliding windows, Qwen3, OLMo 2, Phi-3, Gemma 2 and Gemma 3 equal transformers "
-          "(logits, gradients, training, export)")
+    print("ok: explicit head_dim, sliding windows, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral and Qwen3-MoE equal "
+          "transformers (logits, gradients, training, export)")
     return 0
 
 

@@ -104,6 +104,8 @@ PY
 grep -q "weight: 0.75" mixrun/config.yaml && ok || fail "config.yaml lacks the mixture's weights"
 run 0 plan quickstart "${common[@]}" "${chat[@]}" --nproc 1 && has "document mask" out
 run 0 plan quickstart "${common[@]}" --nproc 1 && has "activations per micro-batch" out
+run 0 plan quickstart "${common[@]}" model.arch=llama model.n_experts=4 model.experts_per_token=2 --nproc 1 &&
+  has "mixture of experts: 4 experts" out && has "2 per token; active per token:" out
 run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: -1}]" run.output_dir="$WORK/badw1"
 has "weight" err && has "out of range" err
 run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 0}, {path: $WORK/mixchat.jsonl, weight: 0}]" run.output_dir="$WORK/badw2"

@@ -4,7 +4,8 @@
 // Face name (the same mapping as the weights: fused projections split, Conv1D transposed).
 //   hftrain_model_forward MODEL_DIR IDS.safetensors OUT.safetensors
 // IDS.safetensors holds "input_ids" (B, T) int64; OUT.safetensors gets "logits" (B, T, V),
-// "loss" () and "grad.<hf name>" for each parameter.
+// "loss" () and "grad.<hf name>" for each parameter; for a mixture of experts, "experts.<module>"
+// (B T, k): the experts each MoE layer's router picked for each token.
 #include <filesystem>
 #include <iostream>
 
@@ -12,6 +13,7 @@
 
 #include "model/hf_config.h"
 #include "model/hf_weights.h"
+#include "model/moe.h"
 #include "model/saved_model.h"
 #include "model/stored_weights.h"
 #include "util/error.h"
@@ -49,6 +51,14 @@ int main(int argc, char** argv) {
       if (name == "input_ids") ids = t.to(torch::kInt64);
     }
     if (!ids.defined()) throw util::UsageError(std::string(argv[2]) + " holds no input_ids");
+    // Mixture-of-experts layers: record which experts the router picks for each token.
+    std::vector<std::pair<std::string, model::MoeImpl*>> routers;
+    for (const auto& item : m->named_modules()) {
+      if (auto* moe = item.value()->as<model::MoeImpl>()) {
+        moe->record_routing(true);
+        routers.emplace_back(item.key(), moe);
+      }
+    }
     const auto logits = m->forward(ids);  // (B, T, V)
     const int64_t T = ids.size(1);
     const int64_t V = logits.size(-1);
@@ -64,6 +74,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < src.size(); ++i) dst[i].second.copy_(src[i].second.grad());
     }
     model::TensorList out{{"logits", logits.detach()}, {"loss", loss.detach()}};
+    for (const auto& [name, moe] : routers) out.emplace_back("experts." + name, moe->last_experts());  // (B T, k)
     for (auto& [name, g] : model::to_hf_weights(grads)) out.emplace_back("grad." + name, g);
     model::write_safetensors(argv[3], out);
   } catch (const util::Error& e) {

@@ -199,6 +199,11 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
       {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
        "model.activation=gelu_tanh", "model.qk_norm=head", "model.rope_scaling.type=linear",
        "model.rope_scaling.factor=2"},
+      // Mixtral (every layer MoE, intermediate_size is the experts') and Qwen3-MoE (dense layers between).
+      {"model.arch=llama", "model.n_experts=4", "model.experts_per_token=2", "model.d_ff=64", "model.expert_d_ff=64",
+       "model.sliding_window=16"},
+      {"model.arch=llama", "model.qk_norm=head", "model.n_experts=8", "model.experts_per_token=3",
+       "model.expert_d_ff=24", "model.moe_renormalize=false", "model.moe_every=2", "model.n_layer=4"},
   };
   for (const auto& overrides : cases) {
     const auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
@@ -220,6 +225,44 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
   CHECK_THAT(model::hf_config_json(qwen3, {}), Contains("\"Qwen3ForCausalLM\"") && Contains("\"head_dim\": 12"));
   qwen3.attention_bias = AttentionBias::kQkv;  // Qwen3's attention_bias covers o_proj too
   CHECK_THROWS_AS(model::hf_config_json(qwen3, {}), util::UsageError);
+}
+
+TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is refused", "[model][hf]") {
+  const auto mixtral = read(family("MixtralForCausalLM", R"(, "num_local_experts": 8, "num_experts_per_tok": 2)"));
+  CHECK((mixtral.n_experts == 8 && mixtral.experts_per_token == 2 && mixtral.expert_d_ff == 40));
+  CHECK((mixtral.moe_renormalize && mixtral.moe_every == 1));
+  CHECK(mixtral.attention_biases() == AttentionBias::kNone);
+  CHECK(model::hf_sources(mixtral).at("layers.1.moe.experts_gate_up").names[1] ==
+        "layers.1.block_sparse_moe.experts.0.w3.weight");
+  CHECK_THAT(model::hf_config_json(mixtral, {}), Contains("\"MixtralForCausalLM\"") && Contains("\"num_local_experts\": 8"));
+  // Qwen3-MoE: 4.x's num_experts, or 5's num_local_experts; norm_topk_prob off by default.
+  const auto qwen = read(family("Qwen3MoeForCausalLM", R"(, "num_experts": 16, "num_experts_per_tok": 4,
+                                                        "moe_intermediate_size": 12, "decoder_sparse_step": 2)"));
+  CHECK((qwen.n_experts == 16 && qwen.experts_per_token == 4 && qwen.expert_d_ff == 12 && qwen.moe_every == 2));
+  CHECK_FALSE(qwen.moe_renormalize);
+  CHECK(qwen.qk_norm == config::QkNorm::kHead);
+  CHECK((qwen.layer_is_moe(1) && !qwen.layer_is_moe(0)));
+  CHECK(read(family("Qwen3MoeForCausalLM", R"(, "num_local_experts": 6, "num_experts_per_tok": 2)")).n_experts == 6);
+  CHECK(model::hf_sources(qwen).at("layers.0.mlp.gate_up_proj.weight").names[0] == "layers.0.mlp.gate_proj.weight");
+  CHECK(model::hf_sources(qwen).at("layers.1.moe.router").names[0] == "layers.1.mlp.gate.weight");
+  CHECK_THAT(model::shape_overrides(qwen), Contains("model.n_experts=16 model.experts_per_token=4 model.expert_d_ff=12 "
+                                                    "model.moe_renormalize=false model.moe_every=2"));
+  // What hftrain does not compute: the load-balancing loss, jitter, dense layers listed, shared experts.
+  for (const auto& [extra, needle] :
+       std::vector<std::pair<std::string, std::string>>{{R"(, "output_router_logits": true)", "output_router_logits"},
+                                                        {R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
+                                                        {R"(, "shared_expert_intermediate_size": 16)", "shared experts"},
+                                                        {R"(, "num_experts": 2, "num_experts_per_tok": 4)", "num_experts_per_tok"}}) {
+    CHECK_THAT(error(family("Qwen3MoeForCausalLM", extra)), Contains(needle));
+  }
+  CHECK_THAT(error(family("MixtralForCausalLM", R"(, "router_jitter_noise": 0.1)")), Contains("router_jitter_noise"));
+  // Exported only as the two classes hold them.
+  auto biased = mixtral;
+  biased.attention_bias = AttentionBias::kAll;
+  CHECK_THROWS_WITH(model::hf_config_json(biased, {}), Contains("this mixture of experts"));
+  auto stepped = mixtral;
+  stepped.moe_every = 2;
+  CHECK_THROWS_AS(model::hf_config_json(stepped, {}), util::UsageError);
 }
 
 TEST_CASE("Gemma 2 and Gemma 3 configs: the block's options, defaults, and what no class holds", "[model][hf]") {
@@ -363,6 +406,10 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_local_theta=10000"}),
              Contains("`model.rope_local_theta` describes the sliding layers, but `model.sliding_window` is unset"));
   CHECK_THAT(config_error({"model.arch=llama", "model.sliding_window_pattern=2"}), Contains("model.sliding_window_pattern"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.n_experts=4"}), Contains("model.n_experts") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=2", "model.experts_per_token=3"}),
+             Contains("`model.experts_per_token` (3) exceeds `model.n_experts` (2)"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
   // longrope: one factor per rotated pair (d_model 768 / 12 heads: 32 pairs).
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope", "model.rope_scaling.short_factor=[1, 2]",
                            "model.rope_scaling.original_max_seq_len=512"}),

@@ -12,11 +12,13 @@
 
 #include "model/hf_config.h"
 #include "model/hf_weights.h"
+#include "model/moe.h"
 #include "model/transformer.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 using namespace hftrain;
+namespace F = torch::nn::functional;
 using Json = nlohmann::json;
 
 namespace {
@@ -218,6 +220,40 @@ TEST_CASE("longrope uses the long factors once the sequence is past the original
   CHECK(torch::isfinite(step).all().item<bool>());
 }
 
+// The router as transformers' TopKRouter: top-k of the fp32 softmax, renormalised or not; each
+// token's output is the weighted sum of its experts' gated MLPs, whatever order the grouping takes.
+TEST_CASE("mixture of experts: routing and grouped experts equal the per-token sum", "[model]") {
+  auto spec = tiny_llama();
+  spec.n_experts = 5, spec.experts_per_token = 2, spec.expert_d_ff = 12;
+  for (const bool renormalize : {true, false}) {
+    spec.moe_renormalize = renormalize;
+    torch::manual_seed(7);
+    model::Moe moe(spec);
+    torch::NoGradGuard no_grad;
+    for (auto& p : moe->parameters()) p.copy_(torch::randn(p.sizes()) * 0.3);
+    const auto x = torch::randn({2, 7, 32});
+    const auto flat = x.reshape({-1, 32});
+    const model::Routing r = moe->route(flat);
+    const auto probs = torch::softmax(F::linear(flat, moe->router), -1);
+    auto [top, experts] = probs.topk(2, -1);
+    if (renormalize) top = top / top.sum(-1, true);
+    CHECK(r.experts.equal(experts));
+    CHECK(torch::allclose(r.weights, top));
+    const auto gate_up = moe->experts_gate_up.view({5, 24, 32});
+    const auto down = moe->experts_down.view({5, 32, 12});
+    auto expected = torch::zeros_like(flat);
+    for (int64_t n = 0; n < flat.size(0); ++n) {
+      for (int64_t k = 0; k < 2; ++k) {
+        const int64_t e = experts[n][k].item<int64_t>();
+        const auto h = F::linear(flat[n], gate_up[e]).chunk(2, -1);
+        expected[n] += top[n][k] * F::linear(F::silu(h[0]) * h[1], down[e]);
+      }
+    }
+    INFO("renormalize " << renormalize);
+    CHECK(torch::allclose(moe->forward(x).reshape({-1, 32}), expected, 1e-5, 1e-6));
+  }
+}
+
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
   using Catch::Matchers::Contains;
   auto load_error = [](model::ModelSpec spec, const std::string& dir) {
@@ -327,6 +363,16 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   auto partial = tiny_llama();
   partial.partial_rotary_factor = 0.5;
   partial.fused_projections = true;
-  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial, tiny_gemma()});
+  auto moe = tiny_llama();  // every layer a mixture of 4 experts of 24
+  moe.n_experts = 4, moe.experts_per_token = 2, moe.expert_d_ff = 24;
+  auto sparse_step = moe;  // every second layer MoE, the others dense MLPs of d_ff
+  sparse_step.n_layer = 3, sparse_step.moe_every = 2;
+  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial, tiny_gemma(), moe, sparse_step});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
+  // A token passes through experts_per_token of each MoE layer's experts (3 matrices of d x F each).
+  CHECK(moe.active_parameter_count() == moe.parameter_count() - 2 * (2 * 3 * 32 * 24));
+  CHECK(sparse_step.active_parameter_count() == sparse_step.parameter_count() - 1 * (2 * 3 * 32 * 24));
+  // The largest block is zero3's unit: the MoE one.
+  CHECK(sparse_step.block_parameter_count() == sparse_step.layer_parameter_count(1));
+  CHECK(sparse_step.layer_parameter_count(1) > sparse_step.layer_parameter_count(0));
 }

@@ -1,0 +1,62 @@
+#include "model/moe.h"
+
+#include <torch/torch.h>
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+
+MoeImpl::MoeImpl(const ModelSpec& spec)
+    : n_experts_(spec.n_experts),
+      top_k_(spec.experts_per_token),
+      d_ff_(spec.expert_d_ff),
+      d_model_(spec.d_model),
+      renormalize_(spec.moe_renormalize) {
+  router = register_parameter("router", torch::zeros({n_experts_, d_model_}));
+  experts_gate_up = register_parameter("experts_gate_up", torch::zeros({n_experts_ * 2 * d_ff_, d_model_}));
+  experts_down = register_parameter("experts_down", torch::zeros({n_experts_ * d_model_, d_ff_}));
+}
+
+Routing MoeImpl::route(const torch::Tensor& x) const {
+  Routing r;
+  r.logits = F::linear(x, router);  // (N, E)
+  // The softmax in fp32, the top-k of its probabilities (transformers' TopKRouter).
+  const auto probs = torch::softmax(r.logits, -1, torch::kFloat32);
+  auto [top, experts] = probs.topk(top_k_, -1);
+  if (renormalize_) top = top / top.sum(-1, /*keepdim=*/true);
+  r.experts = experts;
+  r.weights = top;
+  return r;
+}
+
+torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
+  const auto shape = x.sizes().vec();
+  const auto flat = x.reshape({-1, d_model_});  // (N, C)
+  const Routing r = route(flat);
+  if (record_) last_experts_ = r.experts.detach().clone();
+  // Each (token, slot) assignment, grouped by expert: one sort, one host read of the counts.
+  const auto assigned = r.experts.reshape({-1});                       // (N k)
+  // optional<bool>: a plain `true` would pick the sort(dim, descending) overload.
+  const auto order = std::get<1>(assigned.sort(std::optional<bool>(true), 0, false));  // by expert, then token
+  const auto counts = torch::bincount(assigned, {}, n_experts_).to(torch::kCPU);
+  const auto tokens = order.div(top_k_, "floor");
+  const auto weights = r.weights.reshape({-1}).index_select(0, order);  // fp32
+  auto out = torch::zeros_like(flat);
+  const auto gate_up = experts_gate_up.view({n_experts_, 2 * d_ff_, d_model_});
+  const auto down = experts_down.view({n_experts_, d_model_, d_ff_});
+  const int64_t* count = counts.data_ptr<int64_t>();
+  int64_t start = 0;
+  for (int64_t e = 0; e < n_experts_; ++e) {
+    const int64_t n = count[e];
+    if (n == 0) continue;
+    const auto rows = tokens.narrow(0, start, n);
+    const auto h = F::linear(flat.index_select(0, rows), gate_up[e]).chunk(2, -1);  // gate, up
+    auto y = F::linear(F::silu(h[0]) * h[1], down[e]);                                // (n, C)
+    // Scaled by the router weight (fp32), added into the token's row in the activations' dtype.
+    y = (y * weights.narrow(0, start, n).unsqueeze(1)).to(out.scalar_type());
+    out.index_add_(0, rows, y);
+    start += n;
+  }
+  return out.view(shape);
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,54 @@
+// A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores the experts for each token, the
+// top experts_per_token of its softmax compute the token (their weights renormalised to sum to 1
+// where the spec says), and the outputs are summed by those weights.
+//
+// Experts are computed grouped: the tokens are sorted by expert once, and each expert runs one
+// gated-MLP matmul pair over all of its tokens (as transformers' experts loop over the experts they
+// hit), not a loop over tokens. The experts' weights are two 2-D parameters, the Hugging Face
+// per-expert tensors stacked along rows, so that loading, export and ZeRO see ordinary matrices:
+//   layers.N.moe.router           (n_experts, d_model)
+//   layers.N.moe.experts_gate_up  (n_experts x 2 expert_d_ff, d_model): each expert's gate then up rows
+//   layers.N.moe.experts_down     (n_experts x d_model, expert_d_ff)
+#pragma once
+
+#include <cstdint>
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/spec.h"
+
+namespace hftrain::model {
+
+// Which experts each token goes to, and with what weight.
+struct Routing {
+  torch::Tensor logits;   // (N, n_experts), the router's output in the activations' dtype
+  torch::Tensor experts;  // (N, k) int64, in descending router probability
+  torch::Tensor weights;  // (N, k)
+};
+
+class MoeImpl : public torch::nn::Module {
+ public:
+  explicit MoeImpl(const ModelSpec& spec);
+  // x (B, T, C) -> (B, T, C).
+  torch::Tensor forward(const torch::Tensor& x);
+  // The router's choice for x (N, C), as transformers' top-k router makes it.
+  Routing route(const torch::Tensor& x) const;
+  // Keep each forward's chosen experts (N, k) for inspection (off by default; tests compare them
+  // with transformers').
+  void record_routing(bool on) { record_ = on; }
+  const torch::Tensor& last_experts() const { return last_experts_; }
+
+  torch::Tensor router;
+  torch::Tensor experts_gate_up;
+  torch::Tensor experts_down;
+
+ private:
+  int64_t n_experts_, top_k_, d_ff_, d_model_;
+  bool renormalize_;
+  bool record_ = false;
+  torch::Tensor last_experts_;
+};
+TORCH_MODULE(Moe);
+
+}  // namespace hftrain::model
