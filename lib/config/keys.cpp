@@ -99,6 +99,10 @@ Schema build() {
   s.add("model.moe_every", Type::kInt, HFTRAIN_FIELD(model.moe_every))
       .def("1").min(1).max(1024)
       .doc("llama, MoE: layers N, 2N, ... (counting from 1) are mixtures of experts and the others dense MLPs of model.d_ff (Qwen3-MoE's decoder_sparse_step).");
+  s.add("model.router_aux_loss_coef", Type::kFloat, HFTRAIN_FIELD(model.router_aux_loss_coef))
+      .on_resume(ResumeChange::kTraining)
+      .def("0.0").min(0).max(100)
+      .doc("llama, MoE: the training loss adds this times the routers' load-balancing loss, as transformers does with output_router_logits (Mixtral, Qwen3-MoE: 0.001); logged as aux_loss; 0: none.");
   s.add("model.rope_theta", Type::kFloat, HFTRAIN_FIELD(model.rope_theta))
       .def("10000.0").min(1).doc("llama: RoPE base frequency.");
   s.add("model.rope_scaling.type", Type::kChoice, HFTRAIN_FIELD(model.rope_scaling.type))

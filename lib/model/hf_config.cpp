@@ -172,8 +172,9 @@ void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
   r.unsupported_if(r.has("mlp_only_layers") && !(r.j.at("mlp_only_layers").is_array() && r.j.at("mlp_only_layers").empty()),
                    "`mlp_only_layers` (dense layers named one by one)");
   r.unsupported_if(r.number("router_jitter_noise", 0) != 0, "router_jitter_noise");
-  r.unsupported_if(r.flag("output_router_logits", false),
-                   "output_router_logits (training with the router's load-balancing loss; set it false)");
+  // transformers adds router_aux_loss_coef x the load-balancing loss to the training loss only when
+  // output_router_logits is on.
+  s.router_aux_loss_coef = r.flag("output_router_logits", false) ? r.number("router_aux_loss_coef", 0.001) : 0.0;
   r.unsupported_if(r.has("shared_expert_intermediate_size"), "shared experts");
 }
 
@@ -643,7 +644,10 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
       j["decoder_sparse_step"] = s.moe_every;
       j["mlp_only_layers"] = OrderedJson::array();
     }
-    if (s.n_experts > 0) j["output_router_logits"] = false;  // no load-balancing loss in training
+    if (s.n_experts > 0) {  // the load-balancing loss, when training adds it
+      j["output_router_logits"] = s.router_aux_loss_coef > 0;
+      j["router_aux_loss_coef"] = s.router_aux_loss_coef > 0 ? s.router_aux_loss_coef : 0.001;
+    }
     j["attention_dropout"] = s.dropout;
     j["initializer_range"] = s.init_std;
   }
@@ -688,7 +692,8 @@ std::string shape_overrides(const ModelSpec& s) {
     out += " model.n_experts=" + std::to_string(s.n_experts) + " model.experts_per_token=" +
            std::to_string(s.experts_per_token) + " model.expert_d_ff=" + std::to_string(s.expert_d_ff) +
            " model.moe_renormalize=" + (s.moe_renormalize ? "true" : "false") +
-           " model.moe_every=" + std::to_string(s.moe_every);
+           " model.moe_every=" + std::to_string(s.moe_every) +
+           " model.router_aux_loss_coef=" + number(s.router_aux_loss_coef);
   }
   out += " model.rope_theta=" + number(s.rope_theta);
   const RopeScaling& r = s.rope_scaling;

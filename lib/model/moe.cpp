@@ -5,6 +5,19 @@
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 
+torch::Tensor load_balancing_loss(const std::vector<RouterStats>& layers, int64_t n_experts) {
+  torch::Tensor counts, probs;
+  int64_t rows = 0;
+  for (const auto& l : layers) {
+    counts = counts.defined() ? counts + l.counts : l.counts;
+    probs = probs.defined() ? probs + l.prob_sum : l.prob_sum;
+    rows += l.rows;
+  }
+  if (!counts.defined() || rows == 0) return {};
+  const double r = static_cast<double>(rows);
+  return (counts / r * (probs / r)).sum() * static_cast<double>(n_experts);
+}
+
 MoeImpl::MoeImpl(const ModelSpec& spec)
     : n_experts_(spec.n_experts),
       top_k_(spec.experts_per_token),
@@ -33,6 +46,13 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   const auto flat = x.reshape({-1, d_model_});  // (N, C)
   const Routing r = route(flat);
   if (record_) last_experts_ = r.experts.detach().clone();
+  if (stats_ && torch::GradMode::is_enabled()) {  // training (or a test's backward), not generation
+    RouterStats st;
+    st.counts = torch::bincount(r.experts.reshape({-1}), {}, n_experts_).to(torch::kFloat32);
+    st.prob_sum = torch::softmax(r.logits, -1, torch::kFloat32).sum(0);
+    st.rows = flat.size(0);
+    stats_->push_back(std::move(st));
+  }
   // Each (token, slot) assignment, grouped by expert: one sort, one host read of the counts.
   const auto assigned = r.experts.reshape({-1});                       // (N k)
   // optional<bool>: a plain `true` would pick the sort(dim, descending) overload.

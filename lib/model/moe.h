@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -19,6 +20,19 @@
 #include "model/spec.h"
 
 namespace hftrain::model {
+
+// What the load-balancing loss needs of one MoE layer's forward (transformers'
+// load_balancing_loss_func): tokens per expert over every top-k slot (no gradient), the router's
+// probabilities summed over tokens (with gradient), and the tokens.
+struct RouterStats {
+  torch::Tensor counts;    // (n_experts) fp32
+  torch::Tensor prob_sum;  // (n_experts) fp32
+  int64_t rows = 0;
+};
+
+// The load-balancing loss of a forward's MoE layers: n_experts x sum_e (counts_e / rows) x
+// (prob_sum_e / rows), every layer's counts, probabilities and rows summed first.
+torch::Tensor load_balancing_loss(const std::vector<RouterStats>& layers, int64_t n_experts);
 
 // Which experts each token goes to, and with what weight.
 struct Routing {
@@ -37,6 +51,8 @@ class MoeImpl : public torch::nn::Module {
   // Keep each forward's chosen experts (N, k) for inspection (off by default; tests compare them
   // with transformers').
   void record_routing(bool on) { record_ = on; }
+  // Each forward appends its RouterStats here while set (training with a load-balancing loss).
+  void collect_stats(std::vector<RouterStats>* into) { stats_ = into; }
   const torch::Tensor& last_experts() const { return last_experts_; }
 
   torch::Tensor router;
@@ -47,6 +63,7 @@ class MoeImpl : public torch::nn::Module {
   int64_t n_experts_, top_k_, d_ff_, d_model_;
   bool renormalize_;
   bool record_ = false;
+  std::vector<RouterStats>* stats_ = nullptr;
   torch::Tensor last_experts_;
 };
 TORCH_MODULE(Moe);

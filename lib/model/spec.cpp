@@ -189,6 +189,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
     s.expert_d_ff = c.expert_d_ff.value_or(s.d_ff);
     s.moe_renormalize = c.moe_renormalize;
     s.moe_every = c.moe_every;
+    s.router_aux_loss_coef = c.router_aux_loss_coef;
   }
   if (s.n_experts > 0 && s.mlp_biases()) {
     throw util::ConfigError("model.n_experts with model.mlp_bias=true: the experts have no biases",
@@ -278,7 +279,8 @@ std::string ModelSpec::to_json() const {
                            {"experts_per_token", experts_per_token},
                            {"expert_d_ff", expert_d_ff},
                            {"moe_renormalize", moe_renormalize},
-                           {"moe_every", moe_every}};
+                           {"moe_every", moe_every},
+                           {"router_aux_loss_coef", router_aux_loss_coef}};
   return j.dump(2) + "\n";
 }
 
@@ -373,7 +375,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       s.expert_d_ff = j.value("expert_d_ff", int64_t{0});
       s.moe_renormalize = j.value("moe_renormalize", true);
       s.moe_every = j.value("moe_every", int64_t{1});
-      if (s.n_experts < 0 || s.n_experts > 1024 ||
+      s.router_aux_loss_coef = j.value("router_aux_loss_coef", 0.0);
+      if (s.n_experts < 0 || s.n_experts > 1024 || !(s.router_aux_loss_coef >= 0) ||
           (s.n_experts > 0 && (s.experts_per_token < 1 || s.experts_per_token > s.n_experts || s.expert_d_ff < 1 ||
                                s.expert_d_ff > (int64_t{1} << 22) || s.moe_every < 1))) {
         throw util::CheckpointError(source + ": inconsistent mixture-of-experts fields", damaged);

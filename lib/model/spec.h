@@ -79,6 +79,7 @@ struct ModelSpec {
   int64_t expert_d_ff = 0;
   bool moe_renormalize = true;
   int64_t moe_every = 1;
+  double router_aux_loss_coef = 0;  // training adds this x the load-balancing loss (not a shape)
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).
   bool learned_positions() const { return arch == config::ModelArch::kGpt2; }  // else RoPE

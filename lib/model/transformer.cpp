@@ -49,7 +49,11 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
     }
   }
   layers_ = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < spec.n_layer; ++i) layers_->push_back(Block(spec, i));
+  for (int64_t i = 0; i < spec.n_layer; ++i) {
+    layers_->push_back(Block(spec, i));
+    auto block = layers_->ptr<BlockImpl>(i);
+    if (block->moe && spec.router_aux_loss_coef > 0) block->moe->collect_stats(&router_stats_);
+  }
   final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
   if (!spec.tie_embeddings) {
     lm_head_ = register_module("lm_head",
@@ -104,6 +108,7 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
               spec_.max_seq_len);
   TORCH_CHECK(!position_ids.defined() || !cache, "position ids are for packed training rows, not a KV cache");
   if (hooks_) hooks_->before_forward(0);
+  router_stats_.clear();
   auto x = embed_tokens_(input_ids);  // (B, T, C)
   if (spec_.scale_embeddings) {  // Gemma: sqrt(d_model) as an fp32 number, rounded to the weights' dtype
     x = x * torch::scalar_tensor(std::sqrt(static_cast<double>(spec_.d_model)), x.options().dtype(torch::kFloat32))
@@ -176,6 +181,12 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;
   return x;
+}
+
+torch::Tensor TransformerImpl::take_router_aux_loss() {
+  torch::Tensor loss = load_balancing_loss(router_stats_, spec_.n_experts);
+  router_stats_.clear();
+  return loss;
 }
 
 KvCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) const {

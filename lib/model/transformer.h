@@ -21,6 +21,7 @@
 
 #include "model/parameter_units.h"
 #include "model/dense.h"
+#include "model/moe.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -47,6 +48,11 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels, double label_smoothing,
                          const torch::Tensor& position_ids = {});
 
+  // The routers' load-balancing loss of the last forward that ran with gradients (mixtures of
+  // experts with spec().router_aux_loss_coef > 0; undefined otherwise), unweighted; reading it
+  // clears it.
+  torch::Tensor take_router_aux_loss();
+
   // An empty cache for `batch` sequences of up to `capacity` positions.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
@@ -69,6 +75,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
 
   ModelSpec spec_;
+  std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;
   Table embed_tokens_{nullptr};

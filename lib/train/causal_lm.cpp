@@ -25,6 +25,10 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     *logits = model_->forward(batch.input_ids, nullptr, batch.position_ids);
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
+  torch::Tensor aux_loss() override {
+    const torch::Tensor aux = model_->take_router_aux_loss();
+    return aux.defined() ? aux * model_->spec().router_aux_loss_coef : aux;
+  }
 
   void load(const std::filesystem::path& path, const std::string& what,
             const model::WeightHandover& handover = {}) override {

@@ -39,6 +39,9 @@ class TaskModel {
   // The batch's loss summed over its targets (tokens, or sequences), in fp32; `logits`, when
   // given, receives the outputs (for metrics).
   virtual torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) = 0;
+  // An auxiliary loss of the last loss_sum, already weighted, that training adds per micro-batch
+  // (a mixture of experts' load-balancing loss); undefined when the model has none.
+  virtual torch::Tensor aux_loss() { return {}; }
 
   // Copies the weights of the model directory or checkpoint at `path`; `what` names it in
   // messages. ConfigError for another shape, CheckpointError for missing or extra tensors.

@@ -137,8 +137,16 @@ std::optional<double> Trainer::train_step(double lr_factor) {
       AutocastScope autocast(t.precision, device_);
       loss_sum = model_->loss_sum(b, t.label_smoothing, nullptr);
     }
+    torch::Tensor loss = global_denom.defined() ? loss_sum / global_denom : loss_sum / denom;
+    // A mixture of experts' load-balancing loss: per micro-batch, as transformers adds it to each
+    // forward's mean loss, so divided by the micro-batches and ranks the gradients are summed over.
+    if (const torch::Tensor aux = model_->aux_loss(); aux.defined()) {
+      loss = loss + aux / static_cast<double>(micro.size() * static_cast<size_t>(world_->size()));
+      window_aux_ = window_aux_.defined() ? window_aux_ + aux.detach() : aux.detach();
+      ++window_aux_count_;
+    }
     strategy_->before_backward(m + 1 == micro.size());
-    scaler_.scale(global_denom.defined() ? loss_sum / global_denom : loss_sum / denom).backward();
+    scaler_.scale(loss).backward();
     window_loss_ += loss_sum.detach();
   }
   strategy_->after_backward();
@@ -195,6 +203,11 @@ StepStats Trainer::close_log_window(double lr_factor) {
     const int64_t tokens = i < state_.source_tokens.size() ? state_.source_tokens[i] : 0;
     s.extra.emplace_back("data/" + sources[i].name + "/tokens", static_cast<double>(tokens));
     s.extra.emplace_back("data/" + sources[i].name + "/epoch", epochs[i]);
+  }
+  if (window_aux_.defined()) {  // this rank's mean weighted load-balancing loss over the window
+    s.extra.emplace_back("aux_loss", window_aux_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_aux_count_)));
+    window_aux_ = torch::Tensor();
+    window_aux_count_ = 0;
   }
   window_skipped_ = 0;
   window_loss_.zero_();

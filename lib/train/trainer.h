@@ -141,6 +141,8 @@ class Trainer {
   GradScaler scaler_;
   std::optional<optim::PlateauSchedule> plateau_;
   torch::Tensor window_loss_;   // loss sum since the last logging step, on the device
+  torch::Tensor window_aux_;    // weighted auxiliary (load-balancing) losses since then, summed
+  int64_t window_aux_count_ = 0;
   int64_t window_targets_ = 0;  // target tokens in that window
   int64_t window_skipped_ = 0;  // fp16: steps of that window skipped for inf/NaN gradients
   torch::Tensor grad_norm_;

@@ -130,6 +130,11 @@ CASES = {
                                                       num_experts_per_tok=2, moe_intermediate_size=20,
                                                       norm_topk_prob=False, tie_word_embeddings=False),
                   "Qwen3MoeForCausalLM"),
+    # The load-balancing loss: transformers adds router_aux_loss_coef x it in training when
+    # output_router_logits is on (a large coefficient, so that it moves the routers visibly).
+    "mixtral-aux-loss": (MixtralForCausalLM, MixtralConfig(**SMALL, num_local_experts=4, num_experts_per_tok=2,
+                                                           output_router_logits=True, router_aux_loss_coef=0.5,
+                                                           tie_word_embeddings=True), "MixtralForCausalLM"),
     "qwen3-moe-sparse-step": (Qwen3MoeForCausalLM, Qwen3MoeConfig(**dict(SMALL, num_hidden_layers=3), head_dim=8,
                                                                   num_experts=6, num_experts_per_tok=3,
                                                                   moe_intermediate_size=16, norm_topk_prob=True,
@@ -138,10 +143,6 @@ CASES = {
 }
 
 REFUSED = {
-    "qwen3-moe-router-loss": (Qwen3MoeForCausalLM, Qwen3MoeConfig(**SMALL, head_dim=8, num_experts=4,
-                                                                  num_experts_per_tok=2, moe_intermediate_size=8,
-                                                                  output_router_logits=True),
-                              "output_router_logits"),
     # Layer 0 global, layer 1 sliding: no "every N-th layer global" pattern.
     "qwen3-sliding-first-layers-global": (Qwen3ForCausalLM, Qwen3Config(**SMALL, head_dim=8, use_sliding_window=True,
                                                                         sliding_window=8, max_window_layers=1),
@@ -170,7 +171,10 @@ def train_in_hftrain(hftrain, model_dir, shard, run_dir, env, *extra):
         "trainer.max_grad_norm=.inf", "trainer.log_every=1", "tokenizer.type=byte", "trainer.device=cpu",
         "checkpoint.at_end=false", f"run.output_dir={run_dir}", *extra, env=env)
     with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
-        return [json.loads(line)["loss"] for line in f if '"loss"' in line]
+        # The training loss as transformers reports it: with a load-balancing loss, plus its weighted
+        # value (hftrain logs it apart, as aux_loss).
+        rows = [json.loads(line) for line in f if '"loss"' in line]
+        return [r["loss"] + r.get("aux_loss", 0.0) for r in rows]
 
 
 def train_in_transformers(cls, model_dir, tokens):
@@ -183,7 +187,15 @@ def train_in_transformers(cls, model_dir, tokens):
     for step in range(STEPS):
         rows = [tokens[i * SEQ:i * SEQ + SEQ + 1] for i in range(step * MICRO, (step + 1) * MICRO)]
         ids = torch.stack(rows).long()
-        loss = model(input_ids=ids, labels=ids).loss
+        if getattr(model.config, "output_router_logits", False):
+            # The load-balancing loss sees every input token: feed the SEQ inputs hftrain feeds (the
+            # row's last token is only a target), and add the weighted aux_loss as transformers does.
+            out = model(input_ids=ids[:, :-1])
+            loss = torch.nn.functional.cross_entropy(out.logits.reshape(-1, out.logits.shape[-1]),
+                                                     ids[:, 1:].reshape(-1))
+            loss = loss + model.config.router_aux_loss_coef * out.aux_loss
+        else:
+            loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -231,12 +243,14 @@ def main():
 
             # The same run with activation checkpointing under zero3 + cpu_offload (the sharded
             # strategy's code path in one process), and in bf16: the family needs nothing of its own.
-            sharded = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-zero3", env,
-                                       "model.activation_checkpointing=true", "distributed.strategy=zero3",
-                                       "distributed.cpu_offload=true")
+            # (The load-balancing loss refuses activation checkpointing: its gradient would not reach
+            # the routers through the reentrant recomputation.)
+            checkpointing = "model.activation_checkpointing=" + ("false" if "aux" in name else "true")
+            sharded = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-zero3", env, checkpointing,
+                                       "distributed.strategy=zero3", "distributed.cpu_offload=true")
             apart = max(abs(a - b) / abs(b) for a, b in zip(sharded, ours))
-            check(len(sharded) == STEPS and apart <= 1e-6,
-                  f"{name}: zero3 + cpu_offload + activation checkpointing losses {sharded}, plain {ours}")
+            what = "zero3 + cpu_offload" + (" + activation checkpointing" if checkpointing.endswith("true") else "")
+            check(len(sharded) == STEPS and apart <= 1e-6, f"{name}: {what} losses {sharded}, plain {ours}")
             bf16 = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-bf16", env, "trainer.precision=bf16")
             bf16_apart = max(abs(a - b) / abs(b) for a, b in zip(bf16, ours))
             check(len(bf16) == STEPS and bf16_apart <= 2e-2, f"{name}: bf16 losses {bf16}, fp32 {ours}")
@@ -244,7 +258,7 @@ def main():
                                   "--max-new-tokens", "8"], capture_output=True, env=env)  # random bytes: not UTF-8
             text = gen.stdout.decode("utf-8", errors="replace")
             check(gen.returncode == 0 and text.startswith("The"), f"{name}: generate exited {gen.returncode}: {text!r}")
-            print(f"{name}: zero3 + cpu_offload + activation checkpointing {apart:.1e} from the plain run, bf16 "
+            print(f"{name}: {what} {apart:.1e} from the plain run, bf16 "
                   f"{bf16_apart:.1e}; generate: {text.strip()!r}")
 
             exported = os.path.join(work, name + "-hf")

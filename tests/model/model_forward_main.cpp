@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
     const auto logits = m->forward(ids);  // (B, T, V)
     const int64_t T = ids.size(1);
     const int64_t V = logits.size(-1);
-    const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, T - 1).reshape({-1, V}),
-                                                           ids.narrow(1, 1, T - 1).reshape({-1}));
+    auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, T - 1).reshape({-1, V}),
+                                                     ids.narrow(1, 1, T - 1).reshape({-1}));
+    // With output_router_logits, transformers' loss adds the weighted load-balancing loss.
+    if (const auto aux = m->take_router_aux_loss(); aux.defined()) loss = loss + m->spec().router_aux_loss_coef * aux;
     loss.backward();
     // The gradients under Hugging Face names: a model of the same spec holding them as weights.
     model::Transformer grads(m->spec());

@@ -247,10 +247,16 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
   CHECK(model::hf_sources(qwen).at("layers.1.moe.router").names[0] == "layers.1.mlp.gate.weight");
   CHECK_THAT(model::shape_overrides(qwen), Contains("model.n_experts=16 model.experts_per_token=4 model.expert_d_ff=12 "
                                                     "model.moe_renormalize=false model.moe_every=2"));
-  // What hftrain does not compute: the load-balancing loss, jitter, dense layers listed, shared experts.
+  // The load-balancing loss only with output_router_logits (transformers' rule), default 0.001.
+  CHECK(read(family("Qwen3MoeForCausalLM", R"(, "router_aux_loss_coef": 0.02)")).router_aux_loss_coef == 0);
+  const auto aux = read(family("Qwen3MoeForCausalLM", R"(, "output_router_logits": true, "num_experts": 4,
+                                                       "num_experts_per_tok": 2)"));
+  CHECK(aux.router_aux_loss_coef == 0.001);
+  CHECK_THAT(model::hf_config_json(aux, {}), Contains("\"output_router_logits\": true"));
+  CHECK(read(model::hf_config_json(aux, {})).router_aux_loss_coef == 0.001);
+  // What hftrain does not compute: jitter, dense layers listed, shared experts.
   for (const auto& [extra, needle] :
-       std::vector<std::pair<std::string, std::string>>{{R"(, "output_router_logits": true)", "output_router_logits"},
-                                                        {R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
+       std::vector<std::pair<std::string, std::string>>{{R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
                                                         {R"(, "shared_expert_intermediate_size": 16)", "shared experts"},
                                                         {R"(, "num_experts": 2, "num_experts_per_tok": 4)", "num_experts_per_tok"}}) {
     CHECK_THAT(error(family("Qwen3MoeForCausalLM", extra)), Contains(needle));
@@ -410,6 +416,11 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=2", "model.experts_per_token=3"}),
              Contains("`model.experts_per_token` (3) exceeds `model.n_experts` (2)"));
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
+             Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.router_aux_loss_coef=0.01",
+                           "model.activation_checkpointing=true"}),
+             Contains("not computed under activation checkpointing"));
   // longrope: one factor per rotated pair (d_model 768 / 12 heads: 32 pairs).
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope", "model.rope_scaling.short_factor=[1, 2]",
                            "model.rope_scaling.original_max_seq_len=512"}),

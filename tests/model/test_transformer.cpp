@@ -254,6 +254,62 @@ TEST_CASE("mixture of experts: routing and grouped experts equal the per-token s
   }
 }
 
+// transformers' load_balancing_loss_func over every MoE layer of a forward: E x sum_e f_e P_e with
+// f the share of top-k slots and P the mean router probability, both over all layers' tokens; its
+// gradient reaches every router; generation (no gradients) collects nothing.
+TEST_CASE("mixture of experts: the load-balancing loss over the layers", "[model]") {
+  auto spec = tiny_llama();
+  spec.n_layer = 3;
+  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 1;
+  spec.router_aux_loss_coef = 0.01;
+  torch::manual_seed(11);
+  model::Transformer m(spec);
+  for (auto& p : m->parameters()) {
+    torch::NoGradGuard no_grad;
+    p.copy_(torch::randn(p.sizes()) * 0.3);
+  }
+  const auto ids = torch::randint(0, spec.vocab_size, {2, 6}, torch::kInt64);
+  // The MoE layers in order, recording what their routers choose.
+  std::vector<model::MoeImpl*> moes;
+  for (const auto& item : m->named_modules()) {
+    if (auto* moe = item.value()->as<model::MoeImpl>()) moes.push_back(moe);
+  }
+  REQUIRE(moes.size() == 3);
+  for (auto* moe : moes) moe->record_routing(true);
+  m->forward(ids);
+  const auto aux = m->take_router_aux_loss();
+  REQUIRE(aux.defined());
+  CHECK_FALSE(m->take_router_aux_loss().defined());  // taken once
+  // Closed form from the per-layer routing: counts of the chosen experts over all slots.
+  torch::Tensor counts = torch::zeros({4});
+  for (int64_t i = 0; i < 3; ++i) {
+    const auto chosen = moes[static_cast<size_t>(i)]->last_experts().reshape({-1});
+    counts += torch::bincount(chosen, {}, 4).to(torch::kFloat32);
+  }
+  const double rows = 3.0 * 12;
+  // aux = 4 sum_e (counts_e / rows) P_e with P a probability vector: between the smallest and the
+  // largest share times 4 (each layer's counts are the recorded choices).
+  CHECK(aux.item<double>() >= 4.0 * (counts / rows).min().item<double>() - 1e-6);
+  CHECK(aux.item<double>() <= 4.0 * (counts / rows).max().item<double>() + 1e-6);
+  // The formula on statistics given by hand: two layers of 3 and 1 tokens, 2 experts.
+  const std::vector<model::RouterStats> hand = {{torch::tensor({2.0f, 1.0f}), torch::tensor({2.0f, 1.0f}), 3},
+                                                {torch::tensor({0.0f, 1.0f}), torch::tensor({0.25f, 0.75f}), 1}};
+  // counts (2, 2) / 4 = (0.5, 0.5); probabilities (2.25, 1.75) / 4; 2 x (0.5 x 0.5625 + 0.5 x 0.4375) = 1.
+  CHECK(model::load_balancing_loss(hand, 2).item<double>() == Approx(1.0));
+  aux.backward();
+  for (int64_t i = 0; i < 3; ++i) {
+    INFO("layer " << i);
+    const auto g = moes[static_cast<size_t>(i)]->router.grad();
+    REQUIRE(g.defined());
+    CHECK(g.abs().sum().item<double>() > 0);
+  }
+  {
+    torch::NoGradGuard no_grad;  // generation: no statistics
+    m->forward(ids);
+  }
+  CHECK_FALSE(m->take_router_aux_loss().defined());
+}
+
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
   using Catch::Matchers::Contains;
   auto load_error = [](model::ModelSpec spec, const std::string& dir) {
