@@ -33,8 +33,8 @@ Routing MoeImpl::route(const torch::Tensor& x) const {
   Routing r;
   r.logits = F::linear(x, router);  // (N, E)
   // The softmax in fp32, the top-k of its probabilities (transformers' TopKRouter).
-  const auto probs = torch::softmax(r.logits, -1, torch::kFloat32);
-  auto [top, experts] = probs.topk(top_k_, -1);
+  r.probs = torch::softmax(r.logits, -1, torch::kFloat32);
+  auto [top, experts] = r.probs.topk(top_k_, -1);
   if (renormalize_) top = top / top.sum(-1, /*keepdim=*/true);
   r.experts = experts;
   r.weights = top;
@@ -46,18 +46,15 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   const auto flat = x.reshape({-1, d_model_});  // (N, C)
   const Routing r = route(flat);
   if (record_) last_experts_ = r.experts.detach().clone();
+  // Each (token, slot) assignment, grouped by expert: one sort, one count per expert.
+  const auto assigned = r.experts.reshape({-1});  // (N k)
+  const auto per_expert = torch::bincount(assigned, {}, n_experts_);
   if (stats_ && torch::GradMode::is_enabled()) {  // training (or a test's backward), not generation
-    RouterStats st;
-    st.counts = torch::bincount(r.experts.reshape({-1}), {}, n_experts_).to(torch::kFloat32);
-    st.prob_sum = torch::softmax(r.logits, -1, torch::kFloat32).sum(0);
-    st.rows = flat.size(0);
-    stats_->push_back(std::move(st));
+    stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), r.probs.sum(0), flat.size(0)});
   }
-  // Each (token, slot) assignment, grouped by expert: one sort, one host read of the counts.
-  const auto assigned = r.experts.reshape({-1});                       // (N k)
   // optional<bool>: a plain `true` would pick the sort(dim, descending) overload.
   const auto order = std::get<1>(assigned.sort(std::optional<bool>(true), 0, false));  // by expert, then token
-  const auto counts = torch::bincount(assigned, {}, n_experts_).to(torch::kCPU);
+  const auto counts = per_expert.to(torch::kCPU);  // the one host read
   const auto tokens = order.div(top_k_, "floor");
   const auto weights = r.weights.reshape({-1}).index_select(0, order);  // fp32
   auto out = torch::zeros_like(flat);

@@ -37,6 +37,7 @@ torch::Tensor load_balancing_loss(const std::vector<RouterStats>& layers, int64_
 // Which experts each token goes to, and with what weight.
 struct Routing {
   torch::Tensor logits;   // (N, n_experts), the router's output in the activations' dtype
+  torch::Tensor probs;    // (N, n_experts) fp32, its softmax
   torch::Tensor experts;  // (N, k) int64, in descending router probability
   torch::Tensor weights;  // (N, k)
 };
