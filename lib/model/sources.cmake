@@ -1,5 +1,8 @@
 set(HFTRAIN_MODEL_CORE_SOURCES
   hf_config.cpp
+  hf_families.cpp
+  hf_rope.cpp
+  shape_overrides.cpp
   hf_modules.cpp
   safetensors_header.cpp
   spec.cpp)

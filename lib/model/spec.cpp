@@ -390,7 +390,7 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
                                     damaged);
       }
     }
-    // The limits of the model.* keys (config/keys.cpp): a model.json past them describes a model
+    // The limits of the model.* keys (config/keys_*.cpp): a model.json past them describes a model
     // that could never be allocated, refused before anything is.
     for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"n_layer", s.n_layer, 1024},
                                            {"n_head", s.n_head, 1024},
