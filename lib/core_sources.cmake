@@ -13,6 +13,10 @@ set(HFTRAIN_CORE_SOURCES
   config/emit.cpp
   config/interpolate.cpp
   config/keys.cpp
+  config/keys_data.cpp
+  config/keys_model.cpp
+  config/keys_run.cpp
+  config/keys_training.cpp
   config/node.cpp
   config/overrides.cpp
   config/recipe.cpp

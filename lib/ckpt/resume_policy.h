@@ -1,5 +1,5 @@
 // What resuming with a changed config means. Every key declares its resume class in the schema
-// (config/keys.cpp); this compares the checkpoint's config with the one asked for now and
+// (config/keys_*.cpp); this compares the checkpoint's config with the one asked for now and
 // applies the policy: safe changes go through, training changes go through with a note, data
 // order changes need --force, impossible changes are refused, each with the key,
 // both values and where the new value came from.

@@ -1,5 +1,5 @@
 // The resolved, validated configuration: plain structs, read once. Every field is declared in
-// the schema (keys.cpp) with its type, default, range and documentation; `hftrain config --schema`
+// the schema (keys_*.cpp) with its type, default, range and documentation; `hftrain config --schema`
 // prints them and README.md's config reference is generated from the same declarations.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace hftrain::config {
 
-// Enumerations mirror the allowed strings of their keys, in the same order (see keys.cpp).
+// Enumerations mirror the allowed strings of their keys, in the same order (see keys_*.cpp).
 enum class ModelArch { kGpt2, kLlama, kBert };
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)

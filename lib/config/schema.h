@@ -172,7 +172,7 @@ class Schema {
   ResumeChange section_resume_ = ResumeChange::kUnset;
 };
 
-// hftrain's schema (keys.cpp).
+// hftrain's schema (keys.cpp, its keys declared in keys_*.cpp).
 const Schema& product_schema();
 
 // The fields a data source mapping may set (kSourceList), in the order they are written.

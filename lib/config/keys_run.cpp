@@ -1,0 +1,115 @@
+// Config keys of checkpoint, distributed, peft and logging: how the run is carried out. Each key enters together with the code
+// that reads it (see keys.cpp).
+#include "config/keys.h"
+
+namespace hftrain::config {
+
+void add_run_keys(Schema& s) {
+  s.section("checkpoint", "When checkpoints are written, which are kept, and what a signal does.", ResumeChange::kSafe);
+  s.add("checkpoint.every_steps", Type::kInt, HFTRAIN_FIELD(checkpoint.every_steps))
+      .def("0").min(0).unit("steps").doc("Save a checkpoint every N steps; 0: no periodic saves.");
+  s.add("checkpoint.every_epoch", Type::kBool, HFTRAIN_FIELD(checkpoint.every_epoch))
+      .def("false").doc("Save a checkpoint when an epoch of training data is complete.");
+  s.add("checkpoint.at_end", Type::kBool, HFTRAIN_FIELD(checkpoint.at_end))
+      .def("true").doc("Save a checkpoint when training ends (the model alone always goes to final/).");
+  s.add("checkpoint.keep_last", Type::kInt, HFTRAIN_FIELD(checkpoint.keep_last))
+      .def("3").min(0).unit("checkpoints")
+      .doc("Keep the newest N checkpoints (by step); 0 keeps all. The newest and the best are never deleted.");
+  s.add("checkpoint.keep_best", Type::kBool, HFTRAIN_FIELD(checkpoint.keep_best))
+      .def("false").doc("Save on every new best eval loss and never delete that checkpoint (needs trainer.eval_every).");
+  s.add("checkpoint.shard_size", Type::kSize, HFTRAIN_FIELD(checkpoint.shard_size))
+      .def("5GB").min(1).unit("bytes")
+      .doc("Model weights above this size are split into safetensors shards with an index (Hugging Face layout).");
+  s.add("checkpoint.on_signal", Type::kChoice, HFTRAIN_FIELD(checkpoint.on_signal))
+      .choices({"save", "exit"}).def("save")
+      .doc("On SIGINT/SIGTERM: finish the step, then save a checkpoint (save) or not (exit).");
+  s.add("checkpoint.signal_exit_code", Type::kInt, HFTRAIN_FIELD(checkpoint.signal_exit_code))
+      .nullable().min(0).max(255).doc("Exit code after a signal; unset: 128 + the signal number.");
+  s.add("checkpoint.on_save_error", Type::kChoice, HFTRAIN_FIELD(checkpoint.on_save_error))
+      .choices({"stop", "continue"}).def("stop")
+      .doc("A save that fails (disk full, read-only): stop the run with exit 1, or log it and train on.");
+
+  s.section("distributed", "Multi-process training.", ResumeChange::kSafe);
+  s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))
+      .on_resume(ResumeChange::kTraining)
+      .choices({"ddp", "zero1", "zero2", "zero3", "hybrid"}).alias("fsdp", "zero3").def("ddp")
+      .doc("Sharding strategy: ddp (replicated), zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and "
+           "parameters, gathered per block; fsdp is an alias), hybrid (zero3 inside a node, replicated across nodes).");
+  s.add("distributed.backend", Type::kChoice, HFTRAIN_FIELD(distributed.backend))
+      .on_resume(ResumeChange::kSafe)
+      .choices({"auto", "nccl", "mpi"}).def("auto")
+      .doc("Communication backend; auto picks NCCL for CUDA, MPI for CPU.");
+  s.add("distributed.bucket_size", Type::kSize, HFTRAIN_FIELD(distributed.bucket_size))
+      .on_resume(ResumeChange::kSafe)
+      .def("25MiB").min(1).unit("bytes")
+      .doc("Gradients per all-reduce (ddp) or reduce-scatter (zero1/2/3) bucket, launched as soon as the bucket fills "
+           "during backward.");
+  s.add("distributed.cpu_offload", Type::kBool, HFTRAIN_FIELD(distributed.cpu_offload))
+      .on_resume(ResumeChange::kSafe)
+      .def("false")
+      .doc("Keep the optimizer state (and with zero3 the parameter shards) in pinned host memory; the update runs "
+           "on the CPU. Needs a zero strategy.");
+  s.add("distributed.reduce_dtype", Type::kChoice, HFTRAIN_FIELD(distributed.reduce_dtype))
+      .on_resume(ResumeChange::kTraining)
+      .choices({"fp32", "param"}).def("fp32")
+      .doc("Precision of gradient reduction: fp32, or the compute precision (trainer.precision) to halve traffic.");
+  s.add("distributed.timeout", Type::kDuration, HFTRAIN_FIELD(distributed.timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("10m").min(1).unit("seconds")
+      .doc("Longest wait for a collective during training steps; then the ranks that did not arrive are named and "
+           "every process exits.");
+  s.add("distributed.startup_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.startup_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("10m").min(1).unit("seconds").doc("The same budget for the rendezvous of all ranks at start-up.");
+  s.add("distributed.data_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.data_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("1h").min(1).unit("seconds")
+      .doc("The same budget while rank 0 prepares the data (tokenizing a corpus into the token cache).");
+  s.add("distributed.eval_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.eval_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("30m").min(1).unit("seconds").doc("The same budget during evaluation.");
+  s.add("distributed.checkpoint_timeout", Type::kDuration, HFTRAIN_FIELD(distributed.checkpoint_timeout))
+      .on_resume(ResumeChange::kSafe)
+      .def("30m").min(1).unit("seconds").doc("The same budget while a checkpoint is written.");
+
+  s.section("peft", "Parameter-efficient fine-tuning: LoRA adapters trained on a frozen base model, saved as the peft library saves them.",
+            ResumeChange::kImpossible);
+  s.add("peft.method", Type::kChoice, HFTRAIN_FIELD(peft.method))
+      .choices({"none", "lora"}).def("none")
+      .doc("none: train every weight; lora: freeze the base model and train low-rank adapters (peft.lora.*).");
+  s.add("peft.lora.r", Type::kInt, HFTRAIN_FIELD(peft.lora.r))
+      .def("8").min(1).max(65536).doc("LoRA rank: each adapted layer W gains B (out x r) A (r x in).");
+  s.add("peft.lora.alpha", Type::kFloat, HFTRAIN_FIELD(peft.lora.alpha))
+      .def("8").min(0).max(1e6).doc("LoRA scale numerator: the update is (alpha / r) B A x (peft's lora_alpha).");
+  s.add("peft.lora.dropout", Type::kFloat, HFTRAIN_FIELD(peft.lora.dropout))
+      .def("0.0").min(0).max(0.999).doc("Dropout on the adapters' input (peft's lora_dropout).");
+  s.add("peft.lora.target_modules", Type::kStringList, HFTRAIN_FIELD(peft.lora.target_modules))
+      .def("[]")
+      .doc("Hugging Face module names or globs to adapt (q_proj, v_proj, 'model.layers.*.mlp.*', c_attn); a name matches "
+           "the whole module name or its last parts, as in peft; ['all-linear']: every linear layer but the output "
+           "layer; []: peft's default for the architecture (q_proj and v_proj; c_attn for gpt2; query and value for bert).");
+  s.add("peft.lora.use_rslora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_rslora))
+      .def("false").doc("Rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r.");
+  s.add("peft.lora.use_dora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_dora))
+      .def("false")
+      .doc("DoRA (weight-decomposed LoRA, peft's use_dora): each adapted layer's output rows rescaled by a trained "
+           "magnitude over the norm of W + scale B A (the norm held constant in the backward, as peft does).");
+  s.add("peft.lora.init", Type::kChoice, HFTRAIN_FIELD(peft.lora.init))
+      .choices({"default", "gaussian"}).def("default")
+      .doc("Adapter A's initial values: default as peft (kaiming-uniform, bound 1/sqrt(in)), gaussian N(0, 1/r); B starts at 0.");
+  s.add("peft.modules_to_save", Type::kStringList, HFTRAIN_FIELD(peft.modules_to_save))
+      .def("[]").doc("Hugging Face modules trained in full next to the adapters and saved with them, e.g. ['lm_head'] or a classifier.");
+  s.add("peft.from", Type::kString, HFTRAIN_FIELD(peft.from))
+      .nullable().doc("Continue training a peft adapter directory (adapter_config.json + adapter_model.safetensors) on model.from.");
+  s.add("peft.quantize_base", Type::kChoice, HFTRAIN_FIELD(peft.quantize_base))
+      .choices({"none", "nf4", "int8"}).def("none")
+      .doc("QLoRA: keep the frozen base's linear layers quantized and dequantize them per product: nf4 as "
+           "bitsandbytes' 4-bit NormalFloat (blocks of 64, double-quantized scales), int8 as LLM.int8's row-wise "
+           "absmax; the output layer and embeddings stay as loaded. Needs peft.method=lora.");
+
+  s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
+  s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))
+      .choices({"debug", "info", "warn", "error"}).def("info").doc("Console and log-file verbosity.");
+}
+
+}  // namespace hftrain::config
