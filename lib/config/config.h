@@ -98,6 +98,7 @@ struct ModelConfig {
   std::optional<int64_t> expert_d_ff;             // llama, MoE: one expert's hidden size; unset: d_ff
   bool moe_renormalize = true;                    // llama, MoE: top-k weights rescaled to sum to 1
   int64_t moe_every = 1;                          // llama, MoE: layers N, 2N, ... (from 1) are MoE, the rest dense
+  int64_t shared_expert_d_ff = 0;                 // llama, MoE: a shared expert every token passes (Qwen2-MoE); 0: none
   double router_aux_loss_coef = 0;                // llama, MoE: weight of the load-balancing loss; 0: none
   double rope_theta = 0;                // llama
   std::optional<double> norm_eps;       // unset: 1e-5 (gpt2 LayerNorm), 1e-6 (llama RMSNorm)

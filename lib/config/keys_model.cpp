@@ -24,7 +24,7 @@ void add_model_keys(Schema& s) {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
            "trained for sequence classification on labelled data (data.label_field).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen3-MoE).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
@@ -84,7 +84,7 @@ void add_model_keys(Schema& s) {
       .doc("llama: RoPE base of the sliding layers, without RoPE scaling (Gemma 3's rope_local_base_freq); unset: they rotate as the global layers.");
   s.add("model.n_experts", Type::kInt, HFTRAIN_FIELD(model.n_experts))
       .def("0").min(0).max(1024)
-      .doc("llama: experts of a mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks model.experts_per_token of them per token; 0: a dense MLP.");
+      .doc("llama: experts of a mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE): a router picks model.experts_per_token of them per token; 0: a dense MLP.");
   s.add("model.experts_per_token", Type::kInt, HFTRAIN_FIELD(model.experts_per_token))
       .def("2").min(1).max(1024).doc("llama, MoE: experts each token is computed by (top-k of the router's softmax).");
   s.add("model.expert_d_ff", Type::kInt, HFTRAIN_FIELD(model.expert_d_ff))
@@ -94,6 +94,9 @@ void add_model_keys(Schema& s) {
   s.add("model.moe_every", Type::kInt, HFTRAIN_FIELD(model.moe_every))
       .def("1").min(1).max(1024)
       .doc("llama, MoE: layers N, 2N, ... (counting from 1) are mixtures of experts and the others dense MLPs of model.d_ff (Qwen3-MoE's decoder_sparse_step).");
+  s.add("model.shared_expert_d_ff", Type::kInt, HFTRAIN_FIELD(model.shared_expert_d_ff))
+      .def("0").min(0).max(1 << 22)
+      .doc("llama, MoE: hidden size of a shared expert that computes every token beside the routed ones, scaled by a sigmoid gate (Qwen2-MoE's shared_expert_intermediate_size); 0: none.");
   s.add("model.router_aux_loss_coef", Type::kFloat, HFTRAIN_FIELD(model.router_aux_loss_coef))
       .on_resume(ResumeChange::kTraining)
       .def("0.0").min(0).max(100)

@@ -140,6 +140,12 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "(`model.n_experts` is 0)",
               "unset model.router_aux_loss_coef, or set model.n_experts");
   }
+  if (c.model.shared_expert_d_ff > 0 && c.model.n_experts == 0) {
+    diags.add(from(tree, "model.shared_expert_d_ff"),
+              "`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
+              "experts (`model.n_experts` is 0)",
+              "unset model.shared_expert_d_ff, or set model.n_experts");
+  }
   if (c.model.router_aux_loss_coef > 0 && c.model.activation_checkpointing) {
     diags.add(from(tree, "model.router_aux_loss_coef"),
               "the load-balancing loss (`model.router_aux_loss_coef`) is not computed under activation checkpointing "

@@ -166,30 +166,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   return o_proj(y);
 }
 
-MlpImpl::MlpImpl(const ModelSpec& spec)
-    : gated_(spec.gated_mlp()), gelu_gate_(spec.activation == config::Activation::kGeluTanh), d_ff_(spec.d_ff) {
-  if (gated_) {
-    gate_up_proj = register_module(
-        "gate_up_proj", Dense(spec.d_model, 2 * spec.d_ff, spec.mlp_biases()));
-  } else {
-    up_proj = register_module("up_proj",
-                              Dense(spec.d_model, spec.d_ff, spec.mlp_biases()));
-  }
-  down_proj = register_module(
-      "down_proj", Dense(spec.d_ff, spec.d_model, spec.mlp_biases()));
-}
-
-torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  if (gated_) {
-    auto gu = gate_up_proj(x);  // (B, T, 2 d_ff)
-    const auto gate_up = gu.chunk(2, -1);  // one cat in the backward (see the attention's split)
-    const auto gate = gelu_gate_ ? F::gelu(gate_up[0], F::GELUFuncOptions().approximate("tanh")) : F::silu(gate_up[0]);
-    return down_proj(gate * gate_up[1]);
-  }
-  // GPT-2's "gelu_new" is the tanh approximation (as Gemma's gelu_pytorch_tanh).
-  return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
-}
-
 BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout) {
   const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset); };
   if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());

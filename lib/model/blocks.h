@@ -5,9 +5,10 @@
 #include <optional>
 
 #include <torch/nn/module.h>
-#include "model/dense.h"
 #include <torch/nn/pimpl.h>
 
+#include "model/dense.h"
+#include "model/mlp.h"
 #include "model/moe.h"
 #include "model/spec.h"
 
@@ -69,22 +70,6 @@ class AttentionImpl : public torch::nn::Module {
   double softcap_ = 0;
 };
 TORCH_MODULE(Attention);
-
-class MlpImpl : public torch::nn::Module {
- public:
-  explicit MlpImpl(const ModelSpec& spec);
-  torch::Tensor forward(const torch::Tensor& x);
-
-  Dense up_proj{nullptr};       // gpt2: C -> d_ff
-  Dense gate_up_proj{nullptr};  // llama: C -> 2 d_ff (gate, then up)
-  Dense down_proj{nullptr};
-
- private:
-  bool gated_;
-  bool gelu_gate_;  // GeGLU (Gemma) rather than SwiGLU
-  int64_t d_ff_;
-};
-TORCH_MODULE(Mlp);
 
 // Residual block: x + attn(norm(x)), then x + mlp(norm(x)) with pre-norms (GPT-2, Llama);
 // x + norm(attn(x)) with post-norms (OLMo 2); x + norm(attn(norm(x))) with both (Gemma 2).

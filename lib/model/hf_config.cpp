@@ -14,13 +14,15 @@ using config::AttentionBias;
 using config::ModelArch;
 using config::RopeType;
 
-// Mixtral's and Qwen3-MoE's experts: how many, top-k, their size, renormalisation, which layers.
+// Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts: how many, top-k, their size, renormalisation,
+// which layers, Qwen2-MoE's shared expert.
 void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
   const bool mixtral = family == LlamaFamily::kMixtral;
+  const bool qwen2 = family == LlamaFamily::kQwen2Moe;
   // transformers 5 writes num_local_experts for both; Qwen3-MoE's 4.x configs say num_experts.
-  s.n_experts = r.integer("num_local_experts", r.integer("num_experts", mixtral ? 8 : 128));
-  s.experts_per_token = r.integer("num_experts_per_tok", mixtral ? 2 : 8);
-  s.expert_d_ff = mixtral ? s.d_ff : r.integer("moe_intermediate_size", 768);
+  s.n_experts = r.integer("num_local_experts", r.integer("num_experts", mixtral ? 8 : qwen2 ? 60 : 128));
+  s.experts_per_token = r.integer("num_experts_per_tok", mixtral ? 2 : qwen2 ? 4 : 8);
+  s.expert_d_ff = mixtral ? s.d_ff : r.integer("moe_intermediate_size", qwen2 ? 1408 : 768);
   s.moe_renormalize = mixtral || r.flag("norm_topk_prob", false);
   s.moe_every = mixtral ? 1 : r.integer("decoder_sparse_step", 1);
   if (s.experts_per_token > s.n_experts) r.fail("`num_experts_per_tok` exceeds the number of experts");
@@ -30,14 +32,19 @@ void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
   // transformers adds router_aux_loss_coef x the load-balancing loss to the training loss only when
   // output_router_logits is on.
   s.router_aux_loss_coef = r.flag("output_router_logits", false) ? r.number("router_aux_loss_coef", 0.001) : 0.0;
-  r.unsupported_if(r.has("shared_expert_intermediate_size"), "shared experts");
+  if (qwen2) {
+    s.shared_expert_d_ff = r.integer("shared_expert_intermediate_size", 5632);
+  } else {
+    r.unsupported_if(r.has("shared_expert_intermediate_size"), "shared experts outside Qwen2-MoE");
+  }
 }
 
 // Which layers attend to a sliding window, as hftrain's pattern (ModelSpec::layer_slides): every
 // layer (Mistral, Phi-3), those layer_types names (transformers 5), Qwen2's layers from
 // max_window_layers on, or Gemma's alternation (every 2nd, every sliding_window_pattern-th layer
 // global). A list no pattern describes is refused.
-void read_sliding_window(const Reader& r, ModelSpec& s, LlamaFamily family) {
+void read_sliding_window(const Reader& r, ModelSpec& s, LlamaFamily moe_family) {
+  const LlamaFamily family = dense_block(moe_family);
   const bool qwen = family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3;
   const bool gemma = family == LlamaFamily::kGemma2 || family == LlamaFamily::kGemma3;
   if (family == LlamaFamily::kLlama || family == LlamaFamily::kOlmo2) return;  // no sliding layers
@@ -59,7 +66,9 @@ void read_sliding_window(const Reader& r, ModelSpec& s, LlamaFamily family) {
     const Json& m = r.has("max_window_layers") ? r.j.at("max_window_layers") : Json(28);
     if (!m.is_number_integer() || m.get<int64_t>() < 0) r.fail("`max_window_layers` is not a whole number of layers");
     const int64_t first = m.get<int64_t>();
-    for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = i >= first;
+    // Qwen2: the layers from max_window_layers on; Qwen2-MoE: the odd ones (from 1) below it.
+    const bool moe = moe_family == LlamaFamily::kQwen2Moe;
+    for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = moe ? (i + 1) % 2 != 0 && i < first : i >= first;
   } else if (gemma) {
     const int64_t every = family == LlamaFamily::kGemma2 ? 2 : r.integer("sliding_window_pattern", 6);
     for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = (i + 1) % every != 0;
@@ -161,6 +170,7 @@ ModelSpec read_llama(const Reader& r, LlamaFamily moe_family) {
       if (family == LlamaFamily::kGemma3) s.qk_norm = config::QkNorm::kHead;
       break;
     case LlamaFamily::kMixtral:  // never: read as their dense block (dense_block), experts after
+    case LlamaFamily::kQwen2Moe:
     case LlamaFamily::kQwen3Moe:
       break;
   }
@@ -170,7 +180,10 @@ ModelSpec read_llama(const Reader& r, LlamaFamily moe_family) {
   } else {
     read_rope(r, s);
   }
-  read_sliding_window(r, s, family);
+  if (moe_family == LlamaFamily::kQwen2Moe) {  // Qwen2-MoE's qkv_bias (on by default) for Qwen2's fixed ones
+    s.attention_bias = r.flag("qkv_bias", true) ? AttentionBias::kQkv : AttentionBias::kNone;
+  }
+  read_sliding_window(r, s, moe_family);
   if (moe_family != family) read_experts(r, s, moe_family);
   if (s.sliding_window == 0) s.rope_local_theta = 0;  // no sliding layers to rotate otherwise
   if (s.rope_local_theta == s.rope_theta && s.rope_scaling.type == RopeType::kDefault) s.rope_local_theta = 0;
@@ -320,7 +333,11 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
       j["num_local_experts"] = s.n_experts;
       j["num_experts_per_tok"] = s.experts_per_token;
       j["router_jitter_noise"] = 0.0;
-    } else if (family == LlamaFamily::kQwen3Moe) {
+    } else if (family == LlamaFamily::kQwen3Moe || family == LlamaFamily::kQwen2Moe) {
+      if (family == LlamaFamily::kQwen2Moe) {
+        j["qkv_bias"] = s.attention_biases() == AttentionBias::kQkv;
+        j["shared_expert_intermediate_size"] = s.shared_expert_d_ff;
+      }
       j["num_experts"] = s.n_experts;  // 4.x's name, and 5's num_local_experts
       j["num_local_experts"] = s.n_experts;
       j["num_experts_per_tok"] = s.experts_per_token;

@@ -5,8 +5,8 @@
 // Phi3ForCausalLM (fused tensors, partial rotary factor), Gemma2ForCausalLM and Gemma3ForCausalLM
 // ((1 + w) RMSNorms before and after each sublayer, GeGLU, scaled embeddings, soft-capping,
 // sliding layers alternating with global ones, Gemma 3's q/k norms and local RoPE base),
-// MixtralForCausalLM and Qwen3MoeForCausalLM (mixtures of experts, without the load-balancing
-// loss); any of them with a head_dim that is not hidden_size / num_attention_heads. Anything else
+// MixtralForCausalLM, Qwen2MoeForCausalLM (a shared expert) and Qwen3MoeForCausalLM (mixtures of
+// experts, with the load-balancing loss where output_router_logits is on); any of them with a head_dim that is not hidden_size / num_attention_heads. Anything else
 // is refused with what differs.
 #pragma once
 
@@ -32,6 +32,7 @@ struct HfTokenIds {
 // (without / with per-head q/k norms), Qwen3ForCausalLM with per-head q/k norms,
 // Olmo2ForCausalLM with post-norms and q/k norms over the projections, Phi3ForCausalLM with fused
 // projections, MixtralForCausalLM / Qwen3MoeForCausalLM for experts without / with q/k norms,
+// Qwen2MoeForCausalLM for experts with a shared expert,
 // Qwen2ForCausalLM when only the query/key/value projections have biases,
 // MistralForCausalLM for a Llama with a sliding window, else LlamaForCausalLM. RoPE scaling goes into rope_parameters
 // (transformers 5) and rope_scaling + rope_theta (4.x). spec_from_hf_config reads it back to

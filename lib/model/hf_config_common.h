@@ -17,8 +17,8 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kHint =
     "hftrain reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-    "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM configs (see README, Hugging Face "
-    "models)";
+    "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
+    "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM configs (see README, Hugging Face models)";
 
 // Reads the fields of one JSON object; `prefix` names nested objects in messages ("rope_parameters.").
 struct Reader {
@@ -76,11 +76,17 @@ struct Reader {
 // The shortest text that reads back as `v`.
 std::string number(double v);
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3, kMixtral, kQwen3Moe };
+enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3, kMixtral, kQwen2Moe, kQwen3Moe };
 
-// The dense family whose block a mixture-of-experts family keeps (Mixtral: Mistral's; Qwen3-MoE: Qwen3's).
+// The dense family whose block a mixture-of-experts family keeps (Mixtral: Mistral's; Qwen2-MoE:
+// Qwen2's; Qwen3-MoE: Qwen3's).
 inline LlamaFamily dense_block(LlamaFamily family) {
-  return family == LlamaFamily::kMixtral ? LlamaFamily::kMistral : family == LlamaFamily::kQwen3Moe ? LlamaFamily::kQwen3 : family;
+  switch (family) {
+    case LlamaFamily::kMixtral: return LlamaFamily::kMistral;
+    case LlamaFamily::kQwen2Moe: return LlamaFamily::kQwen2;
+    case LlamaFamily::kQwen3Moe: return LlamaFamily::kQwen3;
+    default: return family;
+  }
 }
 
 // The Llama-block families: <Name>ForCausalLM, <Name>Model or the model_type.

@@ -13,7 +13,8 @@ const FamilyName kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mi
                                 {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
                                 {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3},
                                 {"Gemma2", "gemma2", LlamaFamily::kGemma2}, {"Gemma3", "gemma3_text", LlamaFamily::kGemma3},
-                                {"Mixtral", "mixtral", LlamaFamily::kMixtral}, {"Qwen3Moe", "qwen3_moe", LlamaFamily::kQwen3Moe}};
+                                {"Mixtral", "mixtral", LlamaFamily::kMixtral}, {"Qwen2Moe", "qwen2_moe", LlamaFamily::kQwen2Moe},
+                                {"Qwen3Moe", "qwen3_moe", LlamaFamily::kQwen3Moe}};
 
 }  // namespace
 
@@ -41,21 +42,25 @@ const FamilyName* find_family(const std::string& arch) {
 LlamaFamily export_family(const ModelSpec& s) {
   if (s.n_experts > 0) {
     const bool qwen = s.qk_norm == config::QkNorm::kHead;
+    const bool shared = s.shared_expert_d_ff > 0;
     const bool block_fits = s.norm_placement == config::NormPlacement::kPre && !s.fused_projections &&
                             s.partial_rotary_factor == 1.0 && !s.mlp_biases() && !s.norm_unit_offset &&
                             !s.scale_embeddings && s.activation == config::Activation::kSilu &&
                             s.attn_logit_softcapping == 0 && s.final_logit_softcapping == 0 &&
                             s.query_pre_attn_scalar == 0 && s.rope_local_theta == 0;
-    const bool mixtral = !qwen && s.qk_norm == config::QkNorm::kNone && s.attention_biases() == AttentionBias::kNone &&
-                         s.moe_renormalize && s.moe_every == 1 && s.sliding_window_pattern == 0;
-    const bool qwen3_moe = qwen && s.attention_biases() != AttentionBias::kQkv;
-    if (!block_fits || !(mixtral || qwen3_moe)) {
+    const bool mixtral = !qwen && !shared && s.qk_norm == config::QkNorm::kNone &&
+                         s.attention_biases() == AttentionBias::kNone && s.moe_renormalize && s.moe_every == 1 &&
+                         s.sliding_window_pattern == 0;
+    const bool qwen2_moe = shared && s.qk_norm == config::QkNorm::kNone && s.attention_biases() != AttentionBias::kAll;
+    const bool qwen3_moe = qwen && !shared && s.attention_biases() != AttentionBias::kQkv;
+    if (!block_fits || !(mixtral || qwen2_moe || qwen3_moe)) {
       no_family("this mixture of experts: Mixtral's is Mistral's block with every layer MoE and renormalised "
-                "weights, Qwen3-MoE's is Qwen3's (model.qk_norm=head)",
-                "export MoE models shaped as Mixtral (no biases, model.moe_every=1, model.moe_renormalize=true) or "
-                "Qwen3-MoE (model.qk_norm=head)");
+                "weights, Qwen2-MoE's is Qwen2's with a shared expert (model.shared_expert_d_ff), Qwen3-MoE's is "
+                "Qwen3's (model.qk_norm=head) without one",
+                "export MoE models shaped as Mixtral (no biases, model.moe_every=1, model.moe_renormalize=true), "
+                "Qwen2-MoE (a shared expert, attention_bias none or qkv) or Qwen3-MoE (model.qk_norm=head)");
     }
-    return qwen ? LlamaFamily::kQwen3Moe : LlamaFamily::kMixtral;
+    return qwen2_moe ? LlamaFamily::kQwen2Moe : qwen ? LlamaFamily::kQwen3Moe : LlamaFamily::kMixtral;
   }
   const bool biases_none_or_all = s.attention_biases() != AttentionBias::kQkv && !s.mlp_biases();
   const bool gemma_options = s.norm_unit_offset || s.scale_embeddings || s.activation != config::Activation::kSilu ||

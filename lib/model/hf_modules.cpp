@@ -77,9 +77,11 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
       m[l + "attn.k_norm.weight"] = {{a + "k_norm.weight"}};
     }
     if (s.layer_is_moe(i)) {
-      // Qwen3-MoE (Qwen3's block): mlp.gate, mlp.experts.E.{gate,up,down}_proj; Mixtral (Mistral's):
-      // block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}. Each expert's rows stacked.
-      const bool qwen = s.qk_norm == config::QkNorm::kHead;
+      // Qwen2-MoE and Qwen3-MoE: mlp.gate, mlp.experts.E.{gate,up,down}_proj (Qwen2-MoE's shared
+      // expert: mlp.shared_expert.{gate,up,down}_proj, mlp.shared_expert_gate); Mixtral (Mistral's
+      // block, no q/k norms, no shared expert): block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}.
+      // Each expert's rows stacked.
+      const bool qwen = s.qk_norm == config::QkNorm::kHead || s.shared_expert_d_ff > 0;
       const std::string moe = h + (qwen ? "mlp." : "block_sparse_moe.");
       HfSource gate_up{{}, false, {}}, down{{}, false, {}};
       for (int64_t e = 0; e < s.n_experts; ++e) {
@@ -93,6 +95,14 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
       m[l + "moe.router"] = {{moe + "gate.weight"}};
       m[l + "moe.experts_gate_up"] = gate_up;
       m[l + "moe.experts_down"] = down;
+      if (s.shared_expert_d_ff > 0) {
+        const std::string x = moe + "shared_expert.";
+        m[l + "moe.shared.gate_up_proj.weight"] = {{x + "gate_proj.weight", x + "up_proj.weight"},
+                                                   false,
+                                                   {s.shared_expert_d_ff, s.shared_expert_d_ff}};
+        m[l + "moe.shared.down_proj.weight"] = {{x + "down_proj.weight"}};
+        m[l + "moe.shared_gate.weight"] = {{moe + "shared_expert_gate.weight"}};
+      }
       continue;
     }
     for (const std::string kind : {"weight", "bias"}) {
@@ -143,12 +153,15 @@ std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
     if (!param.ends_with(".weight") || util::starts_with(param, "embed_") || param.find("norm.") != std::string::npos)
       continue;
     const std::string dense = param.substr(0, param.size() - std::string(".weight").size());
+    const bool shared = param.ends_with("moe.shared.gate_up_proj.weight") || param.ends_with("moe.shared.down_proj.weight");
+    const int64_t d_ff = shared ? spec.shared_expert_d_ff : spec.d_ff;  // the shared expert's, or the dense MLP's
     int64_t in = spec.d_model;
-    if (param.ends_with("mlp.down_proj.weight")) in = spec.d_ff;
+    if (param.ends_with(".down_proj.weight")) in = d_ff;
     if (param.ends_with("attn.o_proj.weight")) in = spec.n_head * spec.head_dim();
     int64_t out_rows_total = 0;
     if (param.ends_with("attn.qkv_proj.weight")) out_rows_total = (spec.n_head + 2 * spec.n_kv_head) * spec.head_dim();
-    else if (param.ends_with("mlp.gate_up_proj.weight")) out_rows_total = 2 * spec.d_ff;
+    else if (param.ends_with(".gate_up_proj.weight")) out_rows_total = 2 * d_ff;
+    else if (param.ends_with("moe.shared_gate.weight")) out_rows_total = 1;
     else if (param.ends_with("mlp.up_proj.weight")) out_rows_total = spec.d_ff;
     else if (param.ends_with("lm_head.weight")) out_rows_total = spec.vocab_size;
     else out_rows_total = spec.d_model;  // o_proj, down_proj

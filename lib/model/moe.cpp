@@ -27,6 +27,10 @@ MoeImpl::MoeImpl(const ModelSpec& spec)
   router = register_parameter("router", torch::zeros({n_experts_, d_model_}));
   experts_gate_up = register_parameter("experts_gate_up", torch::zeros({n_experts_ * 2 * d_ff_, d_model_}));
   experts_down = register_parameter("experts_down", torch::zeros({n_experts_ * d_model_, d_ff_}));
+  if (spec.shared_expert_d_ff > 0) {
+    shared = register_module("shared", Mlp(spec, spec.shared_expert_d_ff));
+    shared_gate = register_module("shared_gate", Dense(d_model_, 1, /*bias=*/false));
+  }
 }
 
 Routing MoeImpl::route(const torch::Tensor& x) const {
@@ -73,6 +77,7 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
     out.index_add_(0, rows, y);
     start += n;
   }
+  if (shared) out = out + torch::sigmoid(shared_gate(flat)) * shared(flat);  // as transformers adds it
   return out.view(shape);
 }
 

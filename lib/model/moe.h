@@ -1,6 +1,7 @@
-// A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores the experts for each token, the
-// top experts_per_token of its softmax compute the token (their weights renormalised to sum to 1
-// where the spec says), and the outputs are summed by those weights.
+// A mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE): a router scores the experts for each
+// token, the top experts_per_token of its softmax compute the token (their weights renormalised to
+// sum to 1 where the spec says), and the outputs are summed by those weights. With a shared expert
+// (Qwen2-MoE) every token also passes one gated MLP, scaled by sigmoid(shared_gate(x)), added.
 //
 // Experts are computed grouped: the tokens are sorted by expert once, and each expert runs one
 // gated-MLP matmul pair over all of its tokens (as transformers' experts loop over the experts they
@@ -9,6 +10,8 @@
 //   layers.N.moe.router           (n_experts, d_model)
 //   layers.N.moe.experts_gate_up  (n_experts x 2 expert_d_ff, d_model): each expert's gate then up rows
 //   layers.N.moe.experts_down     (n_experts x d_model, expert_d_ff)
+// The shared expert is an ordinary MLP and a (1, d_model) Dense layer, which LoRA can adapt:
+//   layers.N.moe.shared.{gate_up_proj,down_proj}, layers.N.moe.shared_gate
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "model/dense.h"
+#include "model/mlp.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
@@ -59,6 +64,8 @@ class MoeImpl : public torch::nn::Module {
   torch::Tensor router;
   torch::Tensor experts_gate_up;
   torch::Tensor experts_down;
+  Mlp shared{nullptr};  // the shared expert and its gate (Qwen2-MoE), or unset
+  Dense shared_gate{nullptr};
 
  private:
   int64_t n_experts_, top_k_, d_ff_, d_model_;

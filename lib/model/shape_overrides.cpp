@@ -41,6 +41,7 @@ std::string shape_overrides(const ModelSpec& s) {
            std::to_string(s.experts_per_token) + " model.expert_d_ff=" + std::to_string(s.expert_d_ff) +
            " model.moe_renormalize=" + (s.moe_renormalize ? "true" : "false") +
            " model.moe_every=" + std::to_string(s.moe_every) +
+           " model.shared_expert_d_ff=" + std::to_string(s.shared_expert_d_ff) +
            " model.router_aux_loss_coef=" + number(s.router_aux_loss_coef);
   }
   out += " model.rope_theta=" + number(s.rope_theta);

@@ -8,6 +8,7 @@ set(HFTRAIN_MODEL_CORE_SOURCES
   spec.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
   blocks.cpp
+  mlp.cpp
   moe.cpp
   document_mask.cpp
   hf_export.cpp

@@ -144,6 +144,7 @@ bool ModelSpec::same_shape(const ModelSpec& o) const {
          sliding_window_pattern == o.sliding_window_pattern && rope_local_theta == o.rope_local_theta &&
          n_experts == o.n_experts && experts_per_token == o.experts_per_token && expert_d_ff == o.expert_d_ff &&
          moe_renormalize == o.moe_renormalize && moe_every == o.moe_every &&
+         shared_expert_d_ff == o.shared_expert_d_ff &&
          (arch == ModelArch::kGpt2 ||
           (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
 }
@@ -189,6 +190,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
     s.expert_d_ff = c.expert_d_ff.value_or(s.d_ff);
     s.moe_renormalize = c.moe_renormalize;
     s.moe_every = c.moe_every;
+    s.shared_expert_d_ff = c.shared_expert_d_ff;
     s.router_aux_loss_coef = c.router_aux_loss_coef;
   }
   if (s.n_experts > 0 && s.mlp_biases()) {
@@ -280,6 +282,7 @@ std::string ModelSpec::to_json() const {
                            {"expert_d_ff", expert_d_ff},
                            {"moe_renormalize", moe_renormalize},
                            {"moe_every", moe_every},
+                           {"shared_expert_d_ff", shared_expert_d_ff},
                            {"router_aux_loss_coef", router_aux_loss_coef}};
   return j.dump(2) + "\n";
 }
@@ -375,10 +378,13 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
       s.expert_d_ff = j.value("expert_d_ff", int64_t{0});
       s.moe_renormalize = j.value("moe_renormalize", true);
       s.moe_every = j.value("moe_every", int64_t{1});
+      s.shared_expert_d_ff = j.value("shared_expert_d_ff", int64_t{0});
       s.router_aux_loss_coef = j.value("router_aux_loss_coef", 0.0);
       if (s.n_experts < 0 || s.n_experts > 1024 || !(s.router_aux_loss_coef >= 0) ||
           (s.n_experts > 0 && (s.experts_per_token < 1 || s.experts_per_token > s.n_experts || s.expert_d_ff < 1 ||
-                               s.expert_d_ff > (int64_t{1} << 22) || s.moe_every < 1))) {
+                               s.expert_d_ff > (int64_t{1} << 22) || s.moe_every < 1)) ||
+          s.shared_expert_d_ff < 0 || s.shared_expert_d_ff > (int64_t{1} << 22) ||
+          (s.n_experts == 0 && s.shared_expert_d_ff != 0)) {
         throw util::CheckpointError(source + ": inconsistent mixture-of-experts fields", damaged);
       }
       const bool sliding_fits = s.sliding_window > 0 || (s.sliding_window_pattern == 0 && s.rope_local_theta == 0);
@@ -446,7 +452,8 @@ int64_t ModelSpec::layer_parameter_count(int64_t layer) const {
   const int64_t qkv_out = (n_head + 2 * n_kv_head) * hd;
   const int64_t attention = d * qkv_out + (qkv_bias() ? qkv_out : 0) + n_head * hd * d + (o_bias() ? d : 0);
   const int64_t up_out = gated_mlp() ? 2 * d_ff : d_ff;
-  const int64_t mlp = layer_is_moe(layer) ? n_experts * d + n_experts * 3 * d * expert_d_ff  // router, experts
+  const int64_t shared = shared_expert_d_ff > 0 ? 3 * d * shared_expert_d_ff + d : 0;  // its MLP and gate
+  const int64_t mlp = layer_is_moe(layer) ? n_experts * d + n_experts * 3 * d * expert_d_ff + shared  // router, experts
                                           : d * up_out + d_ff * d + (mlp_biases() ? up_out + d : 0);
   const int64_t qk_norm_weights = qk_norm == config::QkNorm::kHead         ? 2 * hd
                                   : qk_norm == config::QkNorm::kProjection ? (n_head + n_kv_head) * hd

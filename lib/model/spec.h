@@ -79,6 +79,7 @@ struct ModelSpec {
   int64_t expert_d_ff = 0;
   bool moe_renormalize = true;
   int64_t moe_every = 1;
+  int64_t shared_expert_d_ff = 0;  // a gated MLP every token passes, scaled by sigmoid(gate . x) (Qwen2-MoE); 0: none
   double router_aux_loss_coef = 0;  // training adds this x the load-balancing loss (not a shape)
 
   // The family's choices (what makes GPT-2 GPT-2 and Llama Llama).

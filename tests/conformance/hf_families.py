@@ -6,7 +6,8 @@ the projections, tied and untied, biases, head_dim), Phi-3 (fused qkv_proj and g
 Phi-4-mini's partial rotary factor and LongRoPE), Gemma 2 ((1 + w) sandwich norms, GeGLU, scaled embeddings,
 attention and final soft-capping, alternating sliding layers, query_pre_attn_scalar), Gemma 3
 (q/k norms, the sliding layers' own RoPE base beside a scaled global one) and the mixtures of
-experts Mixtral and Qwen3-MoE (router, top-k with and without renormalising, dense layers between).
+experts Mixtral, Qwen2-MoE and Qwen3-MoE (router, top-k with and without renormalising, dense layers between,
+Qwen2-MoE's shared expert).
 
 For each: save_pretrained with every parameter perturbed -> hftrain reads the directory ->
   1. logits, loss and every gradient equal transformers' (1e-5 / 1e-4, as hf_decoders.py);
@@ -33,7 +34,8 @@ import torch
 from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig,
                           LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig,
                           MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeConfig,
+                          Qwen3MoeForCausalLM)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_decoders  # noqa: E402  (compare, perturb, check and the failures they collect)
@@ -140,6 +142,23 @@ CASES = {
                                                                   moe_intermediate_size=16, norm_topk_prob=True,
                                                                   decoder_sparse_step=2, tie_word_embeddings=True),
                               "Qwen3MoeForCausalLM"),
+    # Qwen2-MoE: Qwen2's block (query/key/value biases) with a shared expert beside the routed ones,
+    # scaled by a sigmoid gate; then with those biases off, dense layers between, sliding windows on
+    # the odd layers (transformers' Qwen2-MoE pattern) and the load-balancing loss.
+    "qwen2-moe-shared": (Qwen2MoeForCausalLM, Qwen2MoeConfig(**SMALL, num_experts=8, num_experts_per_tok=2,
+                                                             moe_intermediate_size=20,
+                                                             shared_expert_intermediate_size=28, norm_topk_prob=False,
+                                                             tie_word_embeddings=False),
+                         "Qwen2MoeForCausalLM"),
+    "qwen2-moe-sliding-aux": (Qwen2MoeForCausalLM, Qwen2MoeConfig(**dict(SMALL, num_hidden_layers=4), num_experts=4,
+                                                                  num_experts_per_tok=2, moe_intermediate_size=16,
+                                                                  shared_expert_intermediate_size=12,
+                                                                  norm_topk_prob=True, qkv_bias=False,
+                                                                  decoder_sparse_step=2, use_sliding_window=True,
+                                                                  sliding_window=5, max_window_layers=4,
+                                                                  output_router_logits=True, router_aux_loss_coef=0.3,
+                                                                  tie_word_embeddings=True),
+                              "Qwen2MoeForCausalLM"),
 }
 
 REFUSED = {
@@ -282,7 +301,7 @@ def main():
     if hf_decoders.failures:
         print(f"{len(hf_decoders.failures)} failures", file=sys.stderr)
         return 1
-    print("ok: explicit head_dim, sliding windows, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral and Qwen3-MoE equal "
+    print("ok: explicit head_dim, sliding windows, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE and Qwen3-MoE equal "
           "transformers (logits, gradients, training, export)")
     return 0
 

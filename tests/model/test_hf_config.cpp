@@ -257,7 +257,7 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
   // What hftrain does not compute: jitter, dense layers listed, shared experts.
   for (const auto& [extra, needle] :
        std::vector<std::pair<std::string, std::string>>{{R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
-                                                        {R"(, "shared_expert_intermediate_size": 16)", "shared experts"},
+                                                        {R"(, "shared_expert_intermediate_size": 16)", "shared experts outside Qwen2-MoE"},
                                                         {R"(, "num_experts": 2, "num_experts_per_tok": 4)", "num_experts_per_tok"}}) {
     CHECK_THAT(error(family("Qwen3MoeForCausalLM", extra)), Contains(needle));
   }
@@ -269,6 +269,59 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
   auto stepped = mixtral;
   stepped.moe_every = 2;
   CHECK_THROWS_AS(model::hf_config_json(stepped, {}), util::UsageError);
+}
+
+TEST_CASE("Qwen2-MoE configs: the shared expert, qkv_bias, its sliding layers, and what is refused", "[model][hf]") {
+  const auto q = read(family("Qwen2MoeForCausalLM", R"(, "num_experts": 8, "num_experts_per_tok": 2,
+                                                     "moe_intermediate_size": 12, "shared_expert_intermediate_size": 20)"));
+  CHECK((q.n_experts == 8 && q.experts_per_token == 2 && q.expert_d_ff == 12 && q.shared_expert_d_ff == 20));
+  CHECK_FALSE(q.moe_renormalize);
+  CHECK(q.attention_biases() == AttentionBias::kQkv);  // qkv_bias defaults on
+  CHECK(q.qk_norm == config::QkNorm::kNone);
+  const auto sources = model::hf_sources(q);
+  CHECK(sources.at("layers.0.moe.router").names[0] == "layers.0.mlp.gate.weight");
+  CHECK(sources.at("layers.0.moe.shared.gate_up_proj.weight").names ==
+        std::vector<std::string>{"layers.0.mlp.shared_expert.gate_proj.weight", "layers.0.mlp.shared_expert.up_proj.weight"});
+  CHECK(sources.at("layers.1.moe.shared_gate.weight").names[0] == "layers.1.mlp.shared_expert_gate.weight");
+  // LoRA can target the shared expert's linear layers, with their own sizes.
+  bool found_down = false, found_gate = false;
+  for (const auto& l : model::hf_linear_modules(q)) {
+    if (l.name == "model.layers.0.mlp.shared_expert.down_proj") found_down = l.in_features == 20 && l.rows == 32;
+    if (l.name == "model.layers.0.mlp.shared_expert_gate") found_gate = l.rows == 1 && l.in_features == 32;
+  }
+  CHECK((found_down && found_gate));
+  // The shared expert's MLP and gate count in the parameters, and among those every token uses.
+  auto no_shared = q;
+  no_shared.shared_expert_d_ff = 0;
+  const int64_t shared = 2 * (3 * 32 * 20 + 32);
+  CHECK(q.parameter_count() - no_shared.parameter_count() == shared);
+  CHECK(q.active_parameter_count() - no_shared.active_parameter_count() == shared);
+  CHECK_THAT(model::shape_overrides(q), Contains("model.shared_expert_d_ff=20"));
+  // Written back as Qwen2-MoE and read to the same spec, also without the biases.
+  const std::string json = model::hf_config_json(q, {});
+  CHECK_THAT(json, Contains("\"Qwen2MoeForCausalLM\"") && Contains("\"shared_expert_intermediate_size\": 20") &&
+                       Contains("\"qkv_bias\": true"));
+  CHECK(read(json).same_shape(q));
+  CHECK(model::ModelSpec::from_json(q.to_json(), "model.json").same_shape(q));
+  const auto unbiased = read(family("Qwen2MoeForCausalLM", R"(, "qkv_bias": false, "num_experts": 4,
+                                                            "num_experts_per_tok": 2, "decoder_sparse_step": 2)"));
+  CHECK(unbiased.attention_biases() == AttentionBias::kNone);
+  CHECK(unbiased.shared_expert_d_ff == 5632);  // transformers' default
+  CHECK(read(model::hf_config_json(unbiased, {})).same_shape(unbiased));
+  // Sliding windows on the odd layers (from 1) below max_window_layers: every 2nd layer global.
+  const auto sliding = read(family("Qwen2MoeForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 5,
+                                                           "max_window_layers": 2, "num_experts": 4, "num_experts_per_tok": 2)"));
+  CHECK((sliding.sliding_window == 5 && sliding.sliding_window_pattern == 2));
+  CHECK(read(model::hf_config_json(sliding, {})).same_shape(sliding));
+  // No class holds a shared expert with q/k norms (Qwen3-MoE has none) or with all attention biases.
+  auto normed = q;
+  normed.qk_norm = config::QkNorm::kHead;
+  CHECK_THROWS_WITH(model::hf_config_json(normed, {}), Contains("this mixture of experts"));
+  auto all_biases = q;
+  all_biases.attention_bias = AttentionBias::kAll;
+  CHECK_THROWS_AS(model::hf_config_json(all_biases, {}), util::UsageError);
+  CHECK_THAT(error(family("Qwen2MoeForCausalLM", R"(, "shared_expert_intermediate_size": 0)")),
+             Contains("shared_expert_intermediate_size"));
 }
 
 TEST_CASE("Gemma 2 and Gemma 3 configs: the block's options, defaults, and what no class holds", "[model][hf]") {
@@ -418,6 +471,10 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
   CHECK_THAT(config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
              Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.shared_expert_d_ff=16"}),
+             Contains("`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
+                      "experts"));
+  CHECK(config_error({"model.arch=llama", "model.n_experts=4", "model.shared_expert_d_ff=16"}) == "no error");
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.router_aux_loss_coef=0.01",
                            "model.activation_checkpointing=true"}),
              Contains("not computed under activation checkpointing"));

@@ -254,6 +254,36 @@ TEST_CASE("mixture of experts: routing and grouped experts equal the per-token s
   }
 }
 
+// Qwen2-MoE's shared expert: every token also passes one gated MLP of its own size, scaled by
+// sigmoid(shared_gate . x), added to the routed experts' sum.
+TEST_CASE("mixture of experts: a shared expert adds its sigmoid-gated MLP to every token", "[model]") {
+  auto spec = tiny_llama();
+  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 12, spec.shared_expert_d_ff = 20;
+  torch::manual_seed(3);
+  model::Moe moe(spec);
+  REQUIRE(moe->shared);
+  CHECK(moe->shared->gate_up_proj->weight.sizes() == torch::IntArrayRef{40, 32});
+  CHECK(moe->shared->down_proj->weight.sizes() == torch::IntArrayRef{32, 20});
+  CHECK(moe->shared_gate->weight.sizes() == torch::IntArrayRef{1, 32});
+  torch::NoGradGuard no_grad;
+  for (auto& p : moe->parameters()) p.copy_(torch::randn(p.sizes()) * 0.3);
+  const auto x = torch::randn({2, 5, 32});
+  const auto flat = x.reshape({-1, 32});
+  // The routed part alone: the same router and experts without the shared expert.
+  auto routed_spec = spec;
+  routed_spec.shared_expert_d_ff = 0;
+  model::Moe routed(routed_spec);
+  routed->router.copy_(moe->router);
+  routed->experts_gate_up.copy_(moe->experts_gate_up);
+  routed->experts_down.copy_(moe->experts_down);
+  const auto h = F::linear(flat, moe->shared->gate_up_proj->weight).chunk(2, -1);
+  const auto shared = F::linear(F::silu(h[0]) * h[1], moe->shared->down_proj->weight);
+  const auto gate = torch::sigmoid(F::linear(flat, moe->shared_gate->weight));  // (N, 1)
+  const auto expected = routed->forward(x).reshape({-1, 32}) + gate * shared;
+  CHECK(torch::allclose(moe->forward(x).reshape({-1, 32}), expected, 1e-5, 1e-6));
+  CHECK(spec.layer_parameter_count(0) == routed_spec.layer_parameter_count(0) + 3 * 32 * 20 + 32);
+}
+
 // transformers' load_balancing_loss_func over every MoE layer of a forward: E x sum_e f_e P_e with
 // f the share of top-k slots and P the mean router probability, both over all layers' tokens; its
 // gradient reaches every router; generation (no gradients) collects nothing.
