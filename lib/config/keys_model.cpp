@@ -21,8 +21,14 @@ void add_model_keys(Schema& s) {
   s.section("model", "The model: architecture family and shape, or a model directory to load.", ResumeChange::kImpossible);
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama", "bert"}).def("gpt2")
-      .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier, "
-           "trained for sequence classification on labelled data (data.label_field).");
+      .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier "
+           "(BERT's or RoBERTa's, model.encoder), trained for sequence classification on labelled data "
+           "(data.label_field).");
+  s.add("model.encoder", Type::kChoice, HFTRAIN_FIELD(model.encoder))
+      .choices({"bert", "roberta"}).def("bert")
+      .doc("bert: the encoder's family: bert (BertForSequenceClassification: positions from 0, a pooler, a linear "
+           "classifier) or roberta (RobertaForSequenceClassification: positions counted from the padding id + 1 over "
+           "the non-padding tokens, a dense + tanh + linear head on the first token).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
       .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))

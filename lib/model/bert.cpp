@@ -95,22 +95,29 @@ TORCH_MODULE(BertLayer);
 
 BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
   spec.validate();
-  auto bert = level(*this, "bert");
+  const std::string prefix = spec.prefix();
+  auto bert = level(*this, prefix.substr(0, prefix.size() - 1));  // "bert" or "roberta"
   auto embeddings = level(*bert, "embeddings");
   auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
   if (spec.pad_token_id)
     word.padding_idx(*spec.pad_token_id);  // no gradient for the pad row, as in HF
   word_embeddings_ = embeddings->register_module("word_embeddings", torch::nn::Embedding(word));
-  position_embeddings_ = embeddings->register_module(
-      "position_embeddings", torch::nn::Embedding(spec.max_position_embeddings, spec.hidden_size));
+  auto positions = torch::nn::EmbeddingOptions(spec.max_position_embeddings, spec.hidden_size);
+  if (spec.roberta()) positions.padding_idx(*spec.pad_token_id);  // padding's position (RobertaEmbeddings)
+  position_embeddings_ = embeddings->register_module("position_embeddings", torch::nn::Embedding(positions));
   token_type_embeddings_ = embeddings->register_module(
       "token_type_embeddings", torch::nn::Embedding(spec.type_vocab_size, spec.hidden_size));
   embeddings_norm_ = layer_norm(*embeddings, spec);
   layers_ = level(*bert, "encoder")->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(BertLayer(spec));
-  pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
-  if (spec.with_classifier)
+  if (spec.has_pooler()) pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
+  if (spec.with_classifier && spec.roberta()) {  // RobertaClassificationHead
+    auto head = level(*this, "classifier");
+    head_dense_ = dense(*head, "dense", spec.hidden_size, spec.hidden_size);
+    classifier_ = dense(*head, "out_proj", spec.hidden_size, spec.num_labels);
+  } else if (spec.with_classifier) {
     classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
+  }
 
   // transformers' _init_weights: N(0, std) for Linear weights and embeddings, zero biases, the
   // padding row zero; LayerNorms keep their ones and zeros.
@@ -125,20 +132,31 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
     }
   }
   if (spec.pad_token_id) word_embeddings_->weight[*spec.pad_token_id].zero_();
+  if (spec.roberta()) position_embeddings_->weight[*spec.pad_token_id].zero_();
 }
 
 torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
                                      const torch::Tensor& token_type_ids) {
   const int64_t T = input_ids.size(1);
-  if (T > spec_.max_position_embeddings) {
+  if (T > spec_.max_tokens()) {
     throw util::UsageError(
-        "a sequence of " + std::to_string(T) + " tokens is longer than the BERT model's " +
-            std::to_string(spec_.max_position_embeddings) + " positions",
-        "truncate the inputs to max_position_embeddings (the data's max length)");
+        "a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
+            std::to_string(spec_.max_tokens()) + " positions",
+        "truncate the inputs to the model's positions (the data's max length)");
   }
   const auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
   auto x = word_embeddings_(input_ids) + token_type_embeddings_(types);  // HF's order of the sums
-  x = x + position_embeddings_(torch::arange(T, input_ids.options().dtype(torch::kInt64)));
+  torch::Tensor positions;
+  if (spec_.roberta()) {
+    // pad + 1, pad + 2, ... over the non-padding tokens; the padding tokens at pad (fairseq's
+    // make_positions, as RobertaEmbeddings computes them from the ids).
+    const int64_t pad = *spec_.pad_token_id;
+    const auto real = input_ids.ne(pad).to(torch::kInt64);
+    positions = real.cumsum(1) * real + pad;
+  } else {
+    positions = torch::arange(T, input_ids.options().dtype(torch::kInt64));
+  }
+  x = x + position_embeddings_(positions);
   return dropped_out(embeddings_norm_(x), spec_.hidden_dropout_prob, is_training());  // (B, T, C)
 }
 
@@ -165,7 +183,8 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
     }
     if (hooks_) x = hooks_->after_forward(i + 1, x);
   }
-  auto pooled = torch::tanh(pooler_(x.select(1, 0)));
+  torch::Tensor pooled;
+  if (pooler_) pooled = torch::tanh(pooler_(x.select(1, 0)));
   return {x, pooled};
 }
 
@@ -177,9 +196,13 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
         "this BERT model has no classifier (a BertModel); it computes encode(), not logits",
         "build it with with_classifier (BertForSequenceClassification) to classify");
   }
-  auto pooled = encode(input_ids, attention_mask, token_type_ids).pooled;
-  auto logits = classifier_(
-      dropped_out(pooled, spec_.classifier_dropout_prob(), is_training()));  // (B, num_labels)
+  const BertOutput encoded = encode(input_ids, attention_mask, token_type_ids);
+  const double p = spec_.classifier_dropout_prob();
+  torch::Tensor features = encoded.pooled;
+  if (head_dense_) {  // RoBERTa: dropout, dense, tanh on the first token (<s>), then dropout again
+    features = torch::tanh(head_dense_(dropped_out(encoded.last_hidden_state.select(1, 0), p, is_training())));
+  }
+  auto logits = classifier_(dropped_out(features, p, is_training()));  // (B, num_labels)
   return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 
@@ -193,7 +216,7 @@ std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_b
 ParameterUnits BertEncoderImpl::parameter_units() const {
   ParameterUnits units(static_cast<size_t>(spec_.num_hidden_layers) + 1);
   const auto params = parameters_by_name();
-  const std::string layer = "bert.encoder.layer.";
+  const std::string layer = spec_.prefix() + "encoder.layer.";
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     size_t unit = 0;

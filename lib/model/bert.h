@@ -17,6 +17,9 @@
 //   bert.pooler.dense.{weight,bias}, classifier.{weight,bias} (with_classifier only).
 // A BertModel (spec.with_classifier false) keeps the "bert." prefix here too, so both shapes share
 // their names; its Hugging Face files have no prefix, which bert_weights.h adds and strips.
+// RoBERTa (spec.family): the same layers under "roberta.", positions counted from the padding id
+// over the non-padding tokens, and RobertaForSequenceClassification's head without a pooler:
+// classifier.dense (tanh) and classifier.out_proj on the first token.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,8 @@ namespace hftrain::model {
 // What the encoder computes before the classifier (BertModel's outputs).
 struct BertOutput {
   torch::Tensor last_hidden_state;  // (B, T, C), padded positions included
-  torch::Tensor pooled;             // (B, C): tanh(pooler.dense(last_hidden_state[:, 0]))
+  torch::Tensor pooled;             // (B, C): tanh(pooler.dense(last_hidden_state[:, 0])); undefined
+                                    // without a pooler (RobertaForSequenceClassification)
 };
 
 class BertEncoderImpl : public torch::nn::Module {
@@ -82,8 +86,9 @@ class BertEncoderImpl : public torch::nn::Module {
   torch::nn::Embedding token_type_embeddings_{nullptr};
   torch::nn::LayerNorm embeddings_norm_{nullptr};
   torch::nn::ModuleList layers_{nullptr};  // bert.encoder.layer
-  Dense pooler_{nullptr};      // bert.pooler.dense
-  Dense classifier_{nullptr};  // classifier (with_classifier)
+  Dense pooler_{nullptr};      // bert.pooler.dense (has_pooler)
+  Dense head_dense_{nullptr};  // RoBERTa's classifier.dense
+  Dense classifier_{nullptr};  // classifier (with_classifier), RoBERTa's classifier.out_proj
 };
 TORCH_MODULE(BertEncoder);
 

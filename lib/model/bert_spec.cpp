@@ -17,9 +17,9 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kHint =
-    "hftrain reads BERT encoders: BertModel, BertForSequenceClassification (single-label), and the "
-    "encoder of "
-    "BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction";
+    "hftrain reads BERT and RoBERTa encoders: BertModel, BertForSequenceClassification (single-label), the "
+    "encoder of BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction; RobertaModel, "
+    "RobertaForSequenceClassification and the encoder of RobertaForMaskedLM";
 
 // One config.json object and where it came from; every accessor names the field when it fails.
 class Fields {
@@ -73,9 +73,14 @@ std::string architecture_of(const Json& j) {
   return "";
 }
 
-bool known_architecture(const std::string& arch) {
-  return std::any_of(std::begin(kBertArchitectures), std::end(kBertArchitectures),
-                     [&](const char* name) { return arch == name; });
+// The encoder family an architecture or model_type names, if one hftrain reads.
+std::optional<config::Encoder> family_of(const std::string& arch, const std::string& model_type) {
+  const auto in = [&](const auto& names) {
+    return std::any_of(std::begin(names), std::end(names), [&](const char* name) { return arch == name; });
+  };
+  if (arch.empty() ? model_type == "bert" : in(kBertArchitectures)) return config::Encoder::kBert;
+  if (arch.empty() ? model_type == "roberta" : in(kRobertaArchitectures)) return config::Encoder::kRoberta;
+  return std::nullopt;
 }
 
 BertActivation read_activation(const Fields& f) {
@@ -130,8 +135,9 @@ int64_t BertSpec::block_parameter_count() const {
 int64_t BertSpec::root_parameter_count() const {
   const int64_t c = hidden_size;
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
-  const int64_t pooler = c * c + c;
-  const int64_t classifier = with_classifier ? c * num_labels + num_labels : 0;
+  const int64_t pooler = has_pooler() ? c * c + c : 0;
+  // RoBERTa's head: a dense layer, then the output projection.
+  const int64_t classifier = with_classifier ? c * num_labels + num_labels + (roberta() ? c * c + c : 0) : 0;
   return embeddings + pooler + classifier;
 }
 
@@ -168,6 +174,8 @@ void BertSpec::validate() const {
   require(!pad_token_id || (*pad_token_id >= 0 && *pad_token_id < vocab_size),
           "pad_token_id " + std::to_string(pad_token_id.value_or(0)) +
               " is outside the vocabulary of " + std::to_string(vocab_size));
+  require(!roberta() || (pad_token_id && max_tokens() >= 1),
+          "RoBERTa counts positions from pad_token_id + 1: it needs a pad_token_id below max_position_embeddings - 1");
   require(
       !with_classifier || num_labels >= 2,
       "a classifier needs at least 2 labels (num_labels is " + std::to_string(num_labels) + ")");
@@ -194,9 +202,9 @@ bool is_bert_config(const std::string& json_text) {
   if (util::json_too_deep(json_text)) return false;  // not a config; its reader says why
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
-  if (j.contains("model_type") && j["model_type"] == "bert")
-    return true;  // refusals then name the BERT head
-  return known_architecture(architecture_of(j));
+  const std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+  if (type == "bert" || type == "roberta") return true;  // refusals then name the head
+  return family_of(architecture_of(j), "").has_value();
 }
 
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
@@ -206,12 +214,14 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
     throw util::CheckpointError(source + " is not a JSON object", "is it a config.json?");
   const Fields f(j, source);
   const std::string arch = architecture_of(j);
-  if (arch.empty() ? f.string("model_type", "") != "bert" : !known_architecture(arch)) {
+  const auto family = family_of(arch, f.string("model_type", ""));
+  if (!family) {
     const std::string named = !arch.empty() ? arch : f.string("model_type", "(none)");
-    f.fail("architecture `" + named + "` is not a BERT encoder hftrain reads");
+    f.fail("architecture `" + named + "` is not a BERT or RoBERTa encoder hftrain reads");
   }
   BertSpec s;
-  s.with_classifier = arch == "BertForSequenceClassification";
+  s.family = *family;
+  s.with_classifier = arch.ends_with("ForSequenceClassification");
   s.vocab_size = f.positive("vocab_size");
   s.hidden_size = f.positive("hidden_size");
   s.num_hidden_layers = f.positive("num_hidden_layers");
@@ -225,8 +235,8 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   s.attention_probs_dropout_prob = f.real("attention_probs_dropout_prob", 0.1);
   if (f.present("classifier_dropout")) s.classifier_dropout = f.real("classifier_dropout", 0.0);
   s.initializer_range = f.real("initializer_range", 0.02);
-  // BertConfig's default pad_token_id is 0; null means no padding token.
-  s.pad_token_id = int64_t{0};
+  // BertConfig's default pad_token_id is 0, RobertaConfig's 1; null means no padding token.
+  s.pad_token_id = int64_t{s.roberta() ? 1 : 0};
   if (j.contains("pad_token_id") && j["pad_token_id"].is_null()) {
     s.pad_token_id.reset();
   } else if (j.contains("pad_token_id")) {
@@ -245,6 +255,10 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
               "`add_cross_attention` is true (cross-attention layers)");
   if (s.hidden_size % s.num_attention_heads != 0)
     f.fail("`hidden_size` is not a multiple of `num_attention_heads`");
+  if (s.roberta() && (!s.pad_token_id || s.max_tokens() < 1)) {
+    f.fail("RoBERTa counts positions from `pad_token_id` + 1, so it needs a `pad_token_id` below "
+           "`max_position_embeddings` - 1");
+  }
 
   std::vector<std::string> labels = read_labels(f);
   s.num_labels = static_cast<int64_t>(labels.size());
@@ -282,9 +296,10 @@ std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& 
     labels[std::to_string(i)] = names[i];
     ids[names[i]] = i;
   }
+  const std::string name = s.roberta() ? "Roberta" : "Bert";
   OrderedJson j{
-      {"architectures", {s.with_classifier ? "BertForSequenceClassification" : "BertModel"}},
-      {"model_type", "bert"},
+      {"architectures", {name + (s.with_classifier ? "ForSequenceClassification" : "Model")}},
+      {"model_type", s.roberta() ? "roberta" : "bert"},
       {"vocab_size", s.vocab_size},
       {"hidden_size", s.hidden_size},
       {"num_hidden_layers", s.num_hidden_layers},

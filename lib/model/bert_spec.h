@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace hftrain::model {
 
 // The intermediate (feed-forward) activation; config.json's hidden_act.
@@ -20,6 +22,11 @@ enum class BertActivation {
 // Hugging Face's BertConfig fields that change what the model computes, with its defaults
 // (bert-base-uncased's shape). Field names are config.json's.
 struct BertSpec {
+  // BERT, or RoBERTa (RobertaModel / RobertaForSequenceClassification): parameters under
+  // "roberta.", positions pad_token_id + 1, + 2, ... over the non-padding tokens (the position table
+  // has the padding row too), no pooler under the classifier, whose head is
+  // classifier.dense + tanh + classifier.out_proj on the first token.
+  config::Encoder family = config::Encoder::kBert;
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -42,6 +49,16 @@ struct BertSpec {
   double initializer_range = 0.02;  // N(0, initializer_range) for weights and embeddings
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  bool roberta() const { return family == config::Encoder::kRoberta; }
+  // "bert." or "roberta.": the prefix of the encoder's parameter names.
+  std::string prefix() const { return roberta() ? "roberta." : "bert."; }
+  // BertModel, BertForSequenceClassification and RobertaModel have a pooler;
+  // RobertaForSequenceClassification has none.
+  bool has_pooler() const { return !roberta() || !with_classifier; }
+  // The longest input: RoBERTa's positions start past the padding id.
+  int64_t max_tokens() const {
+    return roberta() ? max_position_embeddings - pad_token_id.value_or(0) - 1 : max_position_embeddings;
+  }
   double classifier_dropout_prob() const {
     return classifier_dropout.value_or(hidden_dropout_prob);
   }
@@ -59,8 +76,8 @@ struct BertSpec {
 // config.json's name of an activation ("gelu", "gelu_new", "relu").
 const char* bert_activation_name(BertActivation act);
 
-// True when the config.json text is a BERT model's: "model_type" is "bert" or "architectures" names
-// one of kBertArchitectures. For dispatching between the model families: bert_spec_from_hf_config
+// True when the config.json text is a BERT or RoBERTa model's: "model_type" is "bert" or "roberta",
+// or "architectures" names one of kBertArchitectures / kRobertaArchitectures. For dispatching between the model families: bert_spec_from_hf_config
 // then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
 bool is_bert_config(const std::string& json_text);
 // The architectures bert_spec_from_hf_config accepts. BertForSequenceClassification gives a spec
@@ -69,8 +86,10 @@ bool is_bert_config(const std::string& json_text);
 inline constexpr const char* kBertArchitectures[] = {"BertModel", "BertForSequenceClassification",
                                                      "BertForMaskedLM", "BertForPreTraining",
                                                      "BertForNextSentencePrediction"};
+inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "RobertaForSequenceClassification",
+                                                        "RobertaForMaskedLM"};
 
-// Reads a Hugging Face BERT config.json. num_labels is the size of id2label (transformers
+// Reads a Hugging Face BERT or RoBERTa config.json (RobertaConfig's defaults: pad_token_id 1). num_labels is the size of id2label (transformers
 // derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
 // id order ("LABEL_i" where the file has none). Throws CheckpointError naming `source` and the
 // field for a missing or malformed field, an architecture that is not a BERT encoder, or an
@@ -81,8 +100,9 @@ inline constexpr const char* kBertArchitectures[] = {"BertModel", "BertForSequen
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
                                   std::vector<std::string>* id2label = nullptr);
 
-// config.json for `spec`: BertForSequenceClassification with id2label / label2id from `id2label`
-// (num_labels names; empty: "LABEL_i"), or BertModel when !spec.with_classifier. Loads in
+// config.json for `spec`: BertForSequenceClassification (RobertaForSequenceClassification) with
+// id2label / label2id from `id2label` (num_labels names; empty: "LABEL_i"), or BertModel
+// (RobertaModel) when !spec.with_classifier. Loads in
 // transformers' AutoConfig / from_pretrained, and bert_spec_from_hf_config reads it back to `spec`.
 // Throws UsageError when id2label has the wrong size or a name twice (label2id would lose one).
 std::string bert_config_json(const BertSpec& spec, const std::vector<std::string>& id2label = {});

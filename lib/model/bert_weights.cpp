@@ -9,12 +9,11 @@
 namespace hftrain::model {
 namespace {
 
-constexpr std::string_view kPrefix = "bert.";
-
-// A stored name as our parameter names spell it, but without "bert.": the prefix stripped (either
-// layout loads) and TensorFlow's LayerNorm.gamma / beta renamed as transformers does.
-std::string normalised(std::string name) {
-  if (name.starts_with(kPrefix)) name.erase(0, kPrefix.size());
+// A stored name as our parameter names spell it, but without the prefix ("bert.", "roberta."):
+// the prefix stripped (either layout loads) and TensorFlow's LayerNorm.gamma / beta renamed as
+// transformers does.
+std::string normalised(std::string name, const std::string& prefix) {
+  if (name.starts_with(prefix)) name.erase(0, prefix.size());
   for (const auto& [from, to] : {std::pair{".LayerNorm.gamma", ".LayerNorm.weight"},
                                  std::pair{".LayerNorm.beta", ".LayerNorm.bias"}}) {
     if (name.ends_with(from))
@@ -23,42 +22,41 @@ std::string normalised(std::string name) {
   return name;
 }
 
-std::string unprefixed(const std::string& param) {
-  return param.starts_with(kPrefix) ? param.substr(kPrefix.size()) : param;
+std::string unprefixed(const std::string& param, const std::string& prefix) {
+  return param.starts_with(prefix) ? param.substr(prefix.size()) : param;
 }
 
-// Stored tensors transformers itself drops when it loads a BERT encoder or classifier: buffers and
-// pretraining heads, and a classifier the model has no place for.
-bool droppable(const std::string& name, bool with_classifier) {
-  return name == "embeddings.position_ids" || name == "embeddings.token_type_ids" ||
-         name.starts_with("cls.") || (!with_classifier && name.starts_with("classifier."));
-}
-
-// Parameter groups a checkpoint may lack as a whole: they then keep their initialisation.
-std::string optional_group(const std::string& param) {
-  for (const char* group : {"classifier.", "bert.pooler."}) {
-    if (param.starts_with(group)) return group;
-  }
-  return "";
+// Stored tensors transformers itself drops when it loads a BERT or RoBERTa encoder or classifier:
+// buffers and pretraining heads (BERT's cls.*, RoBERTa's lm_head.*), and a classifier or pooler
+// the model has no place for (RobertaForSequenceClassification has no pooler).
+bool droppable(const std::string& name, const BertSpec& spec) {
+  return name == "embeddings.position_ids" || name == "embeddings.token_type_ids" || name.starts_with("cls.") ||
+         name.starts_with("lm_head.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
+         (!spec.has_pooler() && name.starts_with("pooler."));
 }
 
 }  // namespace
 
 BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf) {
-  const bool with_classifier = model->spec().with_classifier;
+  const BertSpec& spec = model->spec();
+  const std::string prefix = spec.prefix();
   WeightRules rules;
-  rules.expected = "the BERT model its config describes";
+  rules.expected = std::string("the ") + (spec.roberta() ? "RoBERTa" : "BERT") + " model its config describes";
   rules.hint =
       "the weights and config.json come from different models, or the number of labels differs "
       "from the classifier's (check config.json and the data's labels)";
-  rules.key_of = normalised;
-  rules.pieces_of = [](const std::string& name, const torch::Tensor&) {
-    return std::vector<WeightPiece>{{unprefixed(name)}};
+  rules.key_of = [prefix](const std::string& name) { return normalised(name, prefix); };
+  rules.pieces_of = [prefix](const std::string& name, const torch::Tensor&) {
+    return std::vector<WeightPiece>{{unprefixed(name, prefix)}};
   };
-  rules.droppable = [with_classifier](const std::string& key) {
-    return droppable(key, with_classifier);
+  rules.droppable = [spec](const std::string& key) { return droppable(key, spec); };
+  // Parameter groups a checkpoint may lack as a whole: they then keep their initialisation.
+  rules.optional_group = [prefix](const std::string& param) -> std::string {
+    for (const std::string& group : {std::string("classifier."), prefix + "pooler."}) {
+      if (param.starts_with(group)) return group;
+    }
+    return "";
   };
-  rules.optional_group = optional_group;
   return load_weights(model->parameters_by_name(), hf, rules);
 }
 
@@ -68,10 +66,11 @@ BertLoadReport load_bert_weights(BertEncoder& model, const TensorList& hf) {
 
 TensorList to_hf_bert_weights(const BertEncoder& model) {
   const bool keep_prefix = model->spec().with_classifier;  // BertModel files have no "bert."
+  const std::string prefix = model->spec().prefix();
   TensorList out;
   torch::NoGradGuard no_grad;
   for (const auto& [name, param] : model->parameters_by_name()) {
-    out.emplace_back(keep_prefix ? name : unprefixed(name),
+    out.emplace_back(keep_prefix ? name : unprefixed(name, prefix),
                      param.detach().to(torch::kCPU, torch::kFloat32));
   }
   return out;

@@ -1,12 +1,13 @@
-// Hugging Face BERT weights onto hftrain's BertEncoder (bert.h) and back. The names are the same
-// on both sides but for the "bert." prefix: BertForSequenceClassification files have it, BertModel
-// files do not, and both load into either shape of the model. As transformers does when it loads a
+// Hugging Face BERT and RoBERTa weights onto hftrain's BertEncoder (bert.h) and back. The names
+// are the same on both sides but for the "bert." ("roberta.") prefix: BertForSequenceClassification
+// files have it, BertModel files do not, and both load into either shape of the model. As transformers does when it loads a
 // checkpoint into another head:
 //  - a classifier the files lack (a BertModel or BertForMaskedLM directory fine-tuned into a
 //    classifier) keeps its fresh initialisation, and so does a pooler the files lack
 //    (BertForMaskedLM saves none); both are reported, not refused;
 //  - pretraining heads (cls.predictions.*, cls.seq_relationship.* of BertForMaskedLM /
-//    BertForPreTraining), a classifier the model has no place for, and the buffers older files
+//    BertForPreTraining, lm_head.* of RobertaForMaskedLM), a classifier or a pooler the model has
+//    no place for (RobertaForSequenceClassification has no pooler), and the buffers older files
 //    carry (embeddings.position_ids, embeddings.token_type_ids) are dropped and reported;
 //  - LayerNorm.gamma / LayerNorm.beta (checkpoints converted from TensorFlow) read as weight /
 //  bias.

@@ -199,14 +199,19 @@ std::vector<BertLinear> bert_linears(const BertSpec& s) {
   std::vector<BertLinear> out;
   const int64_t c = s.hidden_size, f = s.intermediate_size;
   for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
-    const std::string l = "bert.encoder.layer." + std::to_string(i) + ".";
+    const std::string l = s.prefix() + "encoder.layer." + std::to_string(i) + ".";
     for (const char* qkv : {"query", "key", "value"}) out.push_back({l + "attention.self." + qkv, c, c});
     out.push_back({l + "attention.output.dense", c, c});
     out.push_back({l + "intermediate.dense", c, f});
     out.push_back({l + "output.dense", f, c});
   }
-  out.push_back({"bert.pooler.dense", c, c});
-  if (s.with_classifier) out.push_back({"classifier", c, s.num_labels});
+  if (s.has_pooler()) out.push_back({s.prefix() + "pooler.dense", c, c});
+  if (s.with_classifier && s.roberta()) {  // RobertaClassificationHead
+    out.push_back({"classifier.dense", c, c});
+    out.push_back({"classifier.out_proj", c, s.num_labels});
+  } else if (s.with_classifier) {
+    out.push_back({"classifier", c, s.num_labels});
+  }
   return out;
 }
 
@@ -221,7 +226,7 @@ std::vector<HfLinear> hf_linear_modules(const BertSpec& spec) {
                            .rows = l.out,
                            .in_features = l.in,
                            .conv1d = false,
-                           .output_layer = l.name == "classifier"});
+                           .output_layer = l.name.starts_with("classifier")});
   }
   return out;
 }
@@ -229,10 +234,10 @@ std::vector<HfLinear> hf_linear_modules(const BertSpec& spec) {
 std::vector<HfParameter> hf_parameters(const BertSpec& spec) {
   std::vector<std::string> names;
   for (const char* table : {"word_embeddings", "position_embeddings", "token_type_embeddings"}) {
-    names.push_back(std::string("bert.embeddings.") + table + ".weight");
+    names.push_back(spec.prefix() + "embeddings." + table + ".weight");
   }
-  names.push_back("bert.embeddings.LayerNorm.weight");
-  names.push_back("bert.embeddings.LayerNorm.bias");
+  names.push_back(spec.prefix() + "embeddings.LayerNorm.weight");
+  names.push_back(spec.prefix() + "embeddings.LayerNorm.bias");
   for (const auto& l : bert_linears(spec)) {
     names.push_back(l.name + ".weight");
     names.push_back(l.name + ".bias");

@@ -37,7 +37,7 @@ struct HfLinear {
   int64_t rows = 0;         // output features
   int64_t in_features = 0;
   bool conv1d = false;        // GPT-2's Conv1D (peft's fan_in_fan_out)
-  bool output_layer = false;  // the language-model head
+  bool output_layer = false;  // the output head: the language-model head, a classifier (RoBERTa's dense + out_proj)
 };
 
 // Every linear layer of the Hugging Face model, in parameter order. A tied head has none (it is

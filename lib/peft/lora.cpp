@@ -193,10 +193,18 @@ std::set<std::string> saved_module_params(const std::vector<model::HfParameter>&
   for (const auto& wanted : modules_to_save) {
     bool any = false;
     for (const auto& p : hf_parameters) {
-      bool matched = false;
-      for (const auto& m : p.modules) matched = matched || module_matches(wanted, m);
-      if (!matched) continue;
-      if (p.modules.size() > 1) {
+      // A module is saved when the entry names it or a module above it (RoBERTa's "classifier"
+      // holds classifier.dense and classifier.out_proj), as peft wraps the module it names whole.
+      size_t matched = 0;
+      for (const auto& m : p.modules) {
+        bool hit = module_matches(wanted, m);
+        for (size_t dot = m.find('.'); !hit && dot != std::string::npos; dot = m.find('.', dot + 1)) {
+          hit = module_matches(wanted, m.substr(0, dot));
+        }
+        matched += hit;
+      }
+      if (matched == 0) continue;
+      if (matched < p.modules.size()) {
         throw util::ConfigError("peft.modules_to_save entry '" + wanted + "' is part of " + p.param +
                                     ", which hftrain keeps fused with " + some_of(p.modules),
                                 "adapt it with peft.lora.target_modules instead");

@@ -83,7 +83,9 @@ std::vector<std::string> classifier_labels(const fs::path& dir, const ModelSourc
   if (!base.id2label.empty()) return base.id2label;
   const fs::path weights = dir / peft::kAdapterWeightsFile;
   for (const auto& t : model::read_safetensors_header(weights).tensors) {
-    if (t.name == "base_model.model.classifier.weight" && t.shape.size() == 2) {
+    // BERT's classifier, or RoBERTa's head's output projection.
+    const bool head = t.name == "base_model.model.classifier.weight" || t.name == "base_model.model.classifier.out_proj.weight";
+    if (head && t.shape.size() == 2) {
       std::vector<std::string> labels;
       for (int64_t i = 0; i < t.shape[0]; ++i) labels.push_back("LABEL_" + std::to_string(i));
       return labels;

@@ -113,7 +113,8 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   return o;
 }
 
-model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSource>& source) {
+model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSource>& source,
+                          std::optional<int64_t> pad_id) {
   if (source && !source->bert) {
     throw util::ConfigError("model.arch is bert, but " + source->spec_file.string() + " describes a decoder",
                             "name a BERT directory (BertModel, BertForSequenceClassification) in model.from, or "
@@ -134,6 +135,13 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
     s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
     s.initializer_range = m.init_std;
     s.pad_token_id.reset();
+    if (m.encoder == config::Encoder::kRoberta) {  // positions pad + 1, ...: the table holds pad + 1 more rows
+      s.family = config::Encoder::kRoberta;
+      s.pad_token_id = pad_id.value_or(1);
+      s.max_position_embeddings = m.max_seq_len + *s.pad_token_id + 1;
+      s.type_vocab_size = 1;
+      s.layer_norm_eps = m.norm_eps.value_or(1e-5);
+    }
   }
   s.with_classifier = true;
   return s;

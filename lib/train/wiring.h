@@ -22,9 +22,11 @@ data::DataOptions data_options(const config::Config& config, int rank = 0, int w
 // training source is JSONL or chat (reads the source folders; DataError when they are missing).
 bool document_masking(const config::Config& config);
 // model.arch=bert: the encoder of `source` (model.from's directory, or the checkpoint resumed),
-// else one of the model.* shape (d_ff unset: 4 x d_model). num_labels is set from the data later.
-// Throws ConfigError when `source` holds a decoder.
-model::BertSpec bert_spec(const config::Config& config, const std::optional<ModelSource>& source);
+// else one of the model.* shape (d_ff unset: 4 x d_model; model.encoder's family; a RoBERTa's
+// padding id `pad_id`, 1 when unset, its position table model.max_seq_len + pad_id + 1 rows).
+// num_labels is set from the data later. Throws ConfigError when `source` holds a decoder.
+model::BertSpec bert_spec(const config::Config& config, const std::optional<ModelSource>& source,
+                          std::optional<int64_t> pad_id = std::nullopt);
 // The labelled data of a classification run; the labels are fixed when `source`'s classifier
 // names them (not transformers' default LABEL_0, LABEL_1, ...).
 data::ClassificationOptions classification_options(const config::Config& config,

@@ -1,4 +1,4 @@
-"""hftrain's BERT encoders against transformers, on tiny random models it makes itself.
+"""hftrain's BERT and RoBERTa encoders against transformers, on tiny random models it makes itself.
 
 BertForSequenceClassification and BertModel with odd sizes (hidden 24, 3 heads, 2 layers,
 intermediate 37, 3 labels), every parameter perturbed (biases off zero, LayerNorms off one), a batch
@@ -10,6 +10,10 @@ gelu_new and relu activations, no padding token, eager attention, a sharded dire
 directory (converted to fp32 in the copy), a BertModel directory loaded into a classifier (the
 classifier freshly initialised and reported, the encoder's outputs equal) and a BertForMaskedLM
 directory (its heads dropped and reported). Refusals: relative positions, a decoder, regression.
+RoBERTa: RobertaForSequenceClassification (positions counted from the padding id over the tokens
+that are not padding, no pooler, the dense + tanh + out_proj head) and RobertaModel, the same checks
+and export; a RobertaForMaskedLM directory fine-tuned into a classifier (lm_head dropped, the head
+new).
 
 Round trips: the directory hftrain writes for a loaded model, and for a model hftrain initialised
 itself, load with BertForSequenceClassification.from_pretrained (id2label kept) and give the same
@@ -25,7 +29,8 @@ import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel
+from transformers import (BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel, RobertaConfig,
+                          RobertaForMaskedLM, RobertaForSequenceClassification, RobertaModel)
 from transformers.utils import logging as hf_logging
 
 hf_logging.set_verbosity_error()  # quiet: hf_decoders' configs at import, from_pretrained's "newly initialized"
@@ -46,7 +51,20 @@ CASES = {
                                                                     "classifier_dropout": 0.3}, "sdpa"),
     "classifier-relu-3-types": (BertForSequenceClassification, {"hidden_act": "relu", "type_vocab_size": 3}, "sdpa"),
     "bert-model": (BertModel, {}, "sdpa"),
+    # RoBERTa: padding id 1 (positions 2, 3, ... over the tokens; the table's first two rows are
+    # padding's and unused), one token type, its own head.
+    "roberta-classifier": (RobertaForSequenceClassification, {}, "sdpa"),
+    "roberta-classifier-eager-dropout": (RobertaForSequenceClassification, {"classifier_dropout": 0.2}, "eager"),
+    "roberta-model": (RobertaModel, {}, "sdpa"),
 }
+
+ROBERTA = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
+
+
+def make_config(cls, changes):
+    if cls.__name__.startswith("Roberta"):
+        return RobertaConfig(**dict(BASE, **ROBERTA, **changes))
+    return BertConfig(**dict(BASE, **changes))
 
 REFUSED = {
     "relative-positions": ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
@@ -67,7 +85,8 @@ def inputs(config, seed):
     g = torch.Generator().manual_seed(seed)
     lengths = [11, 7, 4]
     T = max(lengths)
-    ids = torch.randint(1, config.vocab_size, (3, T), generator=g)
+    # Tokens never the padding id (RoBERTa numbers positions by it; BERT's pad is 0).
+    ids = torch.randint(config.pad_token_id + 1 if config.pad_token_id else 1, config.vocab_size, (3, T), generator=g)
     mask = torch.zeros(3, T, dtype=torch.int64)
     types = torch.zeros(3, T, dtype=torch.int64)
     for i, n in enumerate(lengths):
@@ -82,11 +101,13 @@ def reference(model, batch):
     """transformers' outputs, loss and gradients (by parameter name), in eval mode."""
     model.eval()
     model.zero_grad()
-    base = model.bert if hasattr(model, "bert") else model
+    base = getattr(model, "bert", None) or getattr(model, "roberta", None) or model
     args = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
     enc = base(**args)
-    out = {"last_hidden_state": enc.last_hidden_state, "pooled": enc.pooler_output}
-    if isinstance(model, BertForSequenceClassification):
+    out = {"last_hidden_state": enc.last_hidden_state}
+    if enc.pooler_output is not None:  # RobertaForSequenceClassification has no pooler
+        out["pooled"] = enc.pooler_output
+    if type(model).__name__.endswith("ForSequenceClassification"):
         result = model(**args, labels=batch["labels"])
         out["logits"], loss = result.logits, result.loss
     else:
@@ -143,7 +164,7 @@ def compare(name, forward_bin, model_dir, work, model, batch, check_grads=True):
 def conformance(forward_bin, work):
     for i, (name, (cls, changes, attn)) in enumerate(CASES.items()):
         torch.manual_seed(i)
-        config = BertConfig(**dict(BASE, **changes))
+        config = make_config(cls, changes)
         config._attn_implementation = attn
         model = cls(config)
         perturb(model, i)
@@ -162,9 +183,12 @@ def conformance(forward_bin, work):
             model.float()
             compare(name + "-fp16", forward_bin, half_dir, work, model, batch)
             round_trip(name, forward_bin, model_dir, work, batch)
-        if name == "bert-model":
-            fresh_classifier(forward_bin, model_dir, work, model, batch)
+        if name in ("bert-model", "roberta-model"):
+            fresh_classifier(forward_bin, model_dir, work, model, batch, name)
+        if name == "roberta-classifier":
+            round_trip(name, forward_bin, model_dir, work, batch)
     masked_lm(forward_bin, work)
+    roberta_masked_lm(forward_bin, work)
     for name, (changes, needle) in REFUSED.items():
         model_dir = os.path.join(work, name)
         os.makedirs(model_dir)
@@ -176,15 +200,39 @@ def conformance(forward_bin, work):
         print(f"{name}: refused: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else ''}")
 
 
-def fresh_classifier(forward_bin, model_dir, work, model, batch):
-    """A BertModel directory into a classifier: the encoder as saved, the classifier new and reported."""
-    got, stdout = ours(forward_bin, model_dir, work, "bert-model-into-classifier", batch, "--num-labels", "3")
+def fresh_classifier(forward_bin, model_dir, work, model, batch, name):
+    """A BertModel (RobertaModel) directory into a classifier: the encoder as saved, the classifier
+    new and reported (RoBERTa's classifier has no pooler: its pooler is dropped and reported)."""
+    label = name + "-into-classifier"
+    got, stdout = ours(forward_bin, model_dir, work, label, batch, "--num-labels", "3")
     want, _, _ = reference(model, batch)
-    diff = (got["pooled"] - want["pooled"]).abs().max().item()
-    check(diff <= 1e-5, f"bert-model-into-classifier: pooled output differs by {diff}")
-    check("newly initialised" in stdout and "classifier.weight" in stdout,
-          f"bert-model-into-classifier: the fresh classifier is not reported: {stdout.strip()}")
-    print(f"bert-model-into-classifier: pooled diff {diff:.1e}; {stdout.strip()}")
+    key = "last_hidden_state" if name.startswith("roberta") else "pooled"
+    diff = (got[key] - want[key]).abs().max().item()
+    check(diff <= 1e-5, f"{label}: {key} differs by {diff}")
+    check("newly initialised" in stdout and "classifier." in stdout,
+          f"{label}: the fresh classifier is not reported: {stdout.strip()}")
+    if name.startswith("roberta"):
+        check("pooler" in stdout, f"{label}: the dropped pooler is not reported: {stdout.strip()}")
+    print(f"{label}: {key} diff {diff:.1e}; {stdout.strip()}")
+
+
+def roberta_masked_lm(forward_bin, work):
+    """RobertaForMaskedLM (roberta-base's class) fine-tuned into a classifier: lm_head dropped, the
+    encoder read, the head new."""
+    torch.manual_seed(12)
+    config = make_config(RobertaForMaskedLM, {})
+    model = RobertaForMaskedLM(config)
+    perturb(model, 12)
+    model_dir = os.path.join(work, "roberta-masked-lm")
+    model.save_pretrained(model_dir)
+    batch = inputs(config, 112)
+    got, stdout = ours(forward_bin, model_dir, work, "roberta-masked-lm", batch, "--num-labels", "3")
+    model.eval()
+    want = model.roberta(**{k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
+    diff = (got["last_hidden_state"] - want.detach()).abs().max().item()
+    check(diff <= 1e-5, f"roberta-masked-lm: last hidden state differs by {diff}")
+    check("lm_head" in stdout and "classifier.dense" in stdout, f"roberta-masked-lm: report {stdout.strip()}")
+    print(f"roberta-masked-lm: last hidden state diff {diff:.1e}; {stdout.strip()}")
 
 
 def masked_lm(forward_bin, work):
@@ -207,18 +255,22 @@ def masked_lm(forward_bin, work):
 
 def round_trip(name, forward_bin, model_dir, work, batch):
     """hftrain's export of a loaded model, and of one it initialised, loads in transformers."""
+    roberta = name.startswith("roberta")
+    cls = RobertaForSequenceClassification if roberta else BertForSequenceClassification
     export = os.path.join(work, name + "-export")
     got, _ = ours(forward_bin, model_dir, work, name + "-export", batch, "--export", export)
-    born_dir = os.path.join(work, "hftrain-born")
+    born_dir = os.path.join(work, name + "-hftrain-born")
     os.makedirs(born_dir)
     with open(os.path.join(born_dir, "config.json"), "w") as f:
-        json.dump(dict(BertConfig(**BASE).to_dict(), architectures=["BertForSequenceClassification"]), f)
-    born_export = os.path.join(work, "hftrain-born-export")
-    born, _ = ours(forward_bin, born_dir, work, "hftrain-born", batch, "--export", born_export)
-    for label, out, directory in (("export of a loaded model", got, export),
-                                  ("export of an hftrain-initialised model", born, born_export)):
+        json.dump(dict(make_config(cls, {}).to_dict(), architectures=[cls.__name__]), f)
+    born_export = os.path.join(work, name + "-hftrain-born-export")
+    born, _ = ours(forward_bin, born_dir, work, name + "-hftrain-born", batch, "--export", born_export)
+    for label, out, directory in ((f"{name}: export of a loaded model", got, export),
+                                  (f"{name}: export of an hftrain-initialised model", born, born_export)):
         shards = [f for f in os.listdir(directory) if f.endswith(".safetensors")]
-        model = BertForSequenceClassification.from_pretrained(directory, dtype=torch.float32)
+        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+            check(json.load(f)["architectures"] == [cls.__name__], f"{label}: not exported as {cls.__name__}")
+        model = cls.from_pretrained(directory, dtype=torch.float32)
         check(model.config.id2label == {0: "negative", 1: "neutral", 2: "positive"},
               f"{label}: id2label {model.config.id2label}")
         model.eval()
@@ -236,7 +288,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="hftrain-hf-bert-") as work:
         conformance(forward_bin, work)
     print(f"{len(failures)} failures" if failures else
-          "ok: hftrain's BERT encoders equal transformers' outputs, loss and gradients, and their exports load there",
+          "ok: hftrain's BERT and RoBERTa encoders equal transformers' outputs, loss and gradients, and their exports load there",
           file=sys.stderr if failures else sys.stdout)
     return 1 if failures else 0
 

@@ -16,6 +16,9 @@ encoder adapted. Then:
   - a resume from a mid-run checkpoint gives the uninterrupted run's losses bit for bit (dropout
     included), and two ranks under zero2 give one rank's losses (two micro-batches) within 1e-5 on
     a base without dropout.
+The same adapter checks for a RobertaModel base (a byte-level BPE tokenizer as RoBERTa's): its head
+(classifier.dense and classifier.out_proj) is saved whole under modules_to_save ["classifier"], as
+peft saves RobertaForSequenceClassification's, and peft's loss and the merged export agree.
 Exits 1 on any difference.
 """
 import csv
@@ -29,7 +32,10 @@ import torch
 from peft import PeftModel
 from safetensors import safe_open
 from tokenizers import Tokenizer
-from transformers import BertConfig, BertForSequenceClassification, BertModel
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, RobertaConfig,
+                          RobertaForSequenceClassification, RobertaModel)
+
+from classify_recipe import roberta_tokenizer
 
 from peft_common import check, finish, largest_relative_difference, losses_of, run
 
@@ -70,6 +76,46 @@ def evaluate(model, tokenizer, rows, labels):
             losses.append(torch.nn.functional.cross_entropy(logits, target).item())
             right += int(logits.argmax(-1)) == int(target)
     return sum(losses) / len(losses), right / len(rows)
+
+
+def adapter_agrees(hftrain, work, env, name, base, cls, common):
+    """A LoRA run on `base`; peft's loss over the reviews equals hftrain's last eval_loss, and the
+    merged export's logits equal peft's."""
+    out = os.path.join(work, name)
+    run(hftrain, "run", "classify-bert", *common, f"model.from={base}", "trainer.max_epochs=4",
+        "trainer.eval_every=40", f"run.output_dir={out}", env=env)
+    final = os.path.join(out, "final")
+    with open(os.path.join(final, "adapter_config.json"), encoding="utf-8") as f:
+        check(json.load(f).get("modules_to_save") == ["classifier"], f"{name}: modules_to_save")
+    rows = reviews()
+    tokenizer = Tokenizer.from_file(os.path.join(final, "tokenizer.json"))
+    reported = last_eval(out)
+    peft_model = PeftModel.from_pretrained(cls.from_pretrained(base, num_labels=2, dtype=torch.float32), final).eval()
+    loss, accuracy = evaluate(peft_model, tokenizer, rows, ["negative", "positive"])
+    difference = abs(loss - reported["eval_loss"]) / reported["eval_loss"]
+    check(difference <= 1e-5, f"{name}: peft's loss {loss}, hftrain's eval_loss {reported['eval_loss']}")
+    check(abs(accuracy - reported["eval_accuracy"]) < 1e-9, f"{name}: peft's accuracy {accuracy}, hftrain's "
+                                                            f"{reported['eval_accuracy']}")
+    merged = os.path.join(work, name + "-merged")
+    run(hftrain, "export", final, "--hf", merged, "--merge")
+    exported = cls.from_pretrained(merged, dtype=torch.float32).eval()
+    ids = torch.tensor([tokenizer.encode(rows[0]["text"]).ids])
+    with torch.no_grad():
+        mdiff = (exported(input_ids=ids).logits - peft_model(input_ids=ids).logits).abs().max().item()
+    check(mdiff <= 1e-5, f"{name}: the merged export's logits differ from peft's by {mdiff}")
+    print(f"{name}: peft's loss {loss:.6f}, hftrain's eval_loss {reported['eval_loss']:.6f} ({difference:.1e}); "
+          f"accuracy {accuracy:.3f}; merged export vs peft {mdiff:.1e}")
+
+
+def roberta_base(work):
+    torch.manual_seed(0)
+    base = os.path.join(work, "roberta-tiny")
+    os.makedirs(base)
+    vocab = roberta_tokenizer([r["text"] for r in reviews()], os.path.join(base, "tokenizer.json"))
+    RobertaModel(RobertaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
+                               bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5)).save_pretrained(base)
+    return base
 
 
 def main():
@@ -149,7 +195,10 @@ def main():
         worst = largest_relative_difference(losses_of(one), losses_of(two))
         check(worst <= 1e-5, f"2 ranks under zero2: losses {losses_of(two)}, 1 rank {losses_of(one)}")
         print(f"2 ranks under zero2 against 1 rank: largest relative loss difference {worst:.1e}")
-    return finish("ok: LoRA on a BERT classifier loads in peft with hftrain's loss, merges, resumes exactly")
+
+        adapter_agrees(hftrain, work, env, "roberta-lora", roberta_base(work), RobertaForSequenceClassification,
+                       common)
+    return finish("ok: LoRA on BERT and RoBERTa classifiers loads in peft with hftrain's loss, merges, resumes exactly")
 
 
 if __name__ == "__main__":

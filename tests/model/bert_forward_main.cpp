@@ -1,11 +1,11 @@
-// Loads a Hugging Face BERT directory (config.json + weights) into hftrain's BertEncoder, runs one
+// Loads a Hugging Face BERT or RoBERTa directory (config.json + weights) into hftrain's BertEncoder, runs one
 // forward and backward pass in eval mode (no dropout) and writes what tests/conformance/hf_bert.py
 // compares with transformers. A directory with config.json and no weights gets hftrain's own random
 // initialisation (seeded), to export a model that hftrain, not transformers, made.
 //   hftrain_bert_forward MODEL_DIR INPUTS.safetensors OUT.safetensors [--num-labels N] [--export
 //   DIR]
 // INPUTS holds input_ids, attention_mask, token_type_ids (B, T) int64 and, for a classifier,
-// labels (B). OUT gets last_hidden_state (B, T, C), pooled (B, C), and for a classifier logits
+// labels (B). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
 // (B, K) and loss (); for a BertModel "loss" is mean(last_hidden_state^2) + mean(pooled). Then
 // grad.<hf name> for each parameter, under the names save_pretrained writes. --num-labels N
 // builds a classifier of N labels whatever the config says (a BertModel directory fine-tuned);
@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
     const auto mask = in.at("attention_mask");
     const auto types = in.at("token_type_ids");
     const auto encoded = m->encode(ids, mask, types);
-    model::TensorList out{{"last_hidden_state", encoded.last_hidden_state.detach()},
-                          {"pooled", encoded.pooled.detach()}};
+    model::TensorList out{{"last_hidden_state", encoded.last_hidden_state.detach()}};
+    if (encoded.pooled.defined()) out.emplace_back("pooled", encoded.pooled.detach());  // not RoBERTa's classifier
     torch::Tensor loss;
     if (spec.with_classifier) {
       const auto logits = m->forward(ids, mask, types);

@@ -363,3 +363,72 @@ TEST_CASE("bert weights: a directory written for transformers reads back", "[mod
     CHECK(torch::equal(back->named_parameters()[name], p));
   }
 }
+
+TEST_CASE("roberta: names, counts, positions from the padding id, head, config both ways", "[model][bert]") {
+  auto spec = tiny();
+  spec.family = config::Encoder::kRoberta;
+  spec.pad_token_id = 1;
+  spec.type_vocab_size = 1;
+  CHECK(spec.max_tokens() == 14);  // 16 rows less the padding row and the one below it
+  torch::manual_seed(4);
+  model::BertEncoder m(spec);
+  const auto params = m->parameters_by_name();
+  int64_t count = 0;
+  std::set<std::string> names;
+  for (const auto& [name, p] : params) count += p.numel(), names.insert(name);
+  CHECK(count == spec.parameter_count());
+  for (const char* name : {"roberta.embeddings.position_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
+                           "classifier.dense.weight", "classifier.out_proj.bias"}) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  CHECK(names.count("roberta.pooler.dense.weight") == 0);  // RobertaForSequenceClassification has none
+  const auto units = m->parameter_units();
+  int64_t root = 0;
+  for (size_t i : units[0]) root += params[i].second.numel();
+  CHECK(root == spec.root_parameter_count());
+  // The padding rows of both tables start at zero.
+  const auto find = [&](const std::string& name) { return m->named_parameters()[name]; };
+  CHECK(find("roberta.embeddings.position_embeddings.weight")[1].abs().sum().item<double>() == 0.0);
+
+  // Positions count the tokens that are not padding: a left-padded row equals the row alone, and
+  // 14 tokens fit where 15 do not.
+  m->eval();
+  const auto ids = torch::tensor({{0, 7, 9, 11, 2}}, torch::kInt64);
+  const auto alone = m->encode(ids).last_hidden_state;
+  const auto left = m->encode(torch::tensor({{1, 1, 0, 7, 9, 11, 2}}, torch::kInt64),
+                              torch::tensor({{0, 0, 1, 1, 1, 1, 1}}, torch::kInt64))
+                        .last_hidden_state;
+  CHECK((alone[0] - left[0].narrow(0, 2, 5)).abs().max().item<double>() < 1e-5);
+  CHECK(m->forward(torch::full({1, 14}, 5, torch::kInt64)).sizes() == std::vector<int64_t>{1, 3});
+  CHECK_THROWS_WITH(m->forward(torch::full({1, 15}, 5, torch::kInt64)), Contains("longer than the encoder's 14 positions"));
+
+  // config.json both ways, as RobertaForSequenceClassification / RobertaModel.
+  const Json j = config_of(spec);
+  CHECK(j["architectures"][0] == "RobertaForSequenceClassification");
+  CHECK(j["model_type"] == "roberta");
+  const auto back = model::bert_spec_from_hf_config(j.dump(), "m/config.json");
+  CHECK((back.roberta() && back.with_classifier && back.pad_token_id == 1 && back.type_vocab_size == 1));
+  auto base = spec;
+  base.with_classifier = false;
+  CHECK(base.has_pooler());  // RobertaModel has one
+  CHECK(Json::parse(model::bert_config_json(base))["architectures"][0] == "RobertaModel");
+  // RobertaConfig's padding id is 1 by default; without one, or with one past the table, refused.
+  Json no_pad = j;
+  no_pad.erase("pad_token_id");
+  CHECK(model::bert_spec_from_hf_config(no_pad.dump(), "m/config.json").pad_token_id == 1);
+  Json null_pad = j;
+  null_pad["pad_token_id"] = nullptr;
+  CHECK_THAT(config_error(null_pad), Contains("RoBERTa counts positions from `pad_token_id` + 1"));
+  Json far_pad = j;
+  far_pad["pad_token_id"] = 15;
+  CHECK_THAT(config_error(far_pad), Contains("pad_token_id"));
+  Json masked_lm = j;
+  masked_lm["architectures"] = {"RobertaForMaskedLM"};
+  CHECK_FALSE(model::bert_spec_from_hf_config(masked_lm.dump(), "m/config.json").with_classifier);
+  CHECK(model::is_bert_config(masked_lm.dump()));
+  Json other = j;
+  other["architectures"] = {"XLMRobertaForSequenceClassification"};
+  other["model_type"] = "xlm-roberta";
+  CHECK_FALSE(model::is_bert_config(other.dump()));
+}

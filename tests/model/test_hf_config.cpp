@@ -471,6 +471,8 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
   CHECK_THAT(config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
              Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.encoder=roberta"}),
+             Contains("`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert"));
   CHECK_THAT(config_error({"model.arch=llama", "model.shared_expert_d_ff=16"}),
              Contains("`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
                       "experts"));

@@ -490,3 +490,37 @@ TEST_CASE("lora: DoRA's row norm is a constant in the backward, gradients reach 
   CHECK(torch::allclose(s.B.grad(), B.grad(), 1e-5, 1e-6));
   CHECK(torch::allclose(s.magnitude.grad(), m.grad(), 1e-5, 1e-6));
 }
+
+TEST_CASE("lora on a RoBERTa classifier: its head is the output layer, saved whole under 'classifier'", "[peft]") {
+  model::BertSpec spec;
+  spec.family = config::Encoder::kRoberta;
+  spec.vocab_size = 30;
+  spec.hidden_size = 16;
+  spec.num_hidden_layers = 1;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 20;
+  spec.max_position_embeddings = 12;
+  spec.pad_token_id = 1;
+  spec.type_vocab_size = 1;
+  spec.num_labels = 3;
+  const auto linears = model::hf_linear_modules(spec);
+  REQUIRE(linears.size() == 6 + 2);  // no pooler; the head's dense and out_proj
+  CHECK((linears[6].name == "classifier.dense" && linears[6].output_layer));
+  CHECK((linears[7].name == "classifier.out_proj" && linears[7].output_layer && linears[7].rows == 3));
+  // all-linear adapts the encoder only; naming the head is refused.
+  CHECK(peft::select_lora_targets(linears, {"all-linear"}, config::ModelArch::kBert).size() == 6);
+  CHECK_THROWS_WITH(peft::select_lora_targets(linears, {"classifier.dense"}, config::ModelArch::kBert),
+                    Catch::Contains("selects the output layer classifier.dense"));
+  // "classifier" names the head module: both of its layers train in full, as peft's
+  // ModulesToSaveWrapper holds RobertaClassificationHead.
+  const auto saved = peft::saved_module_params(model::hf_parameters(spec), {"classifier"});
+  CHECK(saved == std::set<std::string>{"classifier.dense.bias", "classifier.dense.weight", "classifier.out_proj.bias",
+                                       "classifier.out_proj.weight"});
+  // A module above a fused parameter's parts saves it whole; one part alone is refused.
+  model::ModelSpec llama;
+  llama.arch = config::ModelArch::kLlama;
+  llama.n_layer = 1, llama.n_head = 2, llama.n_kv_head = 2, llama.d_model = 8, llama.d_ff = 16;
+  llama.vocab_size = 10, llama.max_seq_len = 8;
+  CHECK(peft::saved_module_params(model::hf_parameters(llama), {"self_attn"}).contains("layers.0.attn.qkv_proj.weight"));
+  CHECK_THROWS_WITH(peft::saved_module_params(model::hf_parameters(llama), {"q_proj"}), Catch::Contains("fused"));
+}

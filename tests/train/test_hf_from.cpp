@@ -10,6 +10,7 @@
 #include "model/hf_export.h"
 #include "train/model_from.h"
 #include "train/trainer.h"
+#include "train/wiring.h"
 #include "util/fs.h"
 
 using namespace hftrain;
@@ -115,4 +116,36 @@ TEST_CASE("model.from a classifier's run directory reads its final/ (Hugging Fac
   // A directory that is neither names what it lacks.
   std::filesystem::create_directories(d.path() / "empty");
   CHECK_THROWS_WITH(train::read_model_source(d.path() / "empty"), Contains("holds no model.json, final/ or checkpoint-N/"));
+}
+
+TEST_CASE("model.from a RoBERTa directory sets model.encoder and the usable positions; from scratch as well",
+          "[train][hf]") {
+  test::TempDir d;
+  model::BertSpec spec;
+  spec.family = config::Encoder::kRoberta;
+  spec.vocab_size = 40;
+  spec.hidden_size = 8;
+  spec.num_hidden_layers = 1;
+  spec.num_attention_heads = 2;
+  spec.intermediate_size = 16;
+  spec.max_position_embeddings = 34;  // 32 tokens after the padding id 1
+  spec.pad_token_id = 1;
+  spec.type_vocab_size = 1;
+  model::BertEncoder roberta(spec);
+  std::filesystem::create_directories(d.path() / "roberta");
+  model::write_hf_bert(roberta, d.path() / "roberta", {}, model::kDefaultHfShardBytes);
+  const auto recipe = d.write("recipe.yaml", "trainer:\n  max_steps: 10\n");
+  config::ResolveOptions options;
+  options.recipe = recipe;
+  const util::MapEnvironment env;
+  options.env = &env;
+  options.overrides = {"model.from=" + (d.path() / "roberta").string(), "data.train=[a.csv]"};
+  const auto cfg = train::resolve_with_model_from(options, config::product_schema()).values;
+  CHECK(cfg.model.arch == config::ModelArch::kBert);
+  CHECK(cfg.model.encoder == config::Encoder::kRoberta);
+  CHECK(cfg.model.max_seq_len == 32);
+  // The same shape from scratch: the table holds the padding id's rows too.
+  const auto fresh = train::bert_spec(cfg, std::nullopt, 1);
+  CHECK((fresh.roberta() && fresh.max_position_embeddings == 34 && fresh.max_tokens() == 32));
+  CHECK_FALSE(fresh.has_pooler());  // with its classifier: RobertaForSequenceClassification
 }
