@@ -16,3 +16,5 @@ set(HFTRAIN_METRICS_CORE_SOURCES
 set(HFTRAIN_METRICS_TORCH_SOURCES)
 # Accuracy and F1 of classification, from a mergeable confusion matrix.
 list(APPEND HFTRAIN_METRICS_CORE_SOURCES classification.cpp)
+# Entity-level precision, recall and F1 of sequence tagging (seqeval's), mergeable counts.
+list(APPEND HFTRAIN_METRICS_CORE_SOURCES entities.cpp)
