@@ -118,7 +118,7 @@ TEST_CASE("model.from a classifier's run directory reads its final/ (Hugging Fac
   CHECK_THROWS_WITH(train::read_model_source(d.path() / "empty"), Contains("holds no model.json, final/ or checkpoint-N/"));
 }
 
-TEST_CASE("model.from a RoBERTa directory sets model.encoder and the usable positions; from scratch as well",
+TEST_CASE("model.from a RoBERTa directory sets model.encoder and the usable positions and so does a fresh one",
           "[train][hf]") {
   test::TempDir d;
   model::BertSpec spec;
