@@ -48,7 +48,7 @@ int run_plan(const PlanArgs& a) {
     units = {bert.root_parameter_count(), bert.block_parameter_count()};
     linears = model::hf_linear_modules(bert);
     first_block = bert.prefix() + "encoder.layer.0.";
-    in_full = bert.num_labels * (bert.hidden_size + 1) + (bert.roberta() ? bert.hidden_size * (bert.hidden_size + 1) : 0);
+    in_full = bert.num_labels * (bert.hidden_size + 1) + (bert.roberta_head() ? bert.hidden_size * (bert.hidden_size + 1) : 0);
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();

@@ -13,7 +13,8 @@ namespace hftrain::config {
 
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys_*.cpp).
 enum class ModelArch { kGpt2, kLlama, kBert };
-enum class Encoder { kBert, kRoberta };  // model.arch=bert: whose encoder (BERT's, RoBERTa's positions and head)
+enum class Encoder { kBert, kRoberta };
+enum class Task { kSequenceClassification, kTokenClassification };  // model.arch=bert: what the classifier labels  // model.arch=bert: whose encoder (BERT's, RoBERTa's positions and head)
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 // "none", "head" (RMSNorm over each head of q and k: Qwen3), "projection" (over all of q, of k: OLMo 2)
@@ -73,6 +74,7 @@ struct RopeScalingConfig {
 struct ModelConfig {
   ModelArch arch = ModelArch::kGpt2;
   Encoder encoder = Encoder::kBert;  // bert
+  Task task = Task::kSequenceClassification;  // bert
   std::optional<std::string> from;
   int64_t n_layer = 0;
   int64_t n_head = 0;

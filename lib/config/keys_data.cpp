@@ -25,11 +25,11 @@ void add_data_keys(Schema& s) {
   s.add("data.separator", Type::kString, HFTRAIN_FIELD(data.separator))
       .def("''").doc("Text files: a line equal to this ends a document ('%' for fortunes); '' = one document per file.");
   s.add("data.text_field", Type::kString, HFTRAIN_FIELD(data.text_field))
-      .def("text").doc("JSONL: the text field; classification (model.arch=bert): the text column or field.");
+      .def("text").doc("JSONL: the text field; classification (model.arch=bert): the text column or field; token classification: the field listing the words (e.g. tokens).");
   s.add("data.text_pair_field", Type::kString, HFTRAIN_FIELD(data.text_pair_field))
       .def("''").doc("Classification: the column or field of a pair's second text (e.g. sentence2); empty for single texts.");
   s.add("data.label_field", Type::kString, HFTRAIN_FIELD(data.label_field))
-      .def("label").doc("Classification: the label column or field (names or integer class ids).");
+      .def("label").doc("Classification: the label column or field (names or integer class ids); token classification: the field listing one tag per word (e.g. ner_tags).");
   s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field)).def("prompt").doc("Chat JSONL: the prompt field (no loss).");
   s.add("data.response_field", Type::kString, HFTRAIN_FIELD(data.response_field))
       .def("response").doc("Chat JSONL: the response field (carries the loss).");

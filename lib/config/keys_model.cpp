@@ -24,6 +24,11 @@ void add_model_keys(Schema& s) {
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier "
            "(BERT's or RoBERTa's, model.encoder), trained for sequence classification on labelled data "
            "(data.label_field).");
+  s.add("model.task", Type::kChoice, HFTRAIN_FIELD(model.task))
+      .choices({"sequence_classification", "token_classification"}).def("sequence_classification")
+      .doc("bert: what the classifier labels: each sequence (data.label_field per record), or each word "
+           "(token_classification: data.text_field lists the words, data.label_field their tags; entity-level "
+           "precision, recall and F1 at each evaluation, as seqeval).");
   s.add("model.encoder", Type::kChoice, HFTRAIN_FIELD(model.encoder))
       .choices({"bert", "roberta"}).def("bert")
       .doc("bert: the encoder's family: bert (BertForSequenceClassification: positions from 0, a pooler, a linear "

@@ -48,6 +48,10 @@ void check_source_weights(const DataConfig& d, const Node& tree, Diagnostics& di
 
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
   check_source_weights(c.data, tree, diags);
+  if (c.model.arch != ModelArch::kBert && c.model.task != config::Task::kSequenceClassification) {
+    diags.add(from(tree, "model.task"), "`model.task` is token_classification, which an encoder (model.arch=bert) does",
+              "unset model.task, or use model.arch=bert");
+  }
   if (c.model.arch != ModelArch::kBert && c.model.encoder != config::Encoder::kBert) {
     diags.add(from(tree, "model.encoder"), "`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert",
               "unset model.encoder, or use model.arch=bert");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/packing.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/hf/hf_tokenizer.h"
 #include "util/error.h"
@@ -10,7 +11,6 @@
 namespace hftrain::data {
 namespace {
 
-// The special tokens and type ids around a (and b): what the tokenizer's post-processor adds.
 tokenizer::hf::TypedIds frame(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& a,
                    const std::vector<int32_t>* b, const std::string& origin) {
   if (const auto* hf_tokenizer = dynamic_cast<const tokenizer::HfTokenizer*>(&tokenizer)) {
@@ -38,6 +38,42 @@ tokenizer::hf::TypedIds frame(const tokenizer::Tokenizer& tokenizer, const std::
 }
 
 }  // namespace
+
+FramedIds frame_ids(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& a,
+                    const std::vector<int32_t>* b, const std::string& origin) {
+  tokenizer::hf::TypedIds t = frame(tokenizer, a, b, origin);
+  return {std::move(t.ids), std::move(t.type_ids)};
+}
+
+EncodedExample encode_tagged(const tokenizer::Tokenizer& tokenizer, const TaggedSentence& sentence,
+                             const std::vector<int64_t>& tags, int64_t max_length) {
+  // Where the sentence's pieces land among the special tokens: frame one marker id.
+  constexpr int32_t kMarker = -1;
+  const auto marked = frame(tokenizer, {kMarker}, nullptr, sentence.origin).ids;
+  const size_t specials = marked.size() - 1;
+  const auto prefix = static_cast<size_t>(std::find(marked.begin(), marked.end(), kMarker) - marked.begin());
+  if (max_length < static_cast<int64_t>(specials + 1)) {
+    throw util::ConfigError("a maximum sequence length of " + std::to_string(max_length) +
+                                " leaves no room for words beside the tokenizer's " + std::to_string(specials) +
+                                " special tokens",
+                            "raise it to at least " + std::to_string(specials + 1));
+  }
+  const size_t budget = static_cast<size_t>(max_length) - specials;
+  std::vector<int32_t> pieces;
+  std::vector<int64_t> labels;
+  for (size_t w = 0; w < sentence.words.size() && pieces.size() < budget; ++w) {
+    const std::vector<int32_t> word = tokenizer.encode(" " + sentence.words[w]);
+    for (size_t i = 0; i < word.size() && pieces.size() < budget; ++i) {
+      pieces.push_back(word[i]);
+      labels.push_back(i == 0 ? tags.at(w) : kIgnoreIndex);
+    }
+  }
+  tokenizer::hf::TypedIds framed = frame(tokenizer, pieces, nullptr, sentence.origin);
+  EncodedExample out{std::move(framed.ids), std::move(framed.type_ids), 0, {}};
+  out.token_labels.assign(out.input_ids.size(), kIgnoreIndex);
+  std::copy(labels.begin(), labels.end(), out.token_labels.begin() + static_cast<long>(prefix));
+  return out;
+}
 
 std::pair<size_t, size_t> truncated_lengths(size_t a_len, std::optional<size_t> b_len,
                                             size_t budget) {
@@ -76,7 +112,7 @@ EncodedExample encode_example(const tokenizer::Tokenizer& tokenizer, const Label
   a.resize(keep_a);
   b.resize(keep_b);
   tokenizer::hf::TypedIds framed = frame(tokenizer, a, pair ? &b : nullptr, example.origin);
-  return {std::move(framed.ids), std::move(framed.type_ids), label};
+  return {std::move(framed.ids), std::move(framed.type_ids), label, {}};
 }
 
 std::vector<EncodedExample> encode_examples(const tokenizer::Tokenizer& tokenizer,
@@ -109,6 +145,8 @@ ClassificationBatch collate_classification(std::span<const EncodedExample> examp
   batch.input_ids.assign(cells, pad_id);
   batch.attention_mask.assign(cells, 0);
   batch.token_type_ids.assign(cells, 0);
+  batch.token_labels = !rows.empty() && !examples[rows.front()].token_labels.empty();
+  if (batch.token_labels) batch.labels.assign(cells, kIgnoreIndex);
   for (size_t row = 0; row < rows.size(); ++row) {
     const auto& e = examples[rows[row]];
     const size_t base = row * static_cast<size_t>(batch.seq_len);
@@ -117,7 +155,11 @@ ClassificationBatch collate_classification(std::span<const EncodedExample> examp
     std::copy(e.token_type_ids.begin(), e.token_type_ids.end(),
               batch.token_type_ids.begin() + static_cast<long>(base));
     std::fill_n(batch.attention_mask.begin() + static_cast<long>(base), e.input_ids.size(), 1);
-    batch.labels.push_back(e.label);
+    if (batch.token_labels) {
+      std::copy(e.token_labels.begin(), e.token_labels.end(), batch.labels.begin() + static_cast<long>(base));
+    } else {
+      batch.labels.push_back(e.label);
+    }
   }
   return batch;
 }

@@ -1,5 +1,5 @@
-// make_classification_loaders (loader.h): labelled records read, labelled, encoded once, then
-// padded per batch by the loader's workers.
+// make_classification_loaders (loader.h): labelled records (or tagged sentences) read, labelled,
+// encoded once, then padded per batch by the loader's workers.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -24,7 +24,7 @@ class ClassificationSource final : public BatchSource {
     out.attention_mask = std::move(c.attention_mask);
     out.token_type_ids = std::move(c.token_type_ids);
     out.labels = std::move(c.labels);
-    out.sequence_labels = true;
+    out.sequence_labels = !c.token_labels;
     out.num_target_tokens = static_cast<int64_t>(
         std::count_if(out.labels.begin(), out.labels.end(), [](int64_t l) { return l != kIgnoreIndex; }));
     out.sample_ids.assign(sample_ids.begin(), sample_ids.end());
@@ -46,41 +46,89 @@ std::vector<LabelledExample> read_all(const std::vector<std::filesystem::path>& 
   return out;
 }
 
+// Holds out validation_fraction of `train` (a fixed shuffle by the split seed: the same records
+// every run with that seed) into `validation`.
+template <typename T>
+void hold_out(std::vector<T>& train, std::vector<T>& validation, const ClassificationOptions& options) {
+  if (!options.validation.empty() || options.validation_fraction <= 0) return;
+  std::vector<size_t> order(train.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(options.split_seed));
+  const auto held = static_cast<size_t>(options.validation_fraction * static_cast<double>(train.size()));
+  std::vector<bool> is_held(train.size(), false);
+  for (size_t i = 0; i < held; ++i) is_held[order[i]] = true;
+  std::vector<T> kept;
+  for (size_t i = 0; i < train.size(); ++i) (is_held[i] ? validation : kept).push_back(std::move(train[i]));
+  train = std::move(kept);
+}
+
+std::vector<TaggedSentence> read_all_tagged(const std::vector<std::filesystem::path>& files, const TaggedOptions& options) {
+  std::vector<TaggedSentence> out;
+  for (const auto& f : files) {
+    auto part = read_tagged(f, options);
+    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return out;
+}
+
+Loaders make_loaders_of(std::shared_ptr<BatchSource> train, std::shared_ptr<BatchSource> validation,
+                        const LoaderOptions& loader, torch::Device device) {
+  Loaders out;
+  out.train = std::make_unique<DataLoader>(std::move(train), loader, device);
+  if (validation) {
+    LoaderOptions v = loader;
+    v.sampler.shuffle = false;
+    v.wrap = false;
+    out.validation = std::make_unique<DataLoader>(std::move(validation), v, device);
+  }
+  return out;
+}
+
+// Token classification: tagged sentences, each word's tag on its first piece.
+Loaders tagging_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
+                        const tokenizer::Tokenizer& tokenizer, torch::Device device) {
+  std::vector<TaggedSentence> train = read_all_tagged(options.train, options.tagged);
+  std::vector<TaggedSentence> validation = read_all_tagged(options.validation, options.tagged);
+  hold_out(train, validation, options);
+  const LabelSet tags = options.labels ? *options.labels : tag_set_of(train, options.train.front().string());
+  auto source = [&](const std::vector<TaggedSentence>& sentences) -> std::shared_ptr<BatchSource> {
+    if (sentences.empty()) return nullptr;
+    const auto ids = tag_ids(sentences, tags);
+    std::vector<EncodedExample> encoded;
+    encoded.reserve(sentences.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      encoded.push_back(encode_tagged(tokenizer, sentences[i], ids[i], options.max_length));
+    }
+    return std::make_shared<ClassificationSource>(std::move(encoded), tokenizer.pad_id(), options.pad_to_multiple_of);
+  };
+  Loaders out = make_loaders_of(source(train), source(validation), loader, device);
+  out.labels = tags;
+  out.tagging = true;
+  return out;
+}
+
 }  // namespace
 
 Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
                                     const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   if (options.train.empty()) {
-    throw util::DataError("data.train names no labelled file", "set data.train to CSV, TSV or JSONL files");
+    throw util::DataError("data.train names no labelled file",
+                          options.tagging ? "set data.train to JSONL or CoNLL files of tagged sentences"
+                                          : "set data.train to CSV, TSV or JSONL files");
   }
+  if (options.tagging) return tagging_loaders(options, loader, tokenizer, device);
   std::vector<LabelledExample> train = read_all(options.train, options.records);
   std::vector<LabelledExample> validation = read_all(options.validation, options.records);
-  if (options.validation.empty() && options.validation_fraction > 0) {
-    // A fixed shuffle by the split seed; the same records every run with that seed.
-    std::vector<size_t> order(train.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::shuffle(order.begin(), order.end(), std::mt19937_64(options.split_seed));
-    const auto held = static_cast<size_t>(options.validation_fraction * static_cast<double>(train.size()));
-    std::vector<bool> is_held(train.size(), false);
-    for (size_t i = 0; i < held; ++i) is_held[order[i]] = true;
-    std::vector<LabelledExample> kept;
-    for (size_t i = 0; i < train.size(); ++i) (is_held[i] ? validation : kept).push_back(std::move(train[i]));
-    train = std::move(kept);
-  }
-  Loaders out;
-  out.labels = options.labels ? *options.labels : label_set_of(train, options.train.front().string());
-  auto source = [&](const std::vector<LabelledExample>& examples) {
+  hold_out(train, validation, options);
+  const LabelSet labels = options.labels ? *options.labels : label_set_of(train, options.train.front().string());
+  auto source = [&](const std::vector<LabelledExample>& examples) -> std::shared_ptr<BatchSource> {
+    if (examples.empty()) return nullptr;
     return std::make_shared<ClassificationSource>(
-        encode_examples(tokenizer, examples, label_ids(examples, out.labels), options.max_length),
+        encode_examples(tokenizer, examples, label_ids(examples, labels), options.max_length),
         tokenizer.pad_id(), options.pad_to_multiple_of);
   };
-  out.train = std::make_unique<DataLoader>(source(train), loader, device);
-  if (!validation.empty()) {
-    LoaderOptions v = loader;
-    v.sampler.shuffle = false;
-    v.wrap = false;
-    out.validation = std::make_unique<DataLoader>(source(validation), v, device);
-  }
+  Loaders out = make_loaders_of(source(train), source(validation), loader, device);
+  out.labels = labels;
   return out;
 }
 

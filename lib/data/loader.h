@@ -127,12 +127,16 @@ struct Loaders {
   std::vector<std::pair<std::string, std::unique_ptr<DataLoader>>> validation_sources;
   Datasets datasets;  // language modelling
   PackingOptions packing;  // how the language-modelling samples are cut (document masking included)
-  LabelSet labels;    // classification: the classes, by id
+  LabelSet labels;    // classification: the classes (tagging: the tags), by id
+  bool tagging = false;  // token classification: evaluation reports entity-level metrics
 };
 Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tokenizer, torch::Device device);
 
-// Sequence classification: labelled records (labelled.h) encoded and padded per batch.
+// Sequence classification: labelled records (labelled.h) encoded and padded per batch; token
+// classification (tagging): tagged sentences (tagged.h), one label per word on its first piece.
 struct ClassificationOptions {
+  bool tagging = false;  // token classification: `tagged` reads the files, `records` is unused
+  TaggedOptions tagged;
   std::vector<std::filesystem::path> train;       // CSV / TSV / JSONL files
   std::vector<std::filesystem::path> validation;  // empty: validation_fraction of train
   double validation_fraction = 0.0;

@@ -25,3 +25,5 @@ set(HFTRAIN_DATA_TORCH_SOURCES
   loader.cpp)
 # Labelled text for sequence classification: CSV/TSV/JSONL, label sets, encoding, padding.
 list(APPEND HFTRAIN_DATA_CORE_SOURCES csv_reader.cpp labelled.cpp classification_batch.cpp)
+# Tagged sentences for token classification: JSONL lists or CoNLL columns.
+list(APPEND HFTRAIN_DATA_CORE_SOURCES tagged.cpp)

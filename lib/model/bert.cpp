@@ -111,7 +111,7 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
   layers_ = level(*bert, "encoder")->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(BertLayer(spec));
   if (spec.has_pooler()) pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
-  if (spec.with_classifier && spec.roberta()) {  // RobertaClassificationHead
+  if (spec.roberta_head()) {  // RobertaClassificationHead
     auto head = level(*this, "classifier");
     head_dense_ = dense(*head, "dense", spec.hidden_size, spec.hidden_size);
     classifier_ = dense(*head, "out_proj", spec.hidden_size, spec.num_labels);
@@ -198,11 +198,12 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
   }
   const BertOutput encoded = encode(input_ids, attention_mask, token_type_ids);
   const double p = spec_.classifier_dropout_prob();
-  torch::Tensor features = encoded.pooled;
+  // A token classifier reads every token's state; a sequence classifier the pooled first token.
+  torch::Tensor features = spec_.per_token ? encoded.last_hidden_state : encoded.pooled;
   if (head_dense_) {  // RoBERTa: dropout, dense, tanh on the first token (<s>), then dropout again
     features = torch::tanh(head_dense_(dropped_out(encoded.last_hidden_state.select(1, 0), p, is_training())));
   }
-  auto logits = classifier_(dropped_out(features, p, is_training()));  // (B, num_labels)
+  auto logits = classifier_(dropped_out(features, p, is_training()));  // (B, num_labels) or (B, T, num_labels)
   return hooks_ ? hooks_->after_forward(0, logits) : logits;
 }
 

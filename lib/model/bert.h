@@ -19,7 +19,9 @@
 // their names; its Hugging Face files have no prefix, which bert_weights.h adds and strips.
 // RoBERTa (spec.family): the same layers under "roberta.", positions counted from the padding id
 // over the non-padding tokens, and RobertaForSequenceClassification's head without a pooler:
-// classifier.dense (tanh) and classifier.out_proj on the first token.
+// classifier.dense (tanh) and classifier.out_proj on the first token. A token classifier
+// (spec.per_token, *ForTokenClassification) has no pooler and applies dropout and classifier.* to
+// every token.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +58,8 @@ class BertEncoderImpl : public torch::nn::Module {
 
   // input_ids (B, T) int64; attention_mask (B, T), nonzero = token, 0 = padding (undefined: all
   // tokens); token_type_ids (B, T) int64 (undefined: all 0). T <= max_position_embeddings.
-  // Returns the classifier's logits (B, num_labels); throws UsageError for a spec without one.
+  // Returns the classifier's logits (B, num_labels), a token classifier's (B, T, num_labels);
+  // throws UsageError for a spec without a classifier.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
                         const torch::Tensor& token_type_ids = {});
   // The encoder's outputs, for BertModel (same arguments).

@@ -137,7 +137,7 @@ int64_t BertSpec::root_parameter_count() const {
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
   const int64_t pooler = has_pooler() ? c * c + c : 0;
   // RoBERTa's head: a dense layer, then the output projection.
-  const int64_t classifier = with_classifier ? c * num_labels + num_labels + (roberta() ? c * c + c : 0) : 0;
+  const int64_t classifier = with_classifier ? c * num_labels + num_labels + (roberta_head() ? c * c + c : 0) : 0;
   return embeddings + pooler + classifier;
 }
 
@@ -176,6 +176,7 @@ void BertSpec::validate() const {
               " is outside the vocabulary of " + std::to_string(vocab_size));
   require(!roberta() || (pad_token_id && max_tokens() >= 1),
           "RoBERTa counts positions from pad_token_id + 1: it needs a pad_token_id below max_position_embeddings - 1");
+  require(!per_token || with_classifier, "per_token needs the classifier (a token classifier)");
   require(
       !with_classifier || num_labels >= 2,
       "a classifier needs at least 2 labels (num_labels is " + std::to_string(num_labels) + ")");
@@ -184,6 +185,11 @@ void BertSpec::validate() const {
   }
   require(layer_norm_eps > 0 && initializer_range >= 0,
           "layer_norm_eps must be positive, initializer_range >= 0");
+}
+
+std::string BertSpec::architecture() const {
+  const std::string head = !with_classifier ? "Model" : per_token ? "ForTokenClassification" : "ForSequenceClassification";
+  return (roberta() ? "Roberta" : "Bert") + head;
 }
 
 const char* bert_activation_name(BertActivation act) {
@@ -221,7 +227,8 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   }
   BertSpec s;
   s.family = *family;
-  s.with_classifier = arch.ends_with("ForSequenceClassification");
+  s.with_classifier = arch.ends_with("ForSequenceClassification") || arch.ends_with("ForTokenClassification");
+  s.per_token = arch.ends_with("ForTokenClassification");
   s.vocab_size = f.positive("vocab_size");
   s.hidden_size = f.positive("hidden_size");
   s.num_hidden_layers = f.positive("num_hidden_layers");
@@ -262,7 +269,7 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
 
   std::vector<std::string> labels = read_labels(f);
   s.num_labels = static_cast<int64_t>(labels.size());
-  if (s.with_classifier) {
+  if (s.with_classifier && !s.per_token) {
     const std::string problem = f.string("problem_type", "single_label_classification");
     f.refuse_if(
         problem != "single_label_classification",
@@ -296,9 +303,8 @@ std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& 
     labels[std::to_string(i)] = names[i];
     ids[names[i]] = i;
   }
-  const std::string name = s.roberta() ? "Roberta" : "Bert";
   OrderedJson j{
-      {"architectures", {name + (s.with_classifier ? "ForSequenceClassification" : "Model")}},
+      {"architectures", {s.architecture()}},
       {"model_type", s.roberta() ? "roberta" : "bert"},
       {"vocab_size", s.vocab_size},
       {"hidden_size", s.hidden_size},
@@ -320,7 +326,7 @@ std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& 
       {"add_cross_attention", false},
       {"id2label", labels},
       {"label2id", ids}};
-  if (s.with_classifier) j["problem_type"] = "single_label_classification";
+  if (s.with_classifier && !s.per_token) j["problem_type"] = "single_label_classification";
   j["torch_dtype"] = "float32";  // transformers 4.x
   j["dtype"] = "float32";        // 5.x
   return j.dump(2) + "\n";

@@ -45,6 +45,9 @@ struct BertSpec {
   // BertForSequenceClassification (pooler + dropout + classifier over num_labels, single-label
   // cross-entropy) when true; BertModel (the encoder and pooler only) when false.
   bool with_classifier = true;
+  // With the classifier: BertForTokenClassification / RobertaForTokenClassification, the encoder
+  // without a pooler, dropout and a linear classifier on every token (one label per token).
+  bool per_token = false;
   int64_t num_labels = 2;
   double initializer_range = 0.02;  // N(0, initializer_range) for weights and embeddings
 
@@ -53,8 +56,12 @@ struct BertSpec {
   // "bert." or "roberta.": the prefix of the encoder's parameter names.
   std::string prefix() const { return roberta() ? "roberta." : "bert."; }
   // BertModel, BertForSequenceClassification and RobertaModel have a pooler;
-  // RobertaForSequenceClassification has none.
-  bool has_pooler() const { return !roberta() || !with_classifier; }
+  // RobertaForSequenceClassification and the token classifiers have none.
+  bool has_pooler() const { return !with_classifier || (!roberta() && !per_token); }
+  // RobertaForSequenceClassification's head: classifier.dense + tanh before classifier.out_proj.
+  bool roberta_head() const { return with_classifier && roberta() && !per_token; }
+  // The Hugging Face class: BertModel, BertForSequenceClassification, RobertaForTokenClassification...
+  std::string architecture() const;
   // The longest input: RoBERTa's positions start past the padding id.
   int64_t max_tokens() const {
     return roberta() ? max_position_embeddings - pad_token_id.value_or(0) - 1 : max_position_embeddings;
@@ -84,10 +91,10 @@ bool is_bert_config(const std::string& json_text);
 // with_classifier; the others give the encoder (their heads' tensors are dropped when loading:
 // cls.* of BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction).
 inline constexpr const char* kBertArchitectures[] = {"BertModel", "BertForSequenceClassification",
-                                                     "BertForMaskedLM", "BertForPreTraining",
-                                                     "BertForNextSentencePrediction"};
+                                                     "BertForTokenClassification", "BertForMaskedLM",
+                                                     "BertForPreTraining", "BertForNextSentencePrediction"};
 inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "RobertaForSequenceClassification",
-                                                        "RobertaForMaskedLM"};
+                                                        "RobertaForTokenClassification", "RobertaForMaskedLM"};
 
 // Reads a Hugging Face BERT or RoBERTa config.json (RobertaConfig's defaults: pad_token_id 1). num_labels is the size of id2label (transformers
 // derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
@@ -100,9 +107,9 @@ inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "Roberta
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
                                   std::vector<std::string>* id2label = nullptr);
 
-// config.json for `spec`: BertForSequenceClassification (RobertaForSequenceClassification) with
-// id2label / label2id from `id2label` (num_labels names; empty: "LABEL_i"), or BertModel
-// (RobertaModel) when !spec.with_classifier. Loads in
+// config.json for `spec`: BertForSequenceClassification (RobertaForSequenceClassification), or
+// *ForTokenClassification with spec.per_token, with id2label / label2id from `id2label`
+// (num_labels names; empty: "LABEL_i"), or BertModel (RobertaModel) when !spec.with_classifier. Loads in
 // transformers' AutoConfig / from_pretrained, and bert_spec_from_hf_config reads it back to `spec`.
 // Throws UsageError when id2label has the wrong size or a name twice (label2id would lose one).
 std::string bert_config_json(const BertSpec& spec, const std::vector<std::string>& id2label = {});

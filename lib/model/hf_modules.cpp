@@ -206,7 +206,7 @@ std::vector<BertLinear> bert_linears(const BertSpec& s) {
     out.push_back({l + "output.dense", f, c});
   }
   if (s.has_pooler()) out.push_back({s.prefix() + "pooler.dense", c, c});
-  if (s.with_classifier && s.roberta()) {  // RobertaClassificationHead
+  if (s.roberta_head()) {  // RobertaClassificationHead
     out.push_back({"classifier.dense", c, c});
     out.push_back({"classifier.out_proj", c, s.num_labels});
   } else if (s.with_classifier) {

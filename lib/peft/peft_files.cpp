@@ -169,6 +169,7 @@ AdapterFile read_adapter_config(const fs::path& dir) {
     }
   }
   a.base_model = get<std::string>(j, "base_model_name_or_path", file, "");
+  a.task_type = get<std::string>(j, "task_type", file, "");
   return a;
 }
 

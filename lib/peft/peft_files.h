@@ -24,7 +24,7 @@ namespace hftrain::peft {
 inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";
 
-// adapter_config.json for `lora` (peft's LoraConfig fields). `task_type`: "CAUSAL_LM" or "SEQ_CLS";
+// adapter_config.json for `lora` (peft's LoraConfig fields). `task_type`: "CAUSAL_LM", "SEQ_CLS" or "TOKEN_CLS";
 // `base_model`: the base model's path as the run named it.
 nlohmann::json adapter_config(const LoraModel& lora, const config::LoraConfig& config, config::ModelArch arch,
                               const std::string& task_type, const std::string& base_model);
@@ -45,6 +45,7 @@ struct AdapterFile {
   std::vector<std::string> target_modules;  // as written: full names, or peft's suffixes
   std::vector<std::string> modules_to_save;
   std::string base_model;
+  std::string task_type;  // CAUSAL_LM, SEQ_CLS, TOKEN_CLS; empty when the file has none
 };
 
 // Reads adapter_config.json. Throws CheckpointError naming the file and field for a missing or

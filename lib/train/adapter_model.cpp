@@ -135,6 +135,7 @@ void write_merged_classifier(const fs::path& dir, const fs::path& out, uint64_t 
   const std::vector<std::string> labels = classifier_labels(dir, base);
   model::BertSpec spec = *base.bert;
   spec.with_classifier = true;
+  spec.per_token = file.task_type == "TOKEN_CLS";
   spec.num_labels = static_cast<int64_t>(labels.size());
   model::BertEncoder encoder(spec);
   model::load_bert_weights(encoder, model::StoredWeights(base.dir));

@@ -3,13 +3,40 @@
 #include <torch/torch.h>
 
 #include "metrics/classification.h"
+#include "metrics/entities.h"
 #include "parallel/comm/monitor.h"
 #include "train/precision.h"
 
 namespace hftrain::train {
 
+namespace {
+
+// A token classifier's batch into `counts`: each row's labelled positions (the words' first pieces)
+// are one sentence, its tags and the argmax predictions there.
+void add_sentences(metrics::EntityCounts& counts, const torch::Tensor& labels, const torch::Tensor& logits) {
+  const torch::Tensor l = labels.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor p = logits.argmax(-1).to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t rows = l.size(0), cols = l.size(1);
+  const int64_t* lp = l.data_ptr<int64_t>();
+  const int64_t* pp = p.data_ptr<int64_t>();
+  std::vector<int64_t> truth, guess;
+  for (int64_t r = 0; r < rows; ++r) {
+    truth.clear();
+    guess.clear();
+    for (int64_t c = 0; c < cols; ++c) {
+      if (lp[r * cols + c] == -100) continue;
+      truth.push_back(lp[r * cols + c]);
+      guess.push_back(pp[r * cols + c]);
+    }
+    counts.add_sentence(truth, guess);
+  }
+}
+
+}  // namespace
+
 EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<int64_t> max_batches, int64_t k,
-                    config::Precision precision, parallel::World& world, const torch::Device& device) {
+                    config::Precision precision, parallel::World& world, const torch::Device& device,
+                    const std::vector<std::string>* tags) {
   parallel::PhaseScope phase(world.monitor(), parallel::Phase::kEval);
   torch::NoGradGuard no_grad;
   model.module().eval();
@@ -20,15 +47,18 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
   int64_t targets = 0;
   // Classification: the confusion counts (label x prediction), summed on the device.
   torch::Tensor confusion;
-  if (k > 0) confusion = torch::zeros({k * k}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  if (k > 0 && !tags) confusion = torch::zeros({k * k}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  std::optional<metrics::EntityCounts> entities;
+  if (tags) entities.emplace(*tags);
   for (int64_t i = 0; i < batches; ++i) {
     data::Batch b = loader.next();
     torch::Tensor logits;
     {
       AutocastScope autocast(precision, device);
-      loss_sum += model.loss_sum(b, 0.0, confusion.defined() ? &logits : nullptr).to(torch::kFloat64);
+      loss_sum += model.loss_sum(b, 0.0, confusion.defined() || entities ? &logits : nullptr).to(torch::kFloat64);
     }
     targets += b.num_target_tokens;
+    if (entities) add_sentences(*entities, b.labels, logits);
     if (confusion.defined()) {
       // Unlabelled rows add 0 (to cell 0..k-1): a fixed-size scatter, where masked_select and
       // bincount would size their results from the data and wait for the device.
@@ -41,6 +71,14 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
   if (world.size() > 1) {
     world.comm().all_reduce(loss_sum)->wait();
     if (confusion.defined()) world.comm().all_reduce(confusion)->wait();
+    if (entities) {  // every rank's counts, summed
+      const auto mine = entities->counts();
+      auto sum = torch::tensor(std::vector<int64_t>(mine.begin(), mine.end()), torch::kInt64).to(device);
+      world.comm().all_reduce(sum)->wait();
+      const torch::Tensor all = sum.cpu();
+      entities.emplace(*tags);
+      entities->add_counts({all.data_ptr<int64_t>(), static_cast<size_t>(all.numel())});
+    }
     targets = parallel::all_reduce_value(world.comm(), targets, parallel::ReduceOp::kSum, device);
   }
   EvalResult result;
@@ -50,6 +88,11 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     m.add_counts({counts.data_ptr<int64_t>(), static_cast<size_t>(counts.numel())});
     const metrics::ClassificationMetrics c = metrics::classification_metrics(m);
     result.metrics = {{"eval_accuracy", c.accuracy}, {"eval_f1", c.f1}};
+  }
+  if (entities) {
+    const metrics::EntityMetrics e = entities->metrics();
+    result.metrics = {{"eval_precision", e.precision}, {"eval_recall", e.recall}, {"eval_f1", e.f1},
+                      {"eval_accuracy", e.accuracy}};
   }
   result.targets = targets;
   result.loss = targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);

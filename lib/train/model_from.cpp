@@ -45,6 +45,7 @@ std::string bert_shape_values(const model::BertSpec& b) {
       << b.num_hidden_layers << " model.n_head=" << b.num_attention_heads << " model.d_model=" << b.hidden_size
       << " model.d_ff=" << b.intermediate_size << " model.max_seq_len=" << b.max_tokens()
       << " model.vocab_size=" << b.vocab_size;
+  if (b.per_token) out << " model.task=token_classification";  // a token classifier's directory
   return out.str();
 }
 

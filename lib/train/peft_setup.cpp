@@ -73,7 +73,7 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
   }
   PeftRun run;
   run.arch = model.arch();
-  run.task_type = model.causal_lm() ? "CAUSAL_LM" : "SEQ_CLS";
+  run.task_type = model.causal_lm() ? "CAUSAL_LM" : model.per_token() ? "TOKEN_CLS" : "SEQ_CLS";
   run.lora_config = config.peft.lora;
   run.hf_parameters = model.hf_parameters();
   run.base_dir = read_model_source(*config.model.from).dir;

@@ -22,7 +22,7 @@ struct PeftRun {
   config::LoraConfig lora_config;  // in effect: the recipe's, or the adapter's under peft.from
   std::vector<model::HfParameter> hf_parameters;
   config::ModelArch arch = config::ModelArch::kLlama;
-  std::string task_type = "CAUSAL_LM";  // peft's: CAUSAL_LM, or SEQ_CLS for a classifier
+  std::string task_type = "CAUSAL_LM";  // peft's: CAUSAL_LM, SEQ_CLS for a classifier, TOKEN_CLS for a tagger
   std::filesystem::path base_dir;  // model.from as read
   std::string base_fingerprint;
 

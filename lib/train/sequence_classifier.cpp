@@ -1,4 +1,5 @@
-// make_sequence_classifier (task_model.h): a BERT encoder with a classifier, one loss per sequence.
+// make_sequence_classifier (task_model.h): a BERT or RoBERTa encoder with a classifier, one loss
+// per sequence, or per labelled token for a token classifier (BertSpec::per_token).
 // Its model directory is a Hugging Face one (config.json with id2label, safetensors under
 // transformers' names, tokenizer.json), which from_pretrained loads as it is.
 #include <unistd.h>
@@ -32,9 +33,10 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     torch::Tensor out = model_->forward(batch.input_ids, batch.attention_mask, batch.token_type_ids);
     if (logits) *logits = out;
-    // Summed over the batch's labelled sequences: the loop divides by their count over all
-    // micro-batches and ranks, as it does with tokens.
-    return model::classification_loss(out, batch.labels, label_smoothing, /*summed=*/true);
+    // Summed over the batch's labelled sequences (tokens): the loop divides by their count over
+    // all micro-batches and ranks, as it does with a language model's tokens.
+    return model::classification_loss(out.reshape({-1, out.size(-1)}), batch.labels.reshape({-1}), label_smoothing,
+                                      /*summed=*/true);
   }
 
   void load(const fs::path& path, const std::string& what, const model::WeightHandover& = {}) override {
@@ -75,6 +77,7 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
   }
 
   bool causal_lm() const override { return false; }
+  bool per_token() const override { return model_->spec().per_token; }
   std::vector<model::HfLinear> hf_linear_modules() const override { return model::hf_linear_modules(model_->spec()); }
   std::vector<model::HfParameter> hf_parameters() const override { return model::hf_parameters(model_->spec()); }
   config::ModelArch arch() const override { return config::ModelArch::kBert; }

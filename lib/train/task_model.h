@@ -57,6 +57,8 @@ class TaskModel {
                         const tokenizer::Tokenizer& tokenizer) const = 0;
 
   virtual bool causal_lm() const = 0;
+  // A token classifier: one label per token (peft's TOKEN_CLS).
+  virtual bool per_token() const { return false; }
   // The Hugging Face linear layers and parameters (model/hf_modules.h): LoRA's targets and peft's
   // tensor names.
   virtual std::vector<model::HfLinear> hf_linear_modules() const = 0;
@@ -96,7 +98,8 @@ class ModuleTask : public TaskModel {
 // modules make them: only for a model whose every weight is loaded next (load() is strict).
 std::unique_ptr<TaskModel> make_causal_lm(const model::ModelSpec& spec,
                                           model::WeightInit init = model::WeightInit::kRandom);
-// A BERT encoder with a classifier over `labels` (config.json's id2label).
+// A BERT or RoBERTa encoder with a classifier over `labels` (config.json's id2label): of sequences,
+// or of tokens with spec.per_token.
 std::unique_ptr<TaskModel> make_sequence_classifier(const model::BertSpec& spec, std::vector<std::string> labels);
 
 }  // namespace hftrain::train

@@ -91,8 +91,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     const auto& labels = parts.loaders.labels.names;
     bert->num_labels = static_cast<int64_t>(labels.size());
     parts.model = make_sequence_classifier(*bert, labels);
-    util::log::info("sequence classification over " + std::to_string(bert->num_labels) + " labels: " +
-                    label_list(labels));
+    util::log::info(std::string(bert->per_token ? "token classification over " : "sequence classification over ") +
+                    std::to_string(bert->num_labels) + (bert->per_token ? " tags: " : " labels: ") + label_list(labels));
   } else {
     (void)model::chunk_rows_from_env();  // a bad HFTRAIN_LM_HEAD_CHUNK_ROWS stops the run here
     // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).

@@ -144,6 +144,7 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
     }
   }
   s.with_classifier = true;
+  s.per_token = c.model.task == config::Task::kTokenClassification;
   return s;
 }
 
@@ -156,9 +157,14 @@ data::ClassificationOptions classification_options(const config::Config& c, cons
   o.records.text_column = c.data.text_field;
   o.records.text_pair_column = c.data.text_pair_field;
   o.records.label_column = c.data.label_field;
+  o.tagging = c.model.task == config::Task::kTokenClassification;
+  o.tagged.words_field = c.data.text_field;
+  o.tagged.tags_field = c.data.label_field;
   o.max_length = c.data.seq_len;
   o.pad_to_multiple_of = c.data.pad_to_multiple_of;
-  if (source && source->bert && source->bert->with_classifier && !source->id2label.empty()) {
+  // A classifier of the same task names its classes (a sequence classifier's labels are no tags).
+  if (source && source->bert && source->bert->with_classifier && source->bert->per_token == o.tagging &&
+      !source->id2label.empty()) {
     bool named = false;
     for (size_t i = 0; i < source->id2label.size(); ++i) named |= source->id2label[i] != "LABEL_" + std::to_string(i);
     if (named) o.labels = data::LabelSet{source->id2label};

@@ -13,7 +13,9 @@ directory (its heads dropped and reported). Refusals: relative positions, a deco
 RoBERTa: RobertaForSequenceClassification (positions counted from the padding id over the tokens
 that are not padding, no pooler, the dense + tanh + out_proj head) and RobertaModel, the same checks
 and export; a RobertaForMaskedLM directory fine-tuned into a classifier (lm_head dropped, the head
-new).
+new). Token classifiers: BertForTokenClassification and RobertaForTokenClassification (no pooler,
+the classifier on every token; labels per token, -100 on padding and on some tokens), the same
+checks and export.
 
 Round trips: the directory hftrain writes for a loaded model, and for a model hftrain initialised
 itself, load with BertForSequenceClassification.from_pretrained (id2label kept) and give the same
@@ -29,8 +31,9 @@ import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import (BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel, RobertaConfig,
-                          RobertaForMaskedLM, RobertaForSequenceClassification, RobertaModel)
+from transformers import (BertConfig, BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification,
+                          BertModel, RobertaConfig, RobertaForMaskedLM, RobertaForSequenceClassification,
+                          RobertaForTokenClassification, RobertaModel)
 from transformers.utils import logging as hf_logging
 
 hf_logging.set_verbosity_error()  # quiet: hf_decoders' configs at import, from_pretrained's "newly initialized"
@@ -56,6 +59,8 @@ CASES = {
     "roberta-classifier": (RobertaForSequenceClassification, {}, "sdpa"),
     "roberta-classifier-eager-dropout": (RobertaForSequenceClassification, {"classifier_dropout": 0.2}, "eager"),
     "roberta-model": (RobertaModel, {}, "sdpa"),
+    "token-classifier": (BertForTokenClassification, {"classifier_dropout": 0.2}, "sdpa"),
+    "roberta-token-classifier": (RobertaForTokenClassification, {}, "sdpa"),
 }
 
 ROBERTA = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
@@ -80,7 +85,7 @@ def run(*args):
     return p.stdout
 
 
-def inputs(config, seed):
+def inputs(config, seed, token_labels=False):
     """A batch of 3 with padding (lengths 11, 7, 4), [CLS]-like first ids and two segments."""
     g = torch.Generator().manual_seed(seed)
     lengths = [11, 7, 4]
@@ -94,6 +99,10 @@ def inputs(config, seed):
         types[i, n // 2:n] = config.type_vocab_size - 1
         ids[i, n:] = config.pad_token_id if config.pad_token_id is not None else 0
     labels = torch.tensor([2, 0, 1])
+    if token_labels:  # a tag per token; -100 on padding and on every third token (a word's later pieces)
+        labels = torch.randint(0, config.num_labels, (3, T), generator=g)
+        labels[mask == 0] = -100
+        labels[:, 2::3] = -100
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "labels": labels}
 
 
@@ -107,7 +116,7 @@ def reference(model, batch):
     out = {"last_hidden_state": enc.last_hidden_state}
     if enc.pooler_output is not None:  # RobertaForSequenceClassification has no pooler
         out["pooled"] = enc.pooler_output
-    if type(model).__name__.endswith("ForSequenceClassification"):
+    if type(model).__name__.endswith(("ForSequenceClassification", "ForTokenClassification")):
         result = model(**args, labels=batch["labels"])
         out["logits"], loss = result.logits, result.loss
     else:
@@ -170,7 +179,7 @@ def conformance(forward_bin, work):
         perturb(model, i)
         model_dir = os.path.join(work, name)
         model.save_pretrained(model_dir)
-        batch = inputs(config, 100 + i)
+        batch = inputs(config, 100 + i, token_labels=name.endswith("token-classifier"))
         compare(name, forward_bin, model_dir, work, model, batch)
         if name == "classifier":
             sharded = os.path.join(work, name + "-sharded")
@@ -185,7 +194,7 @@ def conformance(forward_bin, work):
             round_trip(name, forward_bin, model_dir, work, batch)
         if name in ("bert-model", "roberta-model"):
             fresh_classifier(forward_bin, model_dir, work, model, batch, name)
-        if name == "roberta-classifier":
+        if name in ("roberta-classifier", "token-classifier", "roberta-token-classifier"):
             round_trip(name, forward_bin, model_dir, work, batch)
     masked_lm(forward_bin, work)
     roberta_masked_lm(forward_bin, work)
@@ -256,7 +265,10 @@ def masked_lm(forward_bin, work):
 def round_trip(name, forward_bin, model_dir, work, batch):
     """hftrain's export of a loaded model, and of one it initialised, loads in transformers."""
     roberta = name.startswith("roberta")
-    cls = RobertaForSequenceClassification if roberta else BertForSequenceClassification
+    if name.endswith("token-classifier"):
+        cls = RobertaForTokenClassification if roberta else BertForTokenClassification
+    else:
+        cls = RobertaForSequenceClassification if roberta else BertForSequenceClassification
     export = os.path.join(work, name + "-export")
     got, _ = ours(forward_bin, model_dir, work, name + "-export", batch, "--export", export)
     born_dir = os.path.join(work, name + "-hftrain-born")

@@ -259,8 +259,8 @@ TEST_CASE("classification: BERT encodings equal tokenizers' ids and type ids", "
 }
 
 TEST_CASE("classification: the collator pads right with masks and type ids", "[data][labelled]") {
-  const std::vector<data::EncodedExample> batch{{{2, 10, 11, 3}, {0, 0, 0, 0}, 1},
-                                                {{2, 12, 3, 13, 3}, {0, 0, 0, 1, 1}, 0}};
+  const std::vector<data::EncodedExample> batch{{{2, 10, 11, 3}, {0, 0, 0, 0}, 1, {}},
+                                                {{2, 12, 3, 13, 3}, {0, 0, 0, 1, 1}, 0, {}}};
   auto b = data::collate_classification(batch, /*pad_id=*/0);
   CHECK(b.batch_size == 2);
   CHECK(b.seq_len == 5);

@@ -5,7 +5,7 @@
 //   hftrain_bert_forward MODEL_DIR INPUTS.safetensors OUT.safetensors [--num-labels N] [--export
 //   DIR]
 // INPUTS holds input_ids, attention_mask, token_type_ids (B, T) int64 and, for a classifier,
-// labels (B). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
+// labels (B), a token classifier's (B, T). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
 // (B, K) and loss (); for a BertModel "loss" is mean(last_hidden_state^2) + mean(pooled). Then
 // grad.<hf name> for each parameter, under the names save_pretrained writes. --num-labels N
 // builds a classifier of N labels whatever the config says (a BertModel directory fine-tuned);
@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
     torch::Tensor loss;
     if (spec.with_classifier) {
       const auto logits = m->forward(ids, mask, types);
-      loss = model::classification_loss(logits, in.at("labels"));
+      // A token classifier's logits (B, T, K) against labels (B, T), -100 where unlabelled.
+      loss = model::classification_loss(logits.reshape({-1, logits.size(-1)}), in.at("labels").reshape({-1}));
       out.emplace_back("logits", logits.detach());
     } else {
       loss = encoded.last_hidden_state.square().mean() + encoded.pooled.mean();

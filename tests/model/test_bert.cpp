@@ -432,3 +432,47 @@ TEST_CASE("roberta: names, counts, positions from the padding id, head, config b
   other["model_type"] = "xlm-roberta";
   CHECK_FALSE(model::is_bert_config(other.dump()));
 }
+
+TEST_CASE("token classifiers: no pooler, the classifier on every token, config both ways", "[model][bert]") {
+  for (const auto family : {config::Encoder::kBert, config::Encoder::kRoberta}) {
+    auto spec = tiny();
+    spec.per_token = true;
+    spec.family = family;
+    if (family == config::Encoder::kRoberta) spec.pad_token_id = 1, spec.type_vocab_size = 1;
+    INFO(spec.architecture());
+    CHECK_FALSE(spec.has_pooler());
+    torch::manual_seed(5);
+    model::BertEncoder m(spec);
+    int64_t count = 0;
+    std::set<std::string> names;
+    for (const auto& [name, p] : m->parameters_by_name()) count += p.numel(), names.insert(name);
+    CHECK(count == spec.parameter_count());
+    CHECK((names.count("classifier.weight") == 1 && names.count("classifier.bias") == 1));
+    CHECK(names.count(spec.prefix() + "pooler.dense.weight") == 0);
+    m->eval();
+    const auto ids = torch::randint(2, 40, {2, 7}, torch::kInt64);
+    const auto logits = m->forward(ids);
+    CHECK(logits.sizes() == std::vector<int64_t>{2, 7, 3});
+    // Each token's logits are the classifier on its own hidden state.
+    const auto hidden = m->encode(ids).last_hidden_state;
+    const torch::Tensor w = m->named_parameters()["classifier.weight"];
+    const torch::Tensor b = m->named_parameters()["classifier.bias"];
+    CHECK(torch::allclose(logits, torch::nn::functional::linear(hidden, w, b), 1e-5, 1e-6));
+    // The loss over labelled tokens only.
+    auto labels = torch::full({2, 7}, -100, torch::kInt64);
+    labels.index_put_({0, 1}, 2);
+    labels.index_put_({1, 4}, 0);
+    const auto loss = model::classification_loss(logits.reshape({-1, 3}), labels.reshape({-1}));
+    const auto expected = (torch::log_softmax(logits[0][1], -1)[2] + torch::log_softmax(logits[1][4], -1)[0]) / -2.0;
+    CHECK(loss.item<double>() == Approx(expected.item<double>()).epsilon(1e-6));
+
+    const Json j = config_of(spec);
+    CHECK(j["architectures"][0] == spec.architecture());
+    CHECK_FALSE(j.contains("problem_type"));
+    std::vector<std::string> labels_back;
+    const auto back = model::bert_spec_from_hf_config(j.dump(), "m/config.json", &labels_back);
+    CHECK((back.per_token && back.with_classifier && back.family == family && back.num_labels == 3));
+    CHECK(labels_back == std::vector<std::string>{"neg", "neu", "pos"});
+  }
+  CHECK(config_of(tiny())["architectures"][0] == "BertForSequenceClassification");
+}

@@ -471,6 +471,9 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
   CHECK_THAT(config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
              Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.task=token_classification"}),
+             Contains("`model.task` is token_classification, which an encoder (model.arch=bert) does"));
+  CHECK(config_error({"model.arch=bert", "model.task=token_classification"}) == "no error");
   CHECK_THAT(config_error({"model.arch=gpt2", "model.encoder=roberta"}),
              Contains("`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert"));
   CHECK_THAT(config_error({"model.arch=llama", "model.shared_expert_d_ff=16"}),
