@@ -37,10 +37,12 @@ class ClassificationSource final : public BatchSource {
   int64_t multiple_;
 };
 
-std::vector<LabelledExample> read_all(const std::vector<std::filesystem::path>& files, const LabelledOptions& options) {
-  std::vector<LabelledExample> out;
+// Every record of `files`, in order, read by `read` (read_labelled, read_tagged).
+template <typename Options, typename Read>
+auto read_all(const std::vector<std::filesystem::path>& files, const Options& options, Read read) {
+  decltype(read(std::filesystem::path(), options)) out;
   for (const auto& f : files) {
-    auto part = read_labelled(f, options);
+    auto part = read(f, options);
     out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
   return out;
@@ -62,15 +64,6 @@ void hold_out(std::vector<T>& train, std::vector<T>& validation, const Classific
   train = std::move(kept);
 }
 
-std::vector<TaggedSentence> read_all_tagged(const std::vector<std::filesystem::path>& files, const TaggedOptions& options) {
-  std::vector<TaggedSentence> out;
-  for (const auto& f : files) {
-    auto part = read_tagged(f, options);
-    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-  }
-  return out;
-}
-
 Loaders make_loaders_of(std::shared_ptr<BatchSource> train, std::shared_ptr<BatchSource> validation,
                         const LoaderOptions& loader, torch::Device device) {
   Loaders out;
@@ -87,8 +80,8 @@ Loaders make_loaders_of(std::shared_ptr<BatchSource> train, std::shared_ptr<Batc
 // Token classification: tagged sentences, each word's tag on its first piece.
 Loaders tagging_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
                         const tokenizer::Tokenizer& tokenizer, torch::Device device) {
-  std::vector<TaggedSentence> train = read_all_tagged(options.train, options.tagged);
-  std::vector<TaggedSentence> validation = read_all_tagged(options.validation, options.tagged);
+  std::vector<TaggedSentence> train = read_all(options.train, options.tagged, read_tagged);
+  std::vector<TaggedSentence> validation = read_all(options.validation, options.tagged, read_tagged);
   hold_out(train, validation, options);
   const LabelSet tags = options.labels ? *options.labels : tag_set_of(train, options.train.front().string());
   auto source = [&](const std::vector<TaggedSentence>& sentences) -> std::shared_ptr<BatchSource> {
@@ -117,8 +110,8 @@ Loaders make_classification_loaders(const ClassificationOptions& options, const 
                                           : "set data.train to CSV, TSV or JSONL files");
   }
   if (options.tagging) return tagging_loaders(options, loader, tokenizer, device);
-  std::vector<LabelledExample> train = read_all(options.train, options.records);
-  std::vector<LabelledExample> validation = read_all(options.validation, options.records);
+  std::vector<LabelledExample> train = read_all(options.train, options.records, read_labelled);
+  std::vector<LabelledExample> validation = read_all(options.validation, options.records, read_labelled);
   hold_out(train, validation, options);
   const LabelSet labels = options.labels ? *options.labels : label_set_of(train, options.train.front().string());
   auto source = [&](const std::vector<LabelledExample>& examples) -> std::shared_ptr<BatchSource> {
