@@ -154,12 +154,6 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "experts (`model.n_experts` is 0)",
               "unset model.shared_expert_d_ff, or set model.n_experts");
   }
-  if (c.model.router_aux_loss_coef > 0 && c.model.activation_checkpointing) {
-    diags.add(from(tree, "model.router_aux_loss_coef"),
-              "the load-balancing loss (`model.router_aux_loss_coef`) is not computed under activation checkpointing "
-              "yet: its gradient would not reach the routers",
-              "set model.activation_checkpointing=false, or model.router_aux_loss_coef=0");
-  }
   if (c.model.n_experts > 0 && c.model.experts_per_token > c.model.n_experts) {
     diags.add(from(tree, "model.experts_per_token"),
               "`model.experts_per_token` (" + std::to_string(c.model.experts_per_token) + ") exceeds `model.n_experts` (" +

@@ -12,7 +12,7 @@ namespace {
 // What the recomputation needs besides the input: the block, and the RNG and autocast state of
 // the original forward so that dropout and casts repeat exactly.
 struct Replay : torch::CustomClassHolder {
-  BlockFn fn;
+  BlockFnMany fn;
   c10::DeviceType device_type = c10::DeviceType::CPU;
   torch::Tensor cpu_rng;
   torch::Tensor cuda_rng;
@@ -24,8 +24,8 @@ at::Generator cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
 
 class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               c10::intrusive_ptr<Replay> replay) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                                c10::intrusive_ptr<Replay> replay) {
     replay->device_type = x.device().type();
     replay->cpu_rng = cpu_generator().get_state();
 #ifdef HFTRAIN_HAVE_CUDA
@@ -58,10 +58,10 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     const auto dtype_now = at::autocast::get_autocast_dtype(replay->device_type);
     at::autocast::set_autocast_enabled(replay->device_type, replay->autocast);
     at::autocast::set_autocast_dtype(replay->device_type, replay->autocast_dtype);
-    torch::Tensor y;
+    std::vector<torch::Tensor> ys;
     {
       torch::AutoGradMode grad_mode(true);
-      y = replay->fn(x);
+      ys = replay->fn(x);
     }
     at::autocast::set_autocast_enabled(replay->device_type, autocast_now);
     at::autocast::set_autocast_dtype(replay->device_type, dtype_now);
@@ -74,17 +74,30 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
 #endif
     // Parameters receive their gradients here (accumulated into .grad, as in the reentrant
     // torch.utils.checkpoint); x's gradient flows on through the outer graph.
-    torch::autograd::backward({y}, {grad_outputs[0]});
+    // Outputs without a gradient (not used downstream) or without a graph (counts) are left out.
+    std::vector<torch::Tensor> outputs, grads;
+    for (size_t i = 0; i < ys.size(); ++i) {
+      if (grad_outputs[i].defined() && ys[i].requires_grad()) {
+        outputs.push_back(ys[i]);
+        grads.push_back(grad_outputs[i]);
+      }
+    }
+    if (!outputs.empty()) torch::autograd::backward(outputs, grads);
     return {x.grad(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor checkpointed(BlockFn fn, const torch::Tensor& x) {
+std::vector<torch::Tensor> checkpointed(BlockFnMany fn, const torch::Tensor& x) {
   auto replay = c10::make_intrusive<Replay>();
   replay->fn = std::move(fn);
   return CheckpointFunction::apply(x, replay);
+}
+
+torch::Tensor checkpointed(BlockFn fn, const torch::Tensor& x) {
+  return checkpointed(BlockFnMany([fn = std::move(fn)](const torch::Tensor& h) { return std::vector<torch::Tensor>{fn(h)}; }),
+                      x)[0];
 }
 
 }  // namespace hftrain::model

@@ -53,7 +53,7 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   // Each (token, slot) assignment, grouped by expert: one sort, one count per expert.
   const auto assigned = r.experts.reshape({-1});  // (N k)
   const auto per_expert = torch::bincount(assigned, {}, n_experts_);
-  if (stats_ && torch::GradMode::is_enabled()) {  // training (or a test's backward), not generation
+  if (stats_ && (torch::GradMode::is_enabled() || stats_without_grad_)) {  // training, not generation
     stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), r.probs.sum(0), flat.size(0)});
   }
   // optional<bool>: a plain `true` would pick the sort(dim, descending) overload.

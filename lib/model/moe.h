@@ -57,8 +57,13 @@ class MoeImpl : public torch::nn::Module {
   // Keep each forward's chosen experts (N, k) for inspection (off by default; tests compare them
   // with transformers').
   void record_routing(bool on) { record_ = on; }
-  // Each forward appends its RouterStats here while set (training with a load-balancing loss).
-  void collect_stats(std::vector<RouterStats>* into) { stats_ = into; }
+  // Each forward appends its RouterStats here while set (training with a load-balancing loss):
+  // while gradients are on, or always (`without_grad`: the no-grad first pass of a checkpointed
+  // block, whose statistics the checkpoint hands on with a gradient).
+  void collect_stats(std::vector<RouterStats>* into, bool without_grad = false) {
+    stats_ = into;
+    stats_without_grad_ = without_grad;
+  }
   const torch::Tensor& last_experts() const { return last_experts_; }
 
   torch::Tensor router;
@@ -72,6 +77,7 @@ class MoeImpl : public torch::nn::Module {
   bool renormalize_;
   bool record_ = false;
   std::vector<RouterStats>* stats_ = nullptr;
+  bool stats_without_grad_ = false;
   torch::Tensor last_experts_;
 };
 TORCH_MODULE(Moe);

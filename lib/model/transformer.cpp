@@ -171,7 +171,11 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     if (activation_checkpointing_ && is_training() && !cache && torch::GradMode::is_enabled() && !x.requires_grad()) {
       x = x.detach().requires_grad_(true);
     }
-    if (activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled()) {
+    const bool checkpoint =
+        activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled();
+    if (checkpoint && block->moe && spec_.router_aux_loss_coef > 0) {
+      x = checkpointed_moe_block(block, in, x);
+    } else if (checkpoint) {
       x = checkpointed([block, in](const torch::Tensor& h) { return block->forward(h, in, nullptr); }, x);
     } else {
       x = block->forward(x, in, cache ? &layer_cache : nullptr);
@@ -181,6 +185,26 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;
   return x;
+}
+
+torch::Tensor TransformerImpl::checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
+                                                     const torch::Tensor& x) {
+  // The router's statistics leave the checkpoint as outputs: the probability sums with a gradient
+  // (the recomputation back-propagates the loss's gradient through them to the router), the expert
+  // counts as the first pass found them. Inside, the layer collects into a local list only.
+  MoeImpl* moe = block->moe.get();  // the block (and so the layer) outlives the backward
+  std::vector<RouterStats>* outer = &router_stats_;
+  const auto out = checkpointed(
+      BlockFnMany([block, in, moe, outer](const torch::Tensor& h) {
+        std::vector<RouterStats> local;
+        moe->collect_stats(&local, /*without_grad=*/true);
+        torch::Tensor y = block->forward(h, in, nullptr);
+        moe->collect_stats(outer);
+        return std::vector<torch::Tensor>{y, local.at(0).prob_sum, local.at(0).counts};
+      }),
+      x);
+  router_stats_.push_back(RouterStats{out[2].detach(), out[1], x.size(0) * x.size(1)});
+  return out[0];
 }
 
 torch::Tensor TransformerImpl::take_router_aux_loss() {

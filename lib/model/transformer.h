@@ -26,6 +26,9 @@
 
 namespace hftrain::model {
 
+class BlockImpl;         // blocks.h
+struct AttentionInputs;  // blocks.h
+
 // Keys and values of past positions, for generation. Per layer: (B, n_kv_head, capacity, head_dim).
 struct KvCache {
   std::vector<torch::Tensor> keys;
@@ -73,6 +76,10 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids);
   // The output layer's weight (V, C): the embedding when tied.
   torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
+  // A mixture-of-experts block under activation checkpointing with the load-balancing loss: the
+  // block's output, its router statistics appended to router_stats_ with their gradient path.
+  torch::Tensor checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
+                                       const torch::Tensor& x);
 
   ModelSpec spec_;
   std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients

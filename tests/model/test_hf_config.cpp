@@ -480,9 +480,8 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
              Contains("`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
                       "experts"));
   CHECK(config_error({"model.arch=llama", "model.n_experts=4", "model.shared_expert_d_ff=16"}) == "no error");
-  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.router_aux_loss_coef=0.01",
-                           "model.activation_checkpointing=true"}),
-             Contains("not computed under activation checkpointing"));
+  CHECK(config_error({"model.arch=llama", "model.n_experts=4", "model.router_aux_loss_coef=0.01",
+                      "model.activation_checkpointing=true"}) == "no error");
   // longrope: one factor per rotated pair (d_model 768 / 12 heads: 32 pairs).
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope", "model.rope_scaling.short_factor=[1, 2]",
                            "model.rope_scaling.original_max_seq_len=512"}),

@@ -462,3 +462,45 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   CHECK(sparse_step.block_parameter_count() == sparse_step.layer_parameter_count(1));
   CHECK(sparse_step.layer_parameter_count(1) > sparse_step.layer_parameter_count(0));
 }
+
+// Under activation checkpointing the routers' statistics leave each checkpointed block as outputs:
+// the same aux loss, and the same gradients everywhere (routers included) as without.
+TEST_CASE("mixture of experts: the load-balancing loss under activation checkpointing", "[model]") {
+  auto spec = tiny_llama();
+  spec.n_layer = 3;
+  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 2;
+  spec.shared_expert_d_ff = 8;
+  spec.router_aux_loss_coef = 0.3;
+  torch::manual_seed(12);
+  model::Transformer plain(spec), checkpointed(spec);
+  {
+    torch::NoGradGuard no_grad;
+    auto a = plain->parameters(), b = checkpointed->parameters();
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i].copy_(torch::randn(a[i].sizes()) * 0.3);
+      b[i].copy_(a[i]);
+    }
+  }
+  checkpointed->set_activation_checkpointing(true);
+  const auto ids = torch::randint(0, spec.vocab_size, {2, 6}, torch::kInt64);
+  std::vector<double> losses;
+  for (auto* m : {&plain, &checkpointed}) {
+    (*m)->train();
+    const auto logits = (*m)->forward(ids);
+    const auto aux = (*m)->take_router_aux_loss();
+    REQUIRE(aux.defined());
+    const auto loss = logits.square().mean() + spec.router_aux_loss_coef * aux;
+    losses.push_back(aux.item<double>());
+    loss.backward();
+  }
+  CHECK(losses[0] == Approx(losses[1]).epsilon(1e-6));
+  const auto a = plain->named_parameters(), b = checkpointed->named_parameters();
+  for (const auto& item : a) {
+    INFO(item.key());
+    const auto& ga = item.value().grad();
+    const auto& gb = b[item.key()].grad();
+    REQUIRE(ga.defined() == gb.defined());
+    if (ga.defined()) CHECK(torch::allclose(ga, gb, 1e-5, 1e-6));
+  }
+  CHECK(a["layers.1.moe.router"].grad().abs().sum().item<double>() > 0);
+}
