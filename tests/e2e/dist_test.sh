@@ -312,6 +312,26 @@ for s in ddp zero3; do
   check "classification, $s on 2 ranks vs 1 rank: weights" same_weights bert-ref "bert-$s"
 done
 
+# --- token classification (tagged sentences) under ddp: 2 ranks equal 1 rank with two micro-batches,
+# and the entity-level metrics of the evaluation (each rank's counts summed) equal one rank's
+ner=("${bert[@]}" model.task=token_classification data.train="$SRC/recipes/data/ner_example.jsonl"
+     data.text_field=tokens data.label_field=ner_tags)
+run 0 run quickstart "${ner[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ner-ref"
+has "eval_precision" err
+if run 0 run quickstart "${ner[@]}" distributed.strategy=ddp run.output_dir="$WORK/ner-ddp" --nproc-per-node 2; then
+  check "token classification, ddp on 2 ranks vs 1 rank: losses" close ner-ref ner-ddp 1 8
+  "$PY" - "$WORK/ner-ref" "$WORK/ner-ddp" <<'PY' && ok || fail "token classification: 2 ranks' entity metrics differ from 1 rank's"
+import json, sys
+evals = [[r for r in map(json.loads, open(d + "/metrics.jsonl")) if r["type"] == "eval"] for d in sys.argv[1:]]
+keys = ("eval_precision", "eval_recall", "eval_f1", "eval_accuracy")
+assert len(evals[0]) == len(evals[1]) > 0, [len(e) for e in evals]
+for a, b in zip(*evals):
+    for k in keys:
+        assert abs(a[k] - b[k]) <= 1e-9, (k, a[k], b[k])
+print("entity metrics on 1 and 2 ranks:", [(r["step"], round(r["eval_f1"], 4)) for r in evals[1]])
+PY
+fi
+
 # --- a rank killed mid-run: everything stops, the launcher names the rank and the signal
 start=$(date +%s)
 HFTRAIN_TEST_FAULT=1:3:kill run 137 run quickstart "${common[@]}" run.output_dir="$WORK/killed" --nproc-per-node 2
