@@ -35,7 +35,7 @@ void add_model_keys(Schema& s) {
            "classifier) or roberta (RobertaForSequenceClassification: positions counted from the padding id + 1 over "
            "the non-padding tokens, a dense + tanh + linear head on the first token).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE; BERT and RoBERTa encoders).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))
