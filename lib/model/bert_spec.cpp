@@ -19,7 +19,8 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr const char* kHint =
     "hftrain reads BERT and RoBERTa encoders: BertModel, BertForSequenceClassification (single-label), the "
     "encoder of BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction; RobertaModel, "
-    "RobertaForSequenceClassification and the encoder of RobertaForMaskedLM";
+    "RobertaForSequenceClassification, RobertaForTokenClassification and the encoder of RobertaForMaskedLM, and "
+    "the same XLMRoberta* classes";
 
 // One config.json object and where it came from; every accessor names the field when it fails.
 class Fields {
@@ -73,13 +74,20 @@ std::string architecture_of(const Json& j) {
   return "";
 }
 
+bool named_in(const std::string& arch, const auto& names) {
+  return std::any_of(std::begin(names), std::end(names), [&](const char* name) { return arch == name; });
+}
+
+// XLM-RoBERTa's names for RoBERTa's model.
+bool xlm_of(const std::string& arch, const std::string& model_type) {
+  return arch.empty() ? model_type == "xlm-roberta" : named_in(arch, kXlmRobertaArchitectures);
+}
+
 // The encoder family an architecture or model_type names, if one hftrain reads.
 std::optional<config::Encoder> family_of(const std::string& arch, const std::string& model_type) {
-  const auto in = [&](const auto& names) {
-    return std::any_of(std::begin(names), std::end(names), [&](const char* name) { return arch == name; });
-  };
-  if (arch.empty() ? model_type == "bert" : in(kBertArchitectures)) return config::Encoder::kBert;
-  if (arch.empty() ? model_type == "roberta" : in(kRobertaArchitectures)) return config::Encoder::kRoberta;
+  if (arch.empty() ? model_type == "bert" : named_in(arch, kBertArchitectures)) return config::Encoder::kBert;
+  if (arch.empty() ? model_type == "roberta" : named_in(arch, kRobertaArchitectures)) return config::Encoder::kRoberta;
+  if (xlm_of(arch, model_type)) return config::Encoder::kRoberta;
   return std::nullopt;
 }
 
@@ -189,7 +197,7 @@ void BertSpec::validate() const {
 
 std::string BertSpec::architecture() const {
   const std::string head = !with_classifier ? "Model" : per_token ? "ForTokenClassification" : "ForSequenceClassification";
-  return (roberta() ? "Roberta" : "Bert") + head;
+  return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : "Bert") + head;
 }
 
 const char* bert_activation_name(BertActivation act) {
@@ -209,7 +217,7 @@ bool is_bert_config(const std::string& json_text) {
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
   const std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  if (type == "bert" || type == "roberta") return true;  // refusals then name the head
+  if (type == "bert" || type == "roberta" || type == "xlm-roberta") return true;  // refusals then name the head
   return family_of(architecture_of(j), "").has_value();
 }
 
@@ -227,6 +235,7 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   }
   BertSpec s;
   s.family = *family;
+  s.xlm = xlm_of(arch, f.string("model_type", ""));
   s.with_classifier = arch.ends_with("ForSequenceClassification") || arch.ends_with("ForTokenClassification");
   s.per_token = arch.ends_with("ForTokenClassification");
   s.vocab_size = f.positive("vocab_size");
@@ -305,7 +314,7 @@ std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& 
   }
   OrderedJson j{
       {"architectures", {s.architecture()}},
-      {"model_type", s.roberta() ? "roberta" : "bert"},
+      {"model_type", s.xlm ? "xlm-roberta" : s.roberta() ? "roberta" : "bert"},
       {"vocab_size", s.vocab_size},
       {"hidden_size", s.hidden_size},
       {"num_hidden_layers", s.num_hidden_layers},

@@ -27,6 +27,8 @@ struct BertSpec {
   // has the padding row too), no pooler under the classifier, whose head is
   // classifier.dense + tanh + classifier.out_proj on the first token.
   config::Encoder family = config::Encoder::kBert;
+  // RoBERTa under XLM-RoBERTa's names (XLMRobertaFor..., model_type xlm-roberta): the same model.
+  bool xlm = false;
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -83,8 +85,8 @@ struct BertSpec {
 // config.json's name of an activation ("gelu", "gelu_new", "relu").
 const char* bert_activation_name(BertActivation act);
 
-// True when the config.json text is a BERT or RoBERTa model's: "model_type" is "bert" or "roberta",
-// or "architectures" names one of kBertArchitectures / kRobertaArchitectures. For dispatching between the model families: bert_spec_from_hf_config
+// True when the config.json text is a BERT or (XLM-)RoBERTa model's: "model_type" is "bert",
+// "roberta" or "xlm-roberta", or "architectures" names one of the architectures below. For dispatching between the model families: bert_spec_from_hf_config
 // then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
 bool is_bert_config(const std::string& json_text);
 // The architectures bert_spec_from_hf_config accepts. BertForSequenceClassification gives a spec
@@ -95,6 +97,8 @@ inline constexpr const char* kBertArchitectures[] = {"BertModel", "BertForSequen
                                                      "BertForPreTraining", "BertForNextSentencePrediction"};
 inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "RobertaForSequenceClassification",
                                                         "RobertaForTokenClassification", "RobertaForMaskedLM"};
+inline constexpr const char* kXlmRobertaArchitectures[] = {"XLMRobertaModel", "XLMRobertaForSequenceClassification",
+                                                           "XLMRobertaForTokenClassification", "XLMRobertaForMaskedLM"};
 
 // Reads a Hugging Face BERT or RoBERTa config.json (RobertaConfig's defaults: pad_token_id 1). num_labels is the size of id2label (transformers
 // derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in

@@ -33,7 +33,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import (BertConfig, BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification,
                           BertModel, RobertaConfig, RobertaForMaskedLM, RobertaForSequenceClassification,
-                          RobertaForTokenClassification, RobertaModel)
+                          RobertaForTokenClassification, RobertaModel, XLMRobertaConfig,
+                          XLMRobertaForSequenceClassification, XLMRobertaForTokenClassification)
 from transformers.utils import logging as hf_logging
 
 hf_logging.set_verbosity_error()  # quiet: hf_decoders' configs at import, from_pretrained's "newly initialized"
@@ -61,12 +62,17 @@ CASES = {
     "roberta-model": (RobertaModel, {}, "sdpa"),
     "token-classifier": (BertForTokenClassification, {"classifier_dropout": 0.2}, "sdpa"),
     "roberta-token-classifier": (RobertaForTokenClassification, {}, "sdpa"),
+    # XLM-RoBERTa: RoBERTa's model under its own class names (xlm-roberta-base's family).
+    "xlm-roberta-token-classifier": (XLMRobertaForTokenClassification, {}, "sdpa"),
+    "xlm-roberta-classifier": (XLMRobertaForSequenceClassification, {}, "sdpa"),
 }
 
 ROBERTA = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
 
 
 def make_config(cls, changes):
+    if cls.__name__.startswith("XLMRoberta"):
+        return XLMRobertaConfig(**dict(BASE, **ROBERTA, **changes))
     if cls.__name__.startswith("Roberta"):
         return RobertaConfig(**dict(BASE, **ROBERTA, **changes))
     return BertConfig(**dict(BASE, **changes))
@@ -110,7 +116,7 @@ def reference(model, batch):
     """transformers' outputs, loss and gradients (by parameter name), in eval mode."""
     model.eval()
     model.zero_grad()
-    base = getattr(model, "bert", None) or getattr(model, "roberta", None) or model
+    base = getattr(model, "bert", None) or getattr(model, "roberta", None) or model  # XLM-R: "roberta" too
     args = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
     enc = base(**args)
     out = {"last_hidden_state": enc.last_hidden_state}
@@ -194,8 +200,9 @@ def conformance(forward_bin, work):
             round_trip(name, forward_bin, model_dir, work, batch)
         if name in ("bert-model", "roberta-model"):
             fresh_classifier(forward_bin, model_dir, work, model, batch, name)
-        if name in ("roberta-classifier", "token-classifier", "roberta-token-classifier"):
-            round_trip(name, forward_bin, model_dir, work, batch)
+        if name in ("roberta-classifier", "token-classifier", "roberta-token-classifier", "xlm-roberta-token-classifier",
+                    "xlm-roberta-classifier"):
+            round_trip(name, forward_bin, model_dir, work, batch, cls)
     masked_lm(forward_bin, work)
     roberta_masked_lm(forward_bin, work)
     for name, (changes, needle) in REFUSED.items():
@@ -262,13 +269,8 @@ def masked_lm(forward_bin, work):
     print(f"masked-lm: last hidden state diff {diff:.1e}; {stdout.strip()}")
 
 
-def round_trip(name, forward_bin, model_dir, work, batch):
-    """hftrain's export of a loaded model, and of one it initialised, loads in transformers."""
-    roberta = name.startswith("roberta")
-    if name.endswith("token-classifier"):
-        cls = RobertaForTokenClassification if roberta else BertForTokenClassification
-    else:
-        cls = RobertaForSequenceClassification if roberta else BertForSequenceClassification
+def round_trip(name, forward_bin, model_dir, work, batch, cls=BertForSequenceClassification):
+    """hftrain's export of a loaded model, and of one it initialised, loads in transformers as `cls`."""
     export = os.path.join(work, name + "-export")
     got, _ = ours(forward_bin, model_dir, work, name + "-export", batch, "--export", export)
     born_dir = os.path.join(work, name + "-hftrain-born")

@@ -428,8 +428,8 @@ TEST_CASE("roberta: names, counts, positions from the padding id, head, config b
   CHECK_FALSE(model::bert_spec_from_hf_config(masked_lm.dump(), "m/config.json").with_classifier);
   CHECK(model::is_bert_config(masked_lm.dump()));
   Json other = j;
-  other["architectures"] = {"XLMRobertaForSequenceClassification"};
-  other["model_type"] = "xlm-roberta";
+  other["architectures"] = {"DebertaV2ForSequenceClassification"};
+  other["model_type"] = "deberta-v2";
   CHECK_FALSE(model::is_bert_config(other.dump()));
 }
 
@@ -475,4 +475,24 @@ TEST_CASE("token classifiers: no pooler, the classifier on every token, config b
     CHECK(labels_back == std::vector<std::string>{"neg", "neu", "pos"});
   }
   CHECK(config_of(tiny())["architectures"][0] == "BertForSequenceClassification");
+}
+
+TEST_CASE("xlm-roberta: RoBERTa's model under XLM-RoBERTa's class names, both ways", "[model][bert]") {
+  auto spec = tiny();
+  spec.family = config::Encoder::kRoberta;
+  spec.xlm = true;
+  spec.pad_token_id = 1;
+  spec.type_vocab_size = 1;
+  spec.per_token = true;
+  const Json j = config_of(spec);
+  CHECK(j["architectures"][0] == "XLMRobertaForTokenClassification");
+  CHECK(j["model_type"] == "xlm-roberta");
+  CHECK(model::is_bert_config(j.dump()));
+  const auto back = model::bert_spec_from_hf_config(j.dump(), "m/config.json");
+  CHECK((back.xlm && back.roberta() && back.per_token && back.prefix() == "roberta."));
+  Json by_type = j;
+  by_type.erase("architectures");
+  const auto typed = model::bert_spec_from_hf_config(by_type.dump(), "m/config.json");
+  CHECK((typed.xlm && typed.roberta() && !typed.with_classifier));
+  CHECK(model::bert_spec_from_hf_config(config_of(tiny()).dump(), "m/config.json").xlm == false);
 }
