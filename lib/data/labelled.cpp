@@ -117,25 +117,13 @@ std::string json_value(const Json& obj, const std::string& name, bool label, con
 void read_jsonl_examples(const fs::path& file, std::string_view bytes, const LabelledOptions& o,
                          std::vector<LabelledExample>& out) {
   const auto names = wanted(o);
-  size_t line = 0;
-  for (size_t pos = 0; pos < bytes.size();) {
-    const size_t end = std::min(bytes.find('\n', pos), bytes.size());
-    const std::string_view text = bytes.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
-    if (util::trim(text).empty()) continue;
-    const Json obj = util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
-    if (!obj.is_object()) {
-      throw util::DataError(
-          where(file, line) + ": " + (obj.is_discarded() ? "malformed JSON" : "not a JSON object"),
-          "each line of a JSONL file is one JSON object: {\"" + o.text_column + "\": \"...\", \"" +
-              o.label_column + "\": ...}");
-    }
+  const std::string shape = "{\"" + o.text_column + "\": \"...\", \"" + o.label_column + "\": ...}";
+  for_each_json_record(file, bytes, shape, [&](const Json& obj, size_t line) {
     std::vector<std::string> values;
     for (size_t i = 0; i < names.size(); ++i)
       values.push_back(json_value(obj, names[i], i + 1 == names.size(), file, line));
     out.push_back(make_example(o, std::move(values), file, line));
-  }
+  });
 }
 
 LabelledFormat resolve(LabelledFormat format, const fs::path& file) {
@@ -150,6 +138,24 @@ LabelledFormat resolve(LabelledFormat format, const fs::path& file) {
 }
 
 }  // namespace
+
+void for_each_json_record(const fs::path& file, std::string_view bytes, const std::string& shape,
+                          const std::function<void(const Json&, size_t)>& record) {
+  size_t line = 0;
+  for (size_t pos = 0; pos < bytes.size();) {
+    const size_t end = std::min(bytes.find('\n', pos), bytes.size());
+    const std::string_view text = bytes.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    if (util::trim(text).empty()) continue;
+    const Json obj = util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
+    if (!obj.is_object()) {
+      throw util::DataError(where(file, line) + ": " + (obj.is_discarded() ? "malformed JSON" : "not a JSON object"),
+                            "each line of a JSONL file is one JSON object: " + shape);
+    }
+    record(obj, line);
+  }
+}
 
 std::vector<LabelledExample> read_labelled(const fs::path& file, const LabelledOptions& options) {
   const LabelledFormat format = resolve(options.format, file);

@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace hftrain::data {
 
@@ -43,6 +46,12 @@ struct LabelledExample {
 // DataError naming the formats.
 std::vector<LabelledExample> read_labelled(const std::filesystem::path& file,
                                            const LabelledOptions& options);
+
+// Calls `record(object, line)` for each non-blank line of a JSON Lines file's `bytes`, in order.
+// Throws DataError "data file <file>:<line>: ..." for malformed JSON or a line that is not an
+// object, the hint showing `shape` (one record, e.g. {"text": "...", "label": ...}).
+void for_each_json_record(const std::filesystem::path& file, std::string_view bytes, const std::string& shape,
+                          const std::function<void(const nlohmann::json&, size_t)>& record);
 
 // The classes of a task, by id: names[id] is config.json's id2label[id].
 struct LabelSet {

@@ -51,18 +51,8 @@ std::vector<std::string> list_field(const Json& obj, const std::string& name, bo
 }
 
 void read_jsonl(const fs::path& file, std::string_view bytes, const TaggedOptions& o, std::vector<TaggedSentence>& out) {
-  size_t line = 0;
-  for (size_t pos = 0; pos < bytes.size();) {
-    const size_t end = std::min(bytes.find('\n', pos), bytes.size());
-    const std::string_view text = bytes.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
-    if (util::trim(text).empty()) continue;
-    const Json obj = util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
-    if (!obj.is_object()) {
-      throw util::DataError(where(file, line) + ": not a JSON object",
-                            "each line is one sentence: {\"" + o.words_field + "\": [...], \"" + o.tags_field + "\": [...]}");
-    }
+  const std::string shape = "{\"" + o.words_field + "\": [...], \"" + o.tags_field + "\": [...]} (one sentence)";
+  for_each_json_record(file, bytes, shape, [&](const Json& obj, size_t line) {
     TaggedSentence s;
     s.words = list_field(obj, o.words_field, false, file, line);
     s.tags = list_field(obj, o.tags_field, true, file, line);
@@ -73,7 +63,7 @@ void read_jsonl(const fs::path& file, std::string_view bytes, const TaggedOption
                             "give every word exactly one tag");
     }
     if (!s.words.empty()) out.push_back(std::move(s));
-  }
+  });
 }
 
 // CoNLL columns: "word [columns ...] tag" per line (spaces or tabs), a blank line between

@@ -38,14 +38,16 @@ def run(*args, **kw):
     return p.stdout
 
 
-def roberta_tokenizer(texts, path):
-    """A byte-level BPE tokenizer.json laid out as RoBERTa's: <s> 0, <pad> 1, </s> 2, <unk> 3."""
+def roberta_tokenizer(texts, path, vocab_size=400, add_prefix_space=False):
+    """A byte-level BPE tokenizer.json laid out as RoBERTa's: <s> 0, <pad> 1, </s> 2, <unk> 3 (with the
+    prefix space that transformers' is_split_into_words needs, for tagging)."""
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size,
+                                                       special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), add_prefix_space=add_prefix_space)
     tok.save(path)
     return tok.get_vocab_size()
 

@@ -27,11 +27,12 @@ import tempfile
 
 import torch
 from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer
 from peft import PeftModel
 from transformers import (AutoModelForTokenClassification, BertConfig, BertForTokenClassification, BertModel,
                           RobertaConfig, RobertaModel)
 
+from classify_recipe import roberta_tokenizer  # the classification recipe test's RoBERTa tokenizer
 from hf_decoders import check, check_provenance, failures  # the decoder conformance test's helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,18 +49,6 @@ def run(*args, **kw):
 def sentences():
     with open(DATA, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def roberta_tokenizer(texts, path):
-    """Byte-level BPE as RoBERTa's (<s> 0, <pad> 1, </s> 2, <unk> 3), adding the prefix space."""
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=500, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), add_prefix_space=True)
-    tok.save(path)
-    return tok.get_vocab_size()
 
 
 def reference(model_dir, rows, model=None):
@@ -201,7 +190,8 @@ def main():
 
         roberta = os.path.join(work, "roberta-tiny")
         os.makedirs(roberta)
-        vocab = roberta_tokenizer([" ".join(r["tokens"]) for r in rows], os.path.join(roberta, "tokenizer.json"))
+        vocab = roberta_tokenizer([" ".join(r["tokens"]) for r in rows], os.path.join(roberta, "tokenizer.json"),
+                                  vocab_size=500, add_prefix_space=True)
         RobertaModel(RobertaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=64, max_position_embeddings=66, type_vocab_size=1,
                                    pad_token_id=1, bos_token_id=0, eos_token_id=2,

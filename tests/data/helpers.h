@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "../tokenizer/helpers.h"
 #include "data/source.h"
 #include "data/token_corpus.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hftrain::test {
 
@@ -20,5 +22,9 @@ std::vector<data::Document> read_all(const data::SourceSpec& spec, const data::C
 // per-document loss flags.
 std::shared_ptr<data::TokenCorpus> make_corpus(const std::vector<std::vector<uint32_t>>& docs, uint32_t eot,
                                                const std::vector<std::vector<uint8_t>>& train = {});
+
+// The BERT fixture (tests/fixtures/data/hf_bert_tokenizer.json) with the post-processor
+// BertTokenizerFast writes ([CLS] $A [SEP] / $B:1 [SEP]:1).
+std::unique_ptr<tokenizer::Tokenizer> bert_tokenizer();
 
 }  // namespace hftrain::test

@@ -39,22 +39,6 @@ std::vector<data::LabelledExample> examples(const std::vector<std::string>& labe
   return out;
 }
 
-// The BERT fixture with the post-processor BertTokenizerFast writes ([CLS] $A [SEP] / $B:1
-// [SEP]:1).
-std::unique_ptr<tokenizer::Tokenizer> bert_tokenizer() {
-  auto json = nlohmann::json::parse(util::read_file<util::DataError>(
-      std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/data/hf_bert_tokenizer.json", "fixture"));
-  json["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
-    "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-               {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-    "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-             {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
-             {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-    "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
-                       "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}})");
-  return tokenizer::parse_tokenizer_json(json.dump(), "bert-tokenizer.json");
-}
-
 data::EncodedExample encode(const tokenizer::Tokenizer& tok, const std::string& a, const std::string& b,
                             int64_t max_length) {
   return data::encode_example(tok, {a, b, "x", "t.csv:2"}, 0, max_length);
@@ -240,7 +224,7 @@ TEST_CASE("post-processors: type ids as tokenizers assigns them", "[data][labell
 }
 
 TEST_CASE("classification: BERT encodings equal tokenizers' ids and type ids", "[data][labelled]") {
-  const auto tok = bert_tokenizer();
+  const auto tok = test::bert_tokenizer();
   auto e = encode(*tok, "The cat sat on the mat.", "", 64);
   CHECK(e.input_ids == Ids{2, 333, 45, 331, 402, 224, 352, 333, 462, 224, 18, 3});
   CHECK(e.token_type_ids == Ids(12, 0));

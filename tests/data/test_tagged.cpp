@@ -27,21 +27,6 @@ std::string read_error(const std::string& name, const std::string& text) {
   return test::data_error([&] { read(name, text); });
 }
 
-// The BERT fixture with [CLS] $A [SEP] (BertTokenizerFast's single template).
-std::unique_ptr<tokenizer::Tokenizer> bert_tokenizer() {
-  auto json = nlohmann::json::parse(util::read_file<util::DataError>(
-      std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/data/hf_bert_tokenizer.json", "fixture"));
-  json["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
-    "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-               {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-    "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-             {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
-             {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-    "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
-                       "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}})");
-  return tokenizer::parse_tokenizer_json(json.dump(), "bert-tokenizer.json");
-}
-
 }  // namespace
 
 TEST_CASE("tagged: JSONL lists of words and tags, CoNLL columns, and their errors", "[data][tagged]") {
@@ -90,7 +75,7 @@ TEST_CASE("tagged: tag sets are sorted names or checked ids, unknown tags named"
 }
 
 TEST_CASE("tagging: each word's tag on its first piece, ids as tokenizers encodes pre-split words", "[data][tagged]") {
-  const auto tok = bert_tokenizer();
+  const auto tok = test::bert_tokenizer();
   const data::TaggedSentence s{{"Johnathan", "visited", "New", "York", "yesterday", "!"},
                                {"B-PER", "O", "B-LOC", "I-LOC", "O", "O"}, "t:1"};
   const std::vector<int64_t> tags{0, 3, 1, 2, 3, 3};
