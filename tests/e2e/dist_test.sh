@@ -189,8 +189,11 @@ for o in galore_adamw adafactor; do
   if [ -d "zero1-$o/checkpoint-4" ]; then
     shards "zero1-$o/checkpoint-4" 2
     mkdir "ddp-from-zero1-$o" && cp -r "zero1-$o/checkpoint-4" "ddp-from-zero1-$o/"
-    run 0 resume "ddp-from-zero1-$o/checkpoint-4" distributed.strategy=ddp --force --nproc-per-node 2 \
-      && check "$o: zero1's partitioned checkpoint resumed under ddp: weights" same_weights "zero1-$o" "ddp-from-zero1-$o"
+    # The losses name the first step that differs (the state restored, or the steps after it).
+    if run 0 resume "ddp-from-zero1-$o/checkpoint-4" distributed.strategy=ddp --force --nproc-per-node 2; then
+      check "$o: zero1's partitioned checkpoint resumed under ddp: losses" close "zero1-$o" "ddp-from-zero1-$o" 5 8 0
+      check "$o: zero1's partitioned checkpoint resumed under ddp: weights" same_weights "zero1-$o" "ddp-from-zero1-$o"
+    fi
   fi
   run 2 run quickstart "${common[@]}" "${extra[@]}" distributed.strategy=zero2 run.output_dir="$WORK/z2-$o" \
     --nproc-per-node 2
