@@ -42,13 +42,20 @@ int run_plan(const PlanArgs& a) {
   int64_t in_full = 0;                   // what LoRA trains in full besides (a classifier's head)
   std::string experts;                   // a mixture of experts: its shape and the parameters a token uses
   if (cfg.model.arch == config::ModelArch::kBert) {
-    // The encoder of the model.* shape (model.from's, when given) with a two-label classifier.
-    const model::BertSpec bert = train::bert_spec(cfg, std::nullopt);
+    // model.from's encoder as its config.json has it (biases, heads, labels), else the model.*
+    // shape with a two-label classifier.
+    std::optional<train::ModelSource> source;
+    if (cfg.model.from) source = train::read_model_source(*cfg.model.from);
+    const model::BertSpec bert = train::bert_spec(cfg, source && source->bert ? source : std::nullopt);
     psi = bert.parameter_count();
     units = {bert.root_parameter_count(), bert.block_parameter_count()};
     linears = model::hf_linear_modules(bert);
-    first_block = bert.prefix() + "encoder.layer.0.";
-    in_full = bert.num_labels * (bert.hidden_size + 1) + (bert.roberta_head() ? bert.hidden_size * (bert.hidden_size + 1) : 0);
+    first_block = bert.prefix() + (bert.modernbert() ? "layers.0." : "encoder.layer.0.");
+    // The classifier and the head below it (RoBERTa's classifier.dense, ModernBERT's head.*).
+    const int64_t c = bert.hidden_size;
+    const int64_t modernbert_head =
+        bert.modernbert_head() ? c * c + (bert.classifier_bias ? c : 0) + (bert.norm_bias ? 2 * c : c) : 0;
+    in_full = bert.num_labels * (c + 1) + (bert.roberta_head() ? c * (c + 1) : 0) + modernbert_head;
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();

@@ -1,5 +1,7 @@
 #include "model/bert.h"
 
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include "model/checkpointing.h"
@@ -68,18 +70,7 @@ class BertLayerImpl : public Module {
     y = y.transpose(1, 2).reshape({B, T, H * D});
     const double p = spec_.hidden_dropout_prob;
     auto h = attention_norm_(dropped_out(attention_dense_(y), p, is_training()) + x);
-    auto f = intermediate_(h);
-    switch (spec_.hidden_act) {
-      case BertActivation::kGelu:
-        f = F::gelu(f);
-        break;  // exact (erf), as transformers' "gelu"
-      case BertActivation::kGeluTanh:
-        f = F::gelu(f, F::GELUFuncOptions().approximate("tanh"));
-        break;
-      case BertActivation::kRelu:
-        f = torch::relu(f);
-        break;
-    }
+    const auto f = bert_activation(intermediate_(h), spec_.hidden_act);
     return output_norm_(dropped_out(output_dense_(f), p, is_training()) + h);
   }
 
@@ -96,6 +87,32 @@ TORCH_MODULE(BertLayer);
 BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
   spec.validate();
   const std::string prefix = spec.prefix();
+  if (spec.modernbert()) {
+    auto model = level(*this, "model");
+    auto embeddings = level(*model, "embeddings");
+    auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
+    if (spec.pad_token_id) word.padding_idx(*spec.pad_token_id);
+    word_embeddings_ = embeddings->register_module("tok_embeddings", torch::nn::Embedding(word));
+    norm_ = embeddings->register_module("norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+    layers_ = model->register_module("layers", torch::nn::ModuleList());
+    for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(ModernBertLayer(spec, i));
+    final_norm_ =
+        model->register_module("final_norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+    if (spec.modernbert_head()) {  // ModernBertPredictionHead
+      auto head = level(*this, "head");
+      head_dense_ = head->register_module("dense", Dense(spec.hidden_size, spec.hidden_size, spec.classifier_bias));
+      head_norm_ = head->register_module("norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+      classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
+    }
+    std::tie(rope_cos_, rope_sin_) = modernbert_rope(spec, spec.global_rope_theta);
+    std::tie(rope_local_cos_, rope_local_sin_) = modernbert_rope(spec, spec.local_rope_theta);
+    rope_cos_ = register_buffer("rope_cos", rope_cos_);
+    rope_sin_ = register_buffer("rope_sin", rope_sin_);
+    rope_local_cos_ = register_buffer("rope_local_cos", rope_local_cos_);
+    rope_local_sin_ = register_buffer("rope_local_sin", rope_local_sin_);
+    init_modernbert(parameters_by_name(), spec);
+    return;
+  }
   auto bert = level(*this, prefix.substr(0, prefix.size() - 1));  // "bert" or "roberta"
   auto embeddings = level(*bert, "embeddings");
   auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
@@ -163,6 +180,7 @@ torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
 BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
                                    const torch::Tensor& attention_mask,
                                    const torch::Tensor& token_type_ids) {
+  if (spec_.modernbert()) return encode_modernbert(input_ids, attention_mask);
   if (hooks_) hooks_->before_forward(0);
   auto x = embed(input_ids, token_type_ids);
   torch::Tensor mask;  // (B, 1, 1, T): padded keys are never attended; padded queries still compute
@@ -188,6 +206,61 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
   return {x, pooled};
 }
 
+BertOutput BertEncoderImpl::encode_modernbert(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
+  if (hooks_) hooks_->before_forward(0);
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  if (T > spec_.max_tokens()) {
+    throw util::UsageError("a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
+                               std::to_string(spec_.max_tokens()) + " positions",
+                           "truncate the inputs to the model's positions (the data's max length)");
+  }
+  auto x = dropped_out(norm_(word_embeddings_(input_ids)), spec_.embedding_dropout, is_training());
+  // Padded keys are never attended; a sliding layer's queries see keys within the window only.
+  torch::Tensor mask, window;
+  if (attention_mask.defined()) mask = attention_mask.ne(0).view({B, 1, 1, T});
+  const bool any_sliding = std::find(spec_.sliding.begin(), spec_.sliding.end(), true) != spec_.sliding.end();
+  if (any_sliding) {
+    window = modernbert_window(spec_, T, input_ids.device());
+    window = mask.defined() ? (mask & window) : window.view({1, 1, T, T});
+  }
+  const auto rows = [&](const torch::Tensor& table) { return table.narrow(0, 0, T).to(x.scalar_type()); };
+  const torch::Tensor cos = rows(rope_cos_), sin = rows(rope_sin_);
+  const torch::Tensor local_cos = rows(rope_local_cos_), local_sin = rows(rope_local_sin_);
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    auto layer = layers_->ptr<ModernBertLayerImpl>(i);
+    if (hooks_) hooks_->before_forward(i + 1);
+    const bool sliding = spec_.sliding_layer(static_cast<int64_t>(i));
+    const torch::Tensor& m = sliding ? window : mask;
+    const torch::Tensor& c = sliding ? local_cos : cos;
+    const torch::Tensor& s = sliding ? local_sin : sin;
+    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
+    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);  // as in encode()
+    if (checkpoint) {
+      x = checkpointed([layer, m, c, s](const torch::Tensor& h) { return layer->forward(h, m, c, s); }, x);
+    } else {
+      x = layer->forward(x, m, c, s);
+    }
+    if (hooks_) x = hooks_->after_forward(i + 1, x);
+  }
+  return {final_norm_(x), {}};
+}
+
+// ModernBERT's head: dense, activation and norm on the first token's state, the tokens' mean
+// (classifier_pooling "mean", over the attention mask), or every token's (a token classifier).
+torch::Tensor BertEncoderImpl::modernbert_features(const BertOutput& encoded, const torch::Tensor& attention_mask) {
+  torch::Tensor x = encoded.last_hidden_state;
+  if (!spec_.per_token) {
+    if (!spec_.mean_pooling) {
+      x = x.select(1, 0);
+    } else {
+      const auto m = attention_mask.defined() ? attention_mask.to(x.scalar_type())
+                                              : torch::ones({x.size(0), x.size(1)}, x.options());
+      x = (x * m.unsqueeze(-1)).sum(1) / m.sum(1, /*keepdim=*/true);
+    }
+  }
+  return head_norm_(bert_activation(head_dense_(x), spec_.classifier_activation));
+}
+
 torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
                                        const torch::Tensor& attention_mask,
                                        const torch::Tensor& token_type_ids) {
@@ -198,6 +271,10 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
   }
   const BertOutput encoded = encode(input_ids, attention_mask, token_type_ids);
   const double p = spec_.classifier_dropout_prob();
+  if (spec_.modernbert()) {
+    const auto logits = classifier_(dropped_out(modernbert_features(encoded, attention_mask), p, is_training()));
+    return hooks_ ? hooks_->after_forward(0, logits) : logits;
+  }
   // A token classifier reads every token's state; a sequence classifier the pooled first token.
   torch::Tensor features = spec_.per_token ? encoded.last_hidden_state : encoded.pooled;
   if (head_dense_) {  // RoBERTa: dropout, dense, tanh on the first token (<s>), then dropout again
@@ -217,7 +294,7 @@ std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_b
 ParameterUnits BertEncoderImpl::parameter_units() const {
   ParameterUnits units(static_cast<size_t>(spec_.num_hidden_layers) + 1);
   const auto params = parameters_by_name();
-  const std::string layer = spec_.prefix() + "encoder.layer.";
+  const std::string layer = spec_.prefix() + (spec_.modernbert() ? "layers." : "encoder.layer.");
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     size_t unit = 0;

@@ -21,7 +21,10 @@
 // over the non-padding tokens, and RobertaForSequenceClassification's head without a pooler:
 // classifier.dense (tanh) and classifier.out_proj on the first token. A token classifier
 // (spec.per_token, *ForTokenClassification) has no pooler and applies dropout and classifier.* to
-// every token.
+// every token. ModernBERT (spec.modernbert(), its layers in modernbert.h): parameters under "model."
+// (model.embeddings.{tok_embeddings,norm}, model.layers.N.*, model.final_norm), no pooler, and under
+// the classifier head.{dense,norm} and classifier.* on the first token's state (or the mean of the
+// tokens' states), or on every token for a token classifier.
 #pragma once
 
 #include <cstdint>
@@ -37,15 +40,16 @@
 
 #include "model/bert_spec.h"
 #include "model/dense.h"
+#include "model/modernbert.h"
 #include "model/parameter_units.h"
 
 namespace hftrain::model {
 
 // What the encoder computes before the classifier (BertModel's outputs).
 struct BertOutput {
-  torch::Tensor last_hidden_state;  // (B, T, C), padded positions included
+  torch::Tensor last_hidden_state;  // (B, T, C), padded positions included (ModernBERT: after final_norm)
   torch::Tensor pooled;             // (B, C): tanh(pooler.dense(last_hidden_state[:, 0])); undefined
-                                    // without a pooler (RobertaForSequenceClassification)
+                                    // without a pooler (RobertaForSequenceClassification, ModernBERT)
 };
 
 class BertEncoderImpl : public torch::nn::Module {
@@ -92,6 +96,14 @@ class BertEncoderImpl : public torch::nn::Module {
   Dense pooler_{nullptr};      // bert.pooler.dense (has_pooler)
   Dense head_dense_{nullptr};  // RoBERTa's classifier.dense
   Dense classifier_{nullptr};  // classifier (with_classifier), RoBERTa's classifier.out_proj
+  // ModernBERT
+  EncoderNorm norm_{nullptr};        // model.embeddings.norm
+  EncoderNorm final_norm_{nullptr};  // model.final_norm
+  EncoderNorm head_norm_{nullptr};   // head.norm (head_dense_ is head.dense)
+  torch::Tensor rope_cos_, rope_sin_, rope_local_cos_, rope_local_sin_;  // buffers, not parameters
+
+  BertOutput encode_modernbert(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  torch::Tensor modernbert_features(const BertOutput& encoded, const torch::Tensor& attention_mask);
 };
 TORCH_MODULE(BertEncoder);
 

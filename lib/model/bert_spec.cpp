@@ -7,63 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/bert_config_common.h"
 #include "util/error.h"
 #include "util/json_depth.h"
 
 namespace hftrain::model {
+
+using namespace bert_config;
+
 namespace {
-
-using Json = nlohmann::json;
-using OrderedJson = nlohmann::ordered_json;
-
-constexpr const char* kHint =
-    "hftrain reads BERT and RoBERTa encoders: BertModel, BertForSequenceClassification (single-label), the "
-    "encoder of BertForMaskedLM / BertForPreTraining / BertForNextSentencePrediction; RobertaModel, "
-    "RobertaForSequenceClassification, RobertaForTokenClassification and the encoder of RobertaForMaskedLM, and "
-    "the same XLMRoberta* classes";
-
-// One config.json object and where it came from; every accessor names the field when it fails.
-class Fields {
- public:
-  Fields(const Json& j, const std::string& source) : j_(j), source_(source) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw util::CheckpointError(source_ + ": " + what, kHint);
-  }
-  void refuse_if(bool condition, const std::string& what) const {
-    if (condition) fail(what + ", which hftrain's BERT encoder does not implement");
-  }
-  bool present(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  const Json& at(const char* key) const { return j_.at(key); }
-
-  // A positive integer; `fallback` when absent, required when there is none.
-  int64_t positive(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
-    if (!present(key) && fallback) return *fallback;
-    if (!present(key) || !at(key).is_number_integer() || at(key).get<int64_t>() <= 0) {
-      fail(std::string("`") + key + "` is missing or not a positive integer");
-    }
-    return at(key).get<int64_t>();
-  }
-  double real(const char* key, double fallback) const {
-    if (!present(key)) return fallback;
-    if (!at(key).is_number()) fail(std::string("`") + key + "` is not a number");
-    return at(key).get<double>();
-  }
-  bool boolean(const char* key, bool fallback) const {
-    if (!present(key)) return fallback;
-    if (!at(key).is_boolean()) fail(std::string("`") + key + "` is not true or false");
-    return at(key).get<bool>();
-  }
-  std::string string(const char* key, const std::string& fallback) const {
-    if (!present(key)) return fallback;
-    if (!at(key).is_string()) fail(std::string("`") + key + "` is not a string");
-    return at(key).get<std::string>();
-  }
-
- private:
-  const Json& j_;
-  const std::string& source_;
-};
 
 // The architecture a config names: its single "architectures" entry, else "" (model_type decides).
 std::string architecture_of(const Json& j) {
@@ -88,16 +40,32 @@ std::optional<config::Encoder> family_of(const std::string& arch, const std::str
   if (arch.empty() ? model_type == "bert" : named_in(arch, kBertArchitectures)) return config::Encoder::kBert;
   if (arch.empty() ? model_type == "roberta" : named_in(arch, kRobertaArchitectures)) return config::Encoder::kRoberta;
   if (xlm_of(arch, model_type)) return config::Encoder::kRoberta;
+  if (arch.empty() ? model_type == "modernbert" : named_in(arch, kModernBertArchitectures)) {
+    return config::Encoder::kModernBert;
+  }
   return std::nullopt;
 }
 
-BertActivation read_activation(const Fields& f) {
-  const std::string act = f.string("hidden_act", "gelu");
+}  // namespace
+
+namespace bert_config {
+
+std::optional<int64_t> Fields::token_id(const char* key, int64_t vocab_size) const {
+  if (!present(key)) return std::nullopt;
+  if (!at(key).is_number_integer()) fail(std::string("`") + key + "` is not an integer");
+  const auto id = at(key).get<int64_t>();
+  if (id < 0 || id >= vocab_size) {
+    fail(std::string("`") + key + "` " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab_size));
+  }
+  return id;
+}
+
+BertActivation read_activation(const Fields& f, const char* key, const std::string& fallback) {
+  const std::string act = f.string(key, fallback);
   if (act == "gelu") return BertActivation::kGelu;
   if (act == "gelu_new" || act == "gelu_pytorch_tanh") return BertActivation::kGeluTanh;
   if (act == "relu") return BertActivation::kRelu;
-  f.refuse_if(true, "`hidden_act` is \"" + act +
-                        "\" (hftrain has gelu, gelu_new, gelu_pytorch_tanh and relu)");
+  f.refuse_if(true, std::string("`") + key + "` is \"" + act + "\" (hftrain has gelu, gelu_new, gelu_pytorch_tanh and relu)");
   return BertActivation::kGelu;
 }
 
@@ -131,22 +99,70 @@ std::vector<std::string> read_labels(const Fields& f) {
   return out;
 }
 
-}  // namespace
+void check_dropouts(const Fields& f, std::initializer_list<std::pair<const char*, double>> dropouts) {
+  for (const auto& [key, p] : dropouts) {
+    if (!(p >= 0 && p < 1)) f.fail(std::string("`") + key + "` is " + std::to_string(p) + ", outside [0, 1)");
+  }
+}
+
+void check_problem_type(const Fields& f, const BertSpec& s) {
+  if (!s.with_classifier || s.per_token) return;
+  const std::string problem = f.string("problem_type", "single_label_classification");
+  f.refuse_if(problem != "single_label_classification",
+              "`problem_type` is \"" + problem + "\" (hftrain trains single-label classification)");
+  f.refuse_if(s.num_labels == 1, "a single label (transformers trains that as regression)");
+}
+
+std::pair<OrderedJson, OrderedJson> label_maps(const BertSpec& s, const std::vector<std::string>& id2label) {
+  std::vector<std::string> names = id2label;
+  if (names.empty()) {
+    for (int64_t i = 0; i < s.num_labels; ++i) names.push_back("LABEL_" + std::to_string(i));
+  }
+  if (static_cast<int64_t>(names.size()) != s.num_labels) {
+    throw util::UsageError("the model has " + std::to_string(s.num_labels) + " labels but " +
+                           std::to_string(names.size()) + " label names were given");
+  }
+  if (std::set<std::string>(names.begin(), names.end()).size() != names.size()) {
+    throw util::UsageError("two labels share a name, which config.json's label2id cannot hold",
+                           "give every label a distinct name");
+  }
+  OrderedJson labels = OrderedJson::object(), ids = OrderedJson::object();
+  for (size_t i = 0; i < names.size(); ++i) {
+    labels[std::to_string(i)] = names[i];
+    ids[names[i]] = i;
+  }
+  return {labels, ids};
+}
+
+}  // namespace bert_config
 
 int64_t BertSpec::block_parameter_count() const {
-  const int64_t c = hidden_size;
+  const int64_t c = hidden_size, f = intermediate_size;
+  if (modernbert()) {  // the first layer's attention norm is the identity: counted as every other layer's
+    const int64_t norm = norm_bias ? 2 * c : c;
+    const int64_t attention = 3 * c * c + c * c + (attention_bias ? 4 * c : 0);
+    const int64_t mlp = 2 * f * c + f * c + (mlp_bias ? 2 * f + c : 0);
+    return 2 * norm + attention + mlp;
+  }
   const int64_t attention = 4 * (c * c + c) + 2 * c;  // q, k, v, output, LayerNorm
-  const int64_t feed_forward = c * intermediate_size + intermediate_size + intermediate_size * c + c + 2 * c;
+  const int64_t feed_forward = c * f + f + f * c + c + 2 * c;
   return attention + feed_forward;
 }
 
 int64_t BertSpec::root_parameter_count() const {
   const int64_t c = hidden_size;
+  const int64_t classifier = with_classifier ? c * num_labels + num_labels : 0;
+  if (modernbert()) {
+    const int64_t norm = norm_bias ? 2 * c : c;
+    // Token embeddings and their norm, the final norm, the head (dense and norm); less the first
+    // layer's missing attention norm, which block_parameter_count counts.
+    const int64_t head = modernbert_head() ? c * c + (classifier_bias ? c : 0) + norm : 0;
+    return vocab_size * c + 2 * norm + head + classifier - norm;
+  }
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
   const int64_t pooler = has_pooler() ? c * c + c : 0;
   // RoBERTa's head: a dense layer, then the output projection.
-  const int64_t classifier = with_classifier ? c * num_labels + num_labels + (roberta_head() ? c * c + c : 0) : 0;
-  return embeddings + pooler + classifier;
+  return embeddings + pooler + classifier + (roberta_head() ? c * c + c : 0);
 }
 
 int64_t BertSpec::parameter_count() const {
@@ -160,7 +176,7 @@ void BertSpec::validate() const {
                              "fix the model's config.json or the model.* settings");
   };
   require(vocab_size > 0 && hidden_size > 0 && num_hidden_layers > 0 && num_attention_heads > 0 &&
-              intermediate_size > 0 && max_position_embeddings > 0 && type_vocab_size > 0,
+              intermediate_size > 0 && max_position_embeddings > 0 && (type_vocab_size > 0 || modernbert()),
           "every size (vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
           "intermediate_size, "
           "max_position_embeddings, type_vocab_size) must be positive");
@@ -188,8 +204,17 @@ void BertSpec::validate() const {
   require(
       !with_classifier || num_labels >= 2,
       "a classifier needs at least 2 labels (num_labels is " + std::to_string(num_labels) + ")");
-  for (double p : {hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout_prob()}) {
+  for (double p : {hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout_prob(), embedding_dropout,
+                   mlp_dropout}) {
     require(p >= 0 && p < 1, "a dropout probability is " + std::to_string(p) + ", outside [0, 1)");
+  }
+  if (modernbert()) {
+    require(static_cast<int64_t>(sliding.size()) == num_hidden_layers,
+            "ModernBERT needs one layer type per layer (" + std::to_string(sliding.size()) + " for " +
+                std::to_string(num_hidden_layers) + " layers)");
+    require(local_attention >= 2, "local_attention " + std::to_string(local_attention) + " is below 2");
+    require(global_rope_theta > 0 && local_rope_theta > 0, "the RoPE bases must be positive");
+    require(head_dim() % 2 == 0, "RoPE needs an even head size, not " + std::to_string(head_dim()));
   }
   require(layer_norm_eps > 0 && initializer_range >= 0,
           "layer_norm_eps must be positive, initializer_range >= 0");
@@ -197,7 +222,7 @@ void BertSpec::validate() const {
 
 std::string BertSpec::architecture() const {
   const std::string head = !with_classifier ? "Model" : per_token ? "ForTokenClassification" : "ForSequenceClassification";
-  return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : "Bert") + head;
+  return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : modernbert() ? "ModernBert" : "Bert") + head;
 }
 
 const char* bert_activation_name(BertActivation act) {
@@ -217,7 +242,7 @@ bool is_bert_config(const std::string& json_text) {
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
   const std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  if (type == "bert" || type == "roberta" || type == "xlm-roberta") return true;  // refusals then name the head
+  if (type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "modernbert") return true;  // refusals then name the head
   return family_of(architecture_of(j), "").has_value();
 }
 
@@ -231,7 +256,7 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   const auto family = family_of(arch, f.string("model_type", ""));
   if (!family) {
     const std::string named = !arch.empty() ? arch : f.string("model_type", "(none)");
-    f.fail("architecture `" + named + "` is not a BERT or RoBERTa encoder hftrain reads");
+    f.fail("architecture `" + named + "` is not a BERT, RoBERTa or ModernBERT encoder hftrain reads");
   }
   BertSpec s;
   s.family = *family;
@@ -243,98 +268,70 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   s.num_hidden_layers = f.positive("num_hidden_layers");
   s.num_attention_heads = f.positive("num_attention_heads");
   s.intermediate_size = f.positive("intermediate_size");
+  if (s.hidden_size % s.num_attention_heads != 0)
+    f.fail("`hidden_size` is not a multiple of `num_attention_heads`");
+  std::vector<std::string> labels = read_labels(f);
+  s.num_labels = static_cast<int64_t>(labels.size());
+  check_problem_type(f, s);
+  if (id2label) *id2label = labels;
+  if (s.modernbert()) {
+    read_modernbert(f, s);
+    return s;
+  }
   s.max_position_embeddings = f.positive("max_position_embeddings", 512);
   s.type_vocab_size = f.positive("type_vocab_size", 2);
-  s.hidden_act = read_activation(f);
+  s.hidden_act = read_activation(f, "hidden_act", "gelu");
   s.layer_norm_eps = f.real("layer_norm_eps", 1e-12);
   s.hidden_dropout_prob = f.real("hidden_dropout_prob", 0.1);
   s.attention_probs_dropout_prob = f.real("attention_probs_dropout_prob", 0.1);
   if (f.present("classifier_dropout")) s.classifier_dropout = f.real("classifier_dropout", 0.0);
   s.initializer_range = f.real("initializer_range", 0.02);
   // BertConfig's default pad_token_id is 0, RobertaConfig's 1; null means no padding token.
-  s.pad_token_id = int64_t{s.roberta() ? 1 : 0};
-  if (j.contains("pad_token_id") && j["pad_token_id"].is_null()) {
-    s.pad_token_id.reset();
-  } else if (j.contains("pad_token_id")) {
-    if (!j["pad_token_id"].is_number_integer()) f.fail("`pad_token_id` is not an integer");
-    s.pad_token_id = j["pad_token_id"].get<int64_t>();
-    if (*s.pad_token_id < 0 || *s.pad_token_id >= s.vocab_size) {
-      f.fail("`pad_token_id` " + std::to_string(*s.pad_token_id) +
-             " is outside the vocabulary of " + std::to_string(s.vocab_size));
-    }
-  }
+  s.pad_token_id = j.contains("pad_token_id") ? f.token_id("pad_token_id", s.vocab_size) : int64_t{s.roberta() ? 1 : 0};
   const std::string positions = f.string("position_embedding_type", "absolute");
   f.refuse_if(positions != "absolute",
               "`position_embedding_type` is \"" + positions + "\" (relative positions)");
   f.refuse_if(f.boolean("is_decoder", false), "`is_decoder` is true (a causal BERT decoder)");
   f.refuse_if(f.boolean("add_cross_attention", false),
               "`add_cross_attention` is true (cross-attention layers)");
-  if (s.hidden_size % s.num_attention_heads != 0)
-    f.fail("`hidden_size` is not a multiple of `num_attention_heads`");
   if (s.roberta() && (!s.pad_token_id || s.max_tokens() < 1)) {
     f.fail("RoBERTa counts positions from `pad_token_id` + 1, so it needs a `pad_token_id` below "
            "`max_position_embeddings` - 1");
   }
-
-  std::vector<std::string> labels = read_labels(f);
-  s.num_labels = static_cast<int64_t>(labels.size());
-  if (s.with_classifier && !s.per_token) {
-    const std::string problem = f.string("problem_type", "single_label_classification");
-    f.refuse_if(
-        problem != "single_label_classification",
-        "`problem_type` is \"" + problem + "\" (hftrain trains single-label classification)");
-    f.refuse_if(s.num_labels == 1, "a single label (transformers trains that as regression)");
-  }
-  for (double p :
-       {s.hidden_dropout_prob, s.attention_probs_dropout_prob, s.classifier_dropout_prob()}) {
-    if (!(p >= 0 && p < 1))
-      f.fail("a dropout probability is " + std::to_string(p) + ", outside [0, 1)");
-  }
-  if (id2label) *id2label = std::move(labels);
+  check_dropouts(f, {{"hidden_dropout_prob", s.hidden_dropout_prob},
+                     {"attention_probs_dropout_prob", s.attention_probs_dropout_prob},
+                     {"classifier_dropout", s.classifier_dropout_prob()}});
   return s;
 }
 
 std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& id2label) {
-  std::vector<std::string> names = id2label;
-  if (names.empty()) {
-    for (int64_t i = 0; i < s.num_labels; ++i) names.push_back("LABEL_" + std::to_string(i));
+  auto [labels, ids] = label_maps(s, id2label);
+  OrderedJson j{{"architectures", {s.architecture()}}};
+  if (s.modernbert()) {
+    j.update(modernbert_config(s));
+  } else {
+    j.update(OrderedJson{
+        {"model_type", s.xlm ? "xlm-roberta" : s.roberta() ? "roberta" : "bert"},
+        {"vocab_size", s.vocab_size},
+        {"hidden_size", s.hidden_size},
+        {"num_hidden_layers", s.num_hidden_layers},
+        {"num_attention_heads", s.num_attention_heads},
+        {"intermediate_size", s.intermediate_size},
+        {"hidden_act", bert_activation_name(s.hidden_act)},
+        {"max_position_embeddings", s.max_position_embeddings},
+        {"type_vocab_size", s.type_vocab_size},
+        {"position_embedding_type", "absolute"},  // transformers 4.x reads it; 5.x ignores it
+        {"layer_norm_eps", s.layer_norm_eps},
+        {"hidden_dropout_prob", s.hidden_dropout_prob},
+        {"attention_probs_dropout_prob", s.attention_probs_dropout_prob},
+        {"classifier_dropout", s.classifier_dropout ? OrderedJson(*s.classifier_dropout) : OrderedJson()},
+        {"initializer_range", s.initializer_range},
+        {"pad_token_id", s.pad_token_id ? OrderedJson(*s.pad_token_id) : OrderedJson()},
+        {"is_decoder", false},
+        {"add_cross_attention", false}});
   }
-  if (static_cast<int64_t>(names.size()) != s.num_labels) {
-    throw util::UsageError("the model has " + std::to_string(s.num_labels) + " labels but " +
-                           std::to_string(names.size()) + " label names were given");
-  }
-  if (std::set<std::string>(names.begin(), names.end()).size() != names.size()) {
-    throw util::UsageError("two labels share a name, which config.json's label2id cannot hold",
-                           "give every label a distinct name");
-  }
-  OrderedJson labels = OrderedJson::object(), ids = OrderedJson::object();
-  for (size_t i = 0; i < names.size(); ++i) {
-    labels[std::to_string(i)] = names[i];
-    ids[names[i]] = i;
-  }
-  OrderedJson j{
-      {"architectures", {s.architecture()}},
-      {"model_type", s.xlm ? "xlm-roberta" : s.roberta() ? "roberta" : "bert"},
-      {"vocab_size", s.vocab_size},
-      {"hidden_size", s.hidden_size},
-      {"num_hidden_layers", s.num_hidden_layers},
-      {"num_attention_heads", s.num_attention_heads},
-      {"intermediate_size", s.intermediate_size},
-      {"hidden_act", bert_activation_name(s.hidden_act)},
-      {"max_position_embeddings", s.max_position_embeddings},
-      {"type_vocab_size", s.type_vocab_size},
-      {"position_embedding_type", "absolute"},  // transformers 4.x reads it; 5.x ignores it
-      {"layer_norm_eps", s.layer_norm_eps},
-      {"hidden_dropout_prob", s.hidden_dropout_prob},
-      {"attention_probs_dropout_prob", s.attention_probs_dropout_prob},
-      {"classifier_dropout",
-       s.classifier_dropout ? OrderedJson(*s.classifier_dropout) : OrderedJson()},
-      {"initializer_range", s.initializer_range},
-      {"pad_token_id", s.pad_token_id ? OrderedJson(*s.pad_token_id) : OrderedJson()},
-      {"is_decoder", false},
-      {"add_cross_attention", false},
-      {"id2label", labels},
-      {"label2id", ids}};
+  j["id2label"] = labels;
+  j["label2id"] = ids;
   if (s.with_classifier && !s.per_token) j["problem_type"] = "single_label_classification";
   j["torch_dtype"] = "float32";  // transformers 4.x
   j["dtype"] = "float32";        // 5.x

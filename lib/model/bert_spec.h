@@ -29,6 +29,35 @@ struct BertSpec {
   config::Encoder family = config::Encoder::kBert;
   // RoBERTa under XLM-RoBERTa's names (XLMRobertaFor..., model_type xlm-roberta): the same model.
   bool xlm = false;
+  // ModernBERT (ModernBertModel / ModernBertFor{Sequence,Token}Classification), family kModernBert:
+  // parameters under "model."; token embeddings and a LayerNorm (no positions, no token types);
+  // pre-norm layers (the first without its attention norm) of fused Wqkv attention with RoPE and a
+  // GeGLU MLP (Wi to 2 x intermediate_size, act(input) * gate, Wo); a final norm; under the
+  // classifier a head (dense, classifier_activation, LayerNorm) on the pooled first token (or the
+  // mean over the tokens), dropout and classifier. Its config.json fields, with ModernBertConfig's
+  // defaults in modernbert_defaults():
+  //   norm_bias, attention_bias, mlp_bias, classifier_bias: the biases of the LayerNorms, of Wqkv and
+  //     attention Wo, of Wi and mlp Wo, of head.dense (BERT's fields have them all);
+  //   sliding: per layer, true where the layer attends only within local_attention / 2 positions
+  //     either side (layer_types' "sliding_attention"; global_attn_every_n_layers in older files);
+  //   global_rope_theta, local_rope_theta: the RoPE bases of the full and the sliding layers;
+  //   embedding_dropout, mlp_dropout; attention_probs_dropout_prob is attention_dropout (on the
+  //     attention weights and after Wo); classifier_dropout; layer_norm_eps is norm_eps.
+  bool norm_bias = true;
+  bool attention_bias = true;
+  bool mlp_bias = true;
+  bool classifier_bias = true;
+  BertActivation classifier_activation = BertActivation::kGelu;
+  bool mean_pooling = false;  // classifier_pooling "mean": the mean of the tokens' states, not the first's
+  int64_t local_attention = 128;
+  std::vector<bool> sliding;
+  double global_rope_theta = 160000.0;
+  double local_rope_theta = 10000.0;
+  double embedding_dropout = 0.0;
+  double mlp_dropout = 0.0;
+  double initializer_cutoff_factor = 2.0;  // truncated normal at +- this many standard deviations
+  // Special token ids config.json carries (ModernBERT writes them back as read).
+  std::optional<int64_t> bos_token_id, eos_token_id, cls_token_id, sep_token_id;
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -55,11 +84,16 @@ struct BertSpec {
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   bool roberta() const { return family == config::Encoder::kRoberta; }
-  // "bert." or "roberta.": the prefix of the encoder's parameter names.
-  std::string prefix() const { return roberta() ? "roberta." : "bert."; }
+  bool modernbert() const { return family == config::Encoder::kModernBert; }
+  // "bert.", "roberta." or "model.": the prefix of the encoder's parameter names.
+  std::string prefix() const { return roberta() ? "roberta." : modernbert() ? "model." : "bert."; }
   // BertModel, BertForSequenceClassification and RobertaModel have a pooler;
-  // RobertaForSequenceClassification and the token classifiers have none.
-  bool has_pooler() const { return !with_classifier || (!roberta() && !per_token); }
+  // RobertaForSequenceClassification, the token classifiers and ModernBERT have none.
+  bool has_pooler() const { return !modernbert() && (!with_classifier || (!roberta() && !per_token)); }
+  // ModernBERT's classifier head (head.dense, head.norm) before the classifier.
+  bool modernbert_head() const { return with_classifier && modernbert(); }
+  // Layer i attends within a window (ModernBERT's local layers).
+  bool sliding_layer(int64_t i) const { return modernbert() && sliding.at(static_cast<size_t>(i)); }
   // RobertaForSequenceClassification's head: classifier.dense + tanh before classifier.out_proj.
   bool roberta_head() const { return with_classifier && roberta() && !per_token; }
   // The Hugging Face class: BertModel, BertForSequenceClassification, RobertaForTokenClassification...
@@ -82,6 +116,10 @@ struct BertSpec {
   void validate() const;
 };
 
+// ModernBertConfig's defaults (answerdotai/ModernBERT-base's shape: 22 layers, every third global)
+// for a ModernBERT spec of `layers` layers: the sizes are left for the caller to set.
+BertSpec modernbert_defaults(int64_t layers);
+
 // config.json's name of an activation ("gelu", "gelu_new", "relu").
 const char* bert_activation_name(BertActivation act);
 
@@ -99,6 +137,8 @@ inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "Roberta
                                                         "RobertaForTokenClassification", "RobertaForMaskedLM"};
 inline constexpr const char* kXlmRobertaArchitectures[] = {"XLMRobertaModel", "XLMRobertaForSequenceClassification",
                                                            "XLMRobertaForTokenClassification", "XLMRobertaForMaskedLM"};
+inline constexpr const char* kModernBertArchitectures[] = {"ModernBertModel", "ModernBertForSequenceClassification",
+                                                           "ModernBertForTokenClassification", "ModernBertForMaskedLM"};
 
 // Reads a Hugging Face BERT or RoBERTa config.json (RobertaConfig's defaults: pad_token_id 1). num_labels is the size of id2label (transformers
 // derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in

@@ -29,10 +29,19 @@ std::string unprefixed(const std::string& param, const std::string& prefix) {
 // Stored tensors transformers itself drops when it loads a BERT or RoBERTa encoder or classifier:
 // buffers and pretraining heads (BERT's cls.*, RoBERTa's lm_head.*), and a classifier or pooler
 // the model has no place for (RobertaForSequenceClassification has no pooler).
+// ModernBertForMaskedLM's decoder.* goes too, and its head.* where the model has no head.
 bool droppable(const std::string& name, const BertSpec& spec) {
+  if (spec.modernbert()) {
+    return name.starts_with("decoder.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
+           (!spec.modernbert_head() && name.starts_with("head."));
+  }
   return name == "embeddings.position_ids" || name == "embeddings.token_type_ids" || name.starts_with("cls.") ||
          name.starts_with("lm_head.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
          (!spec.has_pooler() && name.starts_with("pooler."));
+}
+
+const char* family_name(const BertSpec& spec) {
+  return spec.roberta() ? "RoBERTa" : spec.modernbert() ? "ModernBERT" : "BERT";
 }
 
 }  // namespace
@@ -41,7 +50,7 @@ BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf) {
   const BertSpec& spec = model->spec();
   const std::string prefix = spec.prefix();
   WeightRules rules;
-  rules.expected = std::string("the ") + (spec.roberta() ? "RoBERTa" : "BERT") + " model its config describes";
+  rules.expected = std::string("the ") + family_name(spec) + " model its config describes";
   rules.hint =
       "the weights and config.json come from different models, or the number of labels differs "
       "from the classifier's (check config.json and the data's labels)";
@@ -52,7 +61,8 @@ BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf) {
   rules.droppable = [spec](const std::string& key) { return droppable(key, spec); };
   // Parameter groups a checkpoint may lack as a whole: they then keep their initialisation.
   rules.optional_group = [prefix](const std::string& param) -> std::string {
-    for (const std::string& group : {std::string("classifier."), prefix + "pooler."}) {
+    // ModernBERT's head.* too: a ModernBertModel directory has none, a ModernBertForMaskedLM one does.
+    for (const std::string& group : {std::string("classifier."), prefix + "pooler.", std::string("head.")}) {
       if (param.starts_with(group)) return group;
     }
     return "";

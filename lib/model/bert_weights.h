@@ -1,4 +1,4 @@
-// Hugging Face BERT and RoBERTa weights onto hftrain's BertEncoder (bert.h) and back. The names
+// Hugging Face BERT, RoBERTa and ModernBERT weights onto hftrain's BertEncoder (bert.h) and back. The names
 // are the same on both sides but for the "bert." ("roberta.") prefix: BertForSequenceClassification
 // files have it, BertModel files do not, and both load into either shape of the model. As transformers does when it loads a
 // checkpoint into another head:
@@ -10,7 +10,10 @@
 //    no place for (RobertaForSequenceClassification has no pooler), and the buffers older files
 //    carry (embeddings.position_ids, embeddings.token_type_ids) are dropped and reported;
 //  - LayerNorm.gamma / LayerNorm.beta (checkpoints converted from TensorFlow) read as weight /
-//  bias.
+//  bias;
+//  - ModernBERT ("model." prefix): a ModernBertForMaskedLM directory's head.{dense,norm} loads into
+//    a classifier's head (the same module), its decoder.* is dropped; a ModernBertModel directory
+//    has no head, which then keeps its initialisation and is reported.
 // Anything else missing, unexpected or mis-shaped is refused, all of it in one message.
 #pragma once
 

@@ -194,10 +194,71 @@ namespace {
 struct BertLinear {
   std::string name;
   int64_t in = 0, out = 0;
+  bool bias = true;
 };
+
+// BERT's and RoBERTa's parameters in registration order (bert.h).
+std::vector<std::string> bert_parameter_names(const BertSpec& s, const std::vector<BertLinear>& linears) {
+  std::vector<std::string> names;
+  for (const char* table : {"word_embeddings", "position_embeddings", "token_type_embeddings"}) {
+    names.push_back(s.prefix() + "embeddings." + table + ".weight");
+  }
+  names.push_back(s.prefix() + "embeddings.LayerNorm.weight");
+  names.push_back(s.prefix() + "embeddings.LayerNorm.bias");
+  for (const auto& l : linears) {
+    names.push_back(l.name + ".weight");
+    names.push_back(l.name + ".bias");
+    // The LayerNorm after each layer's two residual sums.
+    if (l.name.ends_with(".output.dense")) {  // attention.output.dense and output.dense
+      const std::string norm = l.name.substr(0, l.name.size() - std::string("dense").size()) + "LayerNorm";
+      names.push_back(norm + ".weight");
+      names.push_back(norm + ".bias");
+    }
+  }
+  return names;
+}
+
+// ModernBERT's parameters in registration order (modernbert.h): its linear layers and norms.
+std::vector<std::string> modernbert_parameter_names(const BertSpec& s, const std::vector<BertLinear>& linears) {
+  auto norm = [&](std::vector<std::string>& out, const std::string& module) {
+    out.push_back(module + ".weight");
+    if (s.norm_bias) out.push_back(module + ".bias");
+  };
+  auto linear = [](std::vector<std::string>& out, const BertLinear& l) {
+    out.push_back(l.name + ".weight");
+    if (l.bias) out.push_back(l.name + ".bias");
+  };
+  std::vector<std::string> out{"model.embeddings.tok_embeddings.weight"};
+  norm(out, "model.embeddings.norm");
+  for (const auto& l : linears) {
+    const bool layer = l.name.starts_with("model.layers.");
+    const std::string at = layer ? l.name.substr(0, l.name.find('.', std::string("model.layers.").size()) + 1) : "";
+    if (l.name.ends_with("attn.Wqkv") && at != "model.layers.0.") norm(out, at + "attn_norm");
+    if (l.name.ends_with("mlp.Wi")) norm(out, at + "mlp_norm");
+    if (l.name == "head.dense") norm(out, "model.final_norm");
+    linear(out, l);
+    if (l.name == "head.dense") norm(out, "head.norm");
+  }
+  if (!s.modernbert_head()) norm(out, "model.final_norm");
+  return out;
+}
 std::vector<BertLinear> bert_linears(const BertSpec& s) {
   std::vector<BertLinear> out;
   const int64_t c = s.hidden_size, f = s.intermediate_size;
+  if (s.modernbert()) {
+    for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
+      const std::string l = "model.layers." + std::to_string(i) + ".";
+      out.push_back({l + "attn.Wqkv", c, 3 * c, s.attention_bias});
+      out.push_back({l + "attn.Wo", c, c, s.attention_bias});
+      out.push_back({l + "mlp.Wi", c, 2 * f, s.mlp_bias});
+      out.push_back({l + "mlp.Wo", f, c, s.mlp_bias});
+    }
+    if (s.modernbert_head()) {
+      out.push_back({"head.dense", c, c, s.classifier_bias});
+      out.push_back({"classifier", c, s.num_labels});
+    }
+    return out;
+  }
   for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
     const std::string l = s.prefix() + "encoder.layer." + std::to_string(i) + ".";
     for (const char* qkv : {"query", "key", "value"}) out.push_back({l + "attention.self." + qkv, c, c});
@@ -226,28 +287,14 @@ std::vector<HfLinear> hf_linear_modules(const BertSpec& spec) {
                            .rows = l.out,
                            .in_features = l.in,
                            .conv1d = false,
-                           .output_layer = l.name.starts_with("classifier")});
+                           .output_layer = l.name.starts_with("classifier") || l.name == "head.dense"});
   }
   return out;
 }
 
 std::vector<HfParameter> hf_parameters(const BertSpec& spec) {
-  std::vector<std::string> names;
-  for (const char* table : {"word_embeddings", "position_embeddings", "token_type_embeddings"}) {
-    names.push_back(spec.prefix() + "embeddings." + table + ".weight");
-  }
-  names.push_back(spec.prefix() + "embeddings.LayerNorm.weight");
-  names.push_back(spec.prefix() + "embeddings.LayerNorm.bias");
-  for (const auto& l : bert_linears(spec)) {
-    names.push_back(l.name + ".weight");
-    names.push_back(l.name + ".bias");
-    // The LayerNorm after each layer's two residual sums.
-    if (l.name.ends_with(".output.dense")) {  // attention.output.dense and output.dense
-      const std::string norm = l.name.substr(0, l.name.size() - std::string("dense").size()) + "LayerNorm";
-      names.push_back(norm + ".weight");
-      names.push_back(norm + ".bias");
-    }
-  }
+  const std::vector<std::string> names = spec.modernbert() ? modernbert_parameter_names(spec, bert_linears(spec))
+                                                           : bert_parameter_names(spec, bert_linears(spec));
   std::vector<HfParameter> out;
   for (const auto& n : names) out.push_back(HfParameter{.param = n, .modules = {module_of(n)}, .tensors = {n}});
   return out;

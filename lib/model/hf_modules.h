@@ -58,7 +58,8 @@ std::vector<HfParameter> hf_parameters(const ModelSpec& spec);
 // The same two tables for a BERT encoder (model/bert.h), whose names are Hugging Face's own
 // (BertForSequenceClassification's, "bert." prefix included): each linear layer is the Dense layer
 // of its name, each parameter one tensor of the same name. The classifier counts as the output
-// layer (LoRA leaves it to peft.modules_to_save, as peft's SEQ_CLS models do).
+// layer (LoRA leaves it to peft.modules_to_save, as peft's SEQ_CLS models do), and so do the heads
+// below it, RoBERTa's classifier.dense and ModernBERT's head.dense: new weights, trained in full.
 std::vector<HfLinear> hf_linear_modules(const BertSpec& spec);
 std::vector<HfParameter> hf_parameters(const BertSpec& spec);
 

@@ -38,9 +38,13 @@ std::string some_of(const std::vector<std::string>& names) {
 }
 
 // peft's defaults per architecture; a llama-family model named as Phi-3 (fused qkv_proj) takes
-// Phi-3's.
+// Phi-3's. peft has none for ModernBERT: its fused attention input (Wqkv), as q and v elsewhere.
 std::vector<std::string> default_targets(config::ModelArch arch, const std::vector<std::string>& names) {
-  const bool fused = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.ends_with(".qkv_proj"); });
+  const auto any_ends = [&](const char* leaf) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.ends_with(leaf); });
+  };
+  const bool fused = any_ends(".qkv_proj");
+  if (arch == config::ModelArch::kBert && any_ends(".Wqkv")) return {"Wqkv"};
   switch (arch) {
     case config::ModelArch::kGpt2: return {"c_attn"};
     case config::ModelArch::kLlama: return fused ? std::vector<std::string>{"qkv_proj"} : std::vector<std::string>{"q_proj", "v_proj"};

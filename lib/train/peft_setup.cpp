@@ -93,6 +93,13 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
       std::find(modules_to_save.begin(), modules_to_save.end(), "classifier") == modules_to_save.end()) {
     modules_to_save.push_back("classifier");
   }
+  // ModernBERT's classifier reads a head (head.dense, head.norm) that a ModernBertModel base lacks:
+  // new weights as well, trained in full and saved beside the classifier.
+  const bool head = std::any_of(run.hf_parameters.begin(), run.hf_parameters.end(),
+                                [](const model::HfParameter& p) { return p.param.starts_with("head."); });
+  if (!model.causal_lm() && head && std::find(modules_to_save.begin(), modules_to_save.end(), "head") == modules_to_save.end()) {
+    modules_to_save.push_back("head");
+  }
   const auto targets = peft::select_lora_targets(model.hf_linear_modules(), run.lora_config.target_modules, run.arch);
   // The adapters' A from the run's seed, whatever the base model's loading drew.
   torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 31337u);

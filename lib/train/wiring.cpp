@@ -123,6 +123,21 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
   model::BertSpec s;
   if (source) {
     s = *source->bert;
+  } else if (c.model.encoder == config::Encoder::kModernBert) {
+    // ModernBertConfig's defaults for the structure (every third layer global, a 128-token local
+    // window, RoPE bases 160000 and 10000, no biases), the model.* shape.
+    const auto& m = c.model;
+    s = model::modernbert_defaults(m.n_layer);
+    s.vocab_size = m.vocab_size;
+    s.hidden_size = m.d_model;
+    s.num_attention_heads = m.n_head;
+    s.intermediate_size = m.d_ff.value_or(3 * m.d_model / 2);
+    s.max_position_embeddings = m.max_seq_len;
+    s.layer_norm_eps = m.norm_eps.value_or(1e-5);
+    s.attention_probs_dropout_prob = s.embedding_dropout = s.mlp_dropout = m.dropout;
+    s.initializer_range = m.init_std;
+    s.pad_token_id = pad_id;
+    s.bos_token_id = s.eos_token_id = s.cls_token_id = s.sep_token_id = std::nullopt;
   } else {
     const auto& m = c.model;
     s.vocab_size = m.vocab_size;

@@ -18,7 +18,9 @@ encoder adapted. Then:
     a base without dropout.
 The same adapter checks for a RobertaModel base (a byte-level BPE tokenizer as RoBERTa's): its head
 (classifier.dense and classifier.out_proj) is saved whole under modules_to_save ["classifier"], as
-peft saves RobertaForSequenceClassification's, and peft's loss and the merged export agree.
+peft saves RobertaForSequenceClassification's, and peft's loss and the merged export agree. And for a
+ModernBertModel base: its head (head.dense, head.norm; new, as the classifier) saved whole under
+modules_to_save ["classifier", "head"].
 Exits 1 on any difference.
 """
 import csv
@@ -32,10 +34,12 @@ import torch
 from peft import PeftModel
 from safetensors import safe_open
 from tokenizers import Tokenizer
-from transformers import (BertConfig, BertForSequenceClassification, BertModel, RobertaConfig,
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, ModernBertConfig,
+                          ModernBertForSequenceClassification, ModernBertModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel)
 
 from classify_recipe import roberta_tokenizer
+from hf_modernbert import tokenizer as modernbert_tokenizer
 
 from peft_common import check, finish, largest_relative_difference, losses_of, run
 
@@ -78,7 +82,7 @@ def evaluate(model, tokenizer, rows, labels):
     return sum(losses) / len(losses), right / len(rows)
 
 
-def adapter_agrees(hftrain, work, env, name, base, cls, common):
+def adapter_agrees(hftrain, work, env, name, base, cls, common, saved=("classifier",)):
     """A LoRA run on `base`; peft's loss over the reviews equals hftrain's last eval_loss, and the
     merged export's logits equal peft's."""
     out = os.path.join(work, name)
@@ -86,7 +90,7 @@ def adapter_agrees(hftrain, work, env, name, base, cls, common):
         "trainer.eval_every=40", f"run.output_dir={out}", env=env)
     final = os.path.join(out, "final")
     with open(os.path.join(final, "adapter_config.json"), encoding="utf-8") as f:
-        check(json.load(f).get("modules_to_save") == ["classifier"], f"{name}: modules_to_save")
+        check(json.load(f).get("modules_to_save") == list(saved), f"{name}: modules_to_save")
     rows = reviews()
     tokenizer = Tokenizer.from_file(os.path.join(final, "tokenizer.json"))
     reported = last_eval(out)
@@ -115,6 +119,18 @@ def roberta_base(work):
     RobertaModel(RobertaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
                                bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5)).save_pretrained(base)
+    return base
+
+
+def modernbert_base(work):
+    torch.manual_seed(0)
+    base = os.path.join(work, "modernbert-tiny")
+    os.makedirs(base)
+    tok = modernbert_tokenizer([r["text"] for r in reviews()], os.path.join(base, "tokenizer.json"))
+    ModernBertModel(ModernBertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
+                                     num_attention_heads=2, intermediate_size=48, max_position_embeddings=64,
+                                     local_attention=8, pad_token_id=0, bos_token_id=1, cls_token_id=1,
+                                     eos_token_id=2, sep_token_id=2)).save_pretrained(base)
     return base
 
 
@@ -198,7 +214,12 @@ def main():
 
         adapter_agrees(hftrain, work, env, "roberta-lora", roberta_base(work), RobertaForSequenceClassification,
                        common)
-    return finish("ok: LoRA on BERT and RoBERTa classifiers loads in peft with hftrain's loss, merges, resumes exactly")
+        # ModernBERT: its head (head.dense, head.norm), new on a ModernBertModel base, trains in full
+        # beside the classifier and is saved with it.
+        adapter_agrees(hftrain, work, env, "modernbert-lora", modernbert_base(work),
+                       ModernBertForSequenceClassification, common, saved=("classifier", "head"))
+    return finish("ok: LoRA on BERT, RoBERTa and ModernBERT classifiers loads in peft with hftrain's loss, merges, "
+                  "resumes exactly")
 
 
 if __name__ == "__main__":

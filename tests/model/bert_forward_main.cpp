@@ -1,4 +1,4 @@
-// Loads a Hugging Face BERT or RoBERTa directory (config.json + weights) into hftrain's BertEncoder, runs one
+// Loads a Hugging Face BERT, RoBERTa or ModernBERT directory (config.json + weights) into hftrain's BertEncoder, runs one
 // forward and backward pass in eval mode (no dropout) and writes what tests/conformance/hf_bert.py
 // compares with transformers. A directory with config.json and no weights gets hftrain's own random
 // initialisation (seeded), to export a model that hftrain, not transformers, made.
@@ -6,7 +6,8 @@
 //   DIR]
 // INPUTS holds input_ids, attention_mask, token_type_ids (B, T) int64 and, for a classifier,
 // labels (B), a token classifier's (B, T). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
-// (B, K) and loss (); for a BertModel "loss" is mean(last_hidden_state^2) + mean(pooled). Then
+// (B, K) and loss (); for a BertModel "loss" is mean(last_hidden_state^2) + mean(pooled) (no pooled
+// term for ModernBERT). Then
 // grad.<hf name> for each parameter, under the names save_pretrained writes. --num-labels N
 // builds a classifier of N labels whatever the config says (a BertModel directory fine-tuned);
 // --export DIR writes the model for transformers (write_hf_bert, small shards). What loading
@@ -76,7 +77,8 @@ int main(int argc, char** argv) {
       loss = model::classification_loss(logits.reshape({-1, logits.size(-1)}), in.at("labels").reshape({-1}));
       out.emplace_back("logits", logits.detach());
     } else {
-      loss = encoded.last_hidden_state.square().mean() + encoded.pooled.mean();
+      loss = encoded.last_hidden_state.square().mean();
+      if (encoded.pooled.defined()) loss = loss + encoded.pooled.mean();  // ModernBERT has no pooler
     }
     out.emplace_back("loss", loss.detach());
     loss.backward();

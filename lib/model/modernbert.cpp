@@ -1,0 +1,124 @@
+#include "model/modernbert.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "model/rope.h"
+#include "model/spec.h"
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+namespace {
+
+torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
+  return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
+}
+
+std::shared_ptr<torch::nn::Module> level(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+// torch.nn.init.trunc_normal_(t, 0, std, -cutoff * std, cutoff * std): uniform between the normal
+// CDF's values at the bounds, mapped back through the inverse CDF.
+void trunc_normal(torch::Tensor& t, double std, double cutoff) {
+  const double upper = 0.5 * (1.0 + std::erf(cutoff / std::sqrt(2.0)));
+  const double lower = 1.0 - upper;
+  t.uniform_(2 * lower - 1, 2 * upper - 1).erfinv_().mul_(std * std::sqrt(2.0)).clamp_(-cutoff * std, cutoff * std);
+}
+
+}  // namespace
+
+torch::Tensor bert_activation(const torch::Tensor& x, BertActivation act) {
+  switch (act) {
+    case BertActivation::kGelu:
+      return F::gelu(x);  // exact (erf), as transformers' "gelu"
+    case BertActivation::kGeluTanh:
+      return F::gelu(x, F::GELUFuncOptions().approximate("tanh"));
+    case BertActivation::kRelu:
+      return torch::relu(x);
+  }
+  return x;
+}
+
+EncoderNormImpl::EncoderNormImpl(int64_t size, double eps, bool with_bias) : eps_(eps) {
+  weight_ = register_parameter("weight", torch::ones({size}));
+  if (with_bias) bias_ = register_parameter("bias", torch::zeros({size}));
+}
+
+torch::Tensor EncoderNormImpl::forward(const torch::Tensor& x) {
+  return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
+}
+
+ModernBertLayerImpl::ModernBertLayerImpl(const BertSpec& s, int64_t index) : spec_(s) {
+  const int64_t c = s.hidden_size, f = s.intermediate_size;
+  if (index > 0) attn_norm_ = register_module("attn_norm", EncoderNorm(c, s.layer_norm_eps, s.norm_bias));
+  auto attn = level(*this, "attn");
+  wqkv_ = attn->register_module("Wqkv", Dense(c, 3 * c, s.attention_bias));
+  attn_wo_ = attn->register_module("Wo", Dense(c, c, s.attention_bias));
+  mlp_norm_ = register_module("mlp_norm", EncoderNorm(c, s.layer_norm_eps, s.norm_bias));
+  auto mlp = level(*this, "mlp");
+  wi_ = mlp->register_module("Wi", Dense(c, 2 * f, s.mlp_bias));
+  mlp_wo_ = mlp->register_module("Wo", Dense(f, c, s.mlp_bias));
+}
+
+torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& cos,
+                                           const torch::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
+  const auto h = attn_norm_ ? attn_norm_(x) : x;
+  // (B, T, 3, H, D) -> three (B, H, T, D); RoPE in fp32 as apply_rotary_pos_emb, back to x's dtype.
+  const auto qkv = wqkv_(h).view({B, T, 3, H, D}).unbind(2);
+  auto rotate = [&](const torch::Tensor& t) {
+    const auto f = t.transpose(1, 2).to(torch::kFloat32);
+    const auto halves = f.chunk(2, -1);
+    return (f * cos + torch::cat({-halves[1], halves[0]}, -1) * sin).to(x.scalar_type());
+  };
+  const double p = is_training() ? spec_.attention_probs_dropout_prob : 0.0;
+  const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
+  auto y = at::scaled_dot_product_attention(rotate(qkv[0]), rotate(qkv[1]), qkv[2].transpose(1, 2), attn_mask, p,
+                                            /*is_causal=*/false);
+  y = dropped_out(attn_wo_(y.transpose(1, 2).reshape({B, T, H * D})), spec_.attention_probs_dropout_prob,
+                  is_training());
+  auto out = x + y;
+  const auto parts = wi_(mlp_norm_(out)).chunk(2, -1);  // input, gate
+  const auto gated = bert_activation(parts[0], spec_.hidden_act) * parts[1];
+  return out + mlp_wo_(dropped_out(gated, spec_.mlp_dropout, is_training()));
+}
+
+std::pair<torch::Tensor, torch::Tensor> modernbert_rope(const BertSpec& spec, double theta) {
+  ModelSpec rope;  // default RoPE over whole heads
+  rope.arch = config::ModelArch::kLlama;
+  rope.d_model = spec.hidden_size;
+  rope.n_head = spec.num_attention_heads;
+  rope.max_seq_len = spec.max_position_embeddings;
+  rope.rope_theta = theta;
+  const RopeTables tables = rope_tables(rope);
+  return {tables.cos, tables.sin};
+}
+
+torch::Tensor modernbert_window(const BertSpec& spec, int64_t T, const torch::Device& device) {
+  const auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  return (pos.unsqueeze(1) - pos.unsqueeze(0)).abs() <= spec.local_attention / 2;
+}
+
+void init_modernbert(const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const BertSpec& spec) {
+  torch::NoGradGuard no_grad;
+  const double in = spec.initializer_range;
+  const double out = in / std::sqrt(2.0 * static_cast<double>(spec.num_hidden_layers));
+  const double final_out = 1.0 / std::sqrt(static_cast<double>(spec.hidden_size));
+  for (auto [name, p] : parameters) {
+    if (name.find("norm.") != std::string::npos) continue;  // ones and zeros as made
+    if (name.ends_with(".bias")) {
+      p.zero_();
+    } else if (name.starts_with("classifier.")) {
+      trunc_normal(p, final_out, spec.initializer_cutoff_factor);
+    } else if (name.ends_with("Wo.weight") || name == "head.dense.weight") {
+      trunc_normal(p, out, spec.initializer_cutoff_factor);
+    } else {
+      trunc_normal(p, in, spec.initializer_cutoff_factor);
+    }
+    if (name.ends_with("tok_embeddings.weight") && spec.pad_token_id) p[*spec.pad_token_id].zero_();
+  }
+}
+
+}  // namespace hftrain::model

@@ -1,0 +1,331 @@
+"""hftrain's ModernBERT encoder against transformers, on tiny random models it makes itself.
+
+Forward and backward (hftrain_bert_forward): ModernBertForSequenceClassification with 4 layers whose
+sliding ones attend 2 tokens either side (local_attention 4) of sequences up to 11 tokens, padding,
+RoPE bases of both layer types; every parameter perturbed. Logits, loss and every gradient equal
+transformers' (1e-5, gradients 1e-4 of their largest value). Cases: ModernBERT-base's structure (no
+biases, [CLS] pooling, GELU); every bias on with mean pooling, the tanh GELU, a ReLU head, other RoPE
+bases, a first layer that slides and eager attention; a token classifier; ModernBertModel (last hidden
+state); a config.json written by transformers 4.x (global_attn_every_n_layers, global_rope_theta,
+local_rope_theta, no layer_types) equal to its transformers-5 twin; ModernBertForMaskedLM fine-tuned
+into a classifier (its head loaded, decoder dropped, classifier new) and ModernBertModel into one (head
+and classifier new). Exports of loaded and of hftrain-initialised models load in transformers as
+the same class with hftrain's logits. Refusals name the field: scaled RoPE, a pooling hftrain lacks,
+regression.
+
+Training (`hftrain run classify-bert model.from=DIR` on the shipped reviews, one full batch per step,
+AdamW, constant learning rate): the losses of 5 steps equal those of transformers trained from the
+same weights with torch's AdamW (1e-4 relative), and so do the final weights; `hftrain plan` counts
+transformers' number of parameters; the same run with
+activation checkpointing gives the same losses, and ZeRO-3 on 2 ranks (half the batch each) too;
+bf16 within 2e-2.
+
+    .venv/bin/python tests/conformance/hf_modernbert.py path/to/hftrain_bert_forward path/to/hftrain
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import (ModernBertConfig, ModernBertForMaskedLM, ModernBertForSequenceClassification,
+                          ModernBertForTokenClassification, ModernBertModel)
+from transformers.utils import logging as hf_logging
+
+hf_logging.set_verbosity_error()
+from hf_bert import inputs, ours  # noqa: E402 (the BERT conformance test's batch and runner)
+from hf_decoders import check, failures, perturb  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+BASE = dict(vocab_size=61, hidden_size=24, intermediate_size=20, num_hidden_layers=4, num_attention_heads=3,
+            max_position_embeddings=32, local_attention=4, pad_token_id=0, bos_token_id=1, cls_token_id=1,
+            eos_token_id=2, sep_token_id=2, initializer_range=0.2, num_labels=3,
+            id2label={0: "negative", 1: "neutral", 2: "positive"},
+            label2id={"negative": 0, "neutral": 1, "positive": 2})
+
+# name -> (model class, config changes, attention implementation)
+CASES = {
+    "modernbert-classifier": (ModernBertForSequenceClassification, {}, "sdpa"),
+    "modernbert-classifier-biases-mean": (ModernBertForSequenceClassification, dict(
+        norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True, classifier_pooling="mean",
+        hidden_activation="gelu_pytorch_tanh", classifier_activation="relu",
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 5000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}), "eager"),
+    "modernbert-token-classifier": (ModernBertForTokenClassification, {}, "sdpa"),
+    "modernbert-model": (ModernBertModel, {}, "sdpa"),
+}
+
+REFUSED = {
+    "scaled-rope": ({"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4},
+                                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+                    "rope_type"),
+    "max-pooling": ({"classifier_pooling": "max"}, "classifier_pooling"),
+    "regression": ({"problem_type": "regression"}, "problem_type"),
+}
+
+
+def reference(model, batch):
+    """transformers' outputs, loss and gradients by parameter name (eval mode, no token types)."""
+    model.eval()
+    model.zero_grad()
+    base = getattr(model, "model", model)
+    args = {k: batch[k] for k in ("input_ids", "attention_mask")}
+    out = {"last_hidden_state": base(**args).last_hidden_state}
+    if isinstance(model, ModernBertModel):
+        loss = out["last_hidden_state"].square().mean()
+    else:
+        result = model(**args, labels=batch["labels"])
+        out["logits"], loss = result.logits, result.loss
+    loss.backward()
+    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+    return {k: v.detach() for k, v in out.items()}, loss.detach(), grads
+
+
+def compare(name, forward_bin, model_dir, work, model, batch, *extra):
+    got, stdout = ours(forward_bin, model_dir, work, name, batch, *extra)
+    want, loss, grads = reference(model, batch)
+    report = []
+    real = batch["attention_mask"].bool()
+    for key, ref in want.items():
+        mine = got[key]
+        if key == "last_hidden_state" or (key == "logits" and ref.dim() == 3):
+            # Padded positions hold what no output reads: SDPA gives a fully masked query row zero
+            # attention, eager attention a uniform one. Compared where there are tokens.
+            mine, ref = mine[real], ref[real]
+        diff = (mine - ref).abs().max().item()
+        check(diff <= 1e-5, f"{name}: {key} differs by {diff}")
+        report.append(f"{key} {diff:.1e} (scale {ref.abs().max().item():.2f})")
+    loss_diff = abs(got["loss"].item() - loss.item())
+    check(loss_diff <= 1e-5, f"{name}: loss {got['loss'].item()} vs transformers' {loss.item()}")
+    ours_g = {k[len("grad."):]: v for k, v in got.items() if k.startswith("grad.")}
+    check(set(ours_g) == set(grads), f"{name}: gradient names differ: only ours {sorted(set(ours_g) - set(grads))}, "
+                                     f"only transformers' {sorted(set(grads) - set(ours_g))}")
+    worst = 0.0
+    for key in sorted(set(ours_g) & set(grads)):
+        rel = (ours_g[key] - grads[key]).abs().max().item() / max(grads[key].abs().max().item(), 1e-12)
+        worst = max(worst, rel)
+        check(rel <= 1e-4, f"{name}: gradient of {key} differs by {rel:.2e} of its largest value")
+    print(f"{name}: {', '.join(report)}; loss diff {loss_diff:.1e}; {len(grads)} gradients, worst {worst:.1e}")
+    return got, stdout
+
+
+def make(cls, changes, seed, attn="sdpa"):
+    torch.manual_seed(seed)
+    config = ModernBertConfig(**dict(BASE, **changes))
+    config._attn_implementation = attn
+    model = cls(config)
+    perturb(model, seed)
+    return config, model
+
+
+def batch_for(config, seed, token_labels=False):
+    b = inputs(config, seed, token_labels)
+    b["token_type_ids"] = torch.zeros_like(b["input_ids"])  # hftrain_bert_forward reads them; ModernBERT ignores them
+    return b
+
+
+def round_trip(name, forward_bin, model_dir, work, batch, cls):
+    """hftrain's export of a loaded model, and of one it initialised, loads in transformers as `cls`."""
+    born_dir = os.path.join(work, name + "-born")
+    os.makedirs(born_dir)
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    with open(os.path.join(born_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    for label, source in (("loaded", model_dir), ("hftrain-initialised", born_dir)):
+        export = os.path.join(work, f"{name}-{label}-export")
+        got, _ = ours(forward_bin, source, work, f"{name}-{label}", batch, "--export", export)
+        model = cls.from_pretrained(export, dtype=torch.float32).eval()
+        check(type(model) is cls, f"{name}: the {label} export loads as {type(model).__name__}")
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.detach()
+        diff = (logits - got["logits"]).abs().max().item()
+        check(diff <= 1e-5, f"{name}: the {label} export's logits differ from hftrain's by {diff}")
+        check(logits.abs().max().item() > 0.05, f"{name}: the {label} export's logits are too small to compare")
+        print(f"{name}: {label} model exported, transformers' logits vs hftrain's {diff:.1e}")
+
+
+def old_style_config(forward_bin, work):
+    """A transformers 4.x config.json (global_attn_every_n_layers 2, global/local_rope_theta) reads as
+    its transformers-5 twin (layer_types, rope_parameters)."""
+    changes = dict(layer_types=["full_attention", "sliding_attention", "full_attention", "sliding_attention"],
+                   rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 20000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 500.0}})
+    config, model = make(ModernBertForSequenceClassification, changes, 7)
+    model_dir = os.path.join(work, "modernbert-4x-config")
+    model.save_pretrained(model_dir)
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        saved = json.load(f)
+    for key in ("layer_types", "rope_parameters"):
+        saved.pop(key)
+    saved.update(global_attn_every_n_layers=2, global_rope_theta=20000.0, local_rope_theta=500.0)
+    with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(saved, f)
+    compare("modernbert-4x-config", forward_bin, model_dir, work, model, batch_for(config, 107))
+
+
+def heads(forward_bin, work):
+    """ModernBertForMaskedLM and ModernBertModel directories fine-tuned into classifiers."""
+    config, mlm = make(ModernBertForMaskedLM, {}, 8)
+    mlm_dir = os.path.join(work, "modernbert-mlm")
+    mlm.save_pretrained(mlm_dir)
+    batch = batch_for(config, 108)
+    got, stdout = ours(forward_bin, mlm_dir, work, "modernbert-mlm", batch, "--num-labels", "3")
+    mlm.eval()
+    want = mlm.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state.detach()
+    diff = (got["last_hidden_state"] - want).abs().max().item()
+    check(diff <= 1e-5, f"modernbert-mlm: last hidden state differs by {diff}")
+    check("decoder" in stdout and "classifier." in stdout and "head." not in stdout,
+          f"modernbert-mlm: the decoder dropped and only the classifier new: {stdout.strip()}")
+    # The classifier's head is the masked-LM head: the same features before the new classifier.
+    classifier = ModernBertForSequenceClassification.from_pretrained(mlm_dir, num_labels=3).eval()
+    check(torch.equal(classifier.head.dense.weight, mlm.head.dense.weight), "transformers moved the MLM head")
+    print(f"modernbert-mlm into a classifier: last hidden state diff {diff:.1e}; {stdout.strip()}")
+
+    config, encoder = make(ModernBertModel, {}, 9)
+    enc_dir = os.path.join(work, "modernbert-encoder")
+    encoder.save_pretrained(enc_dir)
+    got, stdout = ours(forward_bin, enc_dir, work, "modernbert-encoder", batch, "--num-labels", "3")
+    check("head." in stdout and "classifier." in stdout, f"modernbert-encoder: head and classifier new: {stdout}")
+    print(f"modernbert-model into a classifier: {stdout.strip()}")
+
+
+def refusals(forward_bin, work):
+    for name, (changes, needle) in REFUSED.items():
+        model_dir = os.path.join(work, name)
+        os.makedirs(model_dir)
+        config = dict(ModernBertConfig(**BASE).to_dict(), architectures=["ModernBertForSequenceClassification"])
+        config.update(changes)
+        with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        p = subprocess.run([forward_bin, model_dir, "x", "y"], capture_output=True, text=True)
+        check(p.returncode == 2 and needle in p.stderr,
+              f"{name}: expected a refusal naming {needle}, got exit {p.returncode}: {p.stderr.strip()}")
+        print(f"{name}: refused: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else ''}")
+
+
+def conformance(forward_bin, work):
+    for i, (name, (cls, changes, attn)) in enumerate(CASES.items()):
+        config, model = make(cls, changes, i, attn)
+        model_dir = os.path.join(work, name)
+        model.save_pretrained(model_dir)
+        batch = batch_for(config, 100 + i, token_labels=name.endswith("token-classifier"))
+        compare(name, forward_bin, model_dir, work, model, batch)
+        if cls is not ModernBertModel:
+            round_trip(name, forward_bin, model_dir, work, batch, cls)
+    old_style_config(forward_bin, work)
+    heads(forward_bin, work)
+    refusals(forward_bin, work)
+
+
+def tokenizer(texts, path):
+    """A byte-level BPE tokenizer.json with ModernBERT's layout: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3,
+    [CLS] text [SEP]."""
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]"],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+                                                       special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tok.save(path)
+    return tok
+
+
+def training(hftrain, work):
+    """5 AdamW steps of the classify-bert recipe on a ModernBertForSequenceClassification directory
+    against transformers trained the same way; checkpointing and ZeRO-3 on 2 ranks give the same."""
+    with open(os.path.join(ROOT, "recipes/data/reviews_example.csv"), newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))[:48]
+    data = os.path.join(work, "reviews.csv")
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["text", "label"])
+        writer.writeheader()
+        writer.writerows({"text": r["text"], "label": r["label"]} for r in rows)
+    pretrained = os.path.join(work, "modernbert-tiny")
+    os.makedirs(pretrained)
+    tok = tokenizer([r["text"] for r in rows], os.path.join(pretrained, "tokenizer.json"))
+    names = sorted({r["label"] for r in rows})
+    config = ModernBertConfig(**dict(BASE, vocab_size=tok.get_vocab_size(), max_position_embeddings=64,
+                                     local_attention=8, num_labels=len(names), initializer_range=0.02,
+                                     id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}))
+    torch.manual_seed(3)
+    model = ModernBertForSequenceClassification(config)
+    model.save_pretrained(pretrained)
+    env = dict(os.environ, HFTRAIN_RECIPES_DIR=os.path.join(ROOT, "recipes"), HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
+    common = [f"model.from={pretrained}", f"data.train={data}", "data.validation_fraction=0", "trainer.eval_every=0",
+              "data.shuffle=false", "trainer.max_steps=5", "trainer.max_epochs=null", "scheduler.name=constant",
+              "scheduler.warmup_steps=0", "optimizer.name=adamw", "optimizer.lr=1e-3", "optimizer.weight_decay=0",
+              "trainer.max_grad_norm=.inf", "trainer.log_every=1", "trainer.device=cpu", "checkpoint.every_steps=0"]
+
+    def hf_run(name, *extra, nproc=1, micro=len(rows)):
+        out = os.path.join(work, name)
+        args = [hftrain, "run", "classify-bert", *common, f"trainer.micro_batch_size={micro}", f"run.output_dir={out}",
+                *extra] + (["--nproc-per-node", str(nproc)] if nproc > 1 else [])
+        p = subprocess.run(args, capture_output=True, text=True, env=env)
+        check(p.returncode == 0, f"{name}: hftrain exited {p.returncode}: {p.stderr[-1500:]}")
+        with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+            return out, {r["step"]: r["loss"] for r in map(json.loads, f) if "loss" in r and "eval_loss" not in r}
+
+    # `hftrain plan` counts the directory's parameters as transformers does.
+    plan = subprocess.run([hftrain, "plan", "classify-bert", f"model.from={pretrained}", "--nproc", "1"],
+                          capture_output=True, text=True, env=env).stdout
+    count = sum(p.numel() for p in model.parameters())
+    check(f"Ψ = {count} parameters" in plan, f"plan: expected {count} parameters: {plan[:300]}")
+    print(f"plan: {count} parameters, as transformers counts them")
+    out, losses = hf_run("train-modernbert")
+    # transformers: the same batch (the tokenizers library's ids, padded), the same optimizer.
+    encoded = [tok.encode(r["text"]).ids for r in rows]
+    T = max(map(len, encoded))
+    check(T <= 64, f"training: a review of {T} tokens would be truncated by the recipe's data.seq_len")
+    ids = torch.tensor([e + [0] * (T - len(e)) for e in encoded])
+    mask = torch.tensor([[1] * len(e) + [0] * (T - len(e)) for e in encoded])
+    labels = torch.tensor([names.index(r["label"]) for r in rows])
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    ref = []
+    for _ in range(5):
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        ref.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    worst = max(abs(losses.get(s + 1, float("nan")) - ref[s]) / ref[s] for s in range(5))
+    check(worst <= 1e-4, f"training: hftrain's losses {losses} vs transformers' {ref}")
+    final = load_file(os.path.join(out, "final", "model.safetensors"))
+    weights = max((final[n] - p.detach()).abs().max().item() / max(p.abs().max().item(), 1e-12)
+                  for n, p in model.named_parameters())
+    check(weights <= 1e-4, f"training: final weights differ from transformers' by {weights:.2e} relative")
+    print(f"training: 5 AdamW steps, losses {', '.join(f'{x:.6f}' for x in ref)} (transformers); largest relative "
+          f"difference {worst:.1e}; final weights {weights:.1e}")
+    for name, extra, nproc, micro, tol in (
+            ("checkpointing", ["model.activation_checkpointing=true"], 1, len(rows), 1e-5),
+            ("zero3-2-ranks", ["distributed.strategy=zero3"], 2, len(rows) // 2, 1e-5),
+            ("bf16", ["trainer.precision=bf16"], 1, len(rows), 2e-2)):
+        _, other = hf_run("train-" + name, *extra, nproc=nproc, micro=micro)
+        diff = max(abs(other.get(s, float("nan")) - losses[s]) / losses[s] for s in losses)
+        check(diff <= tol, f"training, {name}: losses {other} vs {losses}")
+        print(f"training, {name}: losses within {diff:.1e} of the plain fp32 run")
+
+
+def main():
+    forward_bin, hftrain = sys.argv[1], sys.argv[2]
+    torch.set_num_threads(1)
+    hf_logging.disable_progress_bar()
+    with tempfile.TemporaryDirectory(prefix="hftrain-modernbert-") as work:
+        conformance(forward_bin, work)
+        training(hftrain, work)
+    print(f"{len(failures)} failures" if failures else
+          "ok: hftrain's ModernBERT equals transformers' outputs, gradients and training, and its exports load there",
+          file=sys.stderr if failures else sys.stdout)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
