@@ -223,13 +223,14 @@ def conformance(forward_bin, work):
     refusals(forward_bin, work)
 
 
-def tokenizer(texts, path):
+def tokenizer(texts, path, vocab_size=300, add_prefix_space=False):
     """A byte-level BPE tokenizer.json with ModernBERT's layout: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3,
-    [CLS] text [SEP]."""
+    [CLS] text [SEP] (with the prefix space that transformers' is_split_into_words needs, for tagging)."""
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]"],
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size,
+                                                       special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]"],
                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
                                                        special_tokens=[("[CLS]", 1), ("[SEP]", 2)])

@@ -1,9 +1,9 @@
 """The shipped token-classification recipe (recipes/ner-bert.yaml) end to end, against transformers and
 seqeval.
 
-A tiny random BertModel (the WordPiece tokenizer.json of the fixtures) and a tiny RobertaModel (a
+A tiny random BertModel (the WordPiece tokenizer.json of the fixtures), a tiny RobertaModel (a
 byte-level BPE tokenizer as RoBERTa's, with the prefix space that transformers' is_split_into_words
-needs) are fine-tuned by `hftrain run ner-bert model.from=DIR` on the shipped tagged sentences, each
+needs) and a tiny ModernBertModel (a byte-level BPE tokenizer with [CLS]/[SEP]) are fine-tuned by `hftrain run ner-bert model.from=DIR` on the shipped tagged sentences, each
 evaluated on all of them. Checks, for each:
   - `hftrain config --provenance` takes model.task from the recipe and the shape from the directory;
   - final/ loads in transformers as BertForTokenClassification / RobertaForTokenClassification
@@ -30,9 +30,10 @@ from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_sc
 from tokenizers import Tokenizer
 from peft import PeftModel
 from transformers import (AutoModelForTokenClassification, BertConfig, BertForTokenClassification, BertModel,
-                          RobertaConfig, RobertaModel)
+                          ModernBertConfig, ModernBertModel, RobertaConfig, RobertaModel)
 
 from classify_recipe import roberta_tokenizer  # the classification recipe test's RoBERTa tokenizer
+from hf_modernbert import tokenizer as modernbert_tokenizer  # the ModernBERT test's
 from hf_decoders import check, check_provenance, failures  # the decoder conformance test's helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -197,10 +198,21 @@ def main():
                                    pad_token_id=1, bos_token_id=0, eos_token_id=2,
                                    layer_norm_eps=1e-5)).save_pretrained(roberta)
         fine_tune(hftrain, work, "ner-roberta", roberta, rows, "RobertaForTokenClassification")
+
+        modernbert = os.path.join(work, "modernbert-tiny")
+        os.makedirs(modernbert)
+        tok = modernbert_tokenizer([" ".join(r["tokens"]) for r in rows], os.path.join(modernbert, "tokenizer.json"),
+                                   vocab_size=500, add_prefix_space=True)
+        torch.manual_seed(0)
+        ModernBertModel(ModernBertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=2, intermediate_size=48, max_position_embeddings=64,
+                                         local_attention=8, pad_token_id=0, bos_token_id=1, cls_token_id=1,
+                                         eos_token_id=2, sep_token_id=2)).save_pretrained(modernbert)
+        fine_tune(hftrain, work, "ner-modernbert", modernbert, rows, "ModernBertForTokenClassification")
     if failures:
         print(f"{len(failures)} failures", file=sys.stderr)
         return 1
-    print("ok: token classification fine-tunes BERT and RoBERTa directories; transformers and seqeval agree with "
+    print("ok: token classification fine-tunes BERT, RoBERTa and ModernBERT directories; transformers and seqeval agree with "
           "hftrain's evaluation")
     return 0
 
