@@ -51,11 +51,13 @@ int run_plan(const PlanArgs& a) {
     units = {bert.root_parameter_count(), bert.block_parameter_count()};
     linears = model::hf_linear_modules(bert);
     first_block = bert.prefix() + (bert.modernbert() ? "layers.0." : "encoder.layer.0.");
-    // The classifier and the head below it (RoBERTa's classifier.dense, ModernBERT's head.*).
+    // The classifier and the head below it (RoBERTa's classifier.dense, ModernBERT's head.*,
+    // DeBERTa's pooler.dense).
     const int64_t c = bert.hidden_size;
     const int64_t modernbert_head =
         bert.modernbert_head() ? c * c + (bert.classifier_bias ? c : 0) + (bert.norm_bias ? 2 * c : c) : 0;
-    in_full = bert.num_labels * (c + 1) + (bert.roberta_head() ? c * (c + 1) : 0) + modernbert_head;
+    in_full = bert.num_labels * (c + 1) + (bert.roberta_head() || bert.deberta_pooler() ? c * (c + 1) : 0) +
+              modernbert_head;
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
     psi = spec.parameter_count();

@@ -13,7 +13,7 @@ namespace hftrain::config {
 
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys_*.cpp).
 enum class ModelArch { kGpt2, kLlama, kBert };
-enum class Encoder { kBert, kRoberta, kModernBert };
+enum class Encoder { kBert, kRoberta, kModernBert, kDebertaV2 };
 enum class Task { kSequenceClassification, kTokenClassification };  // model.arch=bert: what the classifier labels  // model.arch=bert: whose encoder (BERT's, RoBERTa's positions and head)
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)

@@ -22,7 +22,7 @@ void add_model_keys(Schema& s) {
   s.add("model.arch", Type::kChoice, HFTRAIN_FIELD(model.arch))
       .choices({"gpt2", "llama", "bert"}).def("gpt2")
       .doc("Architecture family: gpt2 and llama are causal language models; bert is an encoder with a classifier "
-           "(BERT's, RoBERTa's or ModernBERT's, model.encoder), trained for sequence or token classification on "
+           "(BERT's, RoBERTa's, ModernBERT's or DeBERTa-v2's, model.encoder), trained for sequence or token classification on "
            "labelled data (data.label_field).");
   s.add("model.task", Type::kChoice, HFTRAIN_FIELD(model.task))
       .choices({"sequence_classification", "token_classification"}).def("sequence_classification")
@@ -30,15 +30,18 @@ void add_model_keys(Schema& s) {
            "(token_classification: data.text_field lists the words, data.label_field their tags; entity-level "
            "precision, recall and F1 at each evaluation, as seqeval).");
   s.add("model.encoder", Type::kChoice, HFTRAIN_FIELD(model.encoder))
-      .choices({"bert", "roberta", "modernbert"}).def("bert")
+      .choices({"bert", "roberta", "modernbert", "deberta-v2"}).def("bert")
       .doc("bert: the encoder's family: bert (BertForSequenceClassification: positions from 0, a pooler, a linear "
            "classifier), roberta (RobertaForSequenceClassification: positions counted from the padding id + 1 over "
            "the non-padding tokens, a dense + tanh + linear head on the first token) or modernbert "
            "(ModernBertForSequenceClassification: pre-norm layers without biases, RoPE, GeGLU, every third layer "
            "global and the others attending 64 tokens either side, a dense + GELU + LayerNorm head on the first "
-           "token; a new one takes ModernBertConfig's defaults for what model.* does not set).");
+           "token; a new one takes ModernBertConfig's defaults for what model.* does not set) or deberta-v2 "
+           "(DebertaV2ForSequenceClassification: disentangled attention over log-bucketed relative positions, a "
+           "dense + GELU pooler on the first token; a new one has DeBERTa-v3's structure: 256 buckets, shared "
+           "position keys, no absolute positions).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
-      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE; BERT, RoBERTa, XLM-RoBERTa and ModernBERT encoders).");
+      .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE; BERT, RoBERTa, XLM-RoBERTa, ModernBERT and DeBERTa-v2/v3 encoders).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))
       .def("12").min(1).max(1024).doc("Number of transformer blocks.");
   s.add("model.n_head", Type::kInt, HFTRAIN_FIELD(model.n_head))

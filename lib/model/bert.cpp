@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "model/checkpointing.h"
+#include "model/deberta.h"
 #include "model/dense.h"
 #include "util/error.h"
 
@@ -113,29 +114,32 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
     init_modernbert(parameters_by_name(), spec);
     return;
   }
-  auto bert = level(*this, prefix.substr(0, prefix.size() - 1));  // "bert" or "roberta"
-  auto embeddings = level(*bert, "embeddings");
-  auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
-  if (spec.pad_token_id)
-    word.padding_idx(*spec.pad_token_id);  // no gradient for the pad row, as in HF
-  word_embeddings_ = embeddings->register_module("word_embeddings", torch::nn::Embedding(word));
-  auto positions = torch::nn::EmbeddingOptions(spec.max_position_embeddings, spec.hidden_size);
-  if (spec.roberta()) positions.padding_idx(*spec.pad_token_id);  // padding's position (RobertaEmbeddings)
-  position_embeddings_ = embeddings->register_module("position_embeddings", torch::nn::Embedding(positions));
-  token_type_embeddings_ = embeddings->register_module(
-      "token_type_embeddings", torch::nn::Embedding(spec.type_vocab_size, spec.hidden_size));
-  embeddings_norm_ = layer_norm(*embeddings, spec);
-  layers_ = level(*bert, "encoder")->register_module("layer", torch::nn::ModuleList());
-  for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(BertLayer(spec));
-  if (spec.has_pooler()) pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
-  if (spec.roberta_head()) {  // RobertaClassificationHead
-    auto head = level(*this, "classifier");
-    head_dense_ = dense(*head, "dense", spec.hidden_size, spec.hidden_size);
-    classifier_ = dense(*head, "out_proj", spec.hidden_size, spec.num_labels);
-  } else if (spec.with_classifier) {
-    classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
+  if (spec.deberta()) {
+    build_deberta();
+  } else {
+    auto bert = level(*this, prefix.substr(0, prefix.size() - 1));  // "bert" or "roberta"
+    auto embeddings = level(*bert, "embeddings");
+    auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
+    if (spec.pad_token_id)
+      word.padding_idx(*spec.pad_token_id);  // no gradient for the pad row, as in HF
+    word_embeddings_ = embeddings->register_module("word_embeddings", torch::nn::Embedding(word));
+    auto positions = torch::nn::EmbeddingOptions(spec.max_position_embeddings, spec.hidden_size);
+    if (spec.roberta()) positions.padding_idx(*spec.pad_token_id);  // padding's position (RobertaEmbeddings)
+    position_embeddings_ = embeddings->register_module("position_embeddings", torch::nn::Embedding(positions));
+    token_type_embeddings_ = embeddings->register_module(
+        "token_type_embeddings", torch::nn::Embedding(spec.type_vocab_size, spec.hidden_size));
+    embeddings_norm_ = layer_norm(*embeddings, spec);
+    layers_ = level(*bert, "encoder")->register_module("layer", torch::nn::ModuleList());
+    for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(BertLayer(spec));
+    if (spec.has_pooler()) pooler_ = dense(*level(*bert, "pooler"), "dense", spec.hidden_size, spec.hidden_size);
+    if (spec.roberta_head()) {  // RobertaClassificationHead
+      auto head = level(*this, "classifier");
+      head_dense_ = dense(*head, "dense", spec.hidden_size, spec.hidden_size);
+      classifier_ = dense(*head, "out_proj", spec.hidden_size, spec.num_labels);
+    } else if (spec.with_classifier) {
+      classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
+    }
   }
-
   // transformers' _init_weights: N(0, std) for Linear weights and embeddings, zero biases, the
   // padding row zero; LayerNorms keep their ones and zeros.
   torch::NoGradGuard no_grad;
@@ -150,6 +154,86 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
   }
   if (spec.pad_token_id) word_embeddings_->weight[*spec.pad_token_id].zero_();
   if (spec.roberta()) position_embeddings_->weight[*spec.pad_token_id].zero_();
+}
+
+void BertEncoderImpl::build_deberta() {
+  const BertSpec& spec = spec_;
+  const int64_t c = spec.hidden_size, e = spec.word_embedding_size();
+  auto deberta = level(*this, "deberta");
+  auto embeddings = level(*deberta, "embeddings");
+  auto word = torch::nn::EmbeddingOptions(spec.vocab_size, e);
+  if (spec.pad_token_id) word.padding_idx(*spec.pad_token_id);
+  word_embeddings_ = embeddings->register_module("word_embeddings", torch::nn::Embedding(word));
+  if (spec.position_biased_input) {
+    position_embeddings_ = embeddings->register_module(
+        "position_embeddings", torch::nn::Embedding(spec.max_position_embeddings, e));
+  }
+  if (spec.type_vocab_size > 0) {
+    token_type_embeddings_ =
+        embeddings->register_module("token_type_embeddings", torch::nn::Embedding(spec.type_vocab_size, e));
+  }
+  if (e != c) embed_proj_ = embeddings->register_module("embed_proj", Dense(e, c, /*with_bias=*/false));
+  embeddings_norm_ = layer_norm(*embeddings, spec);
+  auto encoder = level(*deberta, "encoder");
+  layers_ = encoder->register_module("layer", torch::nn::ModuleList());
+  for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(DebertaLayer(spec));
+  if (spec.relative_attention) {
+    rel_embeddings_ =
+        encoder->register_module("rel_embeddings", torch::nn::Embedding(2 * spec.relative_span(), c));
+    if (spec.norm_rel_ebd) rel_norm_ = layer_norm(*encoder, spec);
+  }
+  if (spec.deberta_pooler()) head_dense_ = dense(*level(*this, "pooler"), "dense", c, c);  // ContextPooler
+  if (spec.with_classifier) classifier_ = dense(*this, "classifier", c, spec.num_labels);
+}
+
+BertOutput BertEncoderImpl::encode_deberta(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                           const torch::Tensor& token_type_ids) {
+  if (hooks_) hooks_->before_forward(0);
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  if (T > spec_.max_tokens()) {
+    throw util::UsageError("a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
+                               std::to_string(spec_.max_tokens()) + " positions",
+                           "truncate the inputs to the model's positions (the data's max length)");
+  }
+  auto x = word_embeddings_(input_ids);
+  if (position_embeddings_) x = x + position_embeddings_(torch::arange(T, input_ids.options()));
+  if (token_type_embeddings_) {
+    x = x + token_type_embeddings_(token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids));
+  }
+  if (embed_proj_) x = embed_proj_(x);
+  // The padding's embeddings zeroed; a query and a key attend each other where both are tokens.
+  const auto tokens = attention_mask.defined() ? attention_mask.ne(0) : torch::ones_like(input_ids, torch::kBool);
+  x = embeddings_norm_(x) * tokens.unsqueeze(-1).to(x.scalar_type());
+  x = dropped_out(x, spec_.hidden_dropout_prob, is_training());
+  const auto mask = tokens.view({B, 1, 1, T}) & tokens.view({B, 1, T, 1});
+  const auto relative = deberta_relative_positions(spec_, T, input_ids.device());
+  // The relative embeddings, LayerNorm'd once for all layers; a checkpointed layer normalises them
+  // again inside its recomputation, whose backward would otherwise run through the shared norm's
+  // graph once per layer.
+  torch::nn::EmbeddingImpl* table = rel_embeddings_ ? rel_embeddings_.get() : nullptr;
+  torch::nn::LayerNormImpl* norm = rel_norm_ ? rel_norm_.get() : nullptr;
+  const auto relative_embeddings = [table, norm]() -> torch::Tensor {
+    if (!table) return {};
+    return norm ? norm->forward(table->weight) : table->weight;
+  };
+  const torch::Tensor rel = relative_embeddings();
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    auto layer = layers_->ptr<DebertaLayerImpl>(i);
+    if (hooks_) hooks_->before_forward(i + 1);
+    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
+    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);  // as in encode()
+    if (checkpoint) {
+      x = checkpointed(
+          [layer, mask, relative, relative_embeddings](const torch::Tensor& h) {
+            return layer->forward(h, mask, relative, relative_embeddings());
+          },
+          x);
+    } else {
+      x = layer->forward(x, mask, relative, rel);
+    }
+    if (hooks_) x = hooks_->after_forward(i + 1, x);
+  }
+  return {x, {}};
 }
 
 torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
@@ -181,6 +265,7 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
                                    const torch::Tensor& attention_mask,
                                    const torch::Tensor& token_type_ids) {
   if (spec_.modernbert()) return encode_modernbert(input_ids, attention_mask);
+  if (spec_.deberta()) return encode_deberta(input_ids, attention_mask, token_type_ids);
   if (hooks_) hooks_->before_forward(0);
   auto x = embed(input_ids, token_type_ids);
   torch::Tensor mask;  // (B, 1, 1, T): padded keys are never attended; padded queries still compute
@@ -277,7 +362,10 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
   }
   // A token classifier reads every token's state; a sequence classifier the pooled first token.
   torch::Tensor features = spec_.per_token ? encoded.last_hidden_state : encoded.pooled;
-  if (head_dense_) {  // RoBERTa: dropout, dense, tanh on the first token (<s>), then dropout again
+  if (spec_.deberta_pooler()) {  // ContextPooler: dropout, dense and its activation on the first token
+    const auto first = dropped_out(encoded.last_hidden_state.select(1, 0), spec_.pooler_dropout, is_training());
+    features = bert_activation(head_dense_(first), spec_.pooler_hidden_act);
+  } else if (head_dense_) {  // RoBERTa: dropout, dense, tanh on the first token (<s>), then dropout again
     features = torch::tanh(head_dense_(dropped_out(encoded.last_hidden_state.select(1, 0), p, is_training())));
   }
   auto logits = classifier_(dropped_out(features, p, is_training()));  // (B, num_labels) or (B, T, num_labels)

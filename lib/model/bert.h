@@ -24,7 +24,10 @@
 // every token. ModernBERT (spec.modernbert(), its layers in modernbert.h): parameters under "model."
 // (model.embeddings.{tok_embeddings,norm}, model.layers.N.*, model.final_norm), no pooler, and under
 // the classifier head.{dense,norm} and classifier.* on the first token's state (or the mean of the
-// tokens' states), or on every token for a token classifier.
+// tokens' states), or on every token for a token classifier. DeBERTa-v2/v3 (spec.deberta(), its
+// layers in deberta.h): parameters under "deberta." (deberta.embeddings.*, deberta.encoder.layer.N.*,
+// deberta.encoder.rel_embeddings, deberta.encoder.LayerNorm) and under the sequence classifier
+// pooler.dense (the ContextPooler) and classifier.*.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +106,14 @@ class BertEncoderImpl : public torch::nn::Module {
   torch::Tensor rope_cos_, rope_sin_, rope_local_cos_, rope_local_sin_;  // buffers, not parameters
 
   BertOutput encode_modernbert(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  // DeBERTa-v2 (deberta.h): its embeddings (absolute positions, token types and embed_proj where the
+  // config has them), layers, relative embeddings and ContextPooler.
+  Dense embed_proj_{nullptr};                      // deberta.embeddings.embed_proj
+  torch::nn::Embedding rel_embeddings_{nullptr};  // deberta.encoder.rel_embeddings
+  torch::nn::LayerNorm rel_norm_{nullptr};        // deberta.encoder.LayerNorm (norm_rel_ebd)
+  void build_deberta();
+  BertOutput encode_deberta(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                            const torch::Tensor& token_type_ids);
   torch::Tensor modernbert_features(const BertOutput& encoded, const torch::Tensor& attention_mask);
 };
 TORCH_MODULE(BertEncoder);

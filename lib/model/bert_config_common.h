@@ -22,7 +22,8 @@ constexpr const char* kHint =
     "BertForTokenClassification, the encoder of BertForMaskedLM / BertForPreTraining / "
     "BertForNextSentencePrediction; RobertaModel, RobertaFor{Sequence,Token}Classification and the encoder of "
     "RobertaForMaskedLM, and the same XLMRoberta* classes; ModernBertModel, "
-    "ModernBertFor{Sequence,Token}Classification and ModernBertForMaskedLM's encoder and head";
+    "ModernBertFor{Sequence,Token}Classification and ModernBertForMaskedLM's encoder and head; DebertaV2Model, "
+    "DebertaV2For{Sequence,Token}Classification and DebertaV2ForMaskedLM's encoder";
 
 // One config.json object and where it came from; every accessor names the field when it fails.
 class Fields {
@@ -43,6 +44,12 @@ class Fields {
     if (!present(key) || !at(key).is_number_integer() || at(key).get<int64_t>() <= 0) {
       fail(std::string("`") + key + "` is missing or not a positive integer");
     }
+    return at(key).get<int64_t>();
+  }
+  // Any integer; `fallback` when absent.
+  int64_t integer(const char* key, int64_t fallback) const {
+    if (!present(key)) return fallback;
+    if (!at(key).is_number_integer()) fail(std::string("`") + key + "` is not an integer");
     return at(key).get<int64_t>();
   }
   double real(const char* key, double fallback) const {
@@ -83,5 +90,8 @@ std::pair<OrderedJson, OrderedJson> label_maps(const BertSpec& s, const std::vec
 // ModernBERT's part of bert_spec_from_hf_config and bert_config_json (modernbert_spec.cpp).
 void read_modernbert(const Fields& f, BertSpec& s);
 OrderedJson modernbert_config(const BertSpec& s);
+// DeBERTa-v2's (deberta_spec.cpp).
+void read_deberta(const Fields& f, BertSpec& s);
+OrderedJson deberta_config(const BertSpec& s);
 
 }  // namespace hftrain::model::bert_config

@@ -43,6 +43,9 @@ std::optional<config::Encoder> family_of(const std::string& arch, const std::str
   if (arch.empty() ? model_type == "modernbert" : named_in(arch, kModernBertArchitectures)) {
     return config::Encoder::kModernBert;
   }
+  if (arch.empty() ? model_type == "deberta-v2" : named_in(arch, kDebertaV2Architectures)) {
+    return config::Encoder::kDebertaV2;
+  }
   return std::nullopt;
 }
 
@@ -144,7 +147,9 @@ int64_t BertSpec::block_parameter_count() const {
     const int64_t mlp = 2 * f * c + f * c + (mlp_bias ? 2 * f + c : 0);
     return 2 * norm + attention + mlp;
   }
-  const int64_t attention = 4 * (c * c + c) + 2 * c;  // q, k, v, output, LayerNorm
+  // q, k, v, output, LayerNorm; DeBERTa's own position projections where it does not share them.
+  const int64_t positions = deberta() && relative_attention && !share_att_key ? (c2p + p2c) * (c * c + c) : 0;
+  const int64_t attention = 4 * (c * c + c) + 2 * c + positions;
   const int64_t feed_forward = c * f + f + f * c + c + 2 * c;
   return attention + feed_forward;
 }
@@ -158,6 +163,13 @@ int64_t BertSpec::root_parameter_count() const {
     // layer's missing attention norm, which block_parameter_count counts.
     const int64_t head = modernbert_head() ? c * c + (classifier_bias ? c : 0) + norm : 0;
     return vocab_size * c + 2 * norm + head + classifier - norm;
+  }
+  if (deberta()) {
+    const int64_t e = word_embedding_size();
+    const int64_t embeddings = (vocab_size + (position_biased_input ? max_position_embeddings : 0) + type_vocab_size) * e +
+                               (e != c ? e * c : 0) + 2 * c;
+    const int64_t relative = relative_attention ? 2 * relative_span() * c + (norm_rel_ebd ? 2 * c : 0) : 0;
+    return embeddings + relative + (deberta_pooler() ? c * c + c : 0) + classifier;
   }
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
   const int64_t pooler = has_pooler() ? c * c + c : 0;
@@ -176,7 +188,8 @@ void BertSpec::validate() const {
                              "fix the model's config.json or the model.* settings");
   };
   require(vocab_size > 0 && hidden_size > 0 && num_hidden_layers > 0 && num_attention_heads > 0 &&
-              intermediate_size > 0 && max_position_embeddings > 0 && (type_vocab_size > 0 || modernbert()),
+              intermediate_size > 0 && max_position_embeddings > 0 &&
+              (type_vocab_size > 0 || modernbert() || deberta()),
           "every size (vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
           "intermediate_size, "
           "max_position_embeddings, type_vocab_size) must be positive");
@@ -208,6 +221,17 @@ void BertSpec::validate() const {
                    mlp_dropout}) {
     require(p >= 0 && p < 1, "a dropout probability is " + std::to_string(p) + ", outside [0, 1)");
   }
+  if (deberta()) {
+    require(type_vocab_size >= 0 && embedding_size >= 0, "type_vocab_size and embedding_size must not be negative");
+    require(relative_span() >= 1 && relative_span() <= (1 << 20),
+            "the relative-position span (position_buckets, max_relative_positions) is " +
+                std::to_string(relative_span()));
+    const int64_t range = max_relative_positions < 1 ? max_position_embeddings : max_relative_positions;
+    require(position_buckets <= 0 || (position_buckets >= 4 && range - 1 != position_buckets / 2),
+            "position_buckets must be at least 4, and half of it differ from max_relative_positions - 1 (the log "
+            "buckets' scale)");
+    require(pooler_dropout >= 0 && pooler_dropout < 1, "pooler_dropout is outside [0, 1)");
+  }
   if (modernbert()) {
     require(static_cast<int64_t>(sliding.size()) == num_hidden_layers,
             "ModernBERT needs one layer type per layer (" + std::to_string(sliding.size()) + " for " +
@@ -222,7 +246,8 @@ void BertSpec::validate() const {
 
 std::string BertSpec::architecture() const {
   const std::string head = !with_classifier ? "Model" : per_token ? "ForTokenClassification" : "ForSequenceClassification";
-  return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : modernbert() ? "ModernBert" : "Bert") + head;
+  return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : modernbert() ? "ModernBert" : deberta() ? "DebertaV2" : "Bert") +
+         head;
 }
 
 const char* bert_activation_name(BertActivation act) {
@@ -242,7 +267,9 @@ bool is_bert_config(const std::string& json_text) {
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
   const std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  if (type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "modernbert") return true;  // refusals then name the head
+  if (type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "modernbert" || type == "deberta-v2") {
+    return true;
+  }  // refusals then name the head
   return family_of(architecture_of(j), "").has_value();
 }
 
@@ -278,6 +305,10 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
     read_modernbert(f, s);
     return s;
   }
+  if (s.deberta()) {
+    read_deberta(f, s);
+    return s;
+  }
   s.max_position_embeddings = f.positive("max_position_embeddings", 512);
   s.type_vocab_size = f.positive("type_vocab_size", 2);
   s.hidden_act = read_activation(f, "hidden_act", "gelu");
@@ -309,6 +340,8 @@ std::string bert_config_json(const BertSpec& s, const std::vector<std::string>& 
   OrderedJson j{{"architectures", {s.architecture()}}};
   if (s.modernbert()) {
     j.update(modernbert_config(s));
+  } else if (s.deberta()) {
+    j.update(deberta_config(s));
   } else {
     j.update(OrderedJson{
         {"model_type", s.xlm ? "xlm-roberta" : s.roberta() ? "roberta" : "bert"},

@@ -58,6 +58,26 @@ struct BertSpec {
   double initializer_cutoff_factor = 2.0;  // truncated normal at +- this many standard deviations
   // Special token ids config.json carries (ModernBERT writes them back as read).
   std::optional<int64_t> bos_token_id, eos_token_id, cls_token_id, sep_token_id;
+  // DeBERTa-v2/v3 (DebertaV2Model / DebertaV2For{Sequence,Token}Classification), family kDebertaV2:
+  // BERT's post-norm layers under "deberta." whose self-attention (query_proj, key_proj, value_proj)
+  // adds disentangled terms: content-to-position (c2p) and position-to-content (p2c) scores against
+  // relative-position embeddings (deberta.encoder.rel_embeddings, LayerNorm'd where norm_rel_ebd),
+  // projected by the layer's own query/key projections (share_att_key) or by pos_query_proj /
+  // pos_key_proj; relative positions in log buckets (position_buckets > 0). Absolute positions only
+  // where position_biased_input; token types where type_vocab_size > 0; word embeddings of
+  // embedding_size projected by embed_proj where it differs from hidden_size. The classifier reads
+  // the ContextPooler (pooler.dense + pooler_hidden_act on the first token). Fields are config.json's.
+  bool relative_attention = true;
+  int64_t max_relative_positions = -1;  // < 1: max_position_embeddings
+  int64_t position_buckets = 256;       // <= 0: none (distances up to max_relative_positions)
+  bool norm_rel_ebd = true;             // "layer_norm"
+  bool share_att_key = true;
+  bool c2p = true, p2c = true;          // pos_att_type
+  bool position_biased_input = false;
+  int64_t embedding_size = 0;           // 0: hidden_size
+  BertActivation pooler_hidden_act = BertActivation::kGelu;
+  double pooler_dropout = 0.0;
+  bool legacy = true;                   // the masked-LM head's layout, written back as read
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -85,11 +105,22 @@ struct BertSpec {
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   bool roberta() const { return family == config::Encoder::kRoberta; }
   bool modernbert() const { return family == config::Encoder::kModernBert; }
-  // "bert.", "roberta." or "model.": the prefix of the encoder's parameter names.
-  std::string prefix() const { return roberta() ? "roberta." : modernbert() ? "model." : "bert."; }
+  bool deberta() const { return family == config::Encoder::kDebertaV2; }
+  // "bert.", "roberta.", "model." or "deberta.": the prefix of the encoder's parameter names.
+  std::string prefix() const {
+    return roberta() ? "roberta." : modernbert() ? "model." : deberta() ? "deberta." : "bert.";
+  }
   // BertModel, BertForSequenceClassification and RobertaModel have a pooler;
-  // RobertaForSequenceClassification, the token classifiers and ModernBERT have none.
-  bool has_pooler() const { return !modernbert() && (!with_classifier || (!roberta() && !per_token)); }
+  // RobertaForSequenceClassification, the token classifiers, ModernBERT and DeBERTa have none.
+  bool has_pooler() const { return !modernbert() && !deberta() && (!with_classifier || (!roberta() && !per_token)); }
+  // DebertaV2ForSequenceClassification's ContextPooler (pooler.dense, outside "deberta.").
+  bool deberta_pooler() const { return deberta() && with_classifier && !per_token; }
+  // DeBERTa's relative-position span: position_buckets, else max_relative_positions (resolved).
+  int64_t relative_span() const {
+    if (position_buckets > 0) return position_buckets;
+    return max_relative_positions < 1 ? max_position_embeddings : max_relative_positions;
+  }
+  int64_t word_embedding_size() const { return embedding_size > 0 ? embedding_size : hidden_size; }
   // ModernBERT's classifier head (head.dense, head.norm) before the classifier.
   bool modernbert_head() const { return with_classifier && modernbert(); }
   // Layer i attends within a window (ModernBERT's local layers).
@@ -103,6 +134,7 @@ struct BertSpec {
     return roberta() ? max_position_embeddings - pad_token_id.value_or(0) - 1 : max_position_embeddings;
   }
   double classifier_dropout_prob() const {
+    if (deberta() && per_token) return hidden_dropout_prob;  // DebertaV2ForTokenClassification's
     return classifier_dropout.value_or(hidden_dropout_prob);
   }
   // Parameters the model holds (embeddings, layers, pooler, classifier when with_classifier):
@@ -119,6 +151,9 @@ struct BertSpec {
 // ModernBertConfig's defaults (answerdotai/ModernBERT-base's shape: 22 layers, every third global)
 // for a ModernBERT spec of `layers` layers: the sizes are left for the caller to set.
 BertSpec modernbert_defaults(int64_t layers);
+// DebertaV2Config as microsoft/deberta-v3-base's config.json sets it (relative attention over 256
+// log buckets, shared position keys, p2c and c2p, no absolute positions or token types).
+BertSpec deberta_v3_defaults(int64_t layers);
 
 // config.json's name of an activation ("gelu", "gelu_new", "relu").
 const char* bert_activation_name(BertActivation act);
@@ -137,6 +172,8 @@ inline constexpr const char* kRobertaArchitectures[] = {"RobertaModel", "Roberta
                                                         "RobertaForTokenClassification", "RobertaForMaskedLM"};
 inline constexpr const char* kXlmRobertaArchitectures[] = {"XLMRobertaModel", "XLMRobertaForSequenceClassification",
                                                            "XLMRobertaForTokenClassification", "XLMRobertaForMaskedLM"};
+inline constexpr const char* kDebertaV2Architectures[] = {"DebertaV2Model", "DebertaV2ForSequenceClassification",
+                                                          "DebertaV2ForTokenClassification", "DebertaV2ForMaskedLM"};
 inline constexpr const char* kModernBertArchitectures[] = {"ModernBertModel", "ModernBertForSequenceClassification",
                                                            "ModernBertForTokenClassification", "ModernBertForMaskedLM"};
 

@@ -35,13 +35,22 @@ bool droppable(const std::string& name, const BertSpec& spec) {
     return name.starts_with("decoder.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
            (!spec.modernbert_head() && name.starts_with("head."));
   }
+  // DeBERTa-v2: DebertaV2ForMaskedLM's heads (cls.*, lm_predictions.*), absolute positions a model
+  // without them ignores (transformers' _keys_to_ignore_on_load_unexpected), a pooler or classifier
+  // it has no place for.
+  if (spec.deberta()) {
+    return name.starts_with("cls.") || name.starts_with("lm_predictions.") || name == "embeddings.position_ids" ||
+           (!spec.position_biased_input && name == "embeddings.position_embeddings.weight") ||
+           (!spec.with_classifier && name.starts_with("classifier.")) ||
+           (!spec.deberta_pooler() && name.starts_with("pooler."));
+  }
   return name == "embeddings.position_ids" || name == "embeddings.token_type_ids" || name.starts_with("cls.") ||
          name.starts_with("lm_head.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
          (!spec.has_pooler() && name.starts_with("pooler."));
 }
 
 const char* family_name(const BertSpec& spec) {
-  return spec.roberta() ? "RoBERTa" : spec.modernbert() ? "ModernBERT" : "BERT";
+  return spec.roberta() ? "RoBERTa" : spec.modernbert() ? "ModernBERT" : spec.deberta() ? "DeBERTa-v2" : "BERT";
 }
 
 }  // namespace
@@ -62,7 +71,9 @@ BertLoadReport load_bert_weights(BertEncoder& model, const TensorSource& hf) {
   // Parameter groups a checkpoint may lack as a whole: they then keep their initialisation.
   rules.optional_group = [prefix](const std::string& param) -> std::string {
     // ModernBERT's head.* too: a ModernBertModel directory has none, a ModernBertForMaskedLM one does.
-    for (const std::string& group : {std::string("classifier."), prefix + "pooler.", std::string("head.")}) {
+    // DeBERTa's pooler.* too (DebertaV2ForSequenceClassification's ContextPooler, outside "deberta.").
+    for (const std::string& group :
+         {std::string("classifier."), prefix + "pooler.", std::string("head."), std::string("pooler.")}) {
       if (param.starts_with(group)) return group;
     }
     return "";

@@ -198,23 +198,34 @@ struct BertLinear {
 };
 
 // BERT's and RoBERTa's parameters in registration order (bert.h).
+// BERT's, RoBERTa's and DeBERTa's parameters in registration order (bert.h): the embedding tables
+// (DeBERTa's where its config has them, and its embed_proj), the layers, DeBERTa's relative
+// embeddings and their LayerNorm, then the pooler and heads.
 std::vector<std::string> bert_parameter_names(const BertSpec& s, const std::vector<BertLinear>& linears) {
   std::vector<std::string> names;
-  for (const char* table : {"word_embeddings", "position_embeddings", "token_type_embeddings"}) {
-    names.push_back(s.prefix() + "embeddings." + table + ".weight");
-  }
-  names.push_back(s.prefix() + "embeddings.LayerNorm.weight");
-  names.push_back(s.prefix() + "embeddings.LayerNorm.bias");
-  for (const auto& l : linears) {
-    names.push_back(l.name + ".weight");
-    names.push_back(l.name + ".bias");
+  const auto module = [&](const std::string& m, bool bias) {
+    names.push_back(m + ".weight");
+    if (bias) names.push_back(m + ".bias");
+  };
+  const std::string e = s.prefix() + "embeddings.";
+  names.push_back(e + "word_embeddings.weight");
+  if (!s.deberta() || s.position_biased_input) names.push_back(e + "position_embeddings.weight");
+  if (!s.deberta() || s.type_vocab_size > 0) names.push_back(e + "token_type_embeddings.weight");
+  size_t i = 0;
+  if (i < linears.size() && linears[i].name.ends_with(".embed_proj")) module(linears[i++].name, false);
+  module(e + "LayerNorm", true);
+  for (; i < linears.size() && linears[i].name.starts_with(s.prefix() + "encoder.layer."); ++i) {
+    module(linears[i].name, true);
     // The LayerNorm after each layer's two residual sums.
-    if (l.name.ends_with(".output.dense")) {  // attention.output.dense and output.dense
-      const std::string norm = l.name.substr(0, l.name.size() - std::string("dense").size()) + "LayerNorm";
-      names.push_back(norm + ".weight");
-      names.push_back(norm + ".bias");
+    if (linears[i].name.ends_with(".output.dense")) {  // attention.output.dense and output.dense
+      module(linears[i].name.substr(0, linears[i].name.size() - std::string("dense").size()) + "LayerNorm", true);
     }
   }
+  if (s.deberta() && s.relative_attention) {
+    names.push_back("deberta.encoder.rel_embeddings.weight");
+    if (s.norm_rel_ebd) module("deberta.encoder.LayerNorm", true);
+  }
+  for (; i < linears.size(); ++i) module(linears[i].name, true);  // the pooler and heads
   return names;
 }
 
@@ -245,6 +256,21 @@ std::vector<std::string> modernbert_parameter_names(const BertSpec& s, const std
 std::vector<BertLinear> bert_linears(const BertSpec& s) {
   std::vector<BertLinear> out;
   const int64_t c = s.hidden_size, f = s.intermediate_size;
+  if (s.deberta()) {
+    if (s.word_embedding_size() != c) out.push_back({"deberta.embeddings.embed_proj", s.word_embedding_size(), c, false});
+    for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
+      const std::string l = "deberta.encoder.layer." + std::to_string(i) + ".";
+      for (const char* qkv : {"query_proj", "key_proj", "value_proj"}) out.push_back({l + "attention.self." + qkv, c, c});
+      if (s.relative_attention && !s.share_att_key && s.c2p) out.push_back({l + "attention.self.pos_key_proj", c, c});
+      if (s.relative_attention && !s.share_att_key && s.p2c) out.push_back({l + "attention.self.pos_query_proj", c, c});
+      out.push_back({l + "attention.output.dense", c, c});
+      out.push_back({l + "intermediate.dense", c, f});
+      out.push_back({l + "output.dense", f, c});
+    }
+    if (s.deberta_pooler()) out.push_back({"pooler.dense", c, c});
+    if (s.with_classifier) out.push_back({"classifier", c, s.num_labels});
+    return out;
+  }
   if (s.modernbert()) {
     for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
       const std::string l = "model.layers." + std::to_string(i) + ".";
@@ -287,7 +313,8 @@ std::vector<HfLinear> hf_linear_modules(const BertSpec& spec) {
                            .rows = l.out,
                            .in_features = l.in,
                            .conv1d = false,
-                           .output_layer = l.name.starts_with("classifier") || l.name == "head.dense"});
+                           .output_layer = l.name.starts_with("classifier") || l.name == "head.dense" ||
+                                           l.name == "pooler.dense"});
   }
   return out;
 }

@@ -22,5 +22,5 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
 include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)
 # BERT-style encoders (Hugging Face BertModel / BertForSequenceClassification).
-list(APPEND HFTRAIN_MODEL_CORE_SOURCES bert_spec.cpp modernbert_spec.cpp)
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp modernbert.cpp)
+list(APPEND HFTRAIN_MODEL_CORE_SOURCES bert_spec.cpp modernbert_spec.cpp deberta_spec.cpp)
+list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp modernbert.cpp deberta.cpp)

@@ -45,6 +45,7 @@ std::vector<std::string> default_targets(config::ModelArch arch, const std::vect
   };
   const bool fused = any_ends(".qkv_proj");
   if (arch == config::ModelArch::kBert && any_ends(".Wqkv")) return {"Wqkv"};
+  if (arch == config::ModelArch::kBert && any_ends(".query_proj")) return {"query_proj", "value_proj"};  // DeBERTa-v2
   switch (arch) {
     case config::ModelArch::kGpt2: return {"c_attn"};
     case config::ModelArch::kLlama: return fused ? std::vector<std::string>{"qkv_proj"} : std::vector<std::string>{"q_proj", "v_proj"};

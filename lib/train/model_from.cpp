@@ -41,7 +41,8 @@ namespace {
 // The model.* values a BERT encoder has (the rest of its config.json stays with the directory).
 std::string bert_shape_values(const model::BertSpec& b) {
   std::ostringstream out;
-  out << "model.arch=bert model.encoder=" << (b.roberta() ? "roberta" : b.modernbert() ? "modernbert" : "bert")
+  out << "model.arch=bert model.encoder="
+      << (b.roberta() ? "roberta" : b.modernbert() ? "modernbert" : b.deberta() ? "deberta-v2" : "bert")
       << " model.n_layer="
       << b.num_hidden_layers << " model.n_head=" << b.num_attention_heads << " model.d_model=" << b.hidden_size
       << " model.d_ff=" << b.intermediate_size << " model.max_seq_len=" << b.max_tokens()

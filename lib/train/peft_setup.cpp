@@ -93,12 +93,16 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
       std::find(modules_to_save.begin(), modules_to_save.end(), "classifier") == modules_to_save.end()) {
     modules_to_save.push_back("classifier");
   }
-  // ModernBERT's classifier reads a head (head.dense, head.norm) that a ModernBertModel base lacks:
-  // new weights as well, trained in full and saved beside the classifier.
-  const bool head = std::any_of(run.hf_parameters.begin(), run.hf_parameters.end(),
-                                [](const model::HfParameter& p) { return p.param.starts_with("head."); });
-  if (!model.causal_lm() && head && std::find(modules_to_save.begin(), modules_to_save.end(), "head") == modules_to_save.end()) {
-    modules_to_save.push_back("head");
+  // ModernBERT's classifier reads a head (head.dense, head.norm), DeBERTa's a pooler (pooler.dense),
+  // that a ModernBertModel or DebertaV2Model base lacks: new weights as well, trained in full and
+  // saved beside the classifier.
+  for (const std::string module : {"head", "pooler"}) {
+    const bool present = std::any_of(run.hf_parameters.begin(), run.hf_parameters.end(),
+                                     [&](const model::HfParameter& p) { return p.param.starts_with(module + "."); });
+    if (!model.causal_lm() && present &&
+        std::find(modules_to_save.begin(), modules_to_save.end(), module) == modules_to_save.end()) {
+      modules_to_save.push_back(module);
+    }
   }
   const auto targets = peft::select_lora_targets(model.hf_linear_modules(), run.lora_config.target_modules, run.arch);
   // The adapters' A from the run's seed, whatever the base model's loading drew.

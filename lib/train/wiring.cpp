@@ -138,6 +138,22 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
     s.initializer_range = m.init_std;
     s.pad_token_id = pad_id;
     s.bos_token_id = s.eos_token_id = s.cls_token_id = s.sep_token_id = std::nullopt;
+  } else if (c.model.encoder == config::Encoder::kDebertaV2) {
+    // DeBERTa-v3's structure (256 log buckets of relative positions, shared position keys, p2c and
+    // c2p, no absolute positions or token types), the model.* shape.
+    const auto& m = c.model;
+    s = model::deberta_v3_defaults(m.n_layer);
+    s.vocab_size = m.vocab_size;
+    s.hidden_size = m.d_model;
+    s.num_attention_heads = m.n_head;
+    s.intermediate_size = m.d_ff.value_or(4 * m.d_model);
+    s.max_position_embeddings = m.max_seq_len;
+    // deberta-v3's 256 buckets over 512 positions: half the positions, at most 256 (none below 8).
+    s.position_buckets = m.max_seq_len >= 8 ? std::min<int64_t>(256, m.max_seq_len / 2) : -1;
+    s.layer_norm_eps = m.norm_eps.value_or(1e-7);
+    s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
+    s.initializer_range = m.init_std;
+    s.pad_token_id = pad_id;
   } else {
     const auto& m = c.model;
     s.vocab_size = m.vocab_size;

@@ -102,7 +102,7 @@ def inputs(config, seed, token_labels=False):
     types = torch.zeros(3, T, dtype=torch.int64)
     for i, n in enumerate(lengths):
         mask[i, :n] = 1
-        types[i, n // 2:n] = getattr(config, "type_vocab_size", 1) - 1  # ModernBERT has no token types
+        types[i, n // 2:n] = max(getattr(config, "type_vocab_size", 1), 1) - 1  # ModernBERT and DeBERTa-v3 have none
         ids[i, n:] = config.pad_token_id if config.pad_token_id is not None else 0
     labels = torch.tensor([2, 0, 1])
     if token_labels:  # a tag per token; -100 on padding and on every third token (a word's later pieces)

@@ -22,25 +22,23 @@ bf16 within 2e-2.
 
     .venv/bin/python tests/conformance/hf_modernbert.py path/to/hftrain_bert_forward path/to/hftrain
 """
-import csv
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import torch
-from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (ModernBertConfig, ModernBertForMaskedLM, ModernBertForSequenceClassification,
                           ModernBertForTokenClassification, ModernBertModel)
 from transformers.utils import logging as hf_logging
 
 hf_logging.set_verbosity_error()
+import encoder_checks  # noqa: E402
+from encoder_checks import compare, refusals, reviews, round_trip  # noqa: E402
 from hf_bert import inputs, ours  # noqa: E402 (the BERT conformance test's batch and runner)
 from hf_decoders import check, failures, perturb  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BASE = dict(vocab_size=61, hidden_size=24, intermediate_size=20, num_hidden_layers=4, num_attention_heads=3,
             max_position_embeddings=32, local_attention=4, pad_token_id=0, bos_token_id=1, cls_token_id=1,
@@ -70,51 +68,6 @@ REFUSED = {
 }
 
 
-def reference(model, batch):
-    """transformers' outputs, loss and gradients by parameter name (eval mode, no token types)."""
-    model.eval()
-    model.zero_grad()
-    base = getattr(model, "model", model)
-    args = {k: batch[k] for k in ("input_ids", "attention_mask")}
-    out = {"last_hidden_state": base(**args).last_hidden_state}
-    if isinstance(model, ModernBertModel):
-        loss = out["last_hidden_state"].square().mean()
-    else:
-        result = model(**args, labels=batch["labels"])
-        out["logits"], loss = result.logits, result.loss
-    loss.backward()
-    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
-    return {k: v.detach() for k, v in out.items()}, loss.detach(), grads
-
-
-def compare(name, forward_bin, model_dir, work, model, batch, *extra):
-    got, stdout = ours(forward_bin, model_dir, work, name, batch, *extra)
-    want, loss, grads = reference(model, batch)
-    report = []
-    real = batch["attention_mask"].bool()
-    for key, ref in want.items():
-        mine = got[key]
-        if key == "last_hidden_state" or (key == "logits" and ref.dim() == 3):
-            # Padded positions hold what no output reads: SDPA gives a fully masked query row zero
-            # attention, eager attention a uniform one. Compared where there are tokens.
-            mine, ref = mine[real], ref[real]
-        diff = (mine - ref).abs().max().item()
-        check(diff <= 1e-5, f"{name}: {key} differs by {diff}")
-        report.append(f"{key} {diff:.1e} (scale {ref.abs().max().item():.2f})")
-    loss_diff = abs(got["loss"].item() - loss.item())
-    check(loss_diff <= 1e-5, f"{name}: loss {got['loss'].item()} vs transformers' {loss.item()}")
-    ours_g = {k[len("grad."):]: v for k, v in got.items() if k.startswith("grad.")}
-    check(set(ours_g) == set(grads), f"{name}: gradient names differ: only ours {sorted(set(ours_g) - set(grads))}, "
-                                     f"only transformers' {sorted(set(grads) - set(ours_g))}")
-    worst = 0.0
-    for key in sorted(set(ours_g) & set(grads)):
-        rel = (ours_g[key] - grads[key]).abs().max().item() / max(grads[key].abs().max().item(), 1e-12)
-        worst = max(worst, rel)
-        check(rel <= 1e-4, f"{name}: gradient of {key} differs by {rel:.2e} of its largest value")
-    print(f"{name}: {', '.join(report)}; loss diff {loss_diff:.1e}; {len(grads)} gradients, worst {worst:.1e}")
-    return got, stdout
-
-
 def make(cls, changes, seed, attn="sdpa"):
     torch.manual_seed(seed)
     config = ModernBertConfig(**dict(BASE, **changes))
@@ -128,26 +81,6 @@ def batch_for(config, seed, token_labels=False):
     b = inputs(config, seed, token_labels)
     b["token_type_ids"] = torch.zeros_like(b["input_ids"])  # hftrain_bert_forward reads them; ModernBERT ignores them
     return b
-
-
-def round_trip(name, forward_bin, model_dir, work, batch, cls):
-    """hftrain's export of a loaded model, and of one it initialised, loads in transformers as `cls`."""
-    born_dir = os.path.join(work, name + "-born")
-    os.makedirs(born_dir)
-    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
-    with open(os.path.join(born_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f)
-    for label, source in (("loaded", model_dir), ("hftrain-initialised", born_dir)):
-        export = os.path.join(work, f"{name}-{label}-export")
-        got, _ = ours(forward_bin, source, work, f"{name}-{label}", batch, "--export", export)
-        model = cls.from_pretrained(export, dtype=torch.float32).eval()
-        check(type(model) is cls, f"{name}: the {label} export loads as {type(model).__name__}")
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.detach()
-        diff = (logits - got["logits"]).abs().max().item()
-        check(diff <= 1e-5, f"{name}: the {label} export's logits differ from hftrain's by {diff}")
-        check(logits.abs().max().item() > 0.05, f"{name}: the {label} export's logits are too small to compare")
-        print(f"{name}: {label} model exported, transformers' logits vs hftrain's {diff:.1e}")
 
 
 def old_style_config(forward_bin, work):
@@ -195,20 +128,6 @@ def heads(forward_bin, work):
     print(f"modernbert-model into a classifier: {stdout.strip()}")
 
 
-def refusals(forward_bin, work):
-    for name, (changes, needle) in REFUSED.items():
-        model_dir = os.path.join(work, name)
-        os.makedirs(model_dir)
-        config = dict(ModernBertConfig(**BASE).to_dict(), architectures=["ModernBertForSequenceClassification"])
-        config.update(changes)
-        with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(config, f)
-        p = subprocess.run([forward_bin, model_dir, "x", "y"], capture_output=True, text=True)
-        check(p.returncode == 2 and needle in p.stderr,
-              f"{name}: expected a refusal naming {needle}, got exit {p.returncode}: {p.stderr.strip()}")
-        print(f"{name}: refused: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else ''}")
-
-
 def conformance(forward_bin, work):
     for i, (name, (cls, changes, attn)) in enumerate(CASES.items()):
         config, model = make(cls, changes, i, attn)
@@ -220,7 +139,8 @@ def conformance(forward_bin, work):
             round_trip(name, forward_bin, model_dir, work, batch, cls)
     old_style_config(forward_bin, work)
     heads(forward_bin, work)
-    refusals(forward_bin, work)
+    refusals(forward_bin, work, dict(ModernBertConfig(**BASE).to_dict(),
+                                     architectures=["ModernBertForSequenceClassification"]), REFUSED)
 
 
 def tokenizer(texts, path, vocab_size=300, add_prefix_space=False):
@@ -240,15 +160,7 @@ def tokenizer(texts, path, vocab_size=300, add_prefix_space=False):
 
 
 def training(hftrain, work):
-    """5 AdamW steps of the classify-bert recipe on a ModernBertForSequenceClassification directory
-    against transformers trained the same way; checkpointing and ZeRO-3 on 2 ranks give the same."""
-    with open(os.path.join(ROOT, "recipes/data/reviews_example.csv"), newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))[:48]
-    data = os.path.join(work, "reviews.csv")
-    with open(data, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["text", "label"])
-        writer.writeheader()
-        writer.writerows({"text": r["text"], "label": r["label"]} for r in rows)
+    data, rows = reviews(work)
     pretrained = os.path.join(work, "modernbert-tiny")
     os.makedirs(pretrained)
     tok = tokenizer([r["text"] for r in rows], os.path.join(pretrained, "tokenizer.json"))
@@ -259,60 +171,7 @@ def training(hftrain, work):
     torch.manual_seed(3)
     model = ModernBertForSequenceClassification(config)
     model.save_pretrained(pretrained)
-    env = dict(os.environ, HFTRAIN_RECIPES_DIR=os.path.join(ROOT, "recipes"), HFTRAIN_CACHE_DIR=os.path.join(work, "cache"))
-    common = [f"model.from={pretrained}", f"data.train={data}", "data.validation_fraction=0", "trainer.eval_every=0",
-              "data.shuffle=false", "trainer.max_steps=5", "trainer.max_epochs=null", "scheduler.name=constant",
-              "scheduler.warmup_steps=0", "optimizer.name=adamw", "optimizer.lr=1e-3", "optimizer.weight_decay=0",
-              "trainer.max_grad_norm=.inf", "trainer.log_every=1", "trainer.device=cpu", "checkpoint.every_steps=0"]
-
-    def hf_run(name, *extra, nproc=1, micro=len(rows)):
-        out = os.path.join(work, name)
-        args = [hftrain, "run", "classify-bert", *common, f"trainer.micro_batch_size={micro}", f"run.output_dir={out}",
-                *extra] + (["--nproc-per-node", str(nproc)] if nproc > 1 else [])
-        p = subprocess.run(args, capture_output=True, text=True, env=env)
-        check(p.returncode == 0, f"{name}: hftrain exited {p.returncode}: {p.stderr[-1500:]}")
-        with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-            return out, {r["step"]: r["loss"] for r in map(json.loads, f) if "loss" in r and "eval_loss" not in r}
-
-    # `hftrain plan` counts the directory's parameters as transformers does.
-    plan = subprocess.run([hftrain, "plan", "classify-bert", f"model.from={pretrained}", "--nproc", "1"],
-                          capture_output=True, text=True, env=env).stdout
-    count = sum(p.numel() for p in model.parameters())
-    check(f"Ψ = {count} parameters" in plan, f"plan: expected {count} parameters: {plan[:300]}")
-    print(f"plan: {count} parameters, as transformers counts them")
-    out, losses = hf_run("train-modernbert")
-    # transformers: the same batch (the tokenizers library's ids, padded), the same optimizer.
-    encoded = [tok.encode(r["text"]).ids for r in rows]
-    T = max(map(len, encoded))
-    check(T <= 64, f"training: a review of {T} tokens would be truncated by the recipe's data.seq_len")
-    ids = torch.tensor([e + [0] * (T - len(e)) for e in encoded])
-    mask = torch.tensor([[1] * len(e) + [0] * (T - len(e)) for e in encoded])
-    labels = torch.tensor([names.index(r["label"]) for r in rows])
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
-    ref = []
-    for _ in range(5):
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        ref.append(loss.item())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    worst = max(abs(losses.get(s + 1, float("nan")) - ref[s]) / ref[s] for s in range(5))
-    check(worst <= 1e-4, f"training: hftrain's losses {losses} vs transformers' {ref}")
-    final = load_file(os.path.join(out, "final", "model.safetensors"))
-    weights = max((final[n] - p.detach()).abs().max().item() / max(p.abs().max().item(), 1e-12)
-                  for n, p in model.named_parameters())
-    check(weights <= 1e-4, f"training: final weights differ from transformers' by {weights:.2e} relative")
-    print(f"training: 5 AdamW steps, losses {', '.join(f'{x:.6f}' for x in ref)} (transformers); largest relative "
-          f"difference {worst:.1e}; final weights {weights:.1e}")
-    for name, extra, nproc, micro, tol in (
-            ("checkpointing", ["model.activation_checkpointing=true"], 1, len(rows), 1e-5),
-            ("zero3-2-ranks", ["distributed.strategy=zero3"], 2, len(rows) // 2, 1e-5),
-            ("bf16", ["trainer.precision=bf16"], 1, len(rows), 2e-2)):
-        _, other = hf_run("train-" + name, *extra, nproc=nproc, micro=micro)
-        diff = max(abs(other.get(s, float("nan")) - losses[s]) / losses[s] for s in losses)
-        check(diff <= tol, f"training, {name}: losses {other} vs {losses}")
-        print(f"training, {name}: losses within {diff:.1e} of the plain fp32 run")
+    encoder_checks.training(hftrain, work, "modernbert", pretrained, model, tok, data, rows, names)
 
 
 def main():

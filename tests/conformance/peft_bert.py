@@ -20,7 +20,8 @@ The same adapter checks for a RobertaModel base (a byte-level BPE tokenizer as R
 (classifier.dense and classifier.out_proj) is saved whole under modules_to_save ["classifier"], as
 peft saves RobertaForSequenceClassification's, and peft's loss and the merged export agree. And for a
 ModernBertModel base: its head (head.dense, head.norm; new, as the classifier) saved whole under
-modules_to_save ["classifier", "head"].
+modules_to_save ["classifier", "head"]; and for a DeBERTa-v3 DebertaV2Model base, its pooler under
+["classifier", "pooler"].
 Exits 1 on any difference.
 """
 import csv
@@ -34,7 +35,8 @@ import torch
 from peft import PeftModel
 from safetensors import safe_open
 from tokenizers import Tokenizer
-from transformers import (BertConfig, BertForSequenceClassification, BertModel, ModernBertConfig,
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, DebertaV2Config,
+                          DebertaV2ForSequenceClassification, DebertaV2Model, ModernBertConfig,
                           ModernBertForSequenceClassification, ModernBertModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel)
 
@@ -134,6 +136,20 @@ def modernbert_base(work):
     return base
 
 
+def deberta_base(work):
+    """A DebertaV2Model of DeBERTa-v3's structure with the fixtures' WordPiece tokenizer."""
+    torch.manual_seed(0)
+    tokenizer_file = os.path.join(ROOT, "tests/fixtures/data/hf_bert_tokenizer.json")
+    base = os.path.join(work, "deberta-tiny")
+    DebertaV2Model(DebertaV2Config(vocab_size=Tokenizer.from_file(tokenizer_file).get_vocab_size(), hidden_size=32,
+                                   num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                   max_position_embeddings=64, relative_attention=True, position_buckets=16,
+                                   norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
+                                   position_biased_input=False, type_vocab_size=0)).save_pretrained(base)
+    shutil.copy(tokenizer_file, os.path.join(base, "tokenizer.json"))
+    return base
+
+
 def main():
     hftrain = sys.argv[1]
     torch.set_num_threads(1)
@@ -218,8 +234,11 @@ def main():
         # beside the classifier and is saved with it.
         adapter_agrees(hftrain, work, env, "modernbert-lora", modernbert_base(work),
                        ModernBertForSequenceClassification, common, saved=("classifier", "head"))
-    return finish("ok: LoRA on BERT, RoBERTa and ModernBERT classifiers loads in peft with hftrain's loss, merges, "
-                  "resumes exactly")
+        # DeBERTa-v3: its pooler (pooler.dense), new on a DebertaV2Model base, likewise.
+        adapter_agrees(hftrain, work, env, "deberta-lora", deberta_base(work), DebertaV2ForSequenceClassification,
+                       common, saved=("classifier", "pooler"))
+    return finish("ok: LoRA on BERT, RoBERTa, ModernBERT and DeBERTa classifiers loads in peft with hftrain's loss, "
+                  "merges, resumes exactly")
 
 
 if __name__ == "__main__":

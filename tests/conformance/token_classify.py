@@ -3,7 +3,8 @@ seqeval.
 
 A tiny random BertModel (the WordPiece tokenizer.json of the fixtures), a tiny RobertaModel (a
 byte-level BPE tokenizer as RoBERTa's, with the prefix space that transformers' is_split_into_words
-needs) and a tiny ModernBertModel (a byte-level BPE tokenizer with [CLS]/[SEP]) are fine-tuned by `hftrain run ner-bert model.from=DIR` on the shipped tagged sentences, each
+needs), a tiny ModernBertModel (a byte-level BPE tokenizer with [CLS]/[SEP]) and a tiny DebertaV2Model
+(DeBERTa-v3's structure, the WordPiece tokenizer) are fine-tuned by `hftrain run ner-bert model.from=DIR` on the shipped tagged sentences, each
 evaluated on all of them. Checks, for each:
   - `hftrain config --provenance` takes model.task from the recipe and the shape from the directory;
   - final/ loads in transformers as BertForTokenClassification / RobertaForTokenClassification
@@ -30,7 +31,8 @@ from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_sc
 from tokenizers import Tokenizer
 from peft import PeftModel
 from transformers import (AutoModelForTokenClassification, BertConfig, BertForTokenClassification, BertModel,
-                          ModernBertConfig, ModernBertModel, RobertaConfig, RobertaModel)
+                          DebertaV2Config, DebertaV2Model, ModernBertConfig, ModernBertModel, RobertaConfig,
+                          RobertaModel)
 
 from classify_recipe import roberta_tokenizer  # the classification recipe test's RoBERTa tokenizer
 from hf_modernbert import tokenizer as modernbert_tokenizer  # the ModernBERT test's
@@ -209,11 +211,21 @@ def main():
                                          local_attention=8, pad_token_id=0, bos_token_id=1, cls_token_id=1,
                                          eos_token_id=2, sep_token_id=2)).save_pretrained(modernbert)
         fine_tune(hftrain, work, "ner-modernbert", modernbert, rows, "ModernBertForTokenClassification")
+
+        deberta = os.path.join(work, "deberta-tiny")
+        torch.manual_seed(0)
+        DebertaV2Model(DebertaV2Config(vocab_size=Tokenizer.from_file(tokenizer_file).get_vocab_size(), hidden_size=32,
+                                       num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                       max_position_embeddings=64, relative_attention=True, position_buckets=16,
+                                       norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
+                                       position_biased_input=False, type_vocab_size=0)).save_pretrained(deberta)
+        shutil.copy(tokenizer_file, os.path.join(deberta, "tokenizer.json"))
+        fine_tune(hftrain, work, "ner-deberta", deberta, rows, "DebertaV2ForTokenClassification")
     if failures:
         print(f"{len(failures)} failures", file=sys.stderr)
         return 1
-    print("ok: token classification fine-tunes BERT, RoBERTa and ModernBERT directories; transformers and seqeval agree with "
-          "hftrain's evaluation")
+    print("ok: token classification fine-tunes BERT, RoBERTa, ModernBERT and DeBERTa directories; transformers and seqeval "
+          "agree with hftrain's evaluation")
     return 0
 
 

@@ -1,0 +1,118 @@
+#include "model/deberta.h"
+
+#include <cmath>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "model/modernbert.h"
+
+namespace hftrain::model {
+namespace F = torch::nn::functional;
+namespace {
+
+std::shared_ptr<torch::nn::Module> level(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+Dense dense(torch::nn::Module& parent, const char* name, int64_t in, int64_t out) {
+  return parent.register_module(name, Dense(in, out, /*with_bias=*/true));
+}
+
+torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const BertSpec& s) {
+  return parent.register_module("LayerNorm",
+                                torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
+}
+
+torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
+  return F::dropout(x, F::DropoutFuncOptions().p(p).training(training));
+}
+
+double lowest(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case torch::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case torch::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+}  // namespace
+
+DebertaLayerImpl::DebertaLayerImpl(const BertSpec& s) : spec_(s) {
+  const int64_t c = s.hidden_size;
+  auto attention = level(*this, "attention");
+  auto self = level(*attention, "self");
+  query_ = dense(*self, "query_proj", c, c);
+  key_ = dense(*self, "key_proj", c, c);
+  value_ = dense(*self, "value_proj", c, c);
+  if (s.relative_attention && !s.share_att_key) {
+    if (s.c2p) pos_key_ = dense(*self, "pos_key_proj", c, c);
+    if (s.p2c) pos_query_ = dense(*self, "pos_query_proj", c, c);
+  }
+  auto out = level(*attention, "output");
+  attention_dense_ = dense(*out, "dense", c, c);
+  attention_norm_ = layer_norm(*out, s);
+  intermediate_ = dense(*level(*this, "intermediate"), "dense", c, s.intermediate_size);
+  auto output = level(*this, "output");
+  output_dense_ = dense(*output, "dense", s.intermediate_size, c);
+  output_norm_ = layer_norm(*output, s);
+}
+
+torch::Tensor DebertaLayerImpl::attention(const torch::Tensor& x, const torch::Tensor& mask,
+                                          const torch::Tensor& relative, const torch::Tensor& rel) {
+  const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
+  const auto heads = [&](const torch::Tensor& t) { return t.view({t.size(0), t.size(1), H, D}).transpose(1, 2); };
+  const auto q = heads(query_(x)), k = heads(key_(x)), v = heads(value_(x));  // (B, H, T, D)
+  const int64_t terms = 1 + (spec_.c2p ? 1 : 0) + (spec_.p2c ? 1 : 0);
+  // transformers divides by sqrt(D * terms) computed as a float32 tensor.
+  const auto scale = torch::sqrt(torch::tensor(static_cast<float>(D)) * terms).to(x.scalar_type());
+  auto scores = torch::matmul(q, k.transpose(-1, -2) / scale);  // (B, H, T, T)
+  if (spec_.relative_attention && (spec_.c2p || spec_.p2c)) {
+    const int64_t span = spec_.relative_span();
+    const auto p = dropped_out(rel, spec_.hidden_dropout_prob, is_training()).narrow(0, 0, 2 * span).unsqueeze(0);
+    const auto index = [&](const torch::Tensor& r) {
+      return torch::clamp(r + span, 0, 2 * span - 1).expand({B, H, T, T});
+    };
+    if (spec_.c2p) {  // query i against the position embedding of d(i, j)
+      const auto pos_key = heads(spec_.share_att_key ? key_(p) : pos_key_(p));  // (1, H, 2S, D)
+      scores = scores + torch::gather(torch::matmul(q, pos_key.transpose(-1, -2)), -1, index(relative)) / scale;
+    }
+    if (spec_.p2c) {  // key j against the position embedding of d(j, i), read back at (i, j)
+      const auto pos_query = heads(spec_.share_att_key ? query_(p) : pos_query_(p));
+      const auto p2c = torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, index(-relative));
+      scores = scores + p2c.transpose(-1, -2) / scale;
+    }
+  }
+  // torch.finfo(dtype).min, as transformers fills: finite, so a padded query's row stays a number.
+  scores = scores.masked_fill(mask.logical_not(), lowest(scores.scalar_type()));
+  auto probs = dropped_out(torch::softmax(scores, -1), spec_.attention_probs_dropout_prob, is_training());
+  return torch::matmul(probs, v).transpose(1, 2).reshape({B, T, H * D});
+}
+
+torch::Tensor DebertaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                        const torch::Tensor& relative, const torch::Tensor& rel) {
+  const double p = spec_.hidden_dropout_prob;
+  const auto h = attention_norm_(dropped_out(attention_dense_(attention(x, mask, relative, rel)), p, is_training()) + x);
+  const auto f = bert_activation(intermediate_(h), spec_.hidden_act);
+  return output_norm_(dropped_out(output_dense_(f), p, is_training()) + h);
+}
+
+torch::Tensor deberta_relative_positions(const BertSpec& spec, int64_t T, const torch::Device& device) {
+  const auto ids = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  const auto relative = ids.unsqueeze(1) - ids.unsqueeze(0);
+  const int64_t buckets = spec.position_buckets;
+  const int64_t range = spec.max_relative_positions < 1 ? spec.max_position_embeddings : spec.max_relative_positions;
+  if (buckets <= 0 || range <= 0) return relative;
+  // make_log_bucket_position, in its float32 operations.
+  const int64_t mid = buckets / 2;
+  const auto sign = torch::sign(relative);
+  const auto abs_pos = torch::where((relative < mid) & (relative > -mid), torch::full_like(relative, mid - 1),
+                                    relative.abs());
+  const auto log_scale = torch::log(torch::tensor(static_cast<float>(static_cast<double>(range - 1) / mid)));
+  const auto log_pos =
+      torch::ceil(torch::log(abs_pos.to(torch::kFloat32) / mid) / log_scale * (mid - 1)) + mid;
+  return torch::where(abs_pos <= mid, relative.to(torch::kFloat32), log_pos * sign).to(torch::kInt64);
+}
+
+}  // namespace hftrain::model
