@@ -6,16 +6,15 @@ namespace hftrain::model {
 namespace F = torch::nn::functional;
 
 torch::Tensor load_balancing_loss(const std::vector<RouterStats>& layers, int64_t n_experts) {
-  torch::Tensor counts, probs;
-  int64_t rows = 0;
+  torch::Tensor counts, probs, rows;
   for (const auto& l : layers) {
     counts = counts.defined() ? counts + l.counts : l.counts;
     probs = probs.defined() ? probs + l.prob_sum : l.prob_sum;
-    rows += l.rows;
+    rows = rows.defined() ? rows + l.rows : l.rows;
   }
-  if (!counts.defined() || rows == 0) return {};
-  const double r = static_cast<double>(rows);
-  return (counts / r * (probs / r)).sum() * static_cast<double>(n_experts);
+  if (!counts.defined()) return {};
+  rows = rows.clamp_min(1);  // a batch of padding only: no tokens, no loss
+  return (counts / rows * (probs / rows)).sum() * static_cast<double>(n_experts);
 }
 
 MoeImpl::MoeImpl(const ModelSpec& spec)
@@ -54,7 +53,15 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   const auto assigned = r.experts.reshape({-1});  // (N k)
   const auto per_expert = torch::bincount(assigned, {}, n_experts_);
   if (stats_ && (torch::GradMode::is_enabled() || stats_without_grad_)) {  // training, not generation
-    stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), r.probs.sum(0), flat.size(0)});
+    if (token_mask_.defined() && token_mask_.numel() == flat.size(0)) {
+      const auto w = token_mask_.to(torch::kFloat32);  // (N)
+      stats_->push_back(RouterStats{torch::bincount(assigned, w.repeat_interleave(top_k_), n_experts_).to(torch::kFloat32),
+                                    (r.probs * w.unsqueeze(1)).sum(0), w.sum()});
+    } else {
+      stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), r.probs.sum(0),
+                                    torch::scalar_tensor(static_cast<double>(flat.size(0)),
+                                                         r.probs.options())});
+    }
   }
   // optional<bool>: a plain `true` would pick the sort(dim, descending) overload.
   const auto order = std::get<1>(assigned.sort(std::optional<bool>(true), 0, false));  // by expert, then token

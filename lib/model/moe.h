@@ -28,11 +28,12 @@ namespace hftrain::model {
 
 // What the load-balancing loss needs of one MoE layer's forward (transformers'
 // load_balancing_loss_func): tokens per expert over every top-k slot (no gradient), the router's
-// probabilities summed over tokens (with gradient), and the tokens.
+// probabilities summed over tokens (with gradient), and the tokens; with a token mask (a padded
+// batch's attention mask, as transformers passes it) over the unmasked tokens only.
 struct RouterStats {
   torch::Tensor counts;    // (n_experts) fp32
   torch::Tensor prob_sum;  // (n_experts) fp32
-  int64_t rows = 0;
+  torch::Tensor rows;      // () fp32: the tokens counted
 };
 
 // The load-balancing loss of a forward's MoE layers: n_experts x sum_e (counts_e / rows) x
@@ -65,6 +66,8 @@ class MoeImpl : public torch::nn::Module {
     stats_without_grad_ = without_grad;
   }
   const torch::Tensor& last_experts() const { return last_experts_; }
+  // The tokens the statistics count: (N) nonzero for a token, zero for padding; undefined: all.
+  void set_token_mask(torch::Tensor mask) { token_mask_ = std::move(mask); }
 
   torch::Tensor router;
   torch::Tensor experts_gate_up;
@@ -79,6 +82,7 @@ class MoeImpl : public torch::nn::Module {
   std::vector<RouterStats>* stats_ = nullptr;
   bool stats_without_grad_ = false;
   torch::Tensor last_experts_;
+  torch::Tensor token_mask_;
 };
 TORCH_MODULE(Moe);
 

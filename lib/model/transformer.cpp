@@ -159,6 +159,11 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     }
   }
   x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+  // The load-balancing loss counts the tokens of the mask set for this batch (B x T of them).
+  torch::Tensor token_mask;
+  if (router_token_mask_.defined() && router_token_mask_.numel() == input_ids.numel() && !cache) {
+    token_mask = router_token_mask_.reshape({-1}).ne(0).to(torch::kFloat32);
+  }
   for (size_t i = 0; i < layers_->size(); ++i) {
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
@@ -173,8 +178,9 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     }
     const bool checkpoint =
         activation_checkpointing_ && is_training() && !cache && x.requires_grad() && torch::GradMode::is_enabled();
+    if (block->moe) block->moe->set_token_mask(token_mask);
     if (checkpoint && block->moe && spec_.router_aux_loss_coef > 0) {
-      x = checkpointed_moe_block(block, in, x);
+      x = checkpointed_moe_block(block, in, x, token_mask);
     } else if (checkpoint) {
       x = checkpointed([block, in](const torch::Tensor& h) { return block->forward(h, in, nullptr); }, x);
     } else {
@@ -188,22 +194,26 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
 }
 
 torch::Tensor TransformerImpl::checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
-                                                     const torch::Tensor& x) {
+                                                     const torch::Tensor& x, const torch::Tensor& token_mask) {
   // The router's statistics leave the checkpoint as outputs: the probability sums with a gradient
   // (the recomputation back-propagates the loss's gradient through them to the router), the expert
   // counts as the first pass found them. Inside, the layer collects into a local list only.
   MoeImpl* moe = block->moe.get();  // the block (and so the layer) outlives the backward
   std::vector<RouterStats>* outer = &router_stats_;
   const auto out = checkpointed(
-      BlockFnMany([block, in, moe, outer](const torch::Tensor& h) {
+      BlockFnMany([block, in, moe, outer, token_mask](const torch::Tensor& h) {
         std::vector<RouterStats> local;
         moe->collect_stats(&local, /*without_grad=*/true);
+        moe->set_token_mask(token_mask);  // the recomputation's too
         torch::Tensor y = block->forward(h, in, nullptr);
         moe->collect_stats(outer);
         return std::vector<torch::Tensor>{y, local.at(0).prob_sum, local.at(0).counts};
       }),
       x);
-  router_stats_.push_back(RouterStats{out[2].detach(), out[1], x.size(0) * x.size(1)});
+  const torch::Tensor rows = token_mask.defined() ? token_mask.sum()
+                                                  : torch::scalar_tensor(static_cast<double>(x.size(0) * x.size(1)),
+                                                                         out[1].options());
+  router_stats_.push_back(RouterStats{out[2].detach(), out[1], rows});
   return out[0];
 }
 

@@ -55,6 +55,10 @@ class TransformerImpl : public torch::nn::Module {
   // experts with spec().router_aux_loss_coef > 0; undefined otherwise), unweighted; reading it
   // clears it.
   torch::Tensor take_router_aux_loss();
+  // The tokens the next forwards' load-balancing loss counts: a padded batch's attention mask (B, T),
+  // nonzero for a token, as transformers' load_balancing_loss_func takes it; undefined: every
+  // position.
+  void set_router_token_mask(const torch::Tensor& attention_mask) { router_token_mask_ = attention_mask; }
 
   // An empty cache for `batch` sequences of up to `capacity` positions.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
@@ -79,7 +83,7 @@ class TransformerImpl : public torch::nn::Module {
   // A mixture-of-experts block under activation checkpointing with the load-balancing loss: the
   // block's output, its router statistics appended to router_stats_ with their gradient path.
   torch::Tensor checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
-                                       const torch::Tensor& x);
+                                       const torch::Tensor& x, const torch::Tensor& token_mask);
 
   ModelSpec spec_;
   std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients
@@ -90,6 +94,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList layers_{nullptr};
   std::shared_ptr<torch::nn::Module> final_norm_;
   Dense lm_head_{nullptr};
+  torch::Tensor router_token_mask_;
   torch::Tensor rope_cos_;  // (max_seq_len, rotary_dim), llama only
   torch::Tensor rope_sin_;
   torch::Tensor rope_long_cos_;  // longrope past original_max_seq_len, or undefined

@@ -222,6 +222,31 @@ def train_in_transformers(cls, model_dir, tokens):
     return losses
 
 
+def padded_aux_loss(name, forward_bin, model_dir, work, model, ids):
+    """A right-padded batch: the load-balancing loss counts the tokens of the attention mask only,
+    as transformers' load_balancing_loss_func does with the mask it is given."""
+    from safetensors.torch import load_file, save_file
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    padded = ids.clone()
+    padded[1, 8:] = VOCAB - 1
+    results = {}
+    for label, tensors in (("masked", {"input_ids": padded, "attention_mask": mask}), ("unmasked", {"input_ids": padded})):
+        in_file = os.path.join(work, f"{name}-{label}-in.safetensors")
+        out_file = os.path.join(work, f"{name}-{label}-out.safetensors")
+        save_file(tensors, in_file)
+        run(forward_bin, model_dir, in_file, out_file)
+        results[label] = load_file(out_file)["aux_loss"].item()
+    model.eval()
+    with torch.no_grad():
+        want = model(input_ids=padded, attention_mask=mask, output_router_logits=True).aux_loss.item()
+    rel = abs(results["masked"] - want) / abs(want)
+    check(rel <= 1e-5, f"{name}: the padded batch's load-balancing loss {results['masked']} vs transformers' {want}")
+    check(abs(results["unmasked"] - want) / abs(want) > 1e-4, f"{name}: the padding changes no load-balancing loss")
+    print(f"{name}: padded batch's load-balancing loss {results['masked']:.6f}, transformers' (attention mask) "
+          f"{want:.6f} ({rel:.1e}); counting the padding too: {results['unmasked']:.6f}")
+
+
 def main():
     forward_bin, hftrain = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
@@ -244,6 +269,8 @@ def main():
             # tokenizer's pad (257) as pad_token_id.
             ids = torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(100 + i))
             compare(name, forward_bin, model_dir, work, model, ids)
+            if getattr(config, "output_router_logits", False):
+                padded_aux_loss(name, forward_bin, model_dir, work, model, ids)
             if "longrope" in name:  # 8 positions: still the short factors
                 compare(name + " (8 positions: short factors)", forward_bin, model_dir, work, model, ids[:, :8].contiguous())
 

@@ -322,8 +322,9 @@ TEST_CASE("mixture of experts: the load-balancing loss over the layers", "[model
   CHECK(aux.item<double>() >= 4.0 * (counts / rows).min().item<double>() - 1e-6);
   CHECK(aux.item<double>() <= 4.0 * (counts / rows).max().item<double>() + 1e-6);
   // The formula on statistics given by hand: two layers of 3 and 1 tokens, 2 experts.
-  const std::vector<model::RouterStats> hand = {{torch::tensor({2.0f, 1.0f}), torch::tensor({2.0f, 1.0f}), 3},
-                                                {torch::tensor({0.0f, 1.0f}), torch::tensor({0.25f, 0.75f}), 1}};
+  const std::vector<model::RouterStats> hand = {
+      {torch::tensor({2.0f, 1.0f}), torch::tensor({2.0f, 1.0f}), torch::scalar_tensor(3.0)},
+      {torch::tensor({0.0f, 1.0f}), torch::tensor({0.25f, 0.75f}), torch::scalar_tensor(1.0)}};
   // counts (2, 2) / 4 = (0.5, 0.5); probabilities (2.25, 1.75) / 4; 2 x (0.5 x 0.5625 + 0.5 x 0.4375) = 1.
   CHECK(model::load_balancing_loss(hand, 2).item<double>() == Approx(1.0));
   aux.backward();
@@ -338,6 +339,39 @@ TEST_CASE("mixture of experts: the load-balancing loss over the layers", "[model
     m->forward(ids);
   }
   CHECK_FALSE(m->take_router_aux_loss().defined());
+}
+
+// A padded batch (the attention mask set, as transformers passes it): the padding is no token of the
+// loss. Right padding leaves the tokens' states as they are (causal attention), so the masked loss
+// equals that of the rows without their padding; with checkpointing too; an all-ones mask changes
+// nothing.
+TEST_CASE("mixture of experts: the load-balancing loss leaves the padding out", "[model]") {
+  auto spec = tiny_llama();
+  spec.n_layer = 2;
+  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 1;
+  spec.router_aux_loss_coef = 0.01;
+  torch::manual_seed(12);
+  model::Transformer m(spec);
+  for (auto& p : m->parameters()) {
+    torch::NoGradGuard no_grad;
+    p.copy_(torch::randn(p.sizes()) * 0.3);
+  }
+  const auto ids = torch::randint(0, spec.vocab_size, {1, 9}, torch::kInt64);
+  const auto aux_of = [&](const torch::Tensor& input, const torch::Tensor& mask) {
+    m->set_router_token_mask(mask);
+    m->forward(input);
+    return m->take_router_aux_loss().item<double>();
+  };
+  const double unpadded = aux_of(ids.narrow(1, 0, 6), {});
+  auto padded = ids.clone();
+  padded.narrow(1, 6, 3).fill_(0);
+  const auto mask = torch::tensor({{1, 1, 1, 1, 1, 1, 0, 0, 0}}, torch::kInt64);
+  CHECK(aux_of(padded, mask) == Approx(unpadded).epsilon(1e-5));
+  CHECK(aux_of(padded, {}) != Approx(unpadded).epsilon(1e-3));  // counting the padding differs
+  CHECK(aux_of(ids, torch::ones_like(ids)) == Approx(aux_of(ids, {})).epsilon(1e-6));
+  m->train();
+  m->set_activation_checkpointing(true);
+  CHECK(aux_of(padded, mask) == Approx(unpadded).epsilon(1e-5));
 }
 
 TEST_CASE("weights that do not fit are listed in one error", "[model]") {
