@@ -180,8 +180,9 @@ void BertEncoderImpl::build_deberta() {
   if (spec.relative_attention) {
     rel_embeddings_ =
         encoder->register_module("rel_embeddings", torch::nn::Embedding(2 * spec.relative_span(), c));
-    if (spec.norm_rel_ebd) rel_norm_ = layer_norm(*encoder, spec);
   }
+  // transformers builds the norm wherever norm_rel_ebd names it, relative attention or not.
+  if (spec.norm_rel_ebd) rel_norm_ = layer_norm(*encoder, spec);
   if (spec.deberta_pooler()) head_dense_ = dense(*level(*this, "pooler"), "dense", c, c);  // ContextPooler
   if (spec.with_classifier) classifier_ = dense(*this, "classifier", c, spec.num_labels);
 }
@@ -299,7 +300,16 @@ BertOutput BertEncoderImpl::encode_modernbert(const torch::Tensor& input_ids, co
                                std::to_string(spec_.max_tokens()) + " positions",
                            "truncate the inputs to the model's positions (the data's max length)");
   }
-  auto x = dropped_out(norm_(word_embeddings_(input_ids)), spec_.embedding_dropout, is_training());
+  // Unpadded: the tokens alone (N, C) through the layers; their states go back to (B, T, C) at the
+  // end, zeros at the padding.
+  ModernBertLayerImpl::Tokens tokens{B, T, {}};
+  if (attention_mask.defined()) {
+    const auto index = attention_mask.reshape({-1}).nonzero().reshape({-1});
+    if (index.size(0) < B * T) tokens.index = index;
+  }
+  const auto ids = input_ids.reshape({-1});
+  auto x = word_embeddings_(tokens.index.defined() ? ids.index_select(0, tokens.index) : ids);
+  x = dropped_out(norm_(x), spec_.embedding_dropout, is_training());
   // Padded keys are never attended; a sliding layer's queries see keys within the window only.
   torch::Tensor mask, window;
   if (attention_mask.defined()) mask = attention_mask.ne(0).view({B, 1, 1, T});
@@ -321,13 +331,14 @@ BertOutput BertEncoderImpl::encode_modernbert(const torch::Tensor& input_ids, co
     const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
     if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);  // as in encode()
     if (checkpoint) {
-      x = checkpointed([layer, m, c, s](const torch::Tensor& h) { return layer->forward(h, m, c, s); }, x);
+      x = checkpointed([layer, tokens, m, c, s](const torch::Tensor& h) { return layer->forward(h, tokens, m, c, s); },
+                       x);
     } else {
-      x = layer->forward(x, m, c, s);
+      x = layer->forward(x, tokens, m, c, s);
     }
     if (hooks_) x = hooks_->after_forward(i + 1, x);
   }
-  return {final_norm_(x), {}};
+  return {tokens.padded(final_norm_(x)), {}};
 }
 
 // ModernBERT's head: dense, activation and norm on the first token's state, the tokens' mean

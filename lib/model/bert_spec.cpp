@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,8 @@ namespace bert_config {
 
 std::optional<int64_t> Fields::token_id(const char* key, int64_t vocab_size) const {
   if (!present(key)) return std::nullopt;
+  // A list (eos_token_id may name several): no single id to keep; written back as null.
+  if (at(key).is_array() && std::string_view(key) != "pad_token_id") return std::nullopt;
   if (!at(key).is_number_integer()) fail(std::string("`") + key + "` is not an integer");
   const auto id = at(key).get<int64_t>();
   if (id < 0 || id >= vocab_size) {
@@ -168,7 +171,7 @@ int64_t BertSpec::root_parameter_count() const {
     const int64_t e = word_embedding_size();
     const int64_t embeddings = (vocab_size + (position_biased_input ? max_position_embeddings : 0) + type_vocab_size) * e +
                                (e != c ? e * c : 0) + 2 * c;
-    const int64_t relative = relative_attention ? 2 * relative_span() * c + (norm_rel_ebd ? 2 * c : 0) : 0;
+    const int64_t relative = (relative_attention ? 2 * relative_span() * c : 0) + (norm_rel_ebd ? 2 * c : 0);
     return embeddings + relative + (deberta_pooler() ? c * c + c : 0) + classifier;
   }
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * c + 2 * c;
@@ -222,14 +225,16 @@ void BertSpec::validate() const {
     require(p >= 0 && p < 1, "a dropout probability is " + std::to_string(p) + ", outside [0, 1)");
   }
   if (deberta()) {
-    require(type_vocab_size >= 0 && embedding_size >= 0, "type_vocab_size and embedding_size must not be negative");
-    require(relative_span() >= 1 && relative_span() <= (1 << 20),
-            "the relative-position span (position_buckets, max_relative_positions) is " +
-                std::to_string(relative_span()));
-    const int64_t range = max_relative_positions < 1 ? max_position_embeddings : max_relative_positions;
-    require(position_buckets <= 0 || (position_buckets >= 4 && range - 1 != position_buckets / 2),
-            "position_buckets must be at least 4, and half of it differ from max_relative_positions - 1 (the log "
-            "buckets' scale)");
+    require(type_vocab_size >= 0 && embedding_size >= 0 && embedding_size <= (1 << 20),
+            "type_vocab_size and embedding_size must be in [0, 2^20]");
+    if (relative_attention) {
+      require(relative_span() >= 1 && relative_span() <= (1 << 20),
+              "the relative-position span (position_buckets, max_relative_positions) is " +
+                  std::to_string(relative_span()));
+      require(position_buckets <= 0 || (position_buckets >= 4 && relative_range() - 1 != position_buckets / 2),
+              "position_buckets must be at least 4, and half of it differ from max_relative_positions - 1 (the "
+              "log buckets' scale)");
+    }
     require(pooler_dropout >= 0 && pooler_dropout < 1, "pooler_dropout is outside [0, 1)");
   }
   if (modernbert()) {
@@ -238,6 +243,7 @@ void BertSpec::validate() const {
                 std::to_string(num_hidden_layers) + " layers)");
     require(local_attention >= 2, "local_attention " + std::to_string(local_attention) + " is below 2");
     require(global_rope_theta > 0 && local_rope_theta > 0, "the RoPE bases must be positive");
+    require(initializer_cutoff_factor > 0, "initializer_cutoff_factor must be positive");
     require(head_dim() % 2 == 0, "RoPE needs an even head size, not " + std::to_string(head_dim()));
   }
   require(layer_norm_eps > 0 && initializer_range >= 0,
@@ -283,7 +289,7 @@ BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::strin
   const auto family = family_of(arch, f.string("model_type", ""));
   if (!family) {
     const std::string named = !arch.empty() ? arch : f.string("model_type", "(none)");
-    f.fail("architecture `" + named + "` is not a BERT, RoBERTa or ModernBERT encoder hftrain reads");
+    f.fail("architecture `" + named + "` is not a BERT, RoBERTa, ModernBERT or DeBERTa-v2 encoder hftrain reads");
   }
   BertSpec s;
   s.family = *family;

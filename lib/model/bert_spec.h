@@ -115,11 +115,13 @@ struct BertSpec {
   bool has_pooler() const { return !modernbert() && !deberta() && (!with_classifier || (!roberta() && !per_token)); }
   // DebertaV2ForSequenceClassification's ContextPooler (pooler.dense, outside "deberta.").
   bool deberta_pooler() const { return deberta() && with_classifier && !per_token; }
-  // DeBERTa's relative-position span: position_buckets, else max_relative_positions (resolved).
-  int64_t relative_span() const {
-    if (position_buckets > 0) return position_buckets;
+  // DeBERTa's largest relative distance: max_relative_positions, or max_position_embeddings where
+  // it is below 1.
+  int64_t relative_range() const {
     return max_relative_positions < 1 ? max_position_embeddings : max_relative_positions;
   }
+  // DeBERTa's relative-position span: position_buckets, else relative_range().
+  int64_t relative_span() const { return position_buckets > 0 ? position_buckets : relative_range(); }
   int64_t word_embedding_size() const { return embedding_size > 0 ? embedding_size : hidden_size; }
   // ModernBERT's classifier head (head.dense, head.norm) before the classifier.
   bool modernbert_head() const { return with_classifier && modernbert(); }

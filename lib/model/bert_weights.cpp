@@ -35,11 +35,13 @@ bool droppable(const std::string& name, const BertSpec& spec) {
     return name.starts_with("decoder.") || (!spec.with_classifier && name.starts_with("classifier.")) ||
            (!spec.modernbert_head() && name.starts_with("head."));
   }
-  // DeBERTa-v2: DebertaV2ForMaskedLM's heads (cls.*, lm_predictions.*), absolute positions a model
+  // DeBERTa-v2: DebertaV2ForMaskedLM's heads (cls.*, lm_predictions.*), the replaced-token detection
+  // head of the v3 checkpoints (mask_predictions.*), absolute positions a model
   // without them ignores (transformers' _keys_to_ignore_on_load_unexpected), a pooler or classifier
   // it has no place for.
   if (spec.deberta()) {
-    return name.starts_with("cls.") || name.starts_with("lm_predictions.") || name == "embeddings.position_ids" ||
+    return name.starts_with("cls.") || name.starts_with("lm_predictions.") || name.starts_with("mask_predictions.") ||
+           name == "embeddings.position_ids" ||
            (!spec.position_biased_input && name == "embeddings.position_embeddings.weight") ||
            (!spec.with_classifier && name.starts_with("classifier.")) ||
            (!spec.deberta_pooler() && name.starts_with("pooler."));

@@ -65,8 +65,9 @@ torch::Tensor DebertaLayerImpl::attention(const torch::Tensor& x, const torch::T
   const auto heads = [&](const torch::Tensor& t) { return t.view({t.size(0), t.size(1), H, D}).transpose(1, 2); };
   const auto q = heads(query_(x)), k = heads(key_(x)), v = heads(value_(x));  // (B, H, T, D)
   const int64_t terms = 1 + (spec_.c2p ? 1 : 0) + (spec_.p2c ? 1 : 0);
-  // transformers divides by sqrt(D * terms) computed as a float32 tensor.
-  const auto scale = torch::sqrt(torch::tensor(static_cast<float>(D)) * terms).to(x.scalar_type());
+  // transformers divides by sqrt(D * terms), computed as a float32 tensor and cast to the query's
+  // dtype (under bf16 autocast, the projections' bf16).
+  const auto scale = torch::sqrt(torch::tensor(static_cast<float>(D)) * terms).to(q.scalar_type());
   auto scores = torch::matmul(q, k.transpose(-1, -2) / scale);  // (B, H, T, T)
   if (spec_.relative_attention && (spec_.c2p || spec_.p2c)) {
     const int64_t span = spec_.relative_span();
@@ -102,7 +103,7 @@ torch::Tensor deberta_relative_positions(const BertSpec& spec, int64_t T, const 
   const auto ids = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(device));
   const auto relative = ids.unsqueeze(1) - ids.unsqueeze(0);
   const int64_t buckets = spec.position_buckets;
-  const int64_t range = spec.max_relative_positions < 1 ? spec.max_position_embeddings : spec.max_relative_positions;
+  const int64_t range = spec.relative_range();
   if (buckets <= 0 || range <= 0) return relative;
   // make_log_bucket_position, in its float32 operations.
   const int64_t mid = buckets / 2;

@@ -53,6 +53,7 @@ void read_deberta(const Fields& f, BertSpec& s) {
   s.share_att_key = f.boolean("share_att_key", false);
   s.position_biased_input = f.boolean("position_biased_input", true);
   s.embedding_size = f.positive("embedding_size", s.hidden_size);
+  if (s.embedding_size > (1 << 20)) f.fail("`embedding_size` is above hftrain's limit of 2^20");
   s.pooler_hidden_act = read_activation(f, "pooler_hidden_act", "gelu");
   s.pooler_dropout = f.real("pooler_dropout", 0.0);
   s.legacy = f.boolean("legacy", true);
@@ -92,14 +93,12 @@ void read_deberta(const Fields& f, BertSpec& s) {
               "`attention_head_size` differs from hidden_size / num_attention_heads");
   f.refuse_if(f.present("pooler_hidden_size") && f.positive("pooler_hidden_size") != s.hidden_size,
               "`pooler_hidden_size` differs from hidden_size");
-  f.refuse_if(f.integer("z_steps", 0) > 1,
-              "`z_steps` is above 1 (the last layer repeated)");
   check_dropouts(f, {{"hidden_dropout_prob", s.hidden_dropout_prob},
                      {"attention_probs_dropout_prob", s.attention_probs_dropout_prob},
                      {"cls_dropout", s.classifier_dropout.value_or(0.0)},
                      {"pooler_dropout", s.pooler_dropout}});
   if (s.relative_attention) {
-    const int64_t range = s.max_relative_positions < 1 ? s.max_position_embeddings : s.max_relative_positions;
+    const int64_t range = s.relative_range();
     if (s.position_buckets > 0 && (s.position_buckets < 4 || range - 1 == s.position_buckets / 2)) {
       f.fail("`position_buckets` " + std::to_string(s.position_buckets) +
              " gives no log buckets over `max_relative_positions` " + std::to_string(range));

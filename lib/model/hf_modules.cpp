@@ -221,10 +221,8 @@ std::vector<std::string> bert_parameter_names(const BertSpec& s, const std::vect
       module(linears[i].name.substr(0, linears[i].name.size() - std::string("dense").size()) + "LayerNorm", true);
     }
   }
-  if (s.deberta() && s.relative_attention) {
-    names.push_back("deberta.encoder.rel_embeddings.weight");
-    if (s.norm_rel_ebd) module("deberta.encoder.LayerNorm", true);
-  }
+  if (s.deberta() && s.relative_attention) names.push_back("deberta.encoder.rel_embeddings.weight");
+  if (s.deberta() && s.norm_rel_ebd) module("deberta.encoder.LayerNorm", true);
   for (; i < linears.size(); ++i) module(linears[i].name, true);  // the pooler and heads
   return names;
 }

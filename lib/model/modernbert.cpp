@@ -62,12 +62,13 @@ ModernBertLayerImpl::ModernBertLayerImpl(const BertSpec& s, int64_t index) : spe
   mlp_wo_ = mlp->register_module("Wo", Dense(f, c, s.mlp_bias));
 }
 
-torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& cos,
-                                           const torch::Tensor& sin) {
-  const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
+torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const Tokens& tokens, const torch::Tensor& mask,
+                                           const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t B = tokens.batch, T = tokens.length, H = spec_.num_attention_heads, D = spec_.head_dim();
   const auto h = attn_norm_ ? attn_norm_(x) : x;
-  // (B, T, 3, H, D) -> three (B, H, T, D); RoPE in fp32 as apply_rotary_pos_emb, back to x's dtype.
-  const auto qkv = wqkv_(h).view({B, T, 3, H, D}).unbind(2);
+  // The projections on the tokens only; attention on the padded (B, T) layout: (B, T, 3, H, D) ->
+  // three (B, H, T, D), RoPE in fp32 as apply_rotary_pos_emb, back to x's dtype.
+  const auto qkv = tokens.padded(wqkv_(h)).view({B, T, 3, H, D}).unbind(2);
   auto rotate = [&](const torch::Tensor& t) {
     const auto f = t.transpose(1, 2).to(torch::kFloat32);
     const auto halves = f.chunk(2, -1);
@@ -77,12 +78,21 @@ torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const torch::
   const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
   auto y = at::scaled_dot_product_attention(rotate(qkv[0]), rotate(qkv[1]), qkv[2].transpose(1, 2), attn_mask, p,
                                             /*is_causal=*/false);
-  y = dropped_out(attn_wo_(y.transpose(1, 2).reshape({B, T, H * D})), spec_.attention_probs_dropout_prob,
-                  is_training());
-  auto out = x + y;
+  y = tokens.unpadded(y.transpose(1, 2).reshape({B, T, H * D}));
+  auto out = x + dropped_out(attn_wo_(y), spec_.attention_probs_dropout_prob, is_training());
   const auto parts = wi_(mlp_norm_(out)).chunk(2, -1);  // input, gate
   const auto gated = bert_activation(parts[0], spec_.hidden_act) * parts[1];
   return out + mlp_wo_(dropped_out(gated, spec_.mlp_dropout, is_training()));
+}
+
+torch::Tensor ModernBertLayerImpl::Tokens::padded(const torch::Tensor& t) const {
+  if (!index.defined()) return t.reshape({batch, length, t.size(-1)});
+  return torch::zeros({batch * length, t.size(-1)}, t.options()).index_copy(0, index, t).view({batch, length, t.size(-1)});
+}
+
+torch::Tensor ModernBertLayerImpl::Tokens::unpadded(const torch::Tensor& t) const {
+  const auto flat = t.reshape({batch * length, t.size(-1)});
+  return index.defined() ? flat.index_select(0, index) : flat;
 }
 
 std::pair<torch::Tensor, torch::Tensor> modernbert_rope(const BertSpec& spec, double theta) {

@@ -1,5 +1,6 @@
 // ModernBERT's pieces for the encoder in bert.h (BertSpec::modernbert()), computed as transformers'
-// ModernBertModel does with its SDPA attention on padded batches: the LayerNorm without a bias, one
+// ModernBertModel does (its SDPA attention over the padded layout, the rest on the unpadded tokens,
+// as its flash-attention path computes everything): the LayerNorm without a bias, one
 // pre-norm layer (fused Wqkv attention with RoPE over a padding mask, and for a sliding layer a
 // window of local_attention / 2 positions either side; the GeGLU MLP), the RoPE tables, and
 // ModernBertPreTrainedModel's truncated-normal initialisation. Parameter names are transformers':
@@ -34,10 +35,20 @@ TORCH_MODULE(EncoderNorm);
 
 class ModernBertLayerImpl : public torch::nn::Module {
  public:
+  // Where a batch's tokens lie in its (B, T) layout: `index` (N) of the positions that are tokens
+  // (unpadded batches, as ModernBERT computes them: the projections and the MLP on the N tokens
+  // only), or undefined: all B x T.
+  struct Tokens {
+    int64_t batch = 0, length = 0;
+    torch::Tensor index;
+    torch::Tensor padded(const torch::Tensor& t) const;    // (N, F) -> (B, T, F), zeros between
+    torch::Tensor unpadded(const torch::Tensor& t) const;  // (B, T, F) -> (N, F)
+  };
+
   ModernBertLayerImpl(const BertSpec& spec, int64_t index);
-  // x (B, T, C); mask (B, 1, 1, T) or (B, 1, T, T) bool, true where a query may attend a key, or
-  // undefined; cos, sin (T, head_dim) in x's dtype.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& cos,
+  // x (N, C): the batch's tokens; mask (B, 1, 1, T) or (B, 1, T, T) bool, true where a query may
+  // attend a key, or undefined; cos, sin (T, head_dim) in x's dtype. Returns (N, C).
+  torch::Tensor forward(const torch::Tensor& x, const Tokens& tokens, const torch::Tensor& mask, const torch::Tensor& cos,
                         const torch::Tensor& sin);
 
  private:

@@ -46,8 +46,13 @@ double rope_theta(const Fields& f, const char* type, const char* old_key, double
     if (all.contains(type) && !all[type].is_null()) {
       const Json& p = all[type];
       if (!p.is_object()) f.fail(std::string("`rope_parameters.") + type + "` is not an object");
-      const std::string kind = p.value("rope_type", std::string("default"));
-      f.refuse_if(kind != "default", std::string("`rope_parameters.") + type + ".rope_type` is \"" + kind +
+      // rope_type, or "type" as older files spell it.
+      const char* key = p.contains("rope_type") ? "rope_type" : "type";
+      if (p.contains(key) && !p[key].is_string()) {
+        f.fail(std::string("`rope_parameters.") + type + "." + key + "` is not a string");
+      }
+      const std::string kind = p.contains(key) ? p[key].get<std::string>() : "default";
+      f.refuse_if(kind != "default", std::string("`rope_parameters.") + type + "." + key + "` is \"" + kind +
                                          "\" (hftrain's ModernBERT has default RoPE)");
       if (p.contains("rope_theta")) {
         if (!p["rope_theta"].is_number() || p["rope_theta"].get<double>() <= 0) {
@@ -70,7 +75,11 @@ void read_modernbert(const Fields& f, BertSpec& s) {
   s.classifier_activation = read_activation(f, "classifier_activation", "gelu");
   s.layer_norm_eps = f.real("norm_eps", d.layer_norm_eps);
   s.initializer_range = f.real("initializer_range", d.initializer_range);
-  s.initializer_cutoff_factor = f.real("initializer_cutoff_factor", d.initializer_cutoff_factor);
+  // Absent: 2; null: 3 (ModernBertPreTrainedModel's fallback).
+  s.initializer_cutoff_factor = f.json().contains("initializer_cutoff_factor")
+                                    ? f.real("initializer_cutoff_factor", 3.0)
+                                    : d.initializer_cutoff_factor;
+  if (!(s.initializer_cutoff_factor > 0)) f.fail("`initializer_cutoff_factor` is not positive");
   s.norm_bias = f.boolean("norm_bias", false);
   s.attention_bias = f.boolean("attention_bias", false);
   s.mlp_bias = f.boolean("mlp_bias", false);
@@ -89,6 +98,10 @@ void read_modernbert(const Fields& f, BertSpec& s) {
   s.mean_pooling = pooling == "mean";
   const Json& j = f.json();
   s.pad_token_id = j.contains("pad_token_id") ? f.token_id("pad_token_id", s.vocab_size) : d.pad_token_id;
+  if (s.pad_token_id && *s.pad_token_id >= s.vocab_size) {
+    f.fail("`pad_token_id` is absent, and ModernBertConfig's default 50283 is outside the vocabulary of " +
+           std::to_string(s.vocab_size) + " (set pad_token_id)");
+  }
   s.bos_token_id = f.token_id("bos_token_id", s.vocab_size);
   s.eos_token_id = f.token_id("eos_token_id", s.vocab_size);
   s.cls_token_id = f.token_id("cls_token_id", s.vocab_size);

@@ -32,7 +32,8 @@ def reference(model, batch):
     args = forward_args(model, batch)
     out = {"last_hidden_state": base(**args).last_hidden_state}
     if base is model:  # the bare encoder
-        loss = out["last_hidden_state"].square().mean()
+        real = batch["attention_mask"].unsqueeze(-1).float()  # over the tokens, as hftrain_bert_forward
+        loss = (out["last_hidden_state"].square() * real).sum() / (real.sum() * out["last_hidden_state"].size(-1))
     else:
         result = model(**args, labels=batch["labels"])
         out["logits"], loss = result.logits, result.loss
@@ -51,8 +52,9 @@ def compare(name, forward_bin, model_dir, work, model, batch, *extra):
     for key, ref in want.items():
         mine = got[key]
         if key == "last_hidden_state" or (key == "logits" and ref.dim() == 3):
-            # Padded positions hold what no output reads (a fully masked query row is zero under
-            # SDPA, uniform under eager attention): compared where there are tokens.
+            # Padded positions hold what no output reads (hftrain's ModernBERT leaves zeros there, as
+            # transformers' unpadded path; transformers' SDPA path computes them): compared where
+            # there are tokens.
             mine, ref = mine[real], ref[real]
         diff = (mine - ref).abs().max().item()
         check(diff <= 1e-5, f"{name}: {key} differs by {diff}")
@@ -92,7 +94,11 @@ def round_trip(name, forward_bin, model_dir, work, batch, cls):
         model = cls.from_pretrained(export, dtype=torch.float32).eval()
         check(type(model) is cls, f"{name}: the {label} export loads as {type(model).__name__}")
         logits = model(**forward_args(model, batch)).logits.detach()
-        diff = (logits - got["logits"]).abs().max().item()
+        mine = got["logits"]
+        if logits.dim() == 3:  # a token classifier's: where there are tokens
+            real = batch["attention_mask"].bool()
+            logits, mine = logits[real], mine[real]
+        diff = (logits - mine).abs().max().item()
         check(diff <= 1e-5, f"{name}: the {label} export's logits differ from hftrain's by {diff}")
         check(logits.abs().max().item() > 0.05, f"{name}: the {label} export's logits are too small to compare")
         print(f"{name}: {label} model exported, transformers' logits vs hftrain's {diff:.1e}")

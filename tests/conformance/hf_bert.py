@@ -126,7 +126,9 @@ def reference(model, batch):
         result = model(**args, labels=batch["labels"])
         out["logits"], loss = result.logits, result.loss
     else:
-        loss = enc.last_hidden_state.square().mean() + enc.pooler_output.mean()
+        real = batch["attention_mask"].unsqueeze(-1).float()  # over the tokens, as hftrain_bert_forward
+        loss = (enc.last_hidden_state.square() * real).sum() / (real.sum() * enc.last_hidden_state.size(-1)) \
+            + enc.pooler_output.mean()
     loss.backward()
     grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     return {k: v.detach() for k, v in out.items()}, loss.detach(), grads

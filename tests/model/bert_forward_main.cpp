@@ -6,8 +6,8 @@
 //   DIR]
 // INPUTS holds input_ids, attention_mask, token_type_ids (B, T) int64 and, for a classifier,
 // labels (B), a token classifier's (B, T). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
-// (B, K) and loss (); for a BertModel "loss" is mean(last_hidden_state^2) + mean(pooled) (no pooled
-// term for ModernBERT). Then
+// (B, K) and loss (); for a BertModel "loss" is the mean of last_hidden_state^2 over the tokens
+// (attention_mask) + mean(pooled) (no pooled term for ModernBERT and DeBERTa). Then
 // grad.<hf name> for each parameter, under the names save_pretrained writes. --num-labels N
 // builds a classifier of N labels whatever the config says (a BertModel directory fine-tuned);
 // --export DIR writes the model for transformers (write_hf_bert, small shards). What loading
@@ -77,7 +77,9 @@ int main(int argc, char** argv) {
       loss = model::classification_loss(logits.reshape({-1, logits.size(-1)}), in.at("labels").reshape({-1}));
       out.emplace_back("logits", logits.detach());
     } else {
-      loss = encoded.last_hidden_state.square().mean();
+      // Over the tokens: what the padding's positions hold is no output (ModernBERT leaves zeros).
+      const auto real = mask.ne(0).unsqueeze(-1).to(torch::kFloat32);
+      loss = (encoded.last_hidden_state.square() * real).sum() / (real.sum() * encoded.last_hidden_state.size(-1));
       if (encoded.pooled.defined()) loss = loss + encoded.pooled.mean();  // ModernBERT has no pooler
     }
     out.emplace_back("loss", loss.detach());

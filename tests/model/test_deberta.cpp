@@ -174,6 +174,22 @@ TEST_CASE("deberta model: names, counts, units and the hf_parameters table", "[m
     CHECK(names.count(name) == 1);
   }
   CHECK(names.count("deberta.encoder.LayerNorm.weight") == 0);  // norm_rel_ebd none
+  // transformers builds the relative embeddings' norm wherever norm_rel_ebd names it, relative
+  // attention or not.
+  auto absolute = v2();
+  absolute.relative_attention = false;
+  absolute.norm_rel_ebd = true;
+  model::BertEncoder plain(absolute);
+  int64_t count = 0;
+  std::set<std::string> plain_names;
+  for (const auto& [name, p] : plain->parameters_by_name()) {
+    count += p.numel();
+    plain_names.insert(name);
+  }
+  CHECK(count == absolute.parameter_count());
+  CHECK((plain_names.count("deberta.encoder.LayerNorm.weight") == 1 &&
+         plain_names.count("deberta.encoder.rel_embeddings.weight") == 0));
+  CHECK(model::hf_parameters(absolute).size() == plain_names.size());
   // LoRA: peft's default targets, query_proj and value_proj; the pooler and classifier train in full.
   const auto linears = model::hf_linear_modules(tiny());
   CHECK(linears[0].name == "deberta.encoder.layer.0.attention.self.query_proj");
@@ -241,11 +257,13 @@ TEST_CASE("deberta weights: both ways, masked-LM heads and unused positions drop
   }
   mlm.emplace_back("cls.predictions.bias", torch::zeros({40}));
   mlm.emplace_back("lm_predictions.lm_head.bias", torch::zeros({40}));
+  mlm.emplace_back("mask_predictions.classifier.bias", torch::zeros({1}));  // deberta-v3-base's RTD head
   mlm.emplace_back("deberta.embeddings.position_embeddings.weight", torch::zeros({20, 24}));
   torch::manual_seed(6);
   model::BertEncoder classifier(tiny());
   const std::string report = model::load_bert_weights(classifier, mlm).describe();
   CHECK_THAT(report, Contains("cls.predictions.bias") && Contains("lm_predictions.lm_head.bias") &&
+                         Contains("mask_predictions.classifier.bias") &&
                          Contains("position_embeddings") && Contains("pooler.dense.weight") &&
                          Contains("classifier.weight"));
   // DebertaV2Model's files have no "deberta." prefix.

@@ -112,6 +112,23 @@ TEST_CASE("modernbert config: both ways, transformers 4.x files and refusals", "
   Json scaled = j;
   scaled["rope_parameters"]["full_attention"]["rope_type"] = "linear";
   CHECK_THAT(refusal(scaled), Contains("m/config.json") && Contains("rope_parameters.full_attention.rope_type"));
+  Json old_type = j;  // "type", as older files spell rope_type
+  old_type["rope_parameters"]["sliding_attention"] = {{"type", "linear"}, {"factor", 2.0}};
+  CHECK_THAT(refusal(old_type), Contains("rope_parameters.sliding_attention.type"));
+  Json numeric = j;
+  numeric["rope_parameters"]["full_attention"]["rope_type"] = 3;
+  CHECK_THAT(refusal(numeric), Contains("rope_parameters.full_attention.rope_type") && Contains("not a string"));
+  Json no_pad = j;
+  no_pad.erase("pad_token_id");  // ModernBertConfig's 50283, past this vocabulary
+  CHECK_THAT(refusal(no_pad), Contains("pad_token_id"));
+  Json cutoff = j;
+  cutoff["initializer_cutoff_factor"] = nullptr;  // ModernBertPreTrainedModel falls back to 3
+  CHECK(model::bert_spec_from_hf_config(cutoff.dump(), "c.json").initializer_cutoff_factor == 3.0);
+  cutoff["initializer_cutoff_factor"] = -1.0;
+  CHECK_THAT(refusal(cutoff), Contains("initializer_cutoff_factor"));
+  Json eos_list = j;
+  eos_list["eos_token_id"] = Json::array({2, 3});  // several: read, not kept
+  CHECK_FALSE(model::bert_spec_from_hf_config(eos_list.dump(), "c.json").eos_token_id.has_value());
   Json pooling = j;
   pooling["classifier_pooling"] = "max";
   CHECK_THAT(refusal(pooling), Contains("classifier_pooling"));
