@@ -38,8 +38,8 @@ void add_model_keys(Schema& s) {
            "global and the others attending 64 tokens either side, a dense + GELU + LayerNorm head on the first "
            "token; a new one takes ModernBertConfig's defaults for what model.* does not set) or deberta-v2 "
            "(DebertaV2ForSequenceClassification: disentangled attention over log-bucketed relative positions, a "
-           "dense + GELU pooler on the first token; a new one has DeBERTa-v3's structure: 256 buckets, shared "
-           "position keys, no absolute positions).");
+           "dense + GELU pooler on the first token; a new one has DeBERTa-v3's structure: buckets half of "
+           "model.max_seq_len (at most 256), shared position keys, no absolute positions).");
   s.add("model.from", Type::kString, HFTRAIN_FIELD(model.from))
       .nullable().doc("Start from the weights of a model directory of the same shape: hftrain's (a run's final/ or checkpoint-N/) or Hugging Face's (config.json + safetensors, sharded or not: GPT-2, Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 2, Gemma 3, Mixtral, Qwen2-MoE, Qwen3-MoE; BERT, RoBERTa, XLM-RoBERTa, ModernBERT and DeBERTa-v2/v3 encoders).");
   s.add("model.n_layer", Type::kInt, HFTRAIN_FIELD(model.n_layer))

@@ -7,35 +7,15 @@
 #include "model/checkpointing.h"
 #include "model/deberta.h"
 #include "model/dense.h"
+#include "model/encoder_modules.h"
 #include "util/error.h"
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
+using namespace encoder;  // level, dense, layer_norm, dropped_out
 namespace {
 
 using torch::nn::Module;
-
-// A named level of the Hugging Face module tree that holds nothing of its own ("attention",
-// "self", "encoder"): plain Modules, so that parameter names come out as HF's.
-std::shared_ptr<Module> level(Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<Module>());
-}
-
-torch::nn::LayerNorm layer_norm(Module& parent, const BertSpec& s) {
-  return parent.register_module(
-      "LayerNorm",
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
-}
-
-// hftrain's Dense layers (uninitialised until _init_weights below draws them), so that LoRA
-// adapts them as it adapts the decoders' (peft/lora.h).
-Dense dense(Module& parent, const char* name, int64_t in, int64_t out) {
-  return parent.register_module(name, Dense(in, out, /*with_bias=*/true));
-}
-
-torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
-  return F::dropout(x, F::DropoutFuncOptions().p(p).training(training));
-}
 
 // One post-norm encoder layer, BertLayer.
 class BertLayerImpl : public Module {
@@ -191,11 +171,7 @@ BertOutput BertEncoderImpl::encode_deberta(const torch::Tensor& input_ids, const
                                            const torch::Tensor& token_type_ids) {
   if (hooks_) hooks_->before_forward(0);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
-  if (T > spec_.max_tokens()) {
-    throw util::UsageError("a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
-                               std::to_string(spec_.max_tokens()) + " positions",
-                           "truncate the inputs to the model's positions (the data's max length)");
-  }
+  check_length(T);
   auto x = word_embeddings_(input_ids);
   if (position_embeddings_) x = x + position_embeddings_(torch::arange(T, input_ids.options()));
   if (token_type_embeddings_) {
@@ -208,44 +184,25 @@ BertOutput BertEncoderImpl::encode_deberta(const torch::Tensor& input_ids, const
   x = dropped_out(x, spec_.hidden_dropout_prob, is_training());
   const auto mask = tokens.view({B, 1, 1, T}) & tokens.view({B, 1, T, 1});
   const auto relative = deberta_relative_positions(spec_, T, input_ids.device());
-  // The relative embeddings, LayerNorm'd once for all layers; a checkpointed layer normalises them
-  // again inside its recomputation, whose backward would otherwise run through the shared norm's
-  // graph once per layer.
+  // Each layer LayerNorms the relative embeddings itself (a few rows): a checkpointed layer's
+  // recomputation then holds its own graph of the norm, which one shared across the layers would
+  // not survive (its backward would run through it once per layer).
   torch::nn::EmbeddingImpl* table = rel_embeddings_ ? rel_embeddings_.get() : nullptr;
   torch::nn::LayerNormImpl* norm = rel_norm_ ? rel_norm_.get() : nullptr;
-  const auto relative_embeddings = [table, norm]() -> torch::Tensor {
-    if (!table) return {};
-    return norm ? norm->forward(table->weight) : table->weight;
-  };
-  const torch::Tensor rel = relative_embeddings();
-  for (size_t i = 0; i < layers_->size(); ++i) {
-    auto layer = layers_->ptr<DebertaLayerImpl>(i);
-    if (hooks_) hooks_->before_forward(i + 1);
-    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
-    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);  // as in encode()
-    if (checkpoint) {
-      x = checkpointed(
-          [layer, mask, relative, relative_embeddings](const torch::Tensor& h) {
-            return layer->forward(h, mask, relative, relative_embeddings());
-          },
-          x);
-    } else {
-      x = layer->forward(x, mask, relative, rel);
-    }
-    if (hooks_) x = hooks_->after_forward(i + 1, x);
-  }
-  return {x, {}};
+  auto* layers = layers_.get();
+  return {run_layers(x,
+                     [layers, table, norm, mask, relative](size_t i, const torch::Tensor& h) {
+                       torch::Tensor rel;
+                       if (table) rel = norm ? norm->forward(table->weight) : table->weight;
+                       return layers->ptr<DebertaLayerImpl>(i)->forward(h, mask, relative, rel);
+                     }),
+          {}};
 }
 
 torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
                                      const torch::Tensor& token_type_ids) {
   const int64_t T = input_ids.size(1);
-  if (T > spec_.max_tokens()) {
-    throw util::UsageError(
-        "a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
-            std::to_string(spec_.max_tokens()) + " positions",
-        "truncate the inputs to the model's positions (the data's max length)");
-  }
+  check_length(T);
   const auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
   auto x = word_embeddings_(input_ids) + token_type_embeddings_(types);  // HF's order of the sums
   torch::Tensor positions;
@@ -262,6 +219,31 @@ torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
   return dropped_out(embeddings_norm_(x), spec_.hidden_dropout_prob, is_training());  // (B, T, C)
 }
 
+void BertEncoderImpl::check_length(int64_t T) const {
+  if (T > spec_.max_tokens()) {
+    throw util::UsageError("a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
+                               std::to_string(spec_.max_tokens()) + " positions",
+                           "truncate the inputs to the model's positions (the data's max length)");
+  }
+}
+
+torch::Tensor BertEncoderImpl::run_layers(torch::Tensor x, const LayerFn& layer) {
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    if (hooks_) hooks_->before_forward(i + 1);
+    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
+    // Frozen layers below (LoRA) leave the input without a gradient, which the reentrant
+    // checkpoint needs to run the layer's backward: ask for one, as the decoder does.
+    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);
+    if (checkpoint) {
+      x = checkpointed([layer, i](const torch::Tensor& h) { return layer(i, h); }, x);
+    } else {
+      x = layer(i, x);
+    }
+    if (hooks_) x = hooks_->after_forward(i + 1, x);
+  }
+  return x;
+}
+
 BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
                                    const torch::Tensor& attention_mask,
                                    const torch::Tensor& token_type_ids) {
@@ -272,21 +254,10 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
   torch::Tensor mask;  // (B, 1, 1, T): padded keys are never attended; padded queries still compute
   if (attention_mask.defined())
     mask = attention_mask.ne(0).view({input_ids.size(0), 1, 1, input_ids.size(1)});
-  for (size_t i = 0; i < layers_->size(); ++i) {
-    auto layer = layers_->ptr<BertLayerImpl>(i);
-    if (hooks_) hooks_->before_forward(i + 1);
-    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
-    // Frozen layers below (LoRA) leave the input without a gradient, which the reentrant
-    // checkpoint needs to run the layer's backward: ask for one, as the decoder does.
-    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);
-    if (checkpoint) {
-      x = checkpointed([layer, mask](const torch::Tensor& h) { return layer->forward(h, mask); },
-                       x);
-    } else {
-      x = layer->forward(x, mask);
-    }
-    if (hooks_) x = hooks_->after_forward(i + 1, x);
-  }
+  auto* layers = layers_.get();
+  x = run_layers(x, [layers, mask](size_t i, const torch::Tensor& h) {
+    return layers->ptr<BertLayerImpl>(i)->forward(h, mask);
+  });
   torch::Tensor pooled;
   if (pooler_) pooled = torch::tanh(pooler_(x.select(1, 0)));
   return {x, pooled};
@@ -295,11 +266,7 @@ BertOutput BertEncoderImpl::encode(const torch::Tensor& input_ids,
 BertOutput BertEncoderImpl::encode_modernbert(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
   if (hooks_) hooks_->before_forward(0);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
-  if (T > spec_.max_tokens()) {
-    throw util::UsageError("a sequence of " + std::to_string(T) + " tokens is longer than the encoder's " +
-                               std::to_string(spec_.max_tokens()) + " positions",
-                           "truncate the inputs to the model's positions (the data's max length)");
-  }
+  check_length(T);
   // Unpadded: the tokens alone (N, C) through the layers; their states go back to (B, T, C) at the
   // end, zeros at the padding.
   ModernBertLayerImpl::Tokens tokens{B, T, {}};
@@ -321,23 +288,14 @@ BertOutput BertEncoderImpl::encode_modernbert(const torch::Tensor& input_ids, co
   const auto rows = [&](const torch::Tensor& table) { return table.narrow(0, 0, T).to(x.scalar_type()); };
   const torch::Tensor cos = rows(rope_cos_), sin = rows(rope_sin_);
   const torch::Tensor local_cos = rows(rope_local_cos_), local_sin = rows(rope_local_sin_);
-  for (size_t i = 0; i < layers_->size(); ++i) {
-    auto layer = layers_->ptr<ModernBertLayerImpl>(i);
-    if (hooks_) hooks_->before_forward(i + 1);
-    const bool sliding = spec_.sliding_layer(static_cast<int64_t>(i));
-    const torch::Tensor& m = sliding ? window : mask;
-    const torch::Tensor& c = sliding ? local_cos : cos;
-    const torch::Tensor& s = sliding ? local_sin : sin;
-    const bool checkpoint = activation_checkpointing_ && is_training() && torch::GradMode::is_enabled();
-    if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);  // as in encode()
-    if (checkpoint) {
-      x = checkpointed([layer, tokens, m, c, s](const torch::Tensor& h) { return layer->forward(h, tokens, m, c, s); },
-                       x);
-    } else {
-      x = layer->forward(x, tokens, m, c, s);
-    }
-    if (hooks_) x = hooks_->after_forward(i + 1, x);
-  }
+  auto* layers = layers_.get();
+  const std::vector<bool> sliding = spec_.sliding;
+  x = run_layers(x, [layers, sliding, tokens, mask, window, cos, sin, local_cos, local_sin](size_t i,
+                                                                                           const torch::Tensor& h) {
+    const bool local = sliding[i];
+    return layers->ptr<ModernBertLayerImpl>(i)->forward(h, tokens, local ? window : mask, local ? local_cos : cos,
+                                                        local ? local_sin : sin);
+  });
   return {tokens.padded(final_norm_(x)), {}};
 }
 

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +53,8 @@ namespace hftrain::model {
 struct BertOutput {
   torch::Tensor last_hidden_state;  // (B, T, C), padded positions included (ModernBERT: after final_norm)
   torch::Tensor pooled;             // (B, C): tanh(pooler.dense(last_hidden_state[:, 0])); undefined
-                                    // without a pooler (RobertaForSequenceClassification, ModernBERT)
+                                    // without a pooler (RobertaForSequenceClassification, ModernBERT,
+                                    // DeBERTa: its ContextPooler is the classifier's)
 };
 
 class BertEncoderImpl : public torch::nn::Module {
@@ -87,6 +89,13 @@ class BertEncoderImpl : public torch::nn::Module {
 
  private:
   torch::Tensor embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids);
+  // UsageError for a sequence longer than the encoder's positions.
+  void check_length(int64_t T) const;
+  // Layer i on the hidden states (the function a checkpointed layer recomputes, so it captures
+  // what it reads by value).
+  using LayerFn = std::function<torch::Tensor(size_t, const torch::Tensor&)>;
+  // The layers in order, with zero3's unit hooks and activation checkpointing.
+  torch::Tensor run_layers(torch::Tensor x, const LayerFn& layer);
 
   BertSpec spec_;
   bool activation_checkpointing_ = false;

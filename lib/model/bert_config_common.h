@@ -1,5 +1,6 @@
-// Internal to lib/model: what the BERT-family config.json reader and writer (bert_spec.cpp) and
-// ModernBERT's (modernbert_spec.cpp) share. Not for use outside lib/model.
+// Internal to lib/model: what the BERT-family config.json reader and writer (bert_spec.cpp),
+// ModernBERT's (modernbert_spec.cpp) and DeBERTa-v2's (deberta_spec.cpp) share. Not for use outside
+// lib/model.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +87,9 @@ void check_problem_type(const Fields& f, const BertSpec& s);
 // id2label and label2id for `s` from the names (empty: LABEL_i); UsageError for a wrong count or a
 // name twice.
 std::pair<OrderedJson, OrderedJson> label_maps(const BertSpec& s, const std::vector<std::string>& id2label);
+
+// A token id for config.json: the id, or null.
+inline OrderedJson id_or_null(const std::optional<int64_t>& id) { return id ? OrderedJson(*id) : OrderedJson(); }
 
 // ModernBERT's part of bert_spec_from_hf_config and bert_config_json (modernbert_spec.cpp).
 void read_modernbert(const Fields& f, BertSpec& s);

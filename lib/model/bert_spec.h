@@ -160,8 +160,9 @@ BertSpec deberta_v3_defaults(int64_t layers);
 // config.json's name of an activation ("gelu", "gelu_new", "relu").
 const char* bert_activation_name(BertActivation act);
 
-// True when the config.json text is a BERT or (XLM-)RoBERTa model's: "model_type" is "bert",
-// "roberta" or "xlm-roberta", or "architectures" names one of the architectures below. For dispatching between the model families: bert_spec_from_hf_config
+// True when the config.json text is a BERT, (XLM-)RoBERTa, ModernBERT or DeBERTa-v2 model's:
+// "model_type" is "bert", "roberta", "xlm-roberta", "modernbert" or "deberta-v2", or
+// "architectures" names one of the architectures below. For dispatching between the model families: bert_spec_from_hf_config
 // then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
 bool is_bert_config(const std::string& json_text);
 // The architectures bert_spec_from_hf_config accepts. BertForSequenceClassification gives a spec
@@ -179,7 +180,8 @@ inline constexpr const char* kDebertaV2Architectures[] = {"DebertaV2Model", "Deb
 inline constexpr const char* kModernBertArchitectures[] = {"ModernBertModel", "ModernBertForSequenceClassification",
                                                            "ModernBertForTokenClassification", "ModernBertForMaskedLM"};
 
-// Reads a Hugging Face BERT or RoBERTa config.json (RobertaConfig's defaults: pad_token_id 1). num_labels is the size of id2label (transformers
+// Reads a Hugging Face BERT, RoBERTa, ModernBERT or DeBERTa-v2 config.json (each family's config
+// class's defaults: RobertaConfig's pad_token_id 1, ModernBertConfig's, DebertaV2Config's). num_labels is the size of id2label (transformers
 // derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
 // id order ("LABEL_i" where the file has none). Throws CheckpointError naming `source` and the
 // field for a missing or malformed field, an architecture that is not a BERT encoder, or an
@@ -190,7 +192,8 @@ inline constexpr const char* kModernBertArchitectures[] = {"ModernBertModel", "M
 BertSpec bert_spec_from_hf_config(const std::string& json_text, const std::string& source,
                                   std::vector<std::string>* id2label = nullptr);
 
-// config.json for `spec`: BertForSequenceClassification (RobertaForSequenceClassification), or
+// config.json for `spec` (its family's fields and class names, ModernBert* and DebertaV2* too):
+// BertForSequenceClassification (RobertaForSequenceClassification), or
 // *ForTokenClassification with spec.per_token, with id2label / label2id from `id2label`
 // (num_labels names; empty: "LABEL_i"), or BertModel (RobertaModel) when !spec.with_classifier. Loads in
 // transformers' AutoConfig / from_pretrained, and bert_spec_from_hf_config reads it back to `spec`.

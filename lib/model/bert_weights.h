@@ -1,4 +1,4 @@
-// Hugging Face BERT, RoBERTa and ModernBERT weights onto hftrain's BertEncoder (bert.h) and back. The names
+// Hugging Face BERT, RoBERTa, ModernBERT and DeBERTa-v2 weights onto hftrain's BertEncoder (bert.h) and back. The names
 // are the same on both sides but for the "bert." ("roberta.") prefix: BertForSequenceClassification
 // files have it, BertModel files do not, and both load into either shape of the model. As transformers does when it loads a
 // checkpoint into another head:
@@ -13,7 +13,10 @@
 //  bias;
 //  - ModernBERT ("model." prefix): a ModernBertForMaskedLM directory's head.{dense,norm} loads into
 //    a classifier's head (the same module), its decoder.* is dropped; a ModernBertModel directory
-//    has no head, which then keeps its initialisation and is reported.
+//    has no head, which then keeps its initialisation and is reported;
+//  - DeBERTa-v2 ("deberta." prefix): DebertaV2ForMaskedLM's cls.* / lm_predictions.* and the v3
+//    checkpoints' mask_predictions.* are dropped, so is an absolute position table a model without
+//    position_biased_input ignores; a DebertaV2Model directory has no pooler.dense (new, reported).
 // Anything else missing, unexpected or mis-shaped is refused, all of it in one message.
 #pragma once
 

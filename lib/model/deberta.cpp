@@ -5,28 +5,11 @@
 
 #include <torch/torch.h>
 
-#include "model/modernbert.h"
+#include "model/encoder_modules.h"
 
 namespace hftrain::model {
-namespace F = torch::nn::functional;
+using namespace encoder;  // level, dense, layer_norm, dropped_out
 namespace {
-
-std::shared_ptr<torch::nn::Module> level(torch::nn::Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<torch::nn::Module>());
-}
-
-Dense dense(torch::nn::Module& parent, const char* name, int64_t in, int64_t out) {
-  return parent.register_module(name, Dense(in, out, /*with_bias=*/true));
-}
-
-torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const BertSpec& s) {
-  return parent.register_module("LayerNorm",
-                                torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
-}
-
-torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
-  return F::dropout(x, F::DropoutFuncOptions().p(p).training(training));
-}
 
 double lowest(torch::ScalarType dtype) {
   switch (dtype) {

@@ -110,7 +110,6 @@ OrderedJson deberta_config(const BertSpec& s) {
   OrderedJson types = OrderedJson::array();
   if (s.p2c) types.push_back("p2c");
   if (s.c2p) types.push_back("c2p");
-  auto id = [](const std::optional<int64_t>& v) { return v ? OrderedJson(*v) : OrderedJson(); };
   OrderedJson j{{"model_type", "deberta-v2"},
                 {"vocab_size", s.vocab_size},
                 {"hidden_size", s.hidden_size},
@@ -135,9 +134,9 @@ OrderedJson deberta_config(const BertSpec& s) {
                 {"pooler_hidden_act", bert_activation_name(s.pooler_hidden_act)},
                 {"pooler_dropout", s.pooler_dropout},
                 {"cls_dropout", s.classifier_dropout ? OrderedJson(*s.classifier_dropout) : OrderedJson()},
-                {"pad_token_id", id(s.pad_token_id)},
-                {"bos_token_id", id(s.bos_token_id)},
-                {"eos_token_id", id(s.eos_token_id)},
+                {"pad_token_id", id_or_null(s.pad_token_id)},
+                {"bos_token_id", id_or_null(s.bos_token_id)},
+                {"eos_token_id", id_or_null(s.eos_token_id)},
                 {"legacy", s.legacy}};
   if (s.word_embedding_size() != s.hidden_size) j["embedding_size"] = s.word_embedding_size();
   return j;

@@ -197,7 +197,6 @@ struct BertLinear {
   bool bias = true;
 };
 
-// BERT's and RoBERTa's parameters in registration order (bert.h).
 // BERT's, RoBERTa's and DeBERTa's parameters in registration order (bert.h): the embedding tables
 // (DeBERTa's where its config has them, and its embed_proj), the layers, DeBERTa's relative
 // embeddings and their LayerNorm, then the pooler and heads.

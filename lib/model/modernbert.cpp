@@ -4,20 +4,13 @@
 
 #include <torch/torch.h>
 
+#include "model/encoder_modules.h"
 #include "model/rope.h"
 #include "model/spec.h"
 
 namespace hftrain::model {
-namespace F = torch::nn::functional;
+using namespace encoder;  // level, dropped_out
 namespace {
-
-torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {
-  return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
-}
-
-std::shared_ptr<torch::nn::Module> level(torch::nn::Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<torch::nn::Module>());
-}
 
 // torch.nn.init.trunc_normal_(t, 0, std, -cutoff * std, cutoff * std): uniform between the normal
 // CDF's values at the bounds, mapped back through the inverse CDF.
@@ -28,18 +21,6 @@ void trunc_normal(torch::Tensor& t, double std, double cutoff) {
 }
 
 }  // namespace
-
-torch::Tensor bert_activation(const torch::Tensor& x, BertActivation act) {
-  switch (act) {
-    case BertActivation::kGelu:
-      return F::gelu(x);  // exact (erf), as transformers' "gelu"
-    case BertActivation::kGeluTanh:
-      return F::gelu(x, F::GELUFuncOptions().approximate("tanh"));
-    case BertActivation::kRelu:
-      return torch::relu(x);
-  }
-  return x;
-}
 
 EncoderNormImpl::EncoderNormImpl(int64_t size, double eps, bool with_bias) : eps_(eps) {
   weight_ = register_parameter("weight", torch::ones({size}));

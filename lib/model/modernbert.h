@@ -18,9 +18,6 @@
 
 namespace hftrain::model {
 
-// BERT's activations (hidden_act, ModernBERT's hidden_activation and classifier_activation).
-torch::Tensor bert_activation(const torch::Tensor& x, BertActivation act);
-
 // torch.nn.LayerNorm(C, eps, bias=with_bias): "weight" (ones) and, with a bias, "bias" (zeros).
 class EncoderNormImpl : public torch::nn::Module {
  public:

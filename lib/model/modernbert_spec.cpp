@@ -135,7 +135,6 @@ void read_modernbert(const Fields& f, BertSpec& s) {
 }
 
 OrderedJson modernbert_config(const BertSpec& s) {
-  auto id = [](const std::optional<int64_t>& v) { return v ? OrderedJson(*v) : OrderedJson(); };
   OrderedJson types = OrderedJson::array();
   for (bool sliding : s.sliding) types.push_back(sliding ? "sliding_attention" : "full_attention");
   OrderedJson j{
@@ -151,11 +150,11 @@ OrderedJson modernbert_config(const BertSpec& s) {
       {"initializer_cutoff_factor", s.initializer_cutoff_factor},
       {"norm_eps", s.layer_norm_eps},
       {"norm_bias", s.norm_bias},
-      {"pad_token_id", id(s.pad_token_id)},
-      {"eos_token_id", id(s.eos_token_id)},
-      {"bos_token_id", id(s.bos_token_id)},
-      {"cls_token_id", id(s.cls_token_id)},
-      {"sep_token_id", id(s.sep_token_id)},
+      {"pad_token_id", id_or_null(s.pad_token_id)},
+      {"eos_token_id", id_or_null(s.eos_token_id)},
+      {"bos_token_id", id_or_null(s.bos_token_id)},
+      {"cls_token_id", id_or_null(s.cls_token_id)},
+      {"sep_token_id", id_or_null(s.sep_token_id)},
       {"attention_bias", s.attention_bias},
       {"attention_dropout", s.attention_probs_dropout_prob},
       {"layer_types", types},

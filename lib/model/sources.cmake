@@ -23,4 +23,4 @@ include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)
 # BERT-style encoders (Hugging Face BertModel / BertForSequenceClassification).
 list(APPEND HFTRAIN_MODEL_CORE_SOURCES bert_spec.cpp modernbert_spec.cpp deberta_spec.cpp)
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp modernbert.cpp deberta.cpp)
+list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp encoder_modules.cpp modernbert.cpp deberta.cpp)

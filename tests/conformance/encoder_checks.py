@@ -6,12 +6,14 @@ import csv
 import json
 import os
 import subprocess
+import sys
+import tempfile
 
 import torch
 from safetensors.torch import load_file
 
 from hf_bert import ours  # noqa: E402 (the BERT conformance test's runner)
-from hf_decoders import check
+from hf_decoders import check, failures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -190,3 +192,17 @@ def training(hftrain, work, name, pretrained, model, tok, data, rows, names):
         diff = max(abs(other.get(s, float("nan")) - losses[s]) / losses[s] for s in losses)
         check(diff <= tol, f"{name} training, {run_name}: losses {other} vs {losses}")
         print(f"{name} training, {run_name}: losses within {diff:.1e} of the plain fp32 run")
+
+
+def main(what, conformance, training):
+    """`conformance(forward_bin, work)` then `training(hftrain, work)` in a temporary folder; exit 1 on
+    any failure. argv: hftrain_bert_forward, hftrain."""
+    forward_bin, hftrain = sys.argv[1], sys.argv[2]
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="hftrain-encoder-") as work:
+        conformance(forward_bin, work)
+        training(hftrain, work)
+    print(f"{len(failures)} failures" if failures else
+          f"ok: hftrain's {what} equals transformers' outputs, gradients and training, and its exports load there",
+          file=sys.stderr if failures else sys.stdout)
+    return 1 if failures else 0

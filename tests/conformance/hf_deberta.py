@@ -20,7 +20,6 @@ transformers (encoder_checks.training).
 """
 import os
 import sys
-import tempfile
 
 import torch
 from tokenizers import Tokenizer
@@ -32,7 +31,7 @@ hf_logging.set_verbosity_error()
 import encoder_checks  # noqa: E402
 from encoder_checks import ROOT, compare, refusals, reviews, round_trip  # noqa: E402
 from hf_bert import inputs, ours  # noqa: E402
-from hf_decoders import check, failures, perturb  # noqa: E402
+from hf_decoders import check, perturb  # noqa: E402
 
 BASE = dict(vocab_size=53, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=37,
             max_position_embeddings=20, initializer_range=0.2, layer_norm_eps=1e-7, hidden_dropout_prob=0.1,
@@ -122,18 +121,6 @@ def training(hftrain, work):
     encoder_checks.training(hftrain, work, "deberta-v3", pretrained, model, tok, data, rows, names)
 
 
-def main():
-    forward_bin, hftrain = sys.argv[1], sys.argv[2]
-    torch.set_num_threads(1)
-    hf_logging.disable_progress_bar()
-    with tempfile.TemporaryDirectory(prefix="hftrain-deberta-") as work:
-        conformance(forward_bin, work)
-        training(hftrain, work)
-    print(f"{len(failures)} failures" if failures else
-          "ok: hftrain's DeBERTa-v2/v3 equals transformers' outputs, gradients and training, and its exports load there",
-          file=sys.stderr if failures else sys.stdout)
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    hf_logging.disable_progress_bar()
+    sys.exit(encoder_checks.main("DeBERTa-v2/v3", conformance, training))

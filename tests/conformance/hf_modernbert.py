@@ -25,7 +25,6 @@ bf16 within 2e-2.
 import json
 import os
 import sys
-import tempfile
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -37,7 +36,7 @@ hf_logging.set_verbosity_error()
 import encoder_checks  # noqa: E402
 from encoder_checks import compare, refusals, reviews, round_trip  # noqa: E402
 from hf_bert import inputs, ours  # noqa: E402 (the BERT conformance test's batch and runner)
-from hf_decoders import check, failures, perturb  # noqa: E402
+from hf_decoders import check, perturb  # noqa: E402
 
 
 BASE = dict(vocab_size=61, hidden_size=24, intermediate_size=20, num_hidden_layers=4, num_attention_heads=3,
@@ -175,18 +174,6 @@ def training(hftrain, work):
     encoder_checks.training(hftrain, work, "modernbert", pretrained, model, tok, data, rows, names)
 
 
-def main():
-    forward_bin, hftrain = sys.argv[1], sys.argv[2]
-    torch.set_num_threads(1)
-    hf_logging.disable_progress_bar()
-    with tempfile.TemporaryDirectory(prefix="hftrain-modernbert-") as work:
-        conformance(forward_bin, work)
-        training(hftrain, work)
-    print(f"{len(failures)} failures" if failures else
-          "ok: hftrain's ModernBERT equals transformers' outputs, gradients and training, and its exports load there",
-          file=sys.stderr if failures else sys.stdout)
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    hf_logging.disable_progress_bar()
+    sys.exit(encoder_checks.main("ModernBERT", conformance, training))

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../config/helpers.h"
+#include "encoder_checks.h"
 #include "model/bert.h"
 #include "model/bert_spec.h"
 #include "model/bert_weights.h"
@@ -216,27 +217,7 @@ TEST_CASE("bert model: padding changes no logit, checkpointing no gradient", "[m
   // Activation checkpointing recomputes the same gradients.
   auto spec = tiny();
   spec.hidden_dropout_prob = 0.1;
-  torch::manual_seed(2);
-  model::BertEncoder a(spec);
-  model::BertEncoder b(spec);
-  {
-    torch::NoGradGuard no_grad;
-    auto pa = a->parameters_by_name();
-    auto pb = b->parameters_by_name();
-    for (size_t i = 0; i < pa.size(); ++i) pb[i].second.copy_(pa[i].second);
-  }
-  b->set_activation_checkpointing(true);
-  const auto labels = torch::tensor({2}, torch::kInt64);
-  torch::manual_seed(3);
-  model::classification_loss(a->forward(padded_ids, mask), labels).backward();
-  torch::manual_seed(3);
-  model::classification_loss(b->forward(padded_ids, mask), labels).backward();
-  auto pa = a->parameters_by_name();
-  auto pb = b->parameters_by_name();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i].first);
-    CHECK((pa[i].second.grad() - pb[i].second.grad()).abs().max().item<double>() < 1e-6);
-  }
+  test::check_checkpointing_gradients(spec, padded_ids, mask);
 }
 
 TEST_CASE("bert loss: mean cross-entropy, ignore_index and label smoothing", "[model][bert]") {

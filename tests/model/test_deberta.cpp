@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "encoder_checks.h"
 #include "model/bert.h"
 #include "model/bert_spec.h"
 #include "model/bert_weights.h"
@@ -52,16 +53,6 @@ model::BertSpec v2(bool with_classifier = true) {
   return s;
 }
 
-std::string refusal(Json j) {
-  try {
-    model::bert_spec_from_hf_config(j.dump(), "m/config.json");
-  } catch (const util::CheckpointError& e) {
-    return e.what();
-  }
-  FAIL("expected a CheckpointError");
-  return {};
-}
-
 }  // namespace
 
 TEST_CASE("deberta config: both ways, older spellings, defaults and refusals", "[model][bert]") {
@@ -99,23 +90,23 @@ TEST_CASE("deberta config: both ways, older spellings, defaults and refusals", "
 
   Json conv = j;
   conv["conv_kernel_size"] = 3;
-  CHECK_THAT(refusal(conv), Contains("m/config.json") && Contains("conv_kernel_size"));
+  CHECK_THAT(test::config_refusal(conv), Contains("m/config.json") && Contains("conv_kernel_size"));
   Json term = j;
   term["pos_att_type"] = Json::array({"c2p", "q2k"});
-  CHECK_THAT(refusal(term), Contains("pos_att_type") && Contains("q2k"));
+  CHECK_THAT(test::config_refusal(term), Contains("pos_att_type") && Contains("q2k"));
   Json norm = j;
   norm["norm_rel_ebd"] = "batch_norm";
-  CHECK_THAT(refusal(norm), Contains("norm_rel_ebd"));
+  CHECK_THAT(test::config_refusal(norm), Contains("norm_rel_ebd"));
   Json head = j;
   head["attention_head_size"] = 4;
-  CHECK_THAT(refusal(head), Contains("attention_head_size"));
+  CHECK_THAT(test::config_refusal(head), Contains("attention_head_size"));
   Json buckets = j;
   buckets["position_buckets"] = 2;
   buckets["relative_attention"] = true;
-  CHECK_THAT(refusal(buckets), Contains("position_buckets"));
+  CHECK_THAT(test::config_refusal(buckets), Contains("position_buckets"));
   Json regression = j;
   regression["problem_type"] = "regression";
-  CHECK_THAT(refusal(regression), Contains("problem_type"));
+  CHECK_THAT(test::config_refusal(regression), Contains("problem_type"));
 }
 
 TEST_CASE("deberta relative positions: exact near, log buckets far", "[model][bert]") {
@@ -214,28 +205,8 @@ TEST_CASE("deberta model: padding changes no logit, checkpointing no gradient", 
   }
   auto spec = tiny();
   spec.hidden_dropout_prob = spec.attention_probs_dropout_prob = 0.1;
-  torch::manual_seed(2);
-  model::BertEncoder a(spec);
-  model::BertEncoder b(spec);
-  {
-    torch::NoGradGuard no_grad;
-    auto pa = a->parameters_by_name();
-    auto pb = b->parameters_by_name();
-    for (size_t i = 0; i < pa.size(); ++i) pb[i].second.copy_(pa[i].second);
-  }
-  b->set_activation_checkpointing(true);
-  const auto ids = torch::tensor({{2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 3}}, torch::kInt64);
-  const auto labels = torch::tensor({2}, torch::kInt64);
-  torch::manual_seed(3);
-  model::classification_loss(a->forward(ids), labels).backward();
-  torch::manual_seed(3);
-  model::classification_loss(b->forward(ids), labels).backward();
-  auto pa = a->parameters_by_name();
-  auto pb = b->parameters_by_name();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i].first);
-    CHECK((pa[i].second.grad() - pb[i].second.grad()).abs().max().item<double>() < 1e-6);
-  }
+  const auto ids = torch::tensor({{2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 3, 0, 0}}, torch::kInt64);
+  test::check_checkpointing_gradients(spec, ids, ids.ne(0).to(torch::kInt64));
 }
 
 TEST_CASE("deberta weights: both ways, masked-LM heads and unused positions dropped", "[model][bert]") {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "encoder_checks.h"
 #include "model/bert.h"
 #include "model/bert_spec.h"
 #include "model/bert_weights.h"
@@ -36,16 +37,6 @@ model::BertSpec tiny(bool with_classifier = true, int64_t layers = 3) {
   s.num_labels = 3;
   s.with_classifier = with_classifier;
   return s;
-}
-
-std::string refusal(Json j) {
-  try {
-    model::bert_spec_from_hf_config(j.dump(), "m/config.json");
-  } catch (const util::CheckpointError& e) {
-    return e.what();
-  }
-  FAIL("expected a CheckpointError");
-  return {};
 }
 
 int64_t numel(const model::BertEncoder& m) {
@@ -111,45 +102,45 @@ TEST_CASE("modernbert config: both ways, transformers 4.x files and refusals", "
 
   Json scaled = j;
   scaled["rope_parameters"]["full_attention"]["rope_type"] = "linear";
-  CHECK_THAT(refusal(scaled), Contains("m/config.json") && Contains("rope_parameters.full_attention.rope_type"));
+  CHECK_THAT(test::config_refusal(scaled), Contains("m/config.json") && Contains("rope_parameters.full_attention.rope_type"));
   Json old_type = j;  // "type", as older files spell rope_type
   old_type["rope_parameters"]["sliding_attention"] = {{"type", "linear"}, {"factor", 2.0}};
-  CHECK_THAT(refusal(old_type), Contains("rope_parameters.sliding_attention.type"));
+  CHECK_THAT(test::config_refusal(old_type), Contains("rope_parameters.sliding_attention.type"));
   Json numeric = j;
   numeric["rope_parameters"]["full_attention"]["rope_type"] = 3;
-  CHECK_THAT(refusal(numeric), Contains("rope_parameters.full_attention.rope_type") && Contains("not a string"));
+  CHECK_THAT(test::config_refusal(numeric), Contains("rope_parameters.full_attention.rope_type") && Contains("not a string"));
   Json no_pad = j;
   no_pad.erase("pad_token_id");  // ModernBertConfig's 50283, past this vocabulary
-  CHECK_THAT(refusal(no_pad), Contains("pad_token_id"));
+  CHECK_THAT(test::config_refusal(no_pad), Contains("pad_token_id"));
   Json cutoff = j;
   cutoff["initializer_cutoff_factor"] = nullptr;  // ModernBertPreTrainedModel falls back to 3
   CHECK(model::bert_spec_from_hf_config(cutoff.dump(), "c.json").initializer_cutoff_factor == 3.0);
   cutoff["initializer_cutoff_factor"] = -1.0;
-  CHECK_THAT(refusal(cutoff), Contains("initializer_cutoff_factor"));
+  CHECK_THAT(test::config_refusal(cutoff), Contains("initializer_cutoff_factor"));
   Json eos_list = j;
   eos_list["eos_token_id"] = Json::array({2, 3});  // several: read, not kept
   CHECK_FALSE(model::bert_spec_from_hf_config(eos_list.dump(), "c.json").eos_token_id.has_value());
   Json pooling = j;
   pooling["classifier_pooling"] = "max";
-  CHECK_THAT(refusal(pooling), Contains("classifier_pooling"));
+  CHECK_THAT(test::config_refusal(pooling), Contains("classifier_pooling"));
   Json types = j;
   types["layer_types"] = Json::array({"full_attention"});
-  CHECK_THAT(refusal(types), Contains("layer_types"));
+  CHECK_THAT(test::config_refusal(types), Contains("layer_types"));
   Json unknown = j;
   unknown["layer_types"][1] = "chunked_attention";
-  CHECK_THAT(refusal(unknown), Contains("chunked_attention"));
+  CHECK_THAT(test::config_refusal(unknown), Contains("chunked_attention"));
   Json act = j;
   act["hidden_activation"] = "silu";
-  CHECK_THAT(refusal(act), Contains("hidden_activation"));
+  CHECK_THAT(test::config_refusal(act), Contains("hidden_activation"));
   Json regression = j;
   regression["problem_type"] = "regression";
-  CHECK_THAT(refusal(regression), Contains("problem_type"));
+  CHECK_THAT(test::config_refusal(regression), Contains("problem_type"));
   Json dropout = j;
   dropout["mlp_dropout"] = 1.5;
-  CHECK_THAT(refusal(dropout), Contains("mlp_dropout"));
+  CHECK_THAT(test::config_refusal(dropout), Contains("mlp_dropout"));
   Json pad = j;
   pad["sep_token_id"] = 400;
-  CHECK_THAT(refusal(pad), Contains("sep_token_id"));
+  CHECK_THAT(test::config_refusal(pad), Contains("sep_token_id"));
 }
 
 TEST_CASE("modernbert model: names, counts, units and the hf_parameters table", "[model][bert]") {
@@ -262,27 +253,11 @@ TEST_CASE("modernbert model: windows, padding, mean pooling and checkpointing", 
   // Activation checkpointing recomputes the same gradients, dropout included.
   auto spec = tiny();
   spec.attention_probs_dropout_prob = spec.mlp_dropout = spec.embedding_dropout = 0.1;
-  torch::manual_seed(6);
-  model::BertEncoder a(spec);
-  model::BertEncoder b(spec);
-  {
-    torch::NoGradGuard no_grad;
-    auto pa = a->parameters_by_name();
-    auto pb = b->parameters_by_name();
-    for (size_t i = 0; i < pa.size(); ++i) pb[i].second.copy_(pa[i].second);
-  }
-  b->set_activation_checkpointing(true);
-  const auto labels = torch::tensor({2}, torch::kInt64);
-  torch::manual_seed(7);
-  model::classification_loss(a->forward(ids), labels).backward();
-  torch::manual_seed(7);
-  model::classification_loss(b->forward(ids), labels).backward();
-  auto pa = a->parameters_by_name();
-  auto pb = b->parameters_by_name();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i].first);
-    CHECK((pa[i].second.grad() - pb[i].second.grad()).abs().max().item<double>() < 1e-6);
-  }
+  test::check_checkpointing_gradients(spec, ids);
+  // Unpadded: the tokens of a padded batch through the checkpointed layers.
+  const auto padded = torch::cat({ids, torch::zeros({1, 3}, torch::kInt64)}, 1);
+  const auto mask = torch::cat({torch::ones({1, 8}, torch::kInt64), torch::zeros({1, 3}, torch::kInt64)}, 1);
+  test::check_checkpointing_gradients(spec, padded, mask);
 }
 
 TEST_CASE("modernbert weights: both ways, a masked-LM head loads, its decoder is dropped", "[model][bert]") {
