@@ -74,15 +74,15 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
     auto word = torch::nn::EmbeddingOptions(spec.vocab_size, spec.hidden_size);
     if (spec.pad_token_id) word.padding_idx(*spec.pad_token_id);
     word_embeddings_ = embeddings->register_module("tok_embeddings", torch::nn::Embedding(word));
-    norm_ = embeddings->register_module("norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+    norm_ = embeddings->register_module("norm", modernbert_norm(spec));
     layers_ = model->register_module("layers", torch::nn::ModuleList());
     for (int64_t i = 0; i < spec.num_hidden_layers; ++i) layers_->push_back(ModernBertLayer(spec, i));
     final_norm_ =
-        model->register_module("final_norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+        model->register_module("final_norm", modernbert_norm(spec));
     if (spec.modernbert_head()) {  // ModernBertPredictionHead
       auto head = level(*this, "head");
       head_dense_ = head->register_module("dense", Dense(spec.hidden_size, spec.hidden_size, spec.classifier_bias));
-      head_norm_ = head->register_module("norm", EncoderNorm(spec.hidden_size, spec.layer_norm_eps, spec.norm_bias));
+      head_norm_ = head->register_module("norm", modernbert_norm(spec));
       classifier_ = dense(*this, "classifier", spec.hidden_size, spec.num_labels);
     }
     std::tie(rope_cos_, rope_sin_) = modernbert_rope(spec, spec.global_rope_theta);

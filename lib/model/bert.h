@@ -109,9 +109,9 @@ class BertEncoderImpl : public torch::nn::Module {
   Dense head_dense_{nullptr};  // RoBERTa's classifier.dense
   Dense classifier_{nullptr};  // classifier (with_classifier), RoBERTa's classifier.out_proj
   // ModernBERT
-  EncoderNorm norm_{nullptr};        // model.embeddings.norm
-  EncoderNorm final_norm_{nullptr};  // model.final_norm
-  EncoderNorm head_norm_{nullptr};   // head.norm (head_dense_ is head.dense)
+  Norm norm_{nullptr};        // model.embeddings.norm
+  Norm final_norm_{nullptr};  // model.final_norm
+  Norm head_norm_{nullptr};   // head.norm (head_dense_ is head.dense)
   torch::Tensor rope_cos_, rope_sin_, rope_local_cos_, rope_local_sin_;  // buffers, not parameters
 
   BertOutput encode_modernbert(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);

@@ -9,10 +9,10 @@
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 
-NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset)
+NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset, bool bias)
     : layer_norm_(layer_norm), eps_(eps), unit_offset_(unit_offset) {
   weight_ = register_parameter("weight", unit_offset ? torch::zeros({dim}) : torch::ones({dim}));
-  if (layer_norm_) bias_ = register_parameter("bias", torch::zeros({dim}));
+  if (layer_norm_ && bias) bias_ = register_parameter("bias", torch::zeros({dim}));
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
@@ -24,10 +24,8 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return at::rms_norm(x, shape, weight_, eps_);
 }
 
-namespace {
-
 // Llama's rotary embedding in the Hugging Face layout: the head's two halves are rotated as pairs.
-torch::Tensor rotate_half(const torch::Tensor& x) {
+static torch::Tensor rotate_half(const torch::Tensor& x) {
   // chunk, not two narrows: its backward is one cat, not a zero-filled full tensor per half.
   const auto halves = x.chunk(2, -1);
   return torch::cat({-halves[1], halves[0]}, -1);
@@ -41,6 +39,8 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   const auto parts = x.split_with_sizes({rotated, x.size(-1) - rotated}, -1);
   return torch::cat({parts[0] * cos + rotate_half(parts[0]) * sin, parts[1]}, -1);
 }
+
+namespace {
 
 // Attention written out, for what SDPA cannot do (tanh soft-capping of the scores): softmax(cap *
 // tanh(q k^T scale / cap) masked) v with the softmax in fp32, as transformers' eager attention.

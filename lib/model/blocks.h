@@ -18,7 +18,9 @@ namespace hftrain::model {
 // (Gemma) RMSNorm scales by 1 + weight, computed in fp32, and the weight starts at 0.
 class NormImpl : public torch::nn::Module {
  public:
-  NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset = false);
+  // layer_norm: LayerNorm (with a bias unless `bias` is false, as ModernBERT's), else RMSNorm
+  // ((1 + w) with unit_offset, Gemma's).
+  NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset = false, bool bias = true);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
@@ -29,6 +31,11 @@ class NormImpl : public torch::nn::Module {
   torch::Tensor bias_;
 };
 TORCH_MODULE(Norm);
+
+// Rotary position embedding in the Hugging Face layout (the head's two halves rotated as pairs):
+// x (B, H, T, D) * cos + rotate_half(x) * sin; cos/sin (T, R) or (B, 1, T, R), R <= D (partial
+// rotary factors rotate the first R dimensions and pass the rest through).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 // What every attention layer of a forward shares, made once per batch by the transformer.
 struct AttentionInputs {

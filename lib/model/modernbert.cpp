@@ -22,22 +22,17 @@ void trunc_normal(torch::Tensor& t, double std, double cutoff) {
 
 }  // namespace
 
-EncoderNormImpl::EncoderNormImpl(int64_t size, double eps, bool with_bias) : eps_(eps) {
-  weight_ = register_parameter("weight", torch::ones({size}));
-  if (with_bias) bias_ = register_parameter("bias", torch::zeros({size}));
-}
-
-torch::Tensor EncoderNormImpl::forward(const torch::Tensor& x) {
-  return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
+Norm modernbert_norm(const BertSpec& spec) {
+  return Norm(spec.hidden_size, /*layer_norm=*/true, spec.layer_norm_eps, /*unit_offset=*/false, spec.norm_bias);
 }
 
 ModernBertLayerImpl::ModernBertLayerImpl(const BertSpec& s, int64_t index) : spec_(s) {
   const int64_t c = s.hidden_size, f = s.intermediate_size;
-  if (index > 0) attn_norm_ = register_module("attn_norm", EncoderNorm(c, s.layer_norm_eps, s.norm_bias));
+  if (index > 0) attn_norm_ = register_module("attn_norm", modernbert_norm(s));
   auto attn = level(*this, "attn");
   wqkv_ = attn->register_module("Wqkv", Dense(c, 3 * c, s.attention_bias));
   attn_wo_ = attn->register_module("Wo", Dense(c, c, s.attention_bias));
-  mlp_norm_ = register_module("mlp_norm", EncoderNorm(c, s.layer_norm_eps, s.norm_bias));
+  mlp_norm_ = register_module("mlp_norm", modernbert_norm(s));
   auto mlp = level(*this, "mlp");
   wi_ = mlp->register_module("Wi", Dense(c, 2 * f, s.mlp_bias));
   mlp_wo_ = mlp->register_module("Wo", Dense(f, c, s.mlp_bias));
@@ -51,9 +46,7 @@ torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const Tokens&
   // three (B, H, T, D), RoPE in fp32 as apply_rotary_pos_emb, back to x's dtype.
   const auto qkv = tokens.padded(wqkv_(h)).view({B, T, 3, H, D}).unbind(2);
   auto rotate = [&](const torch::Tensor& t) {
-    const auto f = t.transpose(1, 2).to(torch::kFloat32);
-    const auto halves = f.chunk(2, -1);
-    return (f * cos + torch::cat({-halves[1], halves[0]}, -1) * sin).to(x.scalar_type());
+    return apply_rope(t.transpose(1, 2).to(torch::kFloat32), cos, sin).to(x.scalar_type());
   };
   const double p = is_training() ? spec_.attention_probs_dropout_prob : 0.0;
   const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;

@@ -1,10 +1,10 @@
 // ModernBERT's pieces for the encoder in bert.h (BertSpec::modernbert()), computed as transformers'
 // ModernBertModel does (its SDPA attention over the padded layout, the rest on the unpadded tokens,
-// as its flash-attention path computes everything): the LayerNorm without a bias, one
-// pre-norm layer (fused Wqkv attention with RoPE over a padding mask, and for a sliding layer a
-// window of local_attention / 2 positions either side; the GeGLU MLP), the RoPE tables, and
-// ModernBertPreTrainedModel's truncated-normal initialisation. Parameter names are transformers':
-// norm.{weight,bias}; attn_norm, attn.Wqkv, attn.Wo, mlp_norm, mlp.Wi, mlp.Wo.
+// as its flash-attention path computes everything): its LayerNorm (blocks.h's Norm, a bias only
+// where norm_bias is on), one pre-norm layer (fused Wqkv attention with RoPE over a padding mask,
+// and for a sliding layer a window of local_attention / 2 positions either side; the GeGLU MLP), the
+// RoPE tables, and ModernBertPreTrainedModel's truncated-normal initialisation. Parameter names are
+// transformers': norm.{weight,bias}; attn_norm, attn.Wqkv, attn.Wo, mlp_norm, mlp.Wi, mlp.Wo.
 #pragma once
 
 #include <cstdint>
@@ -14,21 +14,13 @@
 #include <torch/nn/pimpl.h>
 
 #include "model/bert_spec.h"
+#include "model/blocks.h"
 #include "model/dense.h"
 
 namespace hftrain::model {
 
-// torch.nn.LayerNorm(C, eps, bias=with_bias): "weight" (ones) and, with a bias, "bias" (zeros).
-class EncoderNormImpl : public torch::nn::Module {
- public:
-  EncoderNormImpl(int64_t size, double eps, bool with_bias);
-  torch::Tensor forward(const torch::Tensor& x);
-
- private:
-  torch::Tensor weight_, bias_;
-  double eps_;
-};
-TORCH_MODULE(EncoderNorm);
+// ModernBERT's LayerNorm: weight, and a bias only where norm_bias is on.
+Norm modernbert_norm(const BertSpec& spec);
 
 class ModernBertLayerImpl : public torch::nn::Module {
  public:
@@ -50,8 +42,8 @@ class ModernBertLayerImpl : public torch::nn::Module {
 
  private:
   BertSpec spec_;
-  EncoderNorm attn_norm_{nullptr};  // none in the first layer (transformers' nn.Identity)
-  EncoderNorm mlp_norm_{nullptr};
+  Norm attn_norm_{nullptr};  // none in the first layer (transformers' nn.Identity)
+  Norm mlp_norm_{nullptr};
   Dense wqkv_{nullptr}, attn_wo_{nullptr}, wi_{nullptr}, mlp_wo_{nullptr};
 };
 TORCH_MODULE(ModernBertLayer);

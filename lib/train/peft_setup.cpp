@@ -88,20 +88,18 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
     if (modules_to_save.empty()) modules_to_save = from->modules_to_save;
   }
   // A classifier's head is new (or retrained for these labels): peft's sequence-classification
-  // models always train it in full, and so does this.
-  if (!model.causal_lm() &&
-      std::find(modules_to_save.begin(), modules_to_save.end(), "classifier") == modules_to_save.end()) {
-    modules_to_save.push_back("classifier");
-  }
-  // ModernBERT's classifier reads a head (head.dense, head.norm), DeBERTa's a pooler (pooler.dense),
-  // that a ModernBertModel or DebertaV2Model base lacks: new weights as well, trained in full and
-  // saved beside the classifier.
-  for (const std::string module : {"head", "pooler"}) {
-    const bool present = std::any_of(run.hf_parameters.begin(), run.hf_parameters.end(),
-                                     [&](const model::HfParameter& p) { return p.param.starts_with(module + "."); });
-    if (!model.causal_lm() && present &&
-        std::find(modules_to_save.begin(), modules_to_save.end(), module) == modules_to_save.end()) {
-      modules_to_save.push_back(module);
+  // models always train it in full, and so does this: the classifier, and the modules holding the
+  // other output-layer linears (hf_modules.h), RoBERTa's classifier.dense, ModernBERT's head,
+  // DeBERTa's pooler, which a base encoder directory lacks as well.
+  if (!model.causal_lm()) {
+    std::vector<std::string> heads{"classifier"};
+    for (const auto& linear : model.hf_linear_modules()) {
+      if (linear.output_layer) heads.push_back(linear.name.substr(0, linear.name.find('.')));
+    }
+    for (const auto& module : heads) {
+      if (std::find(modules_to_save.begin(), modules_to_save.end(), module) == modules_to_save.end()) {
+        modules_to_save.push_back(module);
+      }
     }
   }
   const auto targets = peft::select_lora_targets(model.hf_linear_modules(), run.lora_config.target_modules, run.arch);

@@ -123,55 +123,39 @@ model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSour
   model::BertSpec s;
   if (source) {
     s = *source->bert;
-  } else if (c.model.encoder == config::Encoder::kModernBert) {
-    // ModernBertConfig's defaults for the structure (every third layer global, a 128-token local
-    // window, RoPE bases 160000 and 10000, no biases), the model.* shape.
-    const auto& m = c.model;
-    s = model::modernbert_defaults(m.n_layer);
-    s.vocab_size = m.vocab_size;
-    s.hidden_size = m.d_model;
-    s.num_attention_heads = m.n_head;
-    s.intermediate_size = m.d_ff.value_or(3 * m.d_model / 2);
-    s.max_position_embeddings = m.max_seq_len;
-    s.layer_norm_eps = m.norm_eps.value_or(1e-5);
-    s.attention_probs_dropout_prob = s.embedding_dropout = s.mlp_dropout = m.dropout;
-    s.initializer_range = m.init_std;
-    s.pad_token_id = pad_id;
-    s.bos_token_id = s.eos_token_id = s.cls_token_id = s.sep_token_id = std::nullopt;
-  } else if (c.model.encoder == config::Encoder::kDebertaV2) {
-    // DeBERTa-v3's structure (256 log buckets of relative positions, shared position keys, p2c and
-    // c2p, no absolute positions or token types), the model.* shape.
-    const auto& m = c.model;
-    s = model::deberta_v3_defaults(m.n_layer);
-    s.vocab_size = m.vocab_size;
-    s.hidden_size = m.d_model;
-    s.num_attention_heads = m.n_head;
-    s.intermediate_size = m.d_ff.value_or(4 * m.d_model);
-    s.max_position_embeddings = m.max_seq_len;
-    // deberta-v3's 256 buckets over 512 positions: half the positions, at most 256 (none below 8).
-    s.position_buckets = m.max_seq_len >= 8 ? std::min<int64_t>(256, m.max_seq_len / 2) : -1;
-    s.layer_norm_eps = m.norm_eps.value_or(1e-7);
-    s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
-    s.initializer_range = m.init_std;
-    s.pad_token_id = pad_id;
   } else {
+    // The family's structure (ModernBertConfig's, DeBERTa-v3's, BERT's or RoBERTa's defaults), then
+    // the model.* shape; what model.* leaves unset keeps the family's default.
     const auto& m = c.model;
+    const bool modernbert = m.encoder == config::Encoder::kModernBert;
+    const bool deberta = m.encoder == config::Encoder::kDebertaV2;
+    if (modernbert) s = model::modernbert_defaults(m.n_layer);
+    if (deberta) s = model::deberta_v3_defaults(m.n_layer);
+    if (m.encoder == config::Encoder::kRoberta) {
+      s.family = config::Encoder::kRoberta;
+      s.type_vocab_size = 1;
+      s.layer_norm_eps = 1e-5;
+    }
     s.vocab_size = m.vocab_size;
     s.hidden_size = m.d_model;
     s.num_hidden_layers = m.n_layer;
     s.num_attention_heads = m.n_head;
-    s.intermediate_size = m.d_ff.value_or(4 * m.d_model);
+    s.intermediate_size = m.d_ff.value_or(modernbert ? 3 * m.d_model / 2 : 4 * m.d_model);
     s.max_position_embeddings = m.max_seq_len;
-    s.layer_norm_eps = m.norm_eps.value_or(1e-12);
-    s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
+    s.layer_norm_eps = m.norm_eps.value_or(s.layer_norm_eps);
     s.initializer_range = m.init_std;
-    s.pad_token_id.reset();
-    if (m.encoder == config::Encoder::kRoberta) {  // positions pad + 1, ...: the table holds pad + 1 more rows
-      s.family = config::Encoder::kRoberta;
+    if (modernbert) {
+      s.attention_probs_dropout_prob = s.embedding_dropout = s.mlp_dropout = m.dropout;
+      s.bos_token_id = s.eos_token_id = s.cls_token_id = s.sep_token_id = std::nullopt;
+    } else {
+      s.hidden_dropout_prob = s.attention_probs_dropout_prob = m.dropout;
+    }
+    s.pad_token_id = modernbert || deberta ? pad_id : std::nullopt;
+    // deberta-v3's 256 buckets over 512 positions: half the positions, at most 256 (none below 8).
+    if (deberta) s.position_buckets = m.max_seq_len >= 8 ? std::min<int64_t>(256, m.max_seq_len / 2) : -1;
+    if (s.roberta()) {  // positions pad + 1, ...: the table holds pad + 1 more rows
       s.pad_token_id = pad_id.value_or(1);
       s.max_position_embeddings = m.max_seq_len + *s.pad_token_id + 1;
-      s.type_vocab_size = 1;
-      s.layer_norm_eps = m.norm_eps.value_or(1e-5);
     }
   }
   s.with_classifier = true;

@@ -25,6 +25,24 @@ inline std::string config_refusal(const nlohmann::json& j) {
   return {};
 }
 
+// `t` (1, T) with `extra` zeros appended: the ids, token types or attention mask of a right-padded row.
+inline torch::Tensor padded(const torch::Tensor& t, int64_t extra) {
+  return torch::cat({t, torch::zeros({1, extra}, torch::kInt64)}, 1);
+}
+// The attention mask of `t` (1, T) right-padded by `extra` positions.
+inline torch::Tensor padding_mask(const torch::Tensor& t, int64_t extra) { return padded(torch::ones_like(t), extra); }
+
+// The largest difference between the encoder's logits for `ids` (1, T) alone and for the same row
+// right-padded by `extra` positions (masked).
+inline double padding_difference(model::BertEncoder& m, const torch::Tensor& ids, int64_t extra,
+                                 const torch::Tensor& types = {}) {
+  torch::NoGradGuard no_grad;
+  const auto alone = m->forward(ids, torch::ones_like(ids), types);
+  const auto with_padding = m->forward(padded(ids, extra), padding_mask(ids, extra),
+                                       types.defined() ? padded(types, extra) : torch::Tensor());
+  return (alone - with_padding).abs().max().item<double>();
+}
+
 // Activation checkpointing recomputes the same gradients: two encoders of `spec` with the same
 // weights, one checkpointed, each trained one backward pass on `ids` (and `mask`) from the same
 // seed, dropout included.

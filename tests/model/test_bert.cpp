@@ -204,20 +204,14 @@ TEST_CASE("bert model: padding changes no logit, checkpointing no gradient", "[m
   m->eval();
   const auto ids = torch::tensor({{2, 7, 9, 11, 3}}, torch::kInt64);
   const auto types = torch::tensor({{0, 0, 0, 1, 1}}, torch::kInt64);
+  CHECK(test::padding_difference(m, ids, 4, types) < 1e-6);
   const auto alone = m->forward(ids, torch::ones_like(ids), types);
-  const auto padded_ids = torch::cat({ids, torch::zeros({1, 4}, torch::kInt64)}, 1);
-  const auto mask =
-      torch::cat({torch::ones({1, 5}, torch::kInt64), torch::zeros({1, 4}, torch::kInt64)}, 1);
-  const auto padded =
-      m->forward(padded_ids, mask, torch::cat({types, torch::zeros({1, 4}, torch::kInt64)}, 1));
-  CHECK((alone - padded).abs().max().item<double>() < 1e-6);
-  CHECK((alone - m->forward(ids, {}, types)).abs().max().item<double>() <
-        1e-6);  // no mask: all tokens
+  CHECK((alone - m->forward(ids, {}, types)).abs().max().item<double>() < 1e-6);  // no mask: all tokens
 
   // Activation checkpointing recomputes the same gradients.
   auto spec = tiny();
   spec.hidden_dropout_prob = 0.1;
-  test::check_checkpointing_gradients(spec, padded_ids, mask);
+  test::check_checkpointing_gradients(spec, test::padded(ids, 4), test::padding_mask(ids, 4));
 }
 
 TEST_CASE("bert loss: mean cross-entropy, ignore_index and label smoothing", "[model][bert]") {

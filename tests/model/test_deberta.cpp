@@ -196,17 +196,12 @@ TEST_CASE("deberta model: padding changes no logit, checkpointing no gradient", 
     m->eval();
     const auto ids = torch::tensor({{2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 3}}, torch::kInt64);
     const auto types = torch::tensor({{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}}, torch::kInt64);
-    torch::NoGradGuard no_grad;
-    const auto alone = m->forward(ids, torch::ones_like(ids), types);
-    const auto padded_ids = torch::cat({ids, torch::zeros({1, 4}, torch::kInt64)}, 1);
-    const auto mask = torch::cat({torch::ones({1, 11}, torch::kInt64), torch::zeros({1, 4}, torch::kInt64)}, 1);
-    const auto padded = m->forward(padded_ids, mask, torch::cat({types, torch::zeros({1, 4}, torch::kInt64)}, 1));
-    CHECK((alone - padded).abs().max().item<double>() < 1e-5);
+    CHECK(test::padding_difference(m, ids, 4, types) < 1e-5);
   }
   auto spec = tiny();
   spec.hidden_dropout_prob = spec.attention_probs_dropout_prob = 0.1;
-  const auto ids = torch::tensor({{2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 3, 0, 0}}, torch::kInt64);
-  test::check_checkpointing_gradients(spec, ids, ids.ne(0).to(torch::kInt64));
+  const auto ids = torch::tensor({{2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 3}}, torch::kInt64);
+  test::check_checkpointing_gradients(spec, test::padded(ids, 2), test::padding_mask(ids, 2));
 }
 
 TEST_CASE("deberta weights: both ways, masked-LM heads and unused positions dropped", "[model][bert]") {

@@ -237,9 +237,7 @@ TEST_CASE("modernbert model: windows, padding, mean pooling and checkpointing", 
     torch::NoGradGuard no_grad;
     const auto short_ids = ids.narrow(1, 0, 5);
     const auto alone = m->forward(short_ids, torch::ones_like(short_ids));
-    const auto padded_ids = torch::cat({short_ids, torch::zeros({1, 3}, torch::kInt64)}, 1);
-    const auto mask = torch::cat({torch::ones({1, 5}, torch::kInt64), torch::zeros({1, 3}, torch::kInt64)}, 1);
-    CHECK((alone - m->forward(padded_ids, mask)).abs().max().item<double>() < 1e-5);
+    CHECK(test::padding_difference(m, short_ids, 3) < 1e-5);
     if (mean) {  // the mean differs from the first token's state
       auto first = s;
       first.mean_pooling = false;
@@ -255,9 +253,7 @@ TEST_CASE("modernbert model: windows, padding, mean pooling and checkpointing", 
   spec.attention_probs_dropout_prob = spec.mlp_dropout = spec.embedding_dropout = 0.1;
   test::check_checkpointing_gradients(spec, ids);
   // Unpadded: the tokens of a padded batch through the checkpointed layers.
-  const auto padded = torch::cat({ids, torch::zeros({1, 3}, torch::kInt64)}, 1);
-  const auto mask = torch::cat({torch::ones({1, 8}, torch::kInt64), torch::zeros({1, 3}, torch::kInt64)}, 1);
-  test::check_checkpointing_gradients(spec, padded, mask);
+  test::check_checkpointing_gradients(spec, test::padded(ids, 3), test::padding_mask(ids, 3));
 }
 
 TEST_CASE("modernbert weights: both ways, a masked-LM head loads, its decoder is dropped", "[model][bert]") {

@@ -284,20 +284,26 @@ TEST_CASE("mixture of experts: a shared expert adds its sigmoid-gated MLP to eve
   CHECK(spec.layer_parameter_count(0) == routed_spec.layer_parameter_count(0) + 3 * 32 * 20 + 32);
 }
 
+// A tiny Llama whose `layers` layers are all mixtures of 4 experts (2 per token) with the
+// load-balancing loss on, its weights random (N(0, 0.3)) from `seed`.
+static model::Transformer moe_with_aux_loss(int64_t layers, uint64_t seed) {
+  auto spec = tiny_llama();
+  spec.n_layer = layers;
+  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 1;
+  spec.router_aux_loss_coef = 0.01;
+  torch::manual_seed(seed);
+  model::Transformer m(spec);
+  torch::NoGradGuard no_grad;
+  for (auto& p : m->parameters()) p.copy_(torch::randn(p.sizes()) * 0.3);
+  return m;
+}
+
 // transformers' load_balancing_loss_func over every MoE layer of a forward: E x sum_e f_e P_e with
 // f the share of top-k slots and P the mean router probability, both over all layers' tokens; its
 // gradient reaches every router; generation (no gradients) collects nothing.
 TEST_CASE("mixture of experts: the load-balancing loss over the layers", "[model]") {
-  auto spec = tiny_llama();
-  spec.n_layer = 3;
-  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 1;
-  spec.router_aux_loss_coef = 0.01;
-  torch::manual_seed(11);
-  model::Transformer m(spec);
-  for (auto& p : m->parameters()) {
-    torch::NoGradGuard no_grad;
-    p.copy_(torch::randn(p.sizes()) * 0.3);
-  }
+  model::Transformer m = moe_with_aux_loss(3, 11);
+  const auto& spec = m->spec();
   const auto ids = torch::randint(0, spec.vocab_size, {2, 6}, torch::kInt64);
   // The MoE layers in order, recording what their routers choose.
   std::vector<model::MoeImpl*> moes;
@@ -346,16 +352,8 @@ TEST_CASE("mixture of experts: the load-balancing loss over the layers", "[model
 // equals that of the rows without their padding; with checkpointing too; an all-ones mask changes
 // nothing.
 TEST_CASE("mixture of experts: the load-balancing loss leaves the padding out", "[model]") {
-  auto spec = tiny_llama();
-  spec.n_layer = 2;
-  spec.n_experts = 4, spec.experts_per_token = 2, spec.expert_d_ff = 16, spec.moe_every = 1;
-  spec.router_aux_loss_coef = 0.01;
-  torch::manual_seed(12);
-  model::Transformer m(spec);
-  for (auto& p : m->parameters()) {
-    torch::NoGradGuard no_grad;
-    p.copy_(torch::randn(p.sizes()) * 0.3);
-  }
+  model::Transformer m = moe_with_aux_loss(2, 12);
+  const auto& spec = m->spec();
   const auto ids = torch::randint(0, spec.vocab_size, {1, 9}, torch::kInt64);
   const auto aux_of = [&](const torch::Tensor& input, const torch::Tensor& mask) {
     m->set_router_token_mask(mask);
