@@ -4,7 +4,8 @@
 # near fp32; metrics.jsonl carries the MFU and the CUDA peak memory, fp16 runs the loss scale and
 # the skipped steps; a resume on the GPU with dropout continues exactly (the CUDA generator is in
 # the checkpoint); zero3 with cpu_offload in one process equals a plain GPU run; a BERT classifier
-# trains on the GPU; `generate --device cuda` gives the CPU's greedy text. Without a CUDA device
+# trains on the GPU; ModernBERT and DeBERTa-v2 classifiers equal the CPU's fp32 there and train in
+# bf16; `generate --device cuda` gives the CPU's greedy text. Without a CUDA device
 # it prints why and exits 77, which ctest reports as skipped.
 # Usage: gpu_test.sh path/to/hftrain
 set -u
@@ -114,6 +115,18 @@ bert=(model.arch=bert model.n_layer=2 model.n_head=2 model.d_model=32 model.max_
       "data.separator=''" trainer.micro_batch_size=8)
 run 0 run quickstart "${bert[@]}" trainer.device=cuda trainer.precision=bf16 run.output_dir="$WORK/bert"
 has "eval_accuracy" err
+
+# --- ModernBERT and DeBERTa-v2 classifiers: fp32 on the GPU equals fp32 on the CPU step by step
+# (unpadded ModernBERT, disentangled attention, log-bucket positions on CUDA kernels), and bf16 trains
+for enc in modernbert deberta-v2; do
+  short=(model.encoder=$enc trainer.max_steps=12 trainer.log_every=1 trainer.eval_every=12)
+  run 0 run quickstart "${bert[@]}" "${short[@]}" trainer.device=cpu run.output_dir="$WORK/$enc-cpu"
+  run 0 run quickstart "${bert[@]}" "${short[@]}" trainer.device=cuda run.output_dir="$WORK/$enc-cuda"
+  check "$enc fp32 on cuda vs the CPU: losses" close $enc-cpu $enc-cuda 1 12 1e-4
+  run 0 run quickstart "${bert[@]}" "${short[@]}" trainer.device=cuda trainer.precision=bf16 \
+    run.output_dir="$WORK/$enc-bf16"
+  check "$enc bf16 on cuda vs fp32: losses" close $enc-cpu $enc-bf16 1 12 5e-2
+done
 
 # --- generate on the GPU: greedy text equals the CPU's (a model trained 40 steps, so that its
 # predictions are not near-ties)
