@@ -169,9 +169,12 @@ fi
 # --- optimizers whose state is neither element-wise nor block-wise (galore_adamw's projections,
 # adafactor's factors): ddp, and zero1 with the state partitioned by whole parameters (each rank
 # steps its own and broadcasts them); a checkpoint of the partitioned state resumes under ddp;
-# zero2 and cpu_offload, which cut parameters, refuse them
+# zero2 and cpu_offload, which cut parameters, refuse them. Without clipping: zero1 sums the
+# gradient norm over its bucket chunks, ddp over whole parameters, and on a 16-core machine the two
+# roundings differ by an ulp, which the clip coefficient carries into every update (adafactor's
+# normalisation makes that 0.4% by step 8). The state's partitioning is what these runs test.
 for o in galore_adamw adafactor; do
-  extra=(optimizer.name=$o checkpoint.every_steps=4)
+  extra=(optimizer.name=$o checkpoint.every_steps=4 trainer.max_grad_norm=.inf)
   [ $o = galore_adamw ] && extra+=(optimizer.galore.rank=4 optimizer.galore.update_proj_gap=3)
   run 0 run quickstart "${common[@]}" "${extra[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref-$o" || continue
   for s in ddp zero1; do
@@ -189,10 +192,11 @@ for o in galore_adamw adafactor; do
   if [ -d "zero1-$o/checkpoint-4" ]; then
     shards "zero1-$o/checkpoint-4" 2
     mkdir "ddp-from-zero1-$o" && cp -r "zero1-$o/checkpoint-4" "ddp-from-zero1-$o/"
-    # The losses name the first step that differs (the state restored, or the steps after it).
+    # The losses name the first step that differs (the state restored, or the steps after it);
+    # the logged gradient norms differ by the two summation orders above.
     if run 0 resume "ddp-from-zero1-$o/checkpoint-4" distributed.strategy=ddp --force --nproc-per-node 2; then
-      check "$o: zero1's partitioned checkpoint resumed under ddp: losses" close "zero1-$o" "ddp-from-zero1-$o" 5 8 0
-      check "$o: zero1's partitioned checkpoint resumed under ddp: weights" same_weights "zero1-$o" "ddp-from-zero1-$o"
+      check "$o: zero1's partitioned checkpoint resumed under ddp: losses" close "zero1-$o" "ddp-from-zero1-$o" 5 8 1e-6
+      check "$o: zero1's partitioned checkpoint resumed under ddp: weights" same_weights "zero1-$o" "ddp-from-zero1-$o" 0
     fi
   fi
   run 2 run quickstart "${common[@]}" "${extra[@]}" distributed.strategy=zero2 run.output_dir="$WORK/z2-$o" \
