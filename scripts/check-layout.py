@@ -27,6 +27,7 @@ STAGE_ORDER = [
     "parallel/comm",
     "parallel/plan",
     "parallel/data_parallel",
+    "parallel/tensor",
     "ckpt",
     "metrics",
     "train",

@@ -316,6 +316,10 @@ struct DistributedConfig {
   int64_t bucket_size = 0;           // bytes of gradients per all-reduce / reduce-scatter bucket
   bool cpu_offload = false;          // optimizer state (zero3: also the parameter shards) in host memory
   ReduceDtype reduce_dtype = ReduceDtype::kFp32;
+  // Tensor parallelism (Megatron layers): ranks per group that split each block's matrices, and
+  // whether the norms and dropout between them run on a slice of the sequence.
+  int64_t tensor_parallel = 1;
+  bool sequence_parallel = false;
   // Time budgets of a collective, in seconds, by phase.
   double timeout = 0;                // training steps
   double startup_timeout = 0;        // rendezvous and the first collectives

@@ -53,6 +53,17 @@ void add_run_keys(Schema& s) {
       .on_resume(ResumeChange::kTraining)
       .choices({"fp32", "param"}).def("fp32")
       .doc("Precision of gradient reduction: fp32, or the compute precision (trainer.precision) to halve traffic.");
+  s.add("distributed.tensor_parallel", Type::kInt, HFTRAIN_FIELD(distributed.tensor_parallel))
+      .on_resume(ResumeChange::kTraining)
+      .def("1").min(1)
+      .doc("Ranks that split each block's matrices (Megatron tensor parallelism): q/k/v and gate/up by columns, "
+           "the attention output and down projections by rows, the vocabulary across ranks. Divides the world "
+           "size; the data-parallel size is the rest. Ranks of a group are consecutive (inside a node).");
+  s.add("distributed.sequence_parallel", Type::kBool, HFTRAIN_FIELD(distributed.sequence_parallel))
+      .on_resume(ResumeChange::kTraining)
+      .def("false")
+      .doc("With tensor_parallel > 1: the norms, dropout and residual stream between the split layers hold a "
+           "slice of the sequence, with reduce-scatter and all-gather in place of the all-reduces.");
   s.add("distributed.timeout", Type::kDuration, HFTRAIN_FIELD(distributed.timeout))
       .on_resume(ResumeChange::kSafe)
       .def("10m").min(1).unit("seconds")

@@ -17,11 +17,15 @@ NormImpl::NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset, b
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   const std::vector<int64_t> shape{x.size(-1)};
-  if (layer_norm_) return at::layer_norm(x, shape, weight_, bias_, eps_);
+  const auto summed = [this](const torch::Tensor& p) {
+    return sum_grad_over_ && p.defined() ? tp_sum_grad(p, *sum_grad_over_) : p;
+  };
+  const torch::Tensor weight = summed(weight_);
+  if (layer_norm_) return at::layer_norm(x, shape, weight, summed(bias_), eps_);
   if (unit_offset_) {  // Gemma: in fp32 whatever the dtypes, x * rsqrt(mean(x^2) + eps) * (1 + w)
-    return at::rms_norm(x.to(torch::kFloat32), shape, weight_.to(torch::kFloat32) + 1, eps_).to(x.scalar_type());
+    return at::rms_norm(x.to(torch::kFloat32), shape, weight.to(torch::kFloat32) + 1, eps_).to(x.scalar_type());
   }
-  return at::rms_norm(x, shape, weight_, eps_);
+  return at::rms_norm(x, shape, weight, eps_);
 }
 
 // Llama's rotary embedding in the Hugging Face layout: the head's two halves are rotated as pairs.
@@ -96,7 +100,22 @@ AttentionImpl::AttentionImpl(const ModelSpec& spec)
   }
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
+void AttentionImpl::set_tensor_parallel(TpGroup* group) {
+  tp_ = group;
+  n_head_ /= group->size();
+  n_kv_head_ /= group->size();
+  if (q_norm) {  // per-head norms: one weight for every head, each rank's gradient from its own
+    q_norm->sum_grad_over(group);
+    k_norm->sum_grad_over(group);
+  }
+}
+
+torch::Tensor AttentionImpl::project_out(const torch::Tensor& y) {
+  return tp_ ? row_parallel_linear(y, o_proj->weight, o_proj->bias, *tp_) : o_proj(y);
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& input, const AttentionInputs& in, LayerCache* cache) {
+  const torch::Tensor x = tp_ ? tp_enter(input, *tp_) : input;
   const int64_t B = x.size(0);
   const int64_t T = x.size(1);
   auto qkv = qkv_proj(x);  // (B, T, (H + 2 KVH) D)
@@ -151,7 +170,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
         flat(q, n_head_), flat(k, n_kv_head_), flat(v, n_kv_head_), in.cu_seqlens, in.cu_seqlens, in.max_seqlen,
         in.max_seqlen, is_training() ? dropout_ : 0.0, /*is_causal=*/true, /*return_debug_mask=*/false, scale_, left,
         right));
-    return o_proj(out.view({B, T, n_head_ * head_dim_}));
+    return project_out(out.view({B, T, n_head_ * head_dim_}));
   }
   // A document mask holds the causal rule itself (document_mask.h).
   if (in.mask.defined()) causal = false;
@@ -163,7 +182,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
                : at::scaled_dot_product_attention(q, k, v, mask, dropout, causal, scale_,
                                                   /*enable_gqa=*/n_kv_head_ != n_head_);
   y = y.transpose(1, 2).reshape({B, T, n_head_ * head_dim_});  // (B, T, H D)
-  return o_proj(y);
+  return project_out(y);
 }
 
 BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout) {
@@ -178,6 +197,16 @@ BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropo
     mlp = register_module("mlp", Mlp(spec));
   }
   if (spec.post_norms()) mlp_post_norm = register_module("mlp_post_norm", norm());
+}
+
+void BlockImpl::set_tensor_parallel(TpGroup* group) {
+  attn->set_tensor_parallel(group);
+  TORCH_CHECK(mlp, "tensor parallelism: mixture-of-experts layers are not split");
+  mlp->set_tensor_parallel(group);
+  if (!group->sequence_parallel()) return;
+  for (Norm* norm : {&attn_norm, &attn_post_norm, &mlp_norm, &mlp_post_norm}) {
+    if (*norm) (*norm)->sum_grad_over(group);
+  }
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {

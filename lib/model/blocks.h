@@ -11,6 +11,7 @@
 #include "model/mlp.h"
 #include "model/moe.h"
 #include "model/spec.h"
+#include "model/tensor_parallel.h"
 
 namespace hftrain::model {
 
@@ -22,8 +23,12 @@ class NormImpl : public torch::nn::Module {
   // ((1 + w) with unit_offset, Gemma's).
   NormImpl(int64_t dim, bool layer_norm, double eps, bool unit_offset = false, bool bias = true);
   torch::Tensor forward(const torch::Tensor& x);
+  // Tensor parallelism: each rank sees part of the weight's gradient (the norm runs on a slice of
+  // the sequence, or of the heads); the parts are summed over `group` in the backward.
+  void sum_grad_over(TpGroup* group) { sum_grad_over_ = group; }
 
  private:
+  TpGroup* sum_grad_over_ = nullptr;
   bool layer_norm_;
   double eps_;
   bool unit_offset_;
@@ -63,6 +68,9 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const ModelSpec& spec);
   // x (B, T, C).
   torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
+  // Tensor parallelism (tensor_parallel.h): this rank computes its share of the heads with its
+  // pieces of qkv_proj and o_proj (tp_plan.h), which the caller has put in place.
+  void set_tensor_parallel(TpGroup* group);
 
   Dense qkv_proj{nullptr};
   Dense o_proj{nullptr};
@@ -70,6 +78,10 @@ class AttentionImpl : public torch::nn::Module {
   Norm k_norm{nullptr};  // all of q (n_head x head_dim), of k (n_kv_head x head_dim); else unset
 
  private:
+  // o_proj (row-parallel under tensor parallelism: over this rank's heads, summed over the group).
+  torch::Tensor project_out(const torch::Tensor& y);
+
+  TpGroup* tp_ = nullptr;
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;
   bool per_head_qk_norm_ = false;
@@ -85,6 +97,8 @@ class BlockImpl : public torch::nn::Module {
   // `layer` (from 0) decides whether the block's MLP is a mixture of experts (spec.layer_is_moe).
   BlockImpl(const ModelSpec& spec, int64_t layer);
   torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache);
+  // Tensor parallelism for the attention and the MLP; with sequence parallelism the norms too.
+  void set_tensor_parallel(TpGroup* group);
 
   Norm attn_norm{nullptr};       // pre-norms (unset with post-norms alone)
   Attention attn{nullptr};

@@ -33,11 +33,15 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
   // caller: the context cannot tell during forward). `compute`: the matmuls' dtype.
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
                                const torch::Tensor& labels, double smoothing, double softcap, int64_t chunk_rows,
-                               bool need_hidden, bool need_weight, c10::ScalarType compute) {
+                               bool need_hidden, bool need_weight, c10::ScalarType compute, int64_t parallel) {
     // The casts below are the autocast policy for this layer; nothing inside may be re-cast.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const int64_t n = hidden.size(0);
     const int64_t vocab = weight.size(0);
+    // A vocabulary split over a tensor-parallel group: this rank's rows of the weight, and the
+    // reductions over the group that make its log-softmax the whole vocabulary's.
+    const VocabParallel* vp = reinterpret_cast<const VocabParallel*>(parallel);
+    const int64_t whole_vocab = vp ? vp->slice.vocab : vocab;
     const auto f32 = hidden.options().dtype(torch::kFloat32);
     const torch::Tensor h = hidden.to(compute);
     const torch::Tensor w = weight.to(compute);
@@ -69,7 +73,14 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       }
       const torch::Tensor y = labels.narrow(0, start, rows);
       const torch::Tensor valid = y.ne(kIgnoreIndex).to(torch::kFloat32);  // (rows)
-      const torch::Tensor target = y.clamp_min(0).unsqueeze(1);             // (rows, 1)
+      // This rank's entry of each target (its column; rows whose target lies on another rank of
+      // a split vocabulary point at column 0 and are left out through `mine`).
+      torch::Tensor mine;
+      torch::Tensor target = y.clamp_min(0).unsqueeze(1);  // (rows, 1)
+      if (vp) {
+        mine = y.ge(vp->slice.begin).logical_and(y.lt(vp->slice.end)).unsqueeze(1);
+        target = (target - vp->slice.begin).masked_fill(mine.logical_not(), 0);
+      }
       torch::Tensor lp = log_probs.narrow(0, 0, rows);
       torch::Tensor c = z;
       if (softcap > 0) {  // Gemma 2: as transformers, logits / cap, tanh, times cap
@@ -77,10 +88,27 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
         c = capped.narrow(0, 0, rows);
         torch::mul_out(c, z, softcap);
       }
-      at::_log_softmax_out(lp, c, 1, /*half_to_float=*/false);
-      const torch::Tensor lp_target = lp.gather(1, target);  // (rows, 1)
+      torch::Tensor lp_target;  // (rows, 1)
+      if (vp) {
+        // log-softmax over the whole vocabulary: the max and the sum of exponentials reduced over
+        // the group, and the target's log-probability from the rank that holds it.
+        torch::Tensor top = std::get<0>(c.max(1, /*keepdim=*/true));
+        vp->group->all_reduce(top, /*max=*/true);
+        torch::Tensor total = (c - top).exp_().sum(1, /*keepdim=*/true);
+        vp->group->all_reduce(total);
+        torch::sub_out(lp, c, total.log_().add_(top));
+        lp_target = lp.gather(1, target).masked_fill_(mine.logical_not(), 0);
+        vp->group->all_reduce(lp_target);
+      } else {
+        at::_log_softmax_out(lp, c, 1, /*half_to_float=*/false);
+        lp_target = lp.gather(1, target);
+      }
       torch::Tensor row_loss = lp_target.squeeze(1).neg();
-      if (smoothing > 0) row_loss = on_target * row_loss - smoothing * lp.mean(1);
+      if (smoothing > 0) {
+        torch::Tensor lp_sum = lp.sum(1);
+        if (vp) vp->group->all_reduce(lp_sum);
+        row_loss = on_target * row_loss - smoothing * lp_sum / static_cast<double>(whole_vocab);
+      }
       loss.add_((row_loss * valid).sum());
       if (!need_hidden && !need_weight) continue;
       // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0
@@ -91,15 +119,19 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       torch::Tensor g_capped = softcap > 0 ? c : g;
       if (smoothing > 0) {
         lp.exp_();
-        lp.scatter_add_(1, target, torch::full({rows, 1}, -on_target, f32));
-        lp.sub_(smoothing / static_cast<double>(vocab));
+        torch::Tensor hit = torch::full({rows, 1}, -on_target, f32);
+        if (vp) hit.masked_fill_(mine.logical_not(), 0);
+        lp.scatter_add_(1, target, hit);
+        lp.sub_(smoothing / static_cast<double>(whole_vocab));
         g_capped.copy_(lp);
       } else {
         // softmax cast to the compute dtype as it is stored; the target's entry, p - (1 - s),
         // is formed in fp32 first (in bf16 p rounds before the difference, which loses the
         // gradient of a confident prediction), then written over it.
         torch::exp_out(g_capped, lp);
-        g_capped.scatter_(1, target, lp_target.exp().sub_(on_target).to(g_capped.scalar_type()));
+        torch::Tensor at_target = lp_target.exp().sub_(on_target).to(g_capped.scalar_type());
+        if (vp) at_target = torch::where(mine, at_target, g_capped.gather(1, target));
+        g_capped.scatter_(1, target, at_target);
       }
       if (softcap > 0) {
         g_capped.mul_(z.mul_(z).neg_().add_(1));
@@ -139,7 +171,8 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       return (saved * g).to(ctx->saved_data[dtype_key].toScalarType());
     };
     return {scaled("grad_hidden", "hidden_dtype"), scaled("grad_weight", "weight_dtype"), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -167,7 +200,8 @@ std::optional<int64_t> chunk_rows_from_env() {
 }
 
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
-                               double label_smoothing, double softcap, int64_t chunk_rows) {
+                               double label_smoothing, double softcap, int64_t chunk_rows,
+                               const VocabParallel* vocab_parallel) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1) &&
                   labels.numel() == hidden.size(0),
               "lm_head_loss_sum: hidden (N, C), weight (V, C) and labels (N) do not fit");
@@ -178,7 +212,8 @@ torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor&
       at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : weight.scalar_type();
   const bool grad = torch::GradMode::is_enabled();
   return LmHeadLoss::apply(hidden, weight, labels.reshape({-1}), label_smoothing, softcap, chunk_rows,
-                           grad && hidden.requires_grad(), grad && weight.requires_grad(), compute);
+                           grad && hidden.requires_grad(), grad && weight.requires_grad(), compute,
+                           reinterpret_cast<int64_t>(vocab_parallel));
 }
 
 }  // namespace hftrain::model

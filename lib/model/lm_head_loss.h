@@ -17,15 +17,20 @@
 
 #include <torch/types.h>
 
+#include "model/tensor_parallel.h"
+
 namespace hftrain::model {
 
 // Sum over targets of cross_entropy(hidden @ weight^T, labels, ignore_index=-100,
 // label_smoothing), in fp32. hidden (N, C); weight (V, C); labels (N) int64. `softcap` > 0 caps
 // the logits first, as Gemma 2 does: softcap * tanh(logits / softcap). `chunk_rows` 0
 // picks rows so that a chunk of fp32 logits is about 32 MiB on the CPU and 1 GiB on a GPU, or
-// HFTRAIN_LM_HEAD_CHUNK_ROWS rows when that is set.
+// HFTRAIN_LM_HEAD_CHUNK_ROWS rows when that is set. With `vocab_parallel`, `weight` holds this
+// rank's rows of the vocabulary (tensor_parallel.h) and every rank of the group gets the whole
+// loss; the gradient of `hidden` is this rank's part (tp_enter before it sums the parts).
 torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& labels,
-                               double label_smoothing, double softcap = 0, int64_t chunk_rows = 0);
+                               double label_smoothing, double softcap = 0, int64_t chunk_rows = 0,
+                               const VocabParallel* vocab_parallel = nullptr);
 
 // HFTRAIN_LM_HEAD_CHUNK_ROWS read and checked: nullopt when unset or empty. Throws
 // util::ConfigError naming the variable when it is not a positive integer. The trainer calls it

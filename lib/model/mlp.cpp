@@ -20,15 +20,24 @@ MlpImpl::MlpImpl(const ModelSpec& spec, int64_t d_ff)
       "down_proj", Dense(d_ff_, spec.d_model, spec.mlp_biases()));
 }
 
-torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+void MlpImpl::set_tensor_parallel(TpGroup* group) {
+  tp_ = group;
+  d_ff_ /= group->size();
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& input) {
+  const torch::Tensor x = tp_ ? tp_enter(input, *tp_) : input;
+  torch::Tensor hidden;
   if (gated_) {
     auto gu = gate_up_proj(x);  // (B, T, 2 d_ff)
     const auto gate_up = gu.chunk(2, -1);  // one cat in the backward (see the attention's split)
     const auto gate = gelu_gate_ ? F::gelu(gate_up[0], F::GELUFuncOptions().approximate("tanh")) : F::silu(gate_up[0]);
-    return down_proj(gate * gate_up[1]);
+    hidden = gate * gate_up[1];
+  } else {
+    // GPT-2's "gelu_new" is the tanh approximation (as Gemma's gelu_pytorch_tanh).
+    hidden = F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh"));
   }
-  // GPT-2's "gelu_new" is the tanh approximation (as Gemma's gelu_pytorch_tanh).
-  return down_proj(F::gelu(up_proj(x), F::GELUFuncOptions().approximate("tanh")));
+  return tp_ ? row_parallel_linear(hidden, down_proj->weight, down_proj->bias, *tp_) : down_proj(hidden);
 }
 
 }  // namespace hftrain::model

@@ -80,9 +80,37 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
   }
 }
 
+void TransformerImpl::tensor_parallelize(std::shared_ptr<TpGroup> group) {
+  if (!group || group->size() <= 1) return;
+  TORCH_CHECK(!tp_, "tensor_parallelize: the model is split already");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : parameters_by_name()) {
+    const TpSplit split = decoder_tp_split(spec_, name, group->rank(), group->size());
+    if (split.split()) p.set_data(tp_take(p.detach(), split));
+  }
+  tp_ = std::move(group);
+  vocab_ = VocabParallel{tp_.get(), vocab_slice(spec_.vocab_size, tp_->rank(), tp_->size())};
+  for (size_t i = 0; i < layers_->size(); ++i) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());
+  if (tp_->sequence_parallel()) final_norm_->as<NormImpl>()->sum_grad_over(tp_.get());
+}
+
+TpSplit TransformerImpl::tp_split(const std::string& name, int rank) const {
+  return tp_ ? decoder_tp_split(spec_, name, rank, tp_->size()) : TpSplit{};
+}
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* cache,
                                        const torch::Tensor& position_ids) {
-  auto logits = F::linear(hidden_states(input_ids, cache, position_ids), head_weight());  // (B, T, V)
+  torch::Tensor hidden = hidden_states(input_ids, cache, position_ids);
+  if (tp_) hidden = tp_enter(hidden, *tp_);
+  auto logits = F::linear(hidden, head_weight());  // (B, T, V), or this rank's slice of V
+  if (tp_) {
+    std::vector<TpSplit> slices;
+    for (int r = 0; r < tp_->size(); ++r) {
+      const VocabSlice v = vocab_slice(spec_.vocab_size, r, tp_->size());
+      slices.push_back(TpSplit{logits.dim() - 1, v.vocab, {{v.begin, v.rows()}}});
+    }
+    logits = tp_gather(logits.detach(), slices, *tp_);
+  }
   if (spec_.final_logit_softcapping > 0) {
     const double cap = spec_.final_logit_softcapping;
     logits = torch::tanh(logits / cap) * cap;
@@ -92,9 +120,10 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
 
 torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
                                         double label_smoothing, const torch::Tensor& position_ids) {
-  const torch::Tensor x = hidden_states(input_ids, nullptr, position_ids);  // (B, T, C)
+  torch::Tensor x = hidden_states(input_ids, nullptr, position_ids);  // (B, T, C)
+  if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
-                               spec_.final_logit_softcapping);
+                               spec_.final_logit_softcapping, 0, tp_ ? &vocab_ : nullptr);
   // The root's hook sees the loss: under zero3 the root (which holds the head) stays whole until
   // the loss exists, and in evaluation it is released only then.
   return hooks_ ? hooks_->after_forward(0, loss) : loss;
@@ -109,7 +138,11 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   TORCH_CHECK(!position_ids.defined() || !cache, "position ids are for packed training rows, not a KV cache");
   if (hooks_) hooks_->before_forward(0);
   router_stats_.clear();
-  auto x = embed_tokens_(input_ids);  // (B, T, C)
+  TORCH_CHECK(!tp_ || !cache, "a KV cache (generation) needs a whole model, not a tensor-parallel one");
+  // Under tensor parallelism each rank looks up its rows of the vocabulary and tp_leave sums them
+  // (with sequence parallelism: this rank's slice of the sequence, (B, T / size, C)).
+  auto x = tp_ ? tp_leave(vocab_parallel_embedding(input_ids, embed_tokens_->weight, vocab_.slice), *tp_)
+               : embed_tokens_(input_ids);  // (B, T, C)
   if (spec_.scale_embeddings) {  // Gemma: sqrt(d_model) as an fp32 number, rounded to the weights' dtype
     x = x * torch::scalar_tensor(std::sqrt(static_cast<double>(spec_.d_model)), x.options().dtype(torch::kFloat32))
                 .to(embed_tokens_->weight.scalar_type());
@@ -131,8 +164,13 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     }
   }
   if (spec_.learned_positions()) {
-    x = x + embed_positions_(position_ids.defined() ? position_ids
-                                                    : torch::arange(offset, offset + T, input_ids.options()));
+    torch::Tensor ids = position_ids.defined() ? position_ids : torch::arange(offset, offset + T, input_ids.options());
+    torch::Tensor table = embed_positions_->weight;
+    if (tp_ && tp_->sequence_parallel()) {  // this rank's slice of the sequence
+      ids = ids.narrow(-1, tp_->rank() * x.size(1), x.size(1));
+      table = tp_sum_grad(table, *tp_);
+    }
+    x = x + torch::embedding(table, ids);
   } else {
     // longrope: the long factors for every position once the last one is past the original
     // context (transformers' longrope_frequency_update), the short ones otherwise.

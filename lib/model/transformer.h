@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -23,6 +25,8 @@
 #include "model/dense.h"
 #include "model/moe.h"
 #include "model/spec.h"
+#include "model/tensor_parallel.h"
+#include "model/tp_plan.h"
 
 namespace hftrain::model {
 
@@ -75,6 +79,16 @@ class TransformerImpl : public torch::nn::Module {
   ParameterUnits parameter_units() const;
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
+  // Tensor parallelism: keeps this rank's pieces of every parameter (tp_plan.h) and routes the
+  // blocks' activations through `group` (tensor_parallel.h); the output layer's loss is reduced
+  // over the vocabulary's pieces. Once, after the weights are initialised or loaded whole (every
+  // rank alike) and before the model moves to its device. forward() then gives the logits whole,
+  // for evaluation (no gradient flows through the gathering); generation needs a whole model.
+  void tensor_parallelize(std::shared_ptr<TpGroup> group);
+  TpGroup* tensor_parallel() const { return tp_.get(); }
+  // Where rank `rank`'s piece of parameter `name` lies in the whole one (whole without a group).
+  TpSplit tp_split(const std::string& name, int rank) const;
+
  private:
   // The blocks and the final norm: (B, T) ids -> (B, T, C), the output layer's input.
   torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids);
@@ -86,6 +100,8 @@ class TransformerImpl : public torch::nn::Module {
                                        const torch::Tensor& x, const torch::Tensor& token_mask);
 
   ModelSpec spec_;
+  std::shared_ptr<TpGroup> tp_;
+  VocabParallel vocab_;  // the output layer's and embedding's vocabulary slice under tp_
   std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;

@@ -4,7 +4,9 @@
 #   plan/           the memory formulas of each strategy (`hftrain plan`)
 #   data_parallel/  gradient buckets, hooks and the overlapped reducer; the strategies (single,
 #                   ddp, zero1/2, zero3, hybrid, cpu_offload); shard layout; the memory report
-# Tensor and pipeline parallelism get sub-folders of their own beside data_parallel/.
+#   tensor/         tensor parallelism: the model's TpGroup over a communicator, and the whole
+#                   parameters and optimizer state a checkpoint moves (the layers are model/'s)
+# Pipeline parallelism gets a sub-folder of its own beside these.
 set(HFTRAIN_PARALLEL_CORE_SOURCES
   comm/monitor.cpp
   comm/ompi_server.cpp
@@ -25,4 +27,5 @@ set(HFTRAIN_PARALLEL_TORCH_SOURCES
   data_parallel/strategy.cpp
   data_parallel/unit_storage.cpp
   data_parallel/zero12.cpp
-  data_parallel/zero3.cpp)
+  data_parallel/zero3.cpp
+  tensor/tp_group.cpp)

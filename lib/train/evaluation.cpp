@@ -68,18 +68,18 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     }
   }
   model.module().train();
-  if (world.size() > 1) {
-    world.comm().all_reduce(loss_sum)->wait();
-    if (confusion.defined()) world.comm().all_reduce(confusion)->wait();
+  if (world.dp_size() > 1) {  // a tensor-parallel group's ranks evaluated the same batches
+    world.data_parallel().all_reduce(loss_sum)->wait();
+    if (confusion.defined()) world.data_parallel().all_reduce(confusion)->wait();
     if (entities) {  // every rank's counts, summed
       const auto mine = entities->counts();
       auto sum = torch::tensor(std::vector<int64_t>(mine.begin(), mine.end()), torch::kInt64).to(device);
-      world.comm().all_reduce(sum)->wait();
+      world.data_parallel().all_reduce(sum)->wait();
       const torch::Tensor all = sum.cpu();
       entities.emplace(*tags);
       entities->add_counts({all.data_ptr<int64_t>(), static_cast<size_t>(all.numel())});
     }
-    targets = parallel::all_reduce_value(world.comm(), targets, parallel::ReduceOp::kSum, device);
+    targets = parallel::all_reduce_value(world.data_parallel(), targets, parallel::ReduceOp::kSum, device);
   }
   EvalResult result;
   if (confusion.defined()) {

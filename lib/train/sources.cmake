@@ -21,4 +21,5 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer.cpp
   trainer_builder.cpp
   trainer_checkpoint.cpp
+  tp_setup.cpp
   wiring.cpp)

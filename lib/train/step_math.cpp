@@ -23,12 +23,20 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
 }
 
 torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
-                         const std::function<void(torch::Tensor&)>& sum_over_ranks) {
+                         const std::function<void(torch::Tensor&)>& sum_over_ranks,
+                         const std::vector<double>& weights) {
   if (grads.empty() && !sum_over_ranks) return torch::zeros({}, torch::kFloat32);
   torch::Tensor total;
   if (sum_over_ranks) {
-    auto squares = grads.empty() ? torch::zeros({1}, torch::kFloat32)
-                                 : torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square().sum().reshape({1});
+    torch::Tensor squares = torch::zeros({1}, torch::kFloat32);
+    if (!grads.empty()) {
+      squares = torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square();
+      if (!weights.empty()) {
+        TORCH_CHECK(weights.size() == grads.size(), "clip_grads: one weight per gradient");
+        squares = squares * torch::tensor(weights, torch::kFloat64).to(squares.options());
+      }
+      squares = squares.sum().reshape({1});
+    }
     sum_over_ranks(squares);
     total = squares.sqrt().reshape({});
   } else {

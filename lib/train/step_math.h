@@ -19,8 +19,11 @@ torch::Tensor token_loss_sum(const torch::Tensor& logits, const torch::Tensor& l
 // torch.nn.utils.clip_grad_norm_ does, with its 1e-6).
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
 // The same over gradient tensors directly. With `sum_over_ranks` (sharded gradients: each rank
-// holds a disjoint part), the squared norms are summed over the ranks before the square root.
+// holds a disjoint part), the squared norms are summed over the ranks before the square root;
+// `weights` (one per gradient, or empty: all 1) weigh each squared norm in that sum (tensor
+// parallelism: 1 / tp for a gradient every rank of the group holds whole, 1 for a piece).
 torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
-                         const std::function<void(torch::Tensor&)>& sum_over_ranks = {});
+                         const std::function<void(torch::Tensor&)>& sum_over_ranks = {},
+                         const std::vector<double>& weights = {});
 
 }  // namespace hftrain::train

@@ -22,6 +22,8 @@
 #include "model/hf_modules.h"
 #include "model/parameter_units.h"
 #include "model/spec.h"
+#include "model/tensor_parallel.h"
+#include "model/tp_plan.h"
 
 namespace hftrain::train {
 
@@ -67,6 +69,13 @@ class TaskModel {
   // The decoder's spec (QLoRA's quantization while loading); null for other tasks.
   virtual const model::ModelSpec* decoder_spec() const { return nullptr; }
   virtual int64_t non_embedding_parameters() const = 0;
+
+  // Tensor parallelism (model/tensor_parallel.h): keep this rank's pieces of the weights and split
+  // the computation over `group`; once, after the weights are in place, before the move to the
+  // device. Only decoders split (the default refuses).
+  virtual void tensor_parallelize(std::shared_ptr<model::TpGroup> group);
+  // Where rank `rank`'s piece of parameter `name` lies in the whole parameter.
+  virtual model::TpSplit tp_split(const std::string& /*name*/, int /*rank*/) const { return {}; }
   virtual parallel::UnitSizes unit_sizes() const = 0;
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
 };

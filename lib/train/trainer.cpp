@@ -39,12 +39,15 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   model_ = std::move(parts.model);
   strategy_ = std::move(parts.strategy);
   peft_ = std::move(parts.peft);
-  total_steps_ = plan_total_steps(config_, *loaders_.train, world_->size());
+  total_steps_ = plan_total_steps(config_, *loaders_.train, world_->dp_size());
   state_.total_steps = total_steps_;
   if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
     plateau_.emplace(config_.scheduler.plateau, config_.optimizer.lr);
   }
   window_loss_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  if (world_->tp_size() > 1) {
+    tp_group_ = parallel::make_tp_group(world_->tensor_parallel_group(), config_.distributed.sequence_parallel);
+  }
 }
 
 Trainer::~Trainer() {
@@ -85,6 +88,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     strategy_->set_optimizer_train_mode(false);  // the weights to keep
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
+    const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
     if (world_->is_main()) {
       if (peft_) {
         save_adapter_dir(dir);
@@ -117,18 +121,19 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     step_targets += micro.back().num_target_tokens;
     // Every rank's micro-batch has this shape (exactly so with packing; with padding to the
     // longest, approximately).
-    state_.tokens_seen += micro.back().input_ids.numel() * world_->size();
+    state_.tokens_seen += micro.back().input_ids.numel() * world_->dp_size();
     const std::vector<uint64_t>& drawn = micro.back().source_tokens;
     if (state_.source_tokens.size() < drawn.size()) state_.source_tokens.resize(drawn.size(), 0);
     for (size_t s = 0; s < drawn.size(); ++s) state_.source_tokens[s] += static_cast<int64_t>(drawn[s]);
   }
-  // The loss is divided by the step's target tokens over ALL ranks, so the summed gradients equal
-  // one process's over the same global batch. The count is all-reduced on the device: no sync.
+  // The loss is divided by the step's target tokens over ALL data-parallel ranks (a tensor-parallel
+  // group shares its batches), so the summed gradients equal one process's over the same global
+  // batch. The count is all-reduced on the device: no sync.
   const double denom = static_cast<double>(std::max<int64_t>(1, step_targets));
   torch::Tensor global_denom;
-  if (world_->size() > 1) {
+  if (world_->dp_size() > 1) {
     auto count = torch::full({1}, step_targets, torch::TensorOptions().dtype(torch::kInt64).device(device_));
-    world_->comm().all_reduce(count)->wait();
+    world_->data_parallel().all_reduce(count)->wait();
     global_denom = count.clamp_min(1).to(torch::kFloat32).reshape({});
   }
   for (size_t m = 0; m < micro.size(); ++m) {
@@ -142,7 +147,7 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     // A mixture of experts' load-balancing loss: per micro-batch, as transformers adds it to each
     // forward's mean loss, so divided by the micro-batches and ranks the gradients are summed over.
     if (const torch::Tensor aux = model_->aux_loss(); aux.defined()) {
-      loss = loss + aux / static_cast<double>(micro.size() * static_cast<size_t>(world_->size()));
+      loss = loss + aux / static_cast<double>(micro.size() * static_cast<size_t>(world_->dp_size()));
       window_aux_ = window_aux_.defined() ? window_aux_ + aux.detach() : aux.detach();
       ++window_aux_count_;
     }
@@ -158,8 +163,18 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     max_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
   }
   const std::vector<torch::Tensor> grads = strategy_->grads();
+  std::vector<double> norm_weights;
+  if (world_->tp_size() > 1) {
+    // The tensor-parallel group's pieces together make the whole gradient: each piece's squared
+    // norm once, a parameter every rank holds whole once over the group (1 / tp per rank).
+    // (ddp over the data-parallel groups: the gradients are whole within each.)
+    parallel::Communicator* group = &world_->tensor_parallel_group();
+    sum_shards = [group](torch::Tensor& x) { group->all_reduce(x, parallel::ReduceOp::kSum)->wait(); };
+    max_shards = [group](torch::Tensor& x) { group->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
+    norm_weights = tp_norm_weights();
+  }
   scaler_.unscale_grads(grads, max_shards);
-  grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards);
+  grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards, norm_weights);
   std::optional<double> overflowed_at;
   if (scaler_.found_inf()) {
     overflowed_at = scaler_.current_scale();
@@ -169,6 +184,27 @@ std::optional<double> Trainer::train_step(double lr_factor) {
   scaler_.update();
   strategy_->zero_grad();
   return overflowed_at;
+}
+
+std::vector<double> Trainer::tp_norm_weights() const {
+  std::vector<double> weights;
+  const int tp = world_->tp_size();
+  for (const auto& [name, p] : model_->parameters_by_name()) {
+    if (!p.grad().defined()) continue;
+    weights.push_back(model_->tp_split(name, world_->tp_rank()).split() ? 1.0 : 1.0 / tp);
+  }
+  return weights;
+}
+
+std::unique_ptr<parallel::TpWholeParameters> Trainer::tp_whole(parallel::TpWholeParameters::Access access) {
+  if (!tp_group_) return nullptr;
+  return std::make_unique<parallel::TpWholeParameters>(model_->parameters_by_name(), tp_split_of(), *tp_group_,
+                                                       access);
+}
+
+parallel::SplitOf Trainer::tp_split_of() const {
+  const TaskModel* model = model_.get();
+  return [model](const std::string& name, int rank) { return model->tp_split(name, rank); };
 }
 
 void Trainer::run_evaluation() {

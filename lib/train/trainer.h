@@ -22,6 +22,7 @@
 #include "optim/optimizer.h"
 #include "parallel/comm/world.h"
 #include "parallel/data_parallel/strategy.h"
+#include "parallel/tensor/tp_group.h"
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
 #include "train/precision.h"
@@ -153,6 +154,15 @@ class Trainer {
     return parallel::all_reduce_value(world_->comm(), value, op, device_);
   }
   optim::Optimizer& optimizer() { return strategy_->optimizer(); }
+  // Tensor parallelism: the weight of each gradient's squared norm in the group's sum (1 for a
+  // piece, 1 / tp for a parameter every rank holds whole), in the order of strategy_->grads().
+  std::vector<double> tp_norm_weights() const;
+  // Tensor parallelism: where rank r's piece of a parameter lies (for the checkpoint's gathering).
+  parallel::SplitOf tp_split_of() const;
+  // Tensor parallelism: every split parameter whole for the scope (save: gathered, collective;
+  // load: to be filled); null without tensor parallelism.
+  std::unique_ptr<parallel::TpWholeParameters> tp_whole(parallel::TpWholeParameters::Access access);
+  std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
 };
 
 }  // namespace hftrain::train

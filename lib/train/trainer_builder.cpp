@@ -10,6 +10,7 @@
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "train/model_from.h"
+#include "train/tp_setup.h"
 #include "train/wiring.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -42,6 +43,12 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     throw util::ConfigError("trainer.precision=fp16 needs a CUDA device (dynamic loss scaling runs there)",
                             "use trainer.precision=bf16 on the CPU");
   }
+  // The layout first: a mesh that cannot run stops before the data is prepared.
+  check_tensor_parallel(config);
+  {
+    parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
+    world.set_tensor_parallel(static_cast<int>(config.distributed.tensor_parallel));
+  }
   torch::manual_seed(static_cast<uint64_t>(config.run.seed));
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(t.tf32);
@@ -73,7 +80,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kData);
     const bool many = world.size() > 1;
     if (many && !world.is_main()) world.comm().barrier();
-    const data::DataOptions options = data_options(config, world.rank(), world.size());
+    // The ranks of a tensor-parallel group read the same batches: the data splits over data parallelism.
+    const data::DataOptions options = data_options(config, world.dp_rank(), world.dp_size());
     if (classify) {
       parts.loaders = data::make_classification_loaders(classification_options(config, source), options.loader,
                                                         *parts.tokenizer, device);
@@ -111,6 +119,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
                                      model::hf_linear_modules(*decoder));
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from", on_load.handover);
+  split_model(*parts.model, world, config);  // whole weights in place: each rank keeps its pieces
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
@@ -129,8 +138,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     parts.model->set_unit_hooks(parts.strategy->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each
-  // rank draws its own numbers.
-  if (world.size() > 1) torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 7919u * world.rank());
+  // data-parallel rank draws its own numbers (a tensor-parallel group draws the same).
+  if (world.size() > 1) torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 7919u * world.dp_rank());
   return parts;
 }
 

@@ -213,10 +213,15 @@ fs::path Trainer::save_checkpoint() {
     world_->comm().all_reduce(window)->wait();
     window_targets = reduce_over_ranks(window_targets_, parallel::ReduceOp::kSum);
   }
-  const ckpt::StagedOptimizer staged =
-      ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, strategy_->local_optimizer_state());
-  // zero3: the units gathered one by one into host copies on rank 0, which writes them.
+  parallel::LocalOptimizerState local = strategy_->local_optimizer_state();
+  if (tp_group_) {  // the tensor-parallel group's pieces put together: whole state tensors
+    local = parallel::gather_optimizer_state(std::move(local), tp_split_of(), model_->parameters_by_name(), *tp_group_);
+  }
+  const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, local);
+  // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
+  // parallelism: the pieces gathered whole on every rank of the group.
   parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
+  const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -367,6 +372,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   {
     // Each rank keeps its shard of what is loaded.
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());
+    const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kLoad);  // each rank its pieces after
     if (peft_) {
       restore_trained(dir, allow_data_change);
     } else {
@@ -383,7 +389,11 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
 
   const auto saved_optimizer = ckpt::open_saved_optimizer(dir);  // its own errors name its files
   try {
-    strategy_->load_optimizer_state(*saved_optimizer);  // each rank reads its pieces
+    if (tp_group_) {  // the whole saved state read as this rank's pieces
+      strategy_->load_optimizer_state(*parallel::sliced_optimizer_state(*saved_optimizer, tp_split_of(), world_->tp_rank()));
+    } else {
+      strategy_->load_optimizer_state(*saved_optimizer);  // each rank reads its pieces
+    }
   } catch (const util::CheckpointError& e) {
     // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
     throw util::CheckpointError(saved_optimizer->source() + ": " + e.what(), e.hint());

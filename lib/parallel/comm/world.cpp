@@ -217,6 +217,35 @@ Communicator& World::inter_node() {
   return *inter_;
 }
 
+void World::set_tensor_parallel(int tensor_parallel) {
+  if (tensor_parallel <= 1 || tp_) return;
+  if (size() % tensor_parallel != 0) {
+    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tensor_parallel) +
+                                " does not divide the world of " + std::to_string(size()) +
+                                " ranks (world = data parallel x tensor parallel)",
+                            "start a multiple of " + std::to_string(tensor_parallel) +
+                                " processes, or set distributed.tensor_parallel to a divisor of " +
+                                std::to_string(size()));
+  }
+  tp_size_ = tensor_parallel;
+  const int tp_index = tp_rank(), dp_index = dp_rank();
+  if (comm_->backend() == "mpi") {
+    tp_ = mpi_split(*comm_, dp_index, tp_index, monitor_.get());
+    dp_ = mpi_split(*comm_, tp_index, dp_index, monitor_.get());
+  } else {
+    tp_ = make_nccl_communicator(&store_holder_->store, tp_index, tp_size_, device_.index(),
+                                 "tp" + std::to_string(dp_index), monitor_.get());
+    dp_ = make_nccl_communicator(&store_holder_->store, dp_index, dp_size(), device_.index(),
+                                 "dp" + std::to_string(tp_index), monitor_.get());
+  }
+  if (is_main()) {
+    util::log::info("mesh: " + std::to_string(size()) + " ranks = data parallel " + std::to_string(dp_size()) +
+                    " x tensor parallel " + std::to_string(tp_size_) + " (tensor-parallel groups: ranks " +
+                    "0-" + std::to_string(tp_size_ - 1) + ", " + std::to_string(tp_size_) + "-" +
+                    std::to_string(2 * tp_size_ - 1) + ", ...)");
+  }
+}
+
 World::~World() {
   if (broken_) {
     // A collective is stuck: the orderly shutdown would wait for it forever.
@@ -224,8 +253,12 @@ World::~World() {
     new std::shared_ptr<Communicator>(std::move(comm_));
     new std::shared_ptr<Communicator>(std::move(intra_));
     new std::shared_ptr<Communicator>(std::move(inter_));
+    new std::shared_ptr<Communicator>(std::move(tp_));
+    new std::shared_ptr<Communicator>(std::move(dp_));
     return;
   }
+  dp_.reset();
+  tp_.reset();
   inter_.reset();
   intra_.reset();
   comm_.reset();

@@ -49,6 +49,20 @@ class World {
   // Created on first use (a collective over the world).
   Communicator& intra_node();
   Communicator& inter_node();
+
+  // Tensor parallelism's mesh, tp innermost: groups of `tensor_parallel` consecutive ranks (inside
+  // a node where it divides the node's ranks) split the model; the ranks at the same place of
+  // every group form a data-parallel group, over which the sharding strategies run and the data
+  // is split. Collective, once, before the data and the model are set up; without it (or with 1)
+  // the data-parallel group is the world. Throws ConfigError when `tensor_parallel` does not
+  // divide the world size.
+  void set_tensor_parallel(int tensor_parallel);
+  int tp_size() const { return tp_size_; }
+  int tp_rank() const { return rank() % tp_size_; }
+  int dp_size() const { return size() / tp_size_; }
+  int dp_rank() const { return rank() / tp_size_; }
+  Communicator& data_parallel() { return dp_ ? *dp_ : *comm_; }
+  Communicator& tensor_parallel_group() { return *tp_; }
   Monitor* monitor() { return monitor_.get(); }
   KeyValueStore* store() { return store_.get(); }
   // After a collective timed out or a peer failed: skip the orderly shutdown (which would wait
@@ -71,7 +85,8 @@ class World {
   std::unique_ptr<StoreHolder> store_holder_;
   std::unique_ptr<KeyValueStore> store_;
   std::unique_ptr<Monitor> monitor_;
-  std::shared_ptr<Communicator> comm_, intra_, inter_;
+  std::shared_ptr<Communicator> comm_, intra_, inter_, tp_, dp_;
+  int tp_size_ = 1;
   bool uses_mpi_ = false;
   bool broken_ = false;
 };

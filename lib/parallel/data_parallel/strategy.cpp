@@ -94,19 +94,19 @@ class ReplicatedStrategy final : public ShardingStrategy {
  public:
   ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params,
                      bool partition_state = false)
-      : rank_(world.rank()), world_size_(world.size()), comm_(&world.comm()), params_(tensors_of(params)),
-        optimizer_(optim::make_optimizer(config.optimizer, params)) {
-    if (world.size() > 1) {
-      broadcast_parameters(world.comm(), params);
+      : rank_(world.dp_rank()), world_size_(world.dp_size()), comm_(&world.data_parallel()),
+        params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
+    if (world_size_ > 1) {
+      broadcast_parameters(*comm_, params);
       std::vector<int64_t> numels;
       for (const auto& p : params_) numels.push_back(p.numel());
       const auto dtype = reduce_dtype(config);
       reducer_ = std::make_unique<GradReducer>(
-          world.comm(), params_,
+          *comm_, params_,
           plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size, 1),
           GradReducer::Mode::kAllReduce, dtype);
       if (partition_state) {
-        owners_ = partition_by_size(numels, world.size());
+        owners_ = partition_by_size(numels, world_size_);
         for (size_t i = 0; i < params.size(); ++i) {
           if (owners_[i] == rank_) owned_.insert(params[i].first);
         }
@@ -189,7 +189,7 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const c
   using config::Strategy;
   const Strategy s = config.distributed.strategy;
   const bool offload = config.distributed.cpu_offload;
-  if (s == Strategy::kDdp || (world.size() == 1 && !offload)) {
+  if (s == Strategy::kDdp || (world.dp_size() == 1 && !offload)) {
     if (offload) {
       throw util::ConfigError("distributed.cpu_offload needs a zero strategy: ddp keeps the optimizer state on every rank",
                               "use distributed.strategy=zero1, zero2, zero3 or hybrid, or distributed.cpu_offload=false");

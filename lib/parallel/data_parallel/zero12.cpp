@@ -16,7 +16,7 @@ namespace {
 class ZeroStrategy final : public ShardingStrategy {
  public:
   ZeroStrategy(World& world, const config::Config& config, const optim::NamedParams& params, int stage)
-      : comm_(world.comm()), stage_(stage), offload_(config.distributed.cpu_offload), params_(tensors_of(params)) {
+      : comm_(world.data_parallel()), stage_(stage), offload_(config.distributed.cpu_offload), params_(tensors_of(params)) {
     broadcast_parameters(comm_, params);
     std::vector<int64_t> numels;
     for (const auto& p : params_) numels.push_back(p.numel());

@@ -21,12 +21,12 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
  public:
   Zero3Strategy(World& world, const config::Config& config, const optim::NamedParams& params,
                 const model::ParameterUnits& units, bool hybrid)
-      : shards_(hybrid ? world.intra_node() : world.comm()),
+      : shards_(hybrid ? world.intra_node() : world.data_parallel()),
         hybrid_(hybrid),
         offload_(config.distributed.cpu_offload),
         reduce_dtype_(reduce_dtype(config)),
         params_(tensors_of(params)) {
-    broadcast_parameters(world.comm(), params);
+    broadcast_parameters(world.data_parallel(), params);
     if (hybrid && world.inter_node().size() > 1) replicas_ = &world.inter_node();
     const int n = shards_.size();
     std::vector<Bucket> groups;

@@ -1,0 +1,87 @@
+#include "model/tp_plan.h"
+
+#include <torch/torch.h>
+
+namespace hftrain::model {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+bool is_either(const std::string& name, const std::string& module) {
+  return ends_with(name, module + ".weight") || ends_with(name, module + ".bias");
+}
+
+// Rank r's equal part of each block of `blocks` (sizes along `dim`, laid out one after another).
+TpSplit parts_of(int64_t dim, const std::vector<int64_t>& blocks, int rank, int size) {
+  TpSplit split;
+  split.dim = dim;
+  for (int64_t block : blocks) {
+    const int64_t part = block / size;
+    split.segments.emplace_back(split.whole + part * rank, part);
+    split.whole += block;
+  }
+  return split;
+}
+
+}  // namespace
+
+int64_t TpSplit::length() const {
+  int64_t n = 0;
+  for (const auto& s : segments) n += s.second;
+  return n;
+}
+
+TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int rank, int size) {
+  if (size <= 1) return {};
+  const int64_t d = spec.head_dim();
+  if (is_either(name, "attn.qkv_proj")) {
+    return parts_of(0, {spec.n_head * d, spec.n_kv_head * d, spec.n_kv_head * d}, rank, size);
+  }
+  if (ends_with(name, "attn.o_proj.weight")) return parts_of(1, {spec.n_head * d}, rank, size);
+  if (is_either(name, "mlp.gate_up_proj")) return parts_of(0, {spec.d_ff, spec.d_ff}, rank, size);
+  if (is_either(name, "mlp.up_proj")) return parts_of(0, {spec.d_ff}, rank, size);
+  if (ends_with(name, "mlp.down_proj.weight")) return parts_of(1, {spec.d_ff}, rank, size);
+  if (name == "embed_tokens.weight" || name == "lm_head.weight") {
+    const VocabSlice slice = vocab_slice(spec.vocab_size, rank, size);
+    return TpSplit{0, spec.vocab_size, {{slice.begin, slice.rows()}}};
+  }
+  return {};
+}
+
+torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split) {
+  if (!split.split()) return whole;
+  std::vector<torch::Tensor> pieces;
+  for (const auto& [offset, length] : split.segments) pieces.push_back(whole.narrow(split.dim, offset, length));
+  return torch::cat(pieces, split.dim).contiguous();
+}
+
+torch::Tensor tp_gather(const torch::Tensor& piece, const std::vector<TpSplit>& splits, TpGroup& group) {
+  const TpSplit& mine = splits.at(static_cast<size_t>(group.rank()));
+  if (!mine.split()) return piece;
+  // Pieces may differ in size (an uneven vocabulary): each goes out padded to the largest.
+  int64_t across = 1;  // elements per index of `dim`
+  for (int64_t i = 0; i < piece.dim(); ++i) across *= i == mine.dim ? 1 : piece.size(i);
+  int64_t largest = 0;
+  for (const auto& s : splits) largest = std::max(largest, s.length() * across);
+  auto padded = torch::zeros({largest}, piece.options());
+  padded.narrow(0, 0, piece.numel()).copy_(piece.reshape({-1}));
+  auto all = torch::empty({largest * group.size()}, piece.options());
+  group.all_gather(all, padded);
+  std::vector<int64_t> shape = piece.sizes().vec();
+  shape[mine.dim] = mine.whole;
+  auto whole = torch::empty(shape, piece.options());
+  for (size_t r = 0; r < splits.size(); ++r) {
+    std::vector<int64_t> piece_shape = piece.sizes().vec();
+    piece_shape[mine.dim] = splits[r].length();
+    const auto theirs = all.narrow(0, static_cast<int64_t>(r) * largest, splits[r].length() * across).view(piece_shape);
+    int64_t at = 0;
+    for (const auto& [offset, length] : splits[r].segments) {
+      whole.narrow(mine.dim, offset, length).copy_(theirs.narrow(mine.dim, at, length));
+      at += length;
+    }
+  }
+  return whole;
+}
+
+}  // namespace hftrain::model

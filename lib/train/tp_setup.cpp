@@ -1,0 +1,110 @@
+#include "train/tp_setup.h"
+
+#include <string>
+
+#include "model/spec.h"
+#include "parallel/tensor/tp_group.h"
+#include "util/error.h"
+
+namespace hftrain::train {
+namespace {
+
+std::string divisors_of(int64_t n) {
+  std::string out;
+  for (int64_t d = 2; d <= n; ++d) {
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return out.empty() ? "none above 1" : out;
+}
+
+void refuse(const std::string& what, const std::string& fix) {
+  throw util::ConfigError("distributed.tensor_parallel: " + what, fix);
+}
+
+void check_divides(const std::string& key, int64_t value, int64_t tp, const std::string& why) {
+  if (value % tp == 0) return;
+  refuse(key + "=" + std::to_string(value) + " does not divide by distributed.tensor_parallel=" + std::to_string(tp) +
+             " (" + why + ")",
+         "set distributed.tensor_parallel to a divisor of " + std::to_string(value) + " (" + divisors_of(value) + ")");
+}
+
+}  // namespace
+
+void TaskModel::tensor_parallelize(std::shared_ptr<model::TpGroup> /*group*/) {
+  throw util::ConfigError("distributed.tensor_parallel splits decoders only", "set distributed.tensor_parallel=1");
+}
+
+void check_tensor_parallel(const config::Config& config) {
+  const auto& d = config.distributed;
+  const int64_t tp = d.tensor_parallel;
+  if (d.sequence_parallel && tp == 1) {
+    throw util::ConfigError("distributed.sequence_parallel needs distributed.tensor_parallel > 1 (it splits the "
+                            "sequence over the tensor-parallel group)",
+                            "set distributed.tensor_parallel=2 or more, or distributed.sequence_parallel=false");
+  }
+  if (tp == 1) return;
+  const auto& m = config.model;
+  if (m.arch == config::ModelArch::kBert) {
+    refuse("BERT encoders are not split yet; it splits decoders (gpt2, llama and the Hugging Face decoders that "
+           "model.from reads)",
+           "train the encoder with data parallelism: distributed.tensor_parallel=1");
+  }
+  const model::ModelSpec spec = model::ModelSpec::from_config(m);
+  check_divides("model.n_head", spec.n_head, tp, "each rank computes whole heads");
+  check_divides("model.n_kv_head", spec.n_kv_head, tp, "each rank holds the key/value heads of its query heads");
+  check_divides("model.d_ff", spec.d_ff, tp, "each rank computes d_ff / tensor_parallel hidden units");
+  if (spec.vocab_size < tp) {
+    refuse("the vocabulary (" + std::to_string(spec.vocab_size) + ") has fewer rows than ranks",
+           "set distributed.tensor_parallel to at most model.vocab_size");
+  }
+  if (spec.n_experts > 0) {
+    refuse("mixture-of-experts layers (model.n_experts) are not split yet", "set distributed.tensor_parallel=1");
+  }
+  if (spec.qk_norm == config::QkNorm::kProjection) {
+    refuse("model.qk_norm=projection normalises all heads' q together (OLMo 2), which needs a reduction over the "
+           "group that is not built yet",
+           "set distributed.tensor_parallel=1");
+  }
+  if (m.dropout > 0) {
+    refuse("model.dropout > 0: the tensor-parallel ranks' random streams (the same numbers in replicated regions, "
+           "their own in split ones) are not built yet",
+           "set model.dropout=0, or distributed.tensor_parallel=1");
+  }
+  switch (config.optimizer.name) {
+    case config::OptimizerName::kAdafactor:
+    case config::OptimizerName::kGaloreAdamW:
+      refuse("optimizer." + std::string(config.optimizer.name == config::OptimizerName::kAdafactor
+                                            ? "name=adafactor factors whole weight matrices"
+                                            : "name=galore_adamw projects each whole weight matrix's gradient") +
+                 ", and each rank holds pieces of them",
+             "use an optimizer with element-wise state (adamw, sgd, lion, adagrad, rmsprop, schedule_free_adamw)");
+      break;
+    case config::OptimizerName::kAdamW8bit:
+      refuse("optimizer.name=adamw_8bit quantizes blocks of each whole flattened parameter, and each rank holds "
+             "pieces of them",
+             "use optimizer.name=adamw");
+      break;
+    default: break;
+  }
+  if (d.strategy != config::Strategy::kDdp || d.cpu_offload) {
+    refuse("distributed.strategy=zero1/2/3, hybrid and cpu_offload do not run over the data-parallel groups of a "
+           "tensor-parallel mesh yet",
+           "use distributed.strategy=ddp with distributed.tensor_parallel");
+  }
+  if (config.peft.method != config::PeftMethod::kNone) {
+    refuse("LoRA adapters (peft.method=lora) are not split yet", "set distributed.tensor_parallel=1");
+  }
+  if (d.sequence_parallel && config.data.seq_len % tp != 0) {
+    refuse("with distributed.sequence_parallel each rank holds data.seq_len / tensor_parallel positions, and "
+           "data.seq_len=" + std::to_string(config.data.seq_len) + " does not divide",
+           "set data.seq_len to a multiple of " + std::to_string(tp));
+  }
+}
+
+void split_model(TaskModel& model, parallel::World& world, const config::Config& config) {
+  if (world.tp_size() <= 1) return;
+  model.tensor_parallelize(
+      parallel::make_tp_group(world.tensor_parallel_group(), config.distributed.sequence_parallel));
+}
+
+}  // namespace hftrain::train

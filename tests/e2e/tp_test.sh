@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end: tensor parallelism on the CPU (MPI), through hftrain's own launcher. A tensor-parallel
+# run trains the model of one rank (fp32, dropout off): losses and final weights within 1e-5 for
+# GPT-2 (with a vocabulary that 2 does not divide, tied embeddings) and Llama with grouped-query
+# attention (untied head), with and without sequence parallelism, and for 2 x 2 ranks (data
+# parallel x tensor parallel) against one rank accumulating 2 micro-batches. The saved model is
+# whole; a checkpoint of a tensor-parallel run resumes on one rank and at another layout with the
+# same next losses. Layouts that cannot run are refused before any work with exit 2.
+# Usage: tp_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: tp_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${HFTRAIN_PYTHON:-python3}
+source "$SRC/tests/e2e/harness.sh"
+source "$SRC/tests/e2e/compare.sh"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+mkdir corpus
+for i in $(seq 1 80); do
+  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+done > corpus/cookies
+common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2
+        model.max_seq_len=64 data.seq_len=32 trainer.micro_batch_size=4 trainer.max_grad_norm=0.5 optimizer.lr=0.003
+        optimizer.weight_decay=0.1 scheduler.name=cosine scheduler.warmup_steps=3 trainer.log_every=1
+        trainer.max_steps=8 checkpoint.at_end=false trainer.device=cpu trainer.eval_every=4)
+# GPT-2: 261 vocabulary rows split 131 + 130, tied embeddings, learned positions, biases everywhere.
+gpt2=("${common[@]}" model.arch=gpt2 model.n_head=2 model.d_model=32 model.vocab_size=261)
+# Llama: 4 query heads over 2 key/value heads (each rank: 2 over 1), an untied head, SwiGLU.
+llama=("${common[@]}" model.arch=llama model.n_head=4 model.n_kv_head=2 model.d_model=32 model.d_ff=64
+       model.vocab_size=260 model.tie_embeddings=false)
+
+for m in gpt2 llama; do
+  declare -n args=$m
+  run 0 run quickstart "${args[@]}" run.output_dir="$WORK/$m-ref" || continue
+  for sp in false true; do
+    dir=$m-tp2-sp$sp
+    run 0 run quickstart "${args[@]}" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
+      run.output_dir="$WORK/$dir" --nproc-per-node 2 || continue
+    has "mesh: 2 ranks = data parallel 1 x tensor parallel 2" err
+    check "$m, tp=2 (sequence parallel $sp) vs 1 rank: losses" close $m-ref $dir 1 8 1e-5
+    check "$m, tp=2 (sequence parallel $sp) vs 1 rank: weights" same_weights $m-ref $dir 1e-5
+  done
+done
+
+# --- 2 data-parallel x 2 tensor-parallel ranks (ddp over each data-parallel group) against one rank
+# that accumulates the two data-parallel ranks' micro-batches
+run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/llama-accum2"
+if run 0 run quickstart "${llama[@]}" distributed.tensor_parallel=2 run.output_dir="$WORK/llama-dp2-tp2" \
+  --nproc-per-node 4; then
+  has "mesh: 4 ranks = data parallel 2 x tensor parallel 2" err
+  check "llama, dp=2 x tp=2 vs 1 rank accumulating 2: losses" close llama-accum2 llama-dp2-tp2 1 8 1e-5
+  check "llama, dp=2 x tp=2 vs 1 rank accumulating 2: weights" same_weights llama-accum2 llama-dp2-tp2 1e-5
+fi
+
+# --- a tensor-parallel checkpoint (whole weights, whole optimizer state) resumed on 1 rank and at
+# tp=2 with sequence parallelism: the same next losses
+if run 0 run quickstart "${gpt2[@]}" distributed.tensor_parallel=2 checkpoint.every_steps=4 \
+  run.output_dir="$WORK/gpt2-ckpt" --nproc-per-node 2; then
+  run 0 verify "$WORK/gpt2-ckpt/checkpoint-4"
+  for to in one tp2sp; do
+    mkdir "gpt2-from-$to" && cp -r gpt2-ckpt/checkpoint-4 "gpt2-from-$to/"
+  done
+  run 0 resume "$WORK/gpt2-from-one/checkpoint-4" distributed.tensor_parallel=1 --force \
+    && check "gpt2: tp=2's checkpoint resumed on 1 rank: losses 5-8" close gpt2-ckpt gpt2-from-one 5 8 1e-5
+  run 0 resume "$WORK/gpt2-from-tp2sp/checkpoint-4" distributed.sequence_parallel=true --force --nproc-per-node 2 \
+    && check "gpt2: tp=2's checkpoint resumed at tp=2 with sequence parallelism: losses 5-8" \
+      close gpt2-ckpt gpt2-from-tp2sp 5 8 1e-5
+fi
+
+# --- layouts that cannot run: exit 2 before any work, naming the rule and a fix
+refused() {  # refused WHAT TEXT ARGS...: exit 2, TEXT in stderr, no checkpoint written
+  local what=$1 text=$2
+  shift 2
+  run 2 run quickstart "${gpt2[@]}" run.output_dir="$WORK/refused" "$@" && has "$text" err
+  [ -z "$(ls -d "$WORK"/refused/checkpoint-* 2>/dev/null)" ] && ok || fail "$what: a refused run wrote a checkpoint"
+}
+refused "world size" "does not divide the world of 3 ranks" distributed.tensor_parallel=2 --nproc-per-node 3
+refused "heads" "model.n_head=2 does not divide by distributed.tensor_parallel=3" distributed.tensor_parallel=3 \
+  --nproc-per-node 3
+refused "kv heads" "model.n_kv_head=2 does not divide by distributed.tensor_parallel=4" model.arch=llama \
+  model.n_head=8 model.n_kv_head=2 model.d_ff=64 distributed.tensor_parallel=4 --nproc-per-node 4
+refused "adafactor" "optimizer.name=adafactor factors whole weight matrices" optimizer.name=adafactor \
+  distributed.tensor_parallel=2 --nproc-per-node 2
+refused "sequence parallel alone" "distributed.sequence_parallel needs distributed.tensor_parallel > 1" \
+  distributed.sequence_parallel=true
+refused "zero2" "do not run over the data-parallel groups" distributed.strategy=zero2 distributed.tensor_parallel=2 \
+  --nproc-per-node 2
+finish
