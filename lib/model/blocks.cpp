@@ -164,6 +164,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& input, const Attention
       return t.transpose(1, 2).reshape({B * T, heads, head_dim_}).to(in.varlen_dtype);
     };
     TORCH_CHECK(softcap_ == 0, "soft-capped attention has no variable-length kernel");
+    const TpRngFork own_numbers(q.device(), tp_ && is_training() && dropout_ > 0);
     const std::optional<int64_t> left = in.window > 0 ? std::optional<int64_t>(in.window - 1) : std::nullopt;
     const std::optional<int64_t> right = in.window > 0 ? std::optional<int64_t>(0) : std::nullopt;
     auto out = std::get<0>(at::_flash_attention_forward(
@@ -176,6 +177,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& input, const Attention
   if (in.mask.defined()) causal = false;
   const std::optional<torch::Tensor> mask = in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt;
   const double dropout = is_training() ? dropout_ : 0.0;
+  // A rank's heads drop their own numbers (tensor_parallel.h).
+  const TpRngFork own_numbers(q.device(), tp_ && dropout > 0);
   auto y = softcap_ > 0
                ? eager_attention(q, k, v, in.mask, causal, scale_.value_or(1.0 / std::sqrt(static_cast<double>(head_dim_))),
                                  softcap_, dropout, is_training())
@@ -204,20 +207,25 @@ void BlockImpl::set_tensor_parallel(TpGroup* group) {
   TORCH_CHECK(mlp, "tensor parallelism: mixture-of-experts layers are not split");
   mlp->set_tensor_parallel(group);
   if (!group->sequence_parallel()) return;
+  own_dropout_ = true;
   for (Norm* norm : {&attn_norm, &attn_post_norm, &mlp_norm, &mlp_post_norm}) {
     if (*norm) (*norm)->sum_grad_over(group);
   }
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& in, LayerCache* cache) {
-  const auto drop = F::DropoutFuncOptions().p(dropout_).training(is_training());
+  // Under sequence parallelism each rank holds its own slice of the sequence: its own numbers.
+  const auto dropped = [&](const torch::Tensor& t) {
+    const TpRngFork own_numbers(t.device(), own_dropout_ && is_training() && dropout_ > 0);
+    return F::dropout(t, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  };
   auto a = attn(attn_norm ? attn_norm(x) : x, in, cache);
   if (attn_post_norm) a = attn_post_norm(a);
-  const auto h = x + F::dropout(a, drop);
+  const auto h = x + dropped(a);
   const auto mlp_in = mlp_norm ? mlp_norm(h) : h;
   auto m = mlp ? mlp(mlp_in) : moe(mlp_in);
   if (mlp_post_norm) m = mlp_post_norm(m);
-  return h + F::dropout(m, drop);
+  return h + dropped(m);
 }
 
 }  // namespace hftrain::model

@@ -110,6 +110,7 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   double dropout_;
+  bool own_dropout_ = false;  // sequence parallelism: the residual dropout from this rank's stream
 };
 TORCH_MODULE(Block);
 

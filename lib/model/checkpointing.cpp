@@ -2,6 +2,8 @@
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+
+#include "model/tensor_parallel.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
@@ -16,6 +18,7 @@ struct Replay : torch::CustomClassHolder {
   c10::DeviceType device_type = c10::DeviceType::CPU;
   torch::Tensor cpu_rng;
   torch::Tensor cuda_rng;
+  torch::Tensor tp_rng;  // tensor parallelism: this rank's own stream (tensor_parallel.h)
   bool autocast = false;
   at::ScalarType autocast_dtype = at::kBFloat16;
 };
@@ -31,6 +34,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
 #ifdef HFTRAIN_HAVE_CUDA
     if (x.is_cuda()) replay->cuda_rng = at::cuda::detail::getDefaultCUDAGenerator(x.device().index()).get_state();
 #endif
+    if (tp_rng::active()) replay->tp_rng = tp_rng::state(x.device());
     replay->autocast = at::autocast::is_autocast_enabled(replay->device_type);
     replay->autocast_dtype = at::autocast::get_autocast_dtype(replay->device_type);
     ctx->save_for_backward({x});
@@ -54,6 +58,11 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
       gen.set_state(replay->cuda_rng);
     }
 #endif
+    torch::Tensor tp_now;
+    if (tp_rng::active()) {
+      tp_now = tp_rng::state(x.device());
+      tp_rng::set_state(x.device(), replay->tp_rng);
+    }
     const bool autocast_now = at::autocast::is_autocast_enabled(replay->device_type);
     const auto dtype_now = at::autocast::get_autocast_dtype(replay->device_type);
     at::autocast::set_autocast_enabled(replay->device_type, replay->autocast);
@@ -66,6 +75,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     at::autocast::set_autocast_enabled(replay->device_type, autocast_now);
     at::autocast::set_autocast_dtype(replay->device_type, dtype_now);
     cpu_generator().set_state(cpu_now);
+    if (tp_rng::active()) tp_rng::set_state(x.device(), tp_now);
 #ifdef HFTRAIN_HAVE_CUDA
     if (cuda_now.defined()) {
       at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(x.device().index());  // a handle copy

@@ -1,6 +1,13 @@
 #include "model/tensor_parallel.h"
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include <torch/torch.h>
+#ifdef HFTRAIN_HAVE_CUDA
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
 
 #include "util/error.h"
 
@@ -82,7 +89,91 @@ class SumGrad : public torch::autograd::Function<SumGrad> {
   }
 };
 
+// This process's tensor-parallel streams: the seed, and each device's state once drawn from.
+struct Streams {
+  std::mutex mutex;
+  bool seeded = false;
+  uint64_t seed = 0;
+  std::map<std::pair<int, int>, torch::Tensor> states;  // (device type, index) -> generator state
+};
+Streams& streams() {
+  static Streams s;
+  return s;
+}
+std::pair<int, int> key_of(const torch::Device& d) { return {static_cast<int>(d.type()), d.has_index() ? d.index() : -1}; }
+
+at::Generator default_generator(const torch::Device& device) {
+#ifdef HFTRAIN_HAVE_CUDA
+  if (device.is_cuda()) return at::cuda::detail::getDefaultCUDAGenerator(device.has_index() ? device.index() : -1);
+#endif
+  TORCH_CHECK(device.is_cpu(), "tensor-parallel random streams: no generator for ", device.str());
+  return at::detail::getDefaultCPUGenerator();
+}
+
 }  // namespace
+
+namespace tp_rng {
+
+void seed(uint64_t value) {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.seeded = true;
+  s.seed = value;
+  s.states.clear();
+}
+
+void reset() {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.seeded = false;
+  s.states.clear();
+}
+
+bool active() {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.seeded;
+}
+
+torch::Tensor state(const torch::Device& device) {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto it = s.states.find(key_of(device));
+  return it == s.states.end() ? torch::Tensor() : it->second.clone();
+}
+
+void set_state(const torch::Device& device, const torch::Tensor& state) {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (state.defined()) {
+    s.states[key_of(device)] = state.clone();
+  } else {
+    s.states.erase(key_of(device));
+  }
+}
+
+}  // namespace tp_rng
+
+TpRngFork::TpRngFork(const torch::Device& device, bool on) : device_(device) {
+  if (!on || !tp_rng::active()) return;
+  at::Generator gen = default_generator(device_);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  saved_ = gen.get_state();
+  const torch::Tensor mine = tp_rng::state(device_);
+  if (mine.defined()) {
+    gen.set_state(mine);
+  } else {  // the stream's first use on this device
+    gen.set_current_seed(streams().seed);
+  }
+}
+
+TpRngFork::~TpRngFork() {
+  if (!saved_.defined()) return;
+  at::Generator gen = default_generator(device_);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  tp_rng::set_state(device_, gen.get_state());
+  gen.set_state(saved_);
+}
 
 torch::Tensor tp_enter(const torch::Tensor& x, TpGroup& group) { return Enter::apply(x, as_key(group)); }
 torch::Tensor tp_leave(const torch::Tensor& x, TpGroup& group) { return Leave::apply(x, as_key(group)); }

@@ -70,4 +70,37 @@ struct VocabParallel {
   VocabSlice slice;
 };
 
+// Random numbers under tensor parallelism (as Megatron-LM's RNG tracker). The default generators
+// are seeded alike on every rank of a group, so the regions every rank computes whole (the
+// embedding's dropout and, without sequence parallelism, the residual dropout) draw the same
+// numbers on every rank, and the group trains one model. A region a rank computes alone
+// (attention dropout over its heads; with sequence parallelism the dropout over its slice of the
+// sequence) draws from this rank's own stream instead: a TpRngFork swaps the stream in for the
+// region. The streams are per process (one rank each), one per device.
+namespace tp_rng {
+// Starts this rank's streams from `seed` (call once per rank, with a seed of its own).
+void seed(uint64_t seed);
+// No streams, as in a process without tensor parallelism (tests).
+void reset();
+bool active();
+// The stream's state on `device` (undefined before its first use), and setting it (resume, and the
+// activation checkpoint's recomputation; undefined: as before its first use).
+torch::Tensor state(const torch::Device& device);
+void set_state(const torch::Device& device, const torch::Tensor& state);
+}  // namespace tp_rng
+
+// Within its scope the default generator of `device` draws from this rank's stream (nothing when
+// `on` is false or no stream was seeded).
+class TpRngFork {
+ public:
+  explicit TpRngFork(const torch::Device& device, bool on = true);
+  ~TpRngFork();
+  TpRngFork(const TpRngFork&) = delete;
+  TpRngFork& operator=(const TpRngFork&) = delete;
+
+ private:
+  torch::Device device_;
+  torch::Tensor saved_;  // the default generator's state, put back at the end
+};
+
 }  // namespace hftrain::model

@@ -196,7 +196,11 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
       sliding.mask = attention.mask.defined() ? attention.mask.logical_and(window) : window;
     }
   }
-  x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+  {
+    // Under sequence parallelism each rank holds its own slice of the sequence: its own numbers.
+    const TpRngFork own_numbers(x.device(), tp_ && tp_->sequence_parallel() && is_training() && spec_.dropout > 0);
+    x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+  }
   // The load-balancing loss counts the tokens of the mask set for this batch (B x T of them).
   torch::Tensor token_mask;
   if (router_token_mask_.defined() && router_token_mask_.numel() == input_ids.numel() && !cache) {

@@ -23,7 +23,10 @@ int64_t cpu_generator_state_size() {
   return gen.get_state().numel();
 }
 
-bool is_cpu_state(const std::string& name) { return name == "cpu" || name.rfind("cpu.rank", 0) == 0; }
+// The CPU generator's states: the default one's, and tensor parallelism's own stream ("tp_cpu").
+bool is_cpu_state(const std::string& name) {
+  return name == "cpu" || name.rfind("cpu.rank", 0) == 0 || name == "tp_cpu" || name.rfind("tp_cpu.rank", 0) == 0;
+}
 
 }  // namespace
 

@@ -65,11 +65,6 @@ void check_tensor_parallel(const config::Config& config) {
            "group that is not built yet",
            "set distributed.tensor_parallel=1");
   }
-  if (m.dropout > 0) {
-    refuse("model.dropout > 0: the tensor-parallel ranks' random streams (the same numbers in replicated regions, "
-           "their own in split ones) are not built yet",
-           "set model.dropout=0, or distributed.tensor_parallel=1");
-  }
   switch (config.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -103,6 +98,10 @@ void check_tensor_parallel(const config::Config& config) {
 
 void split_model(TaskModel& model, parallel::World& world, const config::Config& config) {
   if (world.tp_size() <= 1) return;
+  // Each rank's own stream for the regions it computes alone (the default generators are seeded
+  // by data-parallel rank, alike across the group).
+  model::tp_rng::seed(static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(world.dp_rank()) +
+                      104729u * static_cast<uint64_t>(world.tp_rank() + 1));
   model.tensor_parallelize(
       parallel::make_tp_group(world.tensor_parallel_group(), config.distributed.sequence_parallel));
 }

@@ -202,6 +202,26 @@ std::unique_ptr<parallel::TpWholeParameters> Trainer::tp_whole(parallel::TpWhole
                                                        access);
 }
 
+std::string Trainer::tp_memory_share() const {
+  if (!tp_group_) return "";
+  // Ψ of this rank: its pieces of the split parameters plus the parameters every rank holds whole.
+  int64_t split_whole = 0, pieces = 0, whole = 0;
+  for (const auto& [name, p] : model_->parameters_by_name()) {
+    const model::TpSplit split = model_->tp_split(name, world_->tp_rank());
+    if (!split.split()) {
+      whole += p.numel();
+      continue;
+    }
+    pieces += p.numel();
+    split_whole += p.numel() / split.length() * split.whole;
+  }
+  const int tp = world_->tp_size();
+  return "; tensor parallel " + std::to_string(tp) + ": Ψ = this rank's pieces of the split parameters (" +
+         std::to_string(pieces) + " of " + std::to_string(split_whole) + ", 1/" + std::to_string(tp) + " = " +
+         std::to_string(split_whole / tp) + ") + the parameters every rank holds whole (" + std::to_string(whole) +
+         ": norms, row-split biases, positions)";
+}
+
 parallel::SplitOf Trainer::tp_split_of() const {
   const TaskModel* model = model_.get();
   return [model](const std::string& name, int rank) { return model->tp_split(name, rank); };
@@ -336,7 +356,8 @@ TrainResult Trainer::train() {
                         parallel::format_bytes(frozen) + " on every rank");
       } else {
         util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
-                                                model_->unit_sizes()));
+                                                model_->unit_sizes()) +
+                        tp_memory_share());
       }
     }
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {

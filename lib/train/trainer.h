@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ckpt/optimizer_save.h"
@@ -157,6 +158,8 @@ class Trainer {
   // Tensor parallelism: the weight of each gradient's squared norm in the group's sum (1 for a
   // piece, 1 / tp for a parameter every rank holds whole), in the order of strategy_->grads().
   std::vector<double> tp_norm_weights() const;
+  // Tensor parallelism: the memory report's clause on this rank's share; empty without it.
+  std::string tp_memory_share() const;
   // Tensor parallelism: where rank r's piece of a parameter lies (for the checkpoint's gathering).
   parallel::SplitOf tp_split_of() const;
   // Tensor parallelism: every split parameter whole for the scope (save: gathered, collective;

@@ -31,6 +31,7 @@
 #include "model/safetensors.h"
 #include "model/saved_model.h"
 #include "model/stored_weights.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 #include "peft/peft_files.h"
 #include "train/checkpoint_fields.h"
@@ -133,6 +134,11 @@ model::TensorList rng_states(const torch::Device& device) {
     out.emplace_back("cuda", gen.get_state());
   }
 #endif
+  // Tensor parallelism: this rank's own stream too, once drawn from (model/tensor_parallel.h).
+  if (model::tp_rng::active()) {
+    const torch::Tensor own = model::tp_rng::state(device);
+    if (own.defined()) out.emplace_back(device.is_cuda() ? "tp_cuda" : "tp_cpu", own);
+  }
   static_cast<void>(device);
   return out;
 }
@@ -172,6 +178,9 @@ void restore_rng(const model::TensorList& states, const torch::Device& device, c
       set_generator_state(gen, state, name, file);
     }
 #endif
+    if ((name == "tp_cpu" && !device.is_cuda()) || (name == "tp_cuda" && device.is_cuda())) {
+      model::tp_rng::set_state(device, state);
+    }
   }
   static_cast<void>(device);
   if (!cpu) throw util::CheckpointError(file.string() + " has no `cpu` generator state", "the checkpoint is damaged");

@@ -16,7 +16,9 @@ For each: save_pretrained with every parameter perturbed -> hftrain reads the di
      model trained by torch.optim.AdamW on the same blocks: every step's loss within 1e-4 relative
      (the first within 1e-5);
   3. the same training with activation checkpointing under zero3 + cpu_offload equals it (1e-6),
-     bf16 stays within 2e-2, and `hftrain generate` runs on the trained model;
+     bf16 stays within 2e-2, and `hftrain generate` runs on the trained model; the dense families
+     also train split over 2 tensor-parallel ranks (every other one with sequence parallelism)
+     within 1e-5 of it, and that run's model, exported, loads in transformers with hftrain's logits;
   4. the trained model exported (`hftrain export --hf`) loads in transformers as the family's class
      with hftrain's logits, loss and gradients.
 Options hftrain does not implement are refused naming them (sliding layers no "every N-th layer
@@ -196,6 +198,15 @@ def train_in_hftrain(hftrain, model_dir, shard, run_dir, env, *extra):
         return [r["loss"] + r.get("aux_loss", 0.0) for r in rows]
 
 
+def splits_over_two(config):
+    """Whether tensor parallelism takes the family at tp=2: dense layers, heads, key/value heads and
+    d_ff that 2 divides, q/k norms per head (OLMo 2 normalises all heads' q together)."""
+    moe = any(getattr(config, key, 0) for key in ("num_local_experts", "num_experts"))
+    heads, kv = config.num_attention_heads, config.num_key_value_heads
+    return (not moe and not isinstance(config, Olmo2Config) and heads % 2 == 0 and kv % 2 == 0
+            and config.intermediate_size % 2 == 0)
+
+
 def train_in_transformers(cls, model_dir, tokens):
     """torch's AdamW on the rows hftrain packs in order: row i is tokens[i SEQ : i SEQ + SEQ + 1] (rows
     overlap by one token, so that every next-token target is trained on once)."""
@@ -306,6 +317,21 @@ def main():
             check(gen.returncode == 0 and text.startswith("The"), f"{name}: generate exited {gen.returncode}: {text!r}")
             print(f"{name}: {what} {apart:.1e} from the plain run, bf16 "
                   f"{bf16_apart:.1e}; generate: {text.strip()!r}")
+
+            if splits_over_two(config):
+                sp = "true" if i % 2 else "false"
+                split = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-tp2", env,
+                                         "distributed.tensor_parallel=2", f"distributed.sequence_parallel={sp}",
+                                         "--nproc-per-node", "2")
+                tp_apart = max(abs(a - b) / abs(b) for a, b in zip(split, ours))
+                check(len(split) == STEPS and tp_apart <= 1e-5, f"{name}: tp=2 losses {split}, plain {ours}")
+                tp_exported = os.path.join(work, name + "-tp2-hf")
+                run(hftrain, "export", os.path.join(run_dir + "-tp2", "final"), "--hf", tp_exported)
+                tp_loaded = AutoModelForCausalLM.from_pretrained(tp_exported, dtype=torch.float32)
+                compare(name + " (trained at tp=2, exported, loaded by transformers)", forward_bin,
+                        os.path.join(run_dir + "-tp2", "final"), work, tp_loaded,
+                        torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(300 + i)))
+                print(f"{name}: tensor parallel 2 (sequence parallel {sp}) {tp_apart:.1e} from the plain run")
 
             exported = os.path.join(work, name + "-hf")
             run(hftrain, "export", os.path.join(run_dir, "final"), "--hf", exported)

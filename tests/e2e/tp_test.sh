@@ -5,7 +5,8 @@
 # attention (untied head), with and without sequence parallelism, and for 2 x 2 ranks (data
 # parallel x tensor parallel) against one rank accumulating 2 micro-batches. The saved model is
 # whole; a checkpoint of a tensor-parallel run resumes on one rank and at another layout with the
-# same next losses. Layouts that cannot run are refused before any work with exit 2.
+# same next losses. With dropout the group's random streams train as one rank does, replay under
+# activation checkpointing and resume exactly. Layouts that cannot run are refused before any work with exit 2.
 # Usage: tp_test.sh path/to/hftrain
 set -u
 HFTRAIN=$(realpath "${1:?usage: tp_test.sh path/to/hftrain}")
@@ -67,6 +68,38 @@ if run 0 run quickstart "${gpt2[@]}" distributed.tensor_parallel=2 checkpoint.ev
     && check "gpt2: tp=2's checkpoint resumed at tp=2 with sequence parallelism: losses 5-8" \
       close gpt2-ckpt gpt2-from-tp2sp 5 8 1e-5
 fi
+
+# --- dropout (0.1): the ranks of a group draw the same numbers where they compute the same values
+# and their own where they compute their own part (tensor_parallel.h). Activation checkpointing
+# replays both streams (the same losses as without it) and a resume continues both exactly (the
+# streams themselves: tests/model/test_tensor_parallel.cpp). Against one rank with dropout the
+# losses differ (other numbers) but stay within 2% (loose: a statistical check of 8 steps).
+drop=("${gpt2[@]}" model.dropout=0.1 trainer.max_steps=8)
+run 0 run quickstart "${drop[@]}" run.output_dir="$WORK/drop-ref"
+for sp in false true; do
+  run 0 run quickstart "${drop[@]}" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
+    checkpoint.every_steps=4 run.output_dir="$WORK/drop-sp$sp" --nproc-per-node 2 || continue
+  run 0 run quickstart "${drop[@]}" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
+    model.activation_checkpointing=true run.output_dir="$WORK/drop-ckpt-sp$sp" --nproc-per-node 2 \
+    && check "dropout, tp=2 (sequence parallel $sp): activation checkpointing replays it" \
+      close drop-sp$sp drop-ckpt-sp$sp 1 8 1e-6
+  mkdir "drop-resumed-sp$sp" && cp -r "drop-sp$sp/checkpoint-4" "drop-resumed-sp$sp/"
+  run 0 resume "$WORK/drop-resumed-sp$sp/checkpoint-4" --nproc-per-node 2 \
+    && check "dropout, tp=2 (sequence parallel $sp): resumed at step 4, losses 5-8" \
+      close drop-sp$sp drop-resumed-sp$sp 5 8 1e-6
+  "$PY" - "$WORK/drop-ref/metrics.jsonl" "$WORK/drop-sp$sp/metrics.jsonl" "$WORK/gpt2-ref/metrics.jsonl" <<'PY' \
+    && ok || fail "dropout, tp=2 (sequence parallel $sp): its losses do not follow one rank's with dropout"
+import json, sys
+def losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if r.get("type") == "train"]
+one, tp, plain = (losses(p) for p in sys.argv[1:])
+apart = max(abs(a - b) / b for a, b in zip(tp, one))
+print(f"  tp=2 with dropout vs 1 rank with dropout: largest relative difference {apart:.3g}; "
+      f"1 rank without dropout differs by {max(abs(a - b) / b for a, b in zip(plain, one)):.3g}", file=sys.stderr)
+assert tp != one, "the same numbers as one rank: the test would prove nothing"
+assert apart < 0.02, apart
+PY
+done
 
 # --- layouts that cannot run: exit 2 before any work, naming the rule and a fix
 refused() {  # refused WHAT TEXT ARGS...: exit 2, TEXT in stderr, no checkpoint written

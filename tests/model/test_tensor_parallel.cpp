@@ -285,3 +285,44 @@ TEST_CASE("tensor parallel: sequence parallelism gives the whole model's loss an
   check_split_equals_whole(gpt2_spec(), 2, true, 0.0);
   check_split_equals_whole(llama_spec(), 2, true, 0.0);
 }
+
+TEST_CASE("tensor parallel: a rank's own random stream leaves the default generator's sequence untouched", "[tp]") {
+  model::tp_rng::seed(99);
+  torch::manual_seed(1);
+  const auto a1 = torch::rand({4});
+  torch::Tensor own1, own2;
+  {
+    const model::TpRngFork fork(torch::kCPU);
+    own1 = torch::rand({4});
+  }
+  const auto a2 = torch::rand({4});
+  {
+    const model::TpRngFork fork(torch::kCPU);
+    own2 = torch::rand({4});
+  }
+  torch::Tensor a3;
+  {
+    const model::TpRngFork off(torch::kCPU, /*on=*/false);  // off: the default stream goes on
+    a3 = torch::rand({4});
+  }
+  torch::manual_seed(1);
+  CHECK(torch::equal(torch::rand({12}), torch::cat({a1, a2, a3})));
+  // The stream goes on from fork to fork: the numbers of a generator seeded 99, in order.
+  auto gen = at::detail::createCPUGenerator(99);
+  const auto stream = torch::rand({8}, gen);
+  CHECK(torch::equal(torch::cat({own1, own2}), stream));
+  // Its state moves with it (a checkpoint's replay, a resume).
+  const torch::Tensor saved = model::tp_rng::state(torch::kCPU);
+  torch::Tensor next;
+  {
+    const model::TpRngFork fork(torch::kCPU);
+    next = torch::rand({4});
+  }
+  model::tp_rng::set_state(torch::kCPU, saved);
+  {
+    const model::TpRngFork fork(torch::kCPU);
+    CHECK(torch::equal(torch::rand({4}), next));
+  }
+  model::tp_rng::reset();
+  CHECK_FALSE(model::tp_rng::active());
+}
