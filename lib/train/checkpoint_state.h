@@ -21,6 +21,8 @@ inline constexpr const char* kScalerFile = "scaler.json";
 inline constexpr const char* kRngFile = "rng.safetensors";
 inline constexpr const char* kDataFile = "data.json";
 inline constexpr const char* kTrainerStateFile = "trainer_state.json";
+// Beside a tensor-parallel run's optimizer state: where each rank's pieces lie in the whole tensors.
+inline constexpr const char* kTensorParallelFile = "tensor_parallel.json";
 
 // trainer_state.json.
 struct SavedTrainerState {

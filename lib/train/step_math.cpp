@@ -24,18 +24,18 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
 
 torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
                          const std::function<void(torch::Tensor&)>& sum_over_ranks,
-                         const std::vector<double>& weights) {
+                         const std::vector<torch::Tensor>& weights) {
   if (grads.empty() && !sum_over_ranks) return torch::zeros({}, torch::kFloat32);
   torch::Tensor total;
   if (sum_over_ranks) {
     torch::Tensor squares = torch::zeros({1}, torch::kFloat32);
-    if (!grads.empty()) {
-      squares = torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square();
-      if (!weights.empty()) {
-        TORCH_CHECK(weights.size() == grads.size(), "clip_grads: one weight per gradient");
-        squares = squares * torch::tensor(weights, torch::kFloat64).to(squares.options());
+    if (!weights.empty()) {
+      TORCH_CHECK(weights.size() == grads.size(), "clip_grads: one weight per gradient");
+      for (size_t i = 0; i < grads.size(); ++i) {
+        squares = squares.to(grads[i].device()) + (grads[i].to(torch::kFloat32).square() * weights[i].to(grads[i].device())).sum();
       }
-      squares = squares.sum().reshape({1});
+    } else if (!grads.empty()) {
+      squares = torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square().sum().reshape({1});
     }
     sum_over_ranks(squares);
     total = squares.sqrt().reshape({});

@@ -20,10 +20,11 @@ torch::Tensor token_loss_sum(const torch::Tensor& logits, const torch::Tensor& l
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
 // The same over gradient tensors directly. With `sum_over_ranks` (sharded gradients: each rank
 // holds a disjoint part), the squared norms are summed over the ranks before the square root;
-// `weights` (one per gradient, or empty: all 1) weigh each squared norm in that sum (tensor
-// parallelism: 1 / tp for a gradient every rank of the group holds whole, 1 for a piece).
+// `weights` (one per gradient: a scalar, or a tensor of its shape; or empty: all 1) weigh its
+// squared elements in that sum (tensor parallelism: 1 / tp where every rank of the group holds
+// the parameter whole, 1 for a piece; ShardingStrategy::norm_weights).
 torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_norm,
                          const std::function<void(torch::Tensor&)>& sum_over_ranks = {},
-                         const std::vector<double>& weights = {});
+                         const std::vector<torch::Tensor>& weights = {});
 
 }  // namespace hftrain::train

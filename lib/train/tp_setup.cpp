@@ -81,10 +81,9 @@ void check_tensor_parallel(const config::Config& config) {
       break;
     default: break;
   }
-  if (d.strategy != config::Strategy::kDdp || d.cpu_offload) {
-    refuse("distributed.strategy=zero1/2/3, hybrid and cpu_offload do not run over the data-parallel groups of a "
-           "tensor-parallel mesh yet",
-           "use distributed.strategy=ddp with distributed.tensor_parallel");
+  if (d.strategy == config::Strategy::kZero3 || d.strategy == config::Strategy::kHybrid) {
+    refuse("distributed.strategy=zero3 and hybrid do not shard a tensor-parallel rank's pieces yet",
+           "use distributed.strategy=ddp, zero1 or zero2 (with or without cpu_offload) with distributed.tensor_parallel");
   }
   if (config.peft.method != config::PeftMethod::kNone) {
     refuse("LoRA adapters (peft.method=lora) are not split yet", "set distributed.tensor_parallel=1");

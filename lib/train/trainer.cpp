@@ -163,18 +163,23 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     max_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
   }
   const std::vector<torch::Tensor> grads = strategy_->grads();
-  std::vector<double> norm_weights;
   if (world_->tp_size() > 1) {
     // The tensor-parallel group's pieces together make the whole gradient: each piece's squared
-    // norm once, a parameter every rank holds whole once over the group (1 / tp per rank).
-    // (ddp over the data-parallel groups: the gradients are whole within each.)
+    // norm once, a parameter every rank holds whole once over the group (1 / tp per rank); after
+    // the sum over the data-parallel shards (zero), the sum over the group.
     parallel::Communicator* group = &world_->tensor_parallel_group();
-    sum_shards = [group](torch::Tensor& x) { group->all_reduce(x, parallel::ReduceOp::kSum)->wait(); };
-    max_shards = [group](torch::Tensor& x) { group->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
-    norm_weights = tp_norm_weights();
+    sum_shards = [group, shards = sum_shards](torch::Tensor& x) {
+      if (shards) shards(x);
+      group->all_reduce(x, parallel::ReduceOp::kSum)->wait();
+    };
+    max_shards = [group, shards = max_shards](torch::Tensor& x) {
+      if (shards) shards(x);
+      group->all_reduce(x, parallel::ReduceOp::kMax)->wait();
+    };
+    if (tp_norm_weights_.empty()) tp_norm_weights_ = strategy_->norm_weights(tp_norm_weights());
   }
   scaler_.unscale_grads(grads, max_shards);
-  grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards, norm_weights);
+  grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards, tp_norm_weights_);
   std::optional<double> overflowed_at;
   if (scaler_.found_inf()) {
     overflowed_at = scaler_.current_scale();
@@ -190,7 +195,6 @@ std::vector<double> Trainer::tp_norm_weights() const {
   std::vector<double> weights;
   const int tp = world_->tp_size();
   for (const auto& [name, p] : model_->parameters_by_name()) {
-    if (!p.grad().defined()) continue;
     weights.push_back(model_->tp_split(name, world_->tp_rank()).split() ? 1.0 : 1.0 / tp);
   }
   return weights;

@@ -155,8 +155,8 @@ class Trainer {
     return parallel::all_reduce_value(world_->comm(), value, op, device_);
   }
   optim::Optimizer& optimizer() { return strategy_->optimizer(); }
-  // Tensor parallelism: the weight of each gradient's squared norm in the group's sum (1 for a
-  // piece, 1 / tp for a parameter every rank holds whole), in the order of strategy_->grads().
+  // Tensor parallelism: the weight of each parameter's squared gradient norm in the group's sum (1
+  // for a piece, 1 / tp for a parameter every rank holds whole), in the strategy's order.
   std::vector<double> tp_norm_weights() const;
   // Tensor parallelism: the memory report's clause on this rank's share; empty without it.
   std::string tp_memory_share() const;
@@ -166,6 +166,7 @@ class Trainer {
   // load: to be filled); null without tensor parallelism.
   std::unique_ptr<parallel::TpWholeParameters> tp_whole(parallel::TpWholeParameters::Access access);
   std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
+  std::vector<torch::Tensor> tp_norm_weights_;  // strategy_->norm_weights(tp_norm_weights()), made once
 };
 
 }  // namespace hftrain::train

@@ -5,6 +5,9 @@
 //   optimizer/index.json, optimizer/shard-*.safetensors                   optimizer state, one shard
 //                                                                         file per rank that holds
 //                                                                         a distinct shard
+//   tensor_parallel.json                                                  tensor parallelism: where
+//                                                                         each rank's optimizer
+//                                                                         pieces lie
 //   scheduler.json, scaler.json                                           LR plateau and fp16 loss scale
 //   rng.safetensors                                                       CPU and CUDA generator states
 //   data.json                                                             global sample cursor, epoch, seed
@@ -223,8 +226,8 @@ fs::path Trainer::save_checkpoint() {
     window_targets = reduce_over_ranks(window_targets_, parallel::ReduceOp::kSum);
   }
   parallel::LocalOptimizerState local = strategy_->local_optimizer_state();
-  if (tp_group_) {  // the tensor-parallel group's pieces put together: whole state tensors
-    local = parallel::gather_optimizer_state(std::move(local), tp_split_of(), model_->parameters_by_name(), *tp_group_);
+  if (tp_group_) {  // each tensor-parallel rank its own pieces (tensor_parallel.json places them)
+    local = parallel::tp_optimizer_pieces(std::move(local), tp_split_of(), world_->tp_rank(), world_->tp_size());
   }
   const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, local);
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
@@ -323,6 +326,10 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   writer.add_json(kTrainerStateFile, ts);
   writer.add_bytes(kConfigFile, record_.config_yaml);
   writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line, world_->size()));
+  if (tp_group_) {
+    writer.add_json(kTensorParallelFile,
+                    parallel::tp_layout_record(model_->parameters_by_name(), tp_split_of(), world_->tp_size()));
+  }
 
   const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
   std::optional<int64_t> keep;
@@ -398,11 +405,20 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
 
   const auto saved_optimizer = ckpt::open_saved_optimizer(dir);  // its own errors name its files
   try {
-    if (tp_group_) {  // the whole saved state read as this rank's pieces
-      strategy_->load_optimizer_state(*parallel::sliced_optimizer_state(*saved_optimizer, tp_split_of(), world_->tp_rank()));
-    } else {
-      strategy_->load_optimizer_state(*saved_optimizer);  // each rank reads its pieces
+    // A tensor-parallel checkpoint's pieces put together whole, then (tensor parallel now) read
+    // as this rank's pieces.
+    std::unique_ptr<parallel::SavedOptimizerState> assembled, sliced;
+    const parallel::SavedOptimizerState* state = saved_optimizer.get();
+    if (fs::exists(dir / kTensorParallelFile)) {
+      assembled = parallel::assembled_optimizer_state(*state, read_json(dir / kTensorParallelFile),
+                                                      (dir / kTensorParallelFile).string());
+      state = assembled.get();
     }
+    if (tp_group_) {
+      sliced = parallel::sliced_optimizer_state(*state, tp_split_of(), world_->tp_rank());
+      state = sliced.get();
+    }
+    strategy_->load_optimizer_state(*state);  // each rank reads its pieces
   } catch (const util::CheckpointError& e) {
     // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
     throw util::CheckpointError(saved_optimizer->source() + ": " + e.what(), e.hint());

@@ -66,6 +66,17 @@ torch::Tensor offload_copy(const torch::Tensor& t) {
   return out;
 }
 
+std::vector<torch::Tensor> chunk_norm_weights(const ShardLayout& layout, const std::vector<torch::Tensor>& chunks,
+                                              const std::vector<double>& per_parameter) {
+  std::vector<torch::Tensor> out;
+  for (const auto& c : chunks) out.push_back(torch::zeros({c.numel()}, torch::kFloat32));
+  for (const auto& piece : layout.pieces()) {
+    out[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).fill_(per_parameter.at(piece.param));
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = out[i].to(chunks[i].device());
+  return out;
+}
+
 void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host) {
   host.resize(chunks.size());
   std::optional<c10::DeviceIndex> device;
@@ -128,6 +139,13 @@ class ReplicatedStrategy final : public ShardingStrategy {
     return out;
   }
   Communicator* shard_comm() override { return nullptr; }
+  std::vector<torch::Tensor> norm_weights(const std::vector<double>& per_parameter) override {
+    std::vector<torch::Tensor> out;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].grad().defined()) out.push_back(torch::scalar_tensor(per_parameter.at(i), torch::kFloat32));
+    }
+    return out;
+  }
   void step() override {
     if (owners_.empty()) {
       optimizer_->step();

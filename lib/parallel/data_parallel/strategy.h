@@ -62,6 +62,10 @@ class ShardingStrategy {
   virtual void after_backward() = 0;
   // The gradients this rank steps with: every parameter's, or its shard's.
   virtual std::vector<torch::Tensor> grads() = 0;
+  // Weights of the squared gradient norm, one per tensor of grads() (a scalar, or a tensor of its
+  // shape), from one weight per parameter (in the order the strategy was given them): tensor
+  // parallelism counts a parameter every rank of the group holds whole once over the group.
+  virtual std::vector<torch::Tensor> norm_weights(const std::vector<double>& per_parameter) = 0;
   // Non-null when grads() is a shard: norms and inf checks must be summed over this communicator.
   virtual Communicator* shard_comm() = 0;
   // The update (and for zero, the all-gather of the updated parameters).

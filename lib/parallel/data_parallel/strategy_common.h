@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/data_parallel/shard_layout.h"
 #include "optim/optimizer.h"
 
 namespace hftrain::parallel {
@@ -42,6 +43,12 @@ torch::Tensor offload_copy(const torch::Tensor& t);
 // its pinned host twin in `host` (made at the first call, then reused), every copy queued before
 // one wait for the device, where one blocking copy per parameter would wait each time. A chunk
 // already in CPU memory is used as it is.
+// Per element of each gradient chunk (`chunks`, one per bucket or unit, in their sizes and on their
+// device): the weight of the parameter its piece of `layout` belongs to, 0 on padding
+// (ShardingStrategy::norm_weights for the strategies whose gradients are flat chunks).
+std::vector<torch::Tensor> chunk_norm_weights(const ShardLayout& layout, const std::vector<torch::Tensor>& chunks,
+                                              const std::vector<double>& per_parameter);
+
 void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host);
 
 }  // namespace hftrain::parallel

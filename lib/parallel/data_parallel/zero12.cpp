@@ -70,6 +70,11 @@ class ZeroStrategy final : public ShardingStrategy {
     }
   }
   std::vector<torch::Tensor> grads() override { return grad_chunks_; }
+  // Per element of each bucket's chunk: the weight of the parameter its piece belongs to (padding 0).
+  std::vector<torch::Tensor> norm_weights(const std::vector<double>& per_parameter) override {
+    if (chunk_weights_.empty()) chunk_weights_ = chunk_norm_weights(*layout_, grad_chunks_, per_parameter);
+    return chunk_weights_;
+  }
   Communicator* shard_comm() override { return &comm_; }
 
   void step() override {
@@ -171,7 +176,8 @@ class ZeroStrategy final : public ShardingStrategy {
   std::vector<torch::Tensor> masters_;      // what the optimizer updates: views_, or (offload) views of host_masters_
   std::vector<torch::Tensor> host_masters_;  // offload, per bucket: this rank's chunk in (pinned) CPU memory
   std::vector<torch::Tensor> host_grads_;    // offload, per bucket: its gradient chunk copied there
-  std::vector<torch::Tensor> grad_chunks_;  // per bucket: this rank's summed gradient chunk (fp32)
+  std::vector<torch::Tensor> grad_chunks_;
+  std::vector<torch::Tensor> chunk_weights_;  // norm_weights(), made once  // per bucket: this rank's summed gradient chunk (fp32)
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<torch::Tensor> owns_;   // per bucket: this rank's updated chunk, sent by the all-gather
   std::vector<torch::Tensor> fulls_;  // per bucket: the gathered parameters, only when the reduce dtype differs

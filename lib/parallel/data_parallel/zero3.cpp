@@ -126,6 +126,9 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     return out;
   }
   Communicator* shard_comm() override { return &shards_; }
+  std::vector<torch::Tensor> norm_weights(const std::vector<double>& per_parameter) override {
+    return chunk_norm_weights(*layout_, grads(), per_parameter);
+  }
   void step() override {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> chunks;

@@ -44,13 +44,22 @@ class TpWholeParameters {
   Access access_;
 };
 
-// The optimizer state of a replicated strategy (whole tensors of this rank's pieces) made whole
-// over the group (collective): state tensors shaped as their parameter's piece are gathered, and
-// only the group's rank 0 writes. Throws util::ConfigError naming the optimizer state that is not
-// element-wise (it cannot be put together from the pieces).
-LocalOptimizerState gather_optimizer_state(LocalOptimizerState local, const SplitOf& split_of,
-                                           const std::vector<std::pair<std::string, torch::Tensor>>& params,
-                                           model::TpGroup& group);
+// This rank's optimizer state as a tensor-parallel checkpoint holds it, every rank writing its own
+// pieces: the state of a split parameter as "<parameter>@tp<r>/<key>", shaped as rank r's piece
+// (whole under ddp, flat ranges of it under zero); the state of a parameter every rank holds whole
+// written by the group's rank 0 alone; one set of shard files per tensor-parallel rank. Where the
+// pieces lie in the whole tensors is tp_layout_record's.
+LocalOptimizerState tp_optimizer_pieces(LocalOptimizerState local, const SplitOf& split_of, int tp_rank, int tp_size);
+// tensor_parallel.json of a checkpoint: the group's size and every split parameter's splits by rank.
+nlohmann::json tp_layout_record(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                                const SplitOf& split_of, int tp_size);
+// A saved state of tp_optimizer_pieces' names read as whole tensors: each tensor of a split
+// parameter put together from the ranks' pieces as `record` (tp_layout_record) places them, one
+// tensor at a time in host memory. Throws util::CheckpointError naming `record_file` when the
+// record does not fit the state.
+std::unique_ptr<SavedOptimizerState> assembled_optimizer_state(const SavedOptimizerState& saved,
+                                                               const nlohmann::json& record,
+                                                               const std::string& record_file);
 
 // A saved (whole) optimizer state as this rank's pieces see it: the tensors of split parameters
 // shaped and read as the pieces.
