@@ -81,9 +81,10 @@ void check_tensor_parallel(const config::Config& config) {
       break;
     default: break;
   }
-  if (d.strategy == config::Strategy::kZero3 || d.strategy == config::Strategy::kHybrid) {
-    refuse("distributed.strategy=zero3 and hybrid do not shard a tensor-parallel rank's pieces yet",
-           "use distributed.strategy=ddp, zero1 or zero2 (with or without cpu_offload) with distributed.tensor_parallel");
+  if (d.strategy == config::Strategy::kHybrid) {
+    refuse("distributed.strategy=hybrid (zero3 inside a node, replicated across nodes) does not split the "
+           "data-parallel groups of a tensor-parallel mesh by node yet",
+           "use distributed.strategy=zero3 (or ddp, zero1, zero2) with distributed.tensor_parallel");
   }
   if (config.peft.method != config::PeftMethod::kNone) {
     refuse("LoRA adapters (peft.method=lora) are not split yet", "set distributed.tensor_parallel=1");

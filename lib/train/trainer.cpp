@@ -87,7 +87,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
   {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     strategy_->set_optimizer_train_mode(false);  // the weights to keep
-    parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
+    parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
     const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
     if (world_->is_main()) {
       if (peft_) {
@@ -201,9 +201,10 @@ std::vector<double> Trainer::tp_norm_weights() const {
 }
 
 std::unique_ptr<parallel::TpWholeParameters> Trainer::tp_whole(parallel::TpWholeParameters::Access access) {
-  if (!tp_group_) return nullptr;
+  // A save: the group of data-parallel rank 0, where rank 0 writes (zero3 gathered its units there).
+  if (!tp_group_ || (access == parallel::TpWholeParameters::Access::kSave && world_->dp_rank() != 0)) return nullptr;
   return std::make_unique<parallel::TpWholeParameters>(model_->parameters_by_name(), tp_split_of(), *tp_group_,
-                                                       access);
+                                                       access, device_);
 }
 
 std::string Trainer::tp_memory_share() const {

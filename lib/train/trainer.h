@@ -162,8 +162,9 @@ class Trainer {
   std::string tp_memory_share() const;
   // Tensor parallelism: where rank r's piece of a parameter lies (for the checkpoint's gathering).
   parallel::SplitOf tp_split_of() const;
-  // Tensor parallelism: every split parameter whole for the scope (save: gathered, collective;
-  // load: to be filled); null without tensor parallelism.
+  // Tensor parallelism: every split parameter whole for the scope (save: gathered over the group
+  // of data-parallel rank 0, collective there; load: to be filled, on every rank); null without
+  // tensor parallelism and, for a save, on the other groups.
   std::unique_ptr<parallel::TpWholeParameters> tp_whole(parallel::TpWholeParameters::Access access);
   std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
   std::vector<torch::Tensor> tp_norm_weights_;  // strategy_->norm_weights(tp_norm_weights()), made once

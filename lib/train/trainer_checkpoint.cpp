@@ -232,7 +232,7 @@ fs::path Trainer::save_checkpoint() {
   const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, local);
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
   // parallelism: the pieces gathered whole on every rank of the group.
-  parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->is_main());
+  parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
   const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 

@@ -3,7 +3,7 @@
 # run trains the model of one rank (fp32, dropout off): losses and final weights within 1e-5 for
 # GPT-2 (with a vocabulary that 2 does not divide, tied embeddings) and Llama with grouped-query
 # attention (untied head), with and without sequence parallelism, and for 2 x 2 ranks (data
-# parallel x tensor parallel; ddp, zero1, zero2 and zero2 with cpu_offload) against one rank
+# parallel x tensor parallel; ddp, zero1, zero2, zero2 with cpu_offload, zero3) against one rank
 # accumulating 2 micro-batches. The saved model is whole; each rank saves its optimizer pieces
 # (tensor_parallel.json says where they lie), and a checkpoint resumes on one rank and at other
 # layouts with the same next losses. With dropout the group's random streams train as one rank does, replay under
@@ -45,14 +45,16 @@ for m in gpt2 llama; do
   done
 done
 
-# --- 2 data-parallel x 2 tensor-parallel ranks (ddp, zero1, zero2 and zero2 with cpu_offload over
-# each data-parallel group) against one rank that accumulates the two data-parallel ranks'
-# micro-batches; zero2's checkpoint (each rank its pieces) resumed on 1 rank, at dp=2 under zero3
-# and at tp=2 under ddp: the same next losses
+# --- 2 data-parallel x 2 tensor-parallel ranks (ddp, zero1, zero2, zero2 with cpu_offload, and zero3
+# with activation checkpointing over each data-parallel group) against one rank that accumulates
+# the two data-parallel ranks' micro-batches; zero2's checkpoint (each rank its pieces) resumed on
+# 1 rank, at dp=2 under zero3, at tp=2 under ddp and at dp2 x tp2 under zero3, and zero3's on 1
+# rank: the same next losses
 run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/llama-accum2"
-for s in ddp zero1 zero2 zero2-offload; do
-  strategy=(distributed.strategy=${s%-offload})
+for s in ddp zero1 zero2 zero2-offload zero3-ckpt; do
+  strategy=(distributed.strategy=${s%-*})
   [ $s = zero2-offload ] && strategy+=(distributed.cpu_offload=true)
+  [ $s = zero3-ckpt ] && strategy+=(model.activation_checkpointing=true)
   run 0 run quickstart "${llama[@]}" "${strategy[@]}" distributed.tensor_parallel=2 checkpoint.every_steps=4 \
     run.output_dir="$WORK/llama-dp2-tp2-$s" --nproc-per-node 4 || continue
   has "mesh: 4 ranks = data parallel 2 x tensor parallel 2" err
@@ -64,7 +66,7 @@ if [ -d llama-dp2-tp2-zero2/checkpoint-4 ]; then
   [ -f llama-dp2-tp2-zero2/checkpoint-4/tensor_parallel.json ] && ok || fail "no tensor_parallel.json"
   n=$(ls llama-dp2-tp2-zero2/checkpoint-4/optimizer/shard-*.safetensors | wc -l)
   [ "$n" = 4 ] && ok || fail "dp2 x tp2 zero2: $n optimizer shard files, expected 4 (each rank its pieces)"
-  for to in one z3 tp2; do
+  for to in one z3 tp2 tp2z3; do
     mkdir "llama-from-$to" && cp -r llama-dp2-tp2-zero2/checkpoint-4 "llama-from-$to/"
   done
   run 0 resume "$WORK/llama-from-one/checkpoint-4" distributed.tensor_parallel=1 distributed.strategy=ddp \
@@ -79,6 +81,16 @@ if [ -d llama-dp2-tp2-zero2/checkpoint-4 ]; then
     --nproc-per-node 2 \
     && check "llama: dp2 x tp2 zero2's checkpoint resumed at tp=2 (dp=1) under ddp: losses 5-8" \
       close llama-dp2-tp2-zero2 llama-from-tp2 5 8 1e-6
+  run 0 resume "$WORK/llama-from-tp2z3/checkpoint-4" distributed.strategy=zero3 --force --nproc-per-node 4 \
+    && check "llama: dp2 x tp2 zero2's checkpoint resumed at dp2 x tp2 under zero3: losses 5-8" \
+      close llama-dp2-tp2-zero2 llama-from-tp2z3 5 8 1e-6
+fi
+if [ -d llama-dp2-tp2-zero3-ckpt/checkpoint-4 ]; then
+  mkdir llama-z3-from-one && cp -r llama-dp2-tp2-zero3-ckpt/checkpoint-4 llama-z3-from-one/
+  run 0 resume "$WORK/llama-z3-from-one/checkpoint-4" distributed.tensor_parallel=1 distributed.strategy=ddp \
+    model.activation_checkpointing=false trainer.grad_accum_steps=2 --force \
+    && check "llama: dp2 x tp2 zero3's checkpoint resumed on 1 rank: losses 5-8" \
+      close llama-dp2-tp2-zero3-ckpt llama-z3-from-one 5 8 1e-6
 fi
 
 # --- a tensor-parallel checkpoint (whole weights, whole optimizer state) resumed on 1 rank and at
@@ -144,6 +156,6 @@ refused "adafactor" "optimizer.name=adafactor factors whole weight matrices" opt
   distributed.tensor_parallel=2 --nproc-per-node 2
 refused "sequence parallel alone" "distributed.sequence_parallel needs distributed.tensor_parallel > 1" \
   distributed.sequence_parallel=true
-refused "zero3" "zero3 and hybrid do not shard a tensor-parallel rank's pieces yet" distributed.strategy=zero3 \
+refused "hybrid" "distributed.strategy=hybrid (zero3 inside a node" distributed.strategy=hybrid \
   distributed.tensor_parallel=2 --nproc-per-node 2
 finish

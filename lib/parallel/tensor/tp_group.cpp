@@ -175,17 +175,17 @@ std::shared_ptr<model::TpGroup> make_tp_group(Communicator& comm, bool sequence_
 }
 
 TpWholeParameters::TpWholeParameters(std::vector<std::pair<std::string, torch::Tensor>> params, SplitOf split_of,
-                                     model::TpGroup& group, Access access)
+                                     model::TpGroup& group, Access access, const torch::Device& device)
     : access_(access) {
   torch::NoGradGuard no_grad;
   for (auto& [name, p] : params) {
     const std::vector<model::TpSplit> splits = splits_over(split_of, name, group.size());
     const model::TpSplit& mine = splits.at(static_cast<size_t>(group.rank()));
     if (!mine.split()) continue;
-    torch::Tensor piece = p.detach().clone();
+    torch::Tensor piece = p.detach();  // the parameter's own storage, to point it back at
     torch::Tensor whole;
     if (access == Access::kSave) {
-      whole = model::tp_gather(piece, splits, group);
+      whole = model::tp_gather(piece.to(device), splits, group).to(piece.device());
     } else {
       std::vector<int64_t> shape = piece.sizes().vec();
       shape[mine.dim] = mine.whole;

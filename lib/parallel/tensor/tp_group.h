@@ -23,13 +23,15 @@ std::shared_ptr<model::TpGroup> make_tp_group(Communicator& comm, bool sequence_
 using SplitOf = std::function<model::TpSplit(const std::string& name, int rank)>;
 
 // Within its scope every split parameter holds the whole tensor: for a save gathered from the
-// group's pieces (collective), for a load uninitialised until the load fills it, after which this
-// rank's piece is taken back. Parameters that are whole on every rank are left alone.
+// group's pieces (collective; through `device`, the group's, where a parameter is elsewhere, as
+// zero3's host copies), for a load uninitialised until the load fills it, after which this rank's
+// piece is copied back into the storage the parameter had. Parameters that are whole on every rank
+// are left alone.
 class TpWholeParameters {
  public:
   enum class Access { kSave, kLoad };
   TpWholeParameters(std::vector<std::pair<std::string, torch::Tensor>> params, SplitOf split_of,
-                    model::TpGroup& group, Access access);
+                    model::TpGroup& group, Access access, const torch::Device& device);
   ~TpWholeParameters();
   TpWholeParameters(const TpWholeParameters&) = delete;
   TpWholeParameters& operator=(const TpWholeParameters&) = delete;
