@@ -36,27 +36,45 @@ class BertLayerImpl : public Module {
     output_norm_ = layer_norm(*output, s);
   }
 
+  // Tensor parallelism (tensor_parallel.h): this rank's heads and intermediate units, with its
+  // pieces of the layers (encoder_tp_split) in place.
+  void set_tensor_parallel(TpGroup* group) {
+    tp_ = group;
+    heads_ /= group->size();
+  }
+
   // x (B, T, C); mask (B, 1, 1, T) bool, true where a key may be attended, or undefined.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
-    const int64_t B = x.size(0), T = x.size(1), H = spec_.num_attention_heads, D = spec_.head_dim();
+    const int64_t B = x.size(0), T = x.size(1), H = heads_, D = spec_.head_dim();
+    const torch::Tensor in = tp_ ? tp_enter(x, *tp_) : x;
     auto heads = [&](Dense& proj) {
-      return proj(x).view({B, T, H, D}).transpose(1, 2);
+      return proj(in).view({B, T, H, D}).transpose(1, 2);
     };  // (B, H, T, D)
     const double p_attn = is_training() ? spec_.attention_probs_dropout_prob : 0.0;
     // An undefined tensor inside the optional is not "no mask" to sdpa: pass nullopt.
     const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
-    auto y = at::scaled_dot_product_attention(heads(query_), heads(key_), heads(value_), attn_mask,
-                                              p_attn,
-                                              /*is_causal=*/false);
+    torch::Tensor y;
+    {
+      const TpRngFork own_numbers(x.device(), tp_ && p_attn > 0);  // a rank's heads drop their own numbers
+      y = at::scaled_dot_product_attention(heads(query_), heads(key_), heads(value_), attn_mask, p_attn,
+                                           /*is_causal=*/false);
+    }
     y = y.transpose(1, 2).reshape({B, T, H * D});
     const double p = spec_.hidden_dropout_prob;
-    auto h = attention_norm_(dropped_out(attention_dense_(y), p, is_training()) + x);
-    const auto f = bert_activation(intermediate_(h), spec_.hidden_act);
-    return output_norm_(dropped_out(output_dense_(f), p, is_training()) + h);
+    auto h = attention_norm_(dropped_out(row_parallel(attention_dense_, y), p, is_training()) + x);
+    const auto f = bert_activation(intermediate_(tp_ ? tp_enter(h, *tp_) : h), spec_.hidden_act);
+    return output_norm_(dropped_out(row_parallel(output_dense_, f), p, is_training()) + h);
   }
 
  private:
+  // A layer whose input is split over the group under tensor parallelism (its columns here).
+  torch::Tensor row_parallel(Dense& layer, const torch::Tensor& x) {
+    return tp_ ? row_parallel_linear(x, layer->weight, layer->bias, *tp_) : layer(x);
+  }
+
   BertSpec spec_;
+  TpGroup* tp_ = nullptr;
+  int64_t heads_ = spec_.num_attention_heads;  // this rank's (all of them without tensor parallelism)
   Dense query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
   Dense intermediate_{nullptr}, output_dense_{nullptr};
   torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
@@ -204,7 +222,13 @@ torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids,
   const int64_t T = input_ids.size(1);
   check_length(T);
   const auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
-  auto x = word_embeddings_(input_ids) + token_type_embeddings_(types);  // HF's order of the sums
+  // Under tensor parallelism each rank looks up its rows of the vocabulary and tp_leave sums them.
+  const torch::Tensor words =
+      tp_ ? tp_leave(vocab_parallel_embedding(input_ids, word_embeddings_->weight, vocab_,
+                                              word_embeddings_->options.padding_idx().value_or(-1)),
+                     *tp_)
+          : word_embeddings_(input_ids);
+  auto x = words + token_type_embeddings_(types);  // HF's order of the sums
   torch::Tensor positions;
   if (spec_.roberta()) {
     // pad + 1, pad + 2, ... over the non-padding tokens; the padding tokens at pad (fairseq's
@@ -339,6 +363,24 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids,
   }
   auto logits = classifier_(dropped_out(features, p, is_training()));  // (B, num_labels) or (B, T, num_labels)
   return hooks_ ? hooks_->after_forward(0, logits) : logits;
+}
+
+void BertEncoderImpl::tensor_parallelize(std::shared_ptr<TpGroup> group) {
+  if (!group || group->size() <= 1) return;
+  TORCH_CHECK(!tp_, "tensor_parallelize: the encoder is split already");
+  TORCH_CHECK(!spec_.modernbert() && !spec_.deberta(), "tensor parallelism splits BERT, RoBERTa and XLM-R layers");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : parameters_by_name()) {
+    const TpSplit split = encoder_tp_split(spec_, name, group->rank(), group->size());
+    if (split.split()) p.set_data(tp_take(p.detach(), split));
+  }
+  tp_ = std::move(group);
+  vocab_ = vocab_slice(spec_.vocab_size, tp_->rank(), tp_->size());
+  for (size_t i = 0; i < layers_->size(); ++i) layers_->ptr<BertLayerImpl>(i)->set_tensor_parallel(tp_.get());
+}
+
+TpSplit BertEncoderImpl::tp_split(const std::string& name, int rank) const {
+  return tp_ ? encoder_tp_split(spec_, name, rank, tp_->size()) : TpSplit{};
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> BertEncoderImpl::parameters_by_name() const {

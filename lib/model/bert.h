@@ -46,6 +46,8 @@
 #include "model/dense.h"
 #include "model/modernbert.h"
 #include "model/parameter_units.h"
+#include "model/tensor_parallel.h"
+#include "model/tp_plan.h"
 
 namespace hftrain::model {
 
@@ -86,6 +88,12 @@ class BertEncoderImpl : public torch::nn::Module {
   // classifier), then each layer; and the hooks forward() calls around them.
   ParameterUnits parameter_units() const;
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  // Tensor parallelism (BERT, RoBERTa, XLM-R layers): keeps this rank's pieces of every parameter
+  // (encoder_tp_split) and splits each layer's heads and intermediate units over `group`; the
+  // embeddings' vocabulary is split, the pooler and classifier stay whole. Once, after the weights
+  // are in place, before the move to the device.
+  void tensor_parallelize(std::shared_ptr<TpGroup> group);
+  TpSplit tp_split(const std::string& name, int rank) const;
 
  private:
   torch::Tensor embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids);
@@ -98,6 +106,8 @@ class BertEncoderImpl : public torch::nn::Module {
   torch::Tensor run_layers(torch::Tensor x, const LayerFn& layer);
 
   BertSpec spec_;
+  std::shared_ptr<TpGroup> tp_;
+  VocabSlice vocab_;  // the word embeddings' rows on this rank, under tp_
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;
   torch::nn::Embedding word_embeddings_{nullptr};  // bert.embeddings.*

@@ -193,10 +193,12 @@ VocabSlice vocab_slice(int64_t vocab, int rank, int size) {
   return {begin, begin + base + (rank < extra ? 1 : 0), vocab};
 }
 
-torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& table, const VocabSlice& slice) {
+torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& table, const VocabSlice& slice,
+                                       int64_t padding_idx) {
   const auto outside = ids.lt(slice.begin).logical_or(ids.ge(slice.end));
   const auto local = (ids - slice.begin).masked_fill(outside, 0);
-  return torch::embedding(table, local).masked_fill(outside.unsqueeze(-1), 0);
+  const bool mine = padding_idx >= slice.begin && padding_idx < slice.end;
+  return torch::embedding(table, local, mine ? padding_idx - slice.begin : -1).masked_fill(outside.unsqueeze(-1), 0);
 }
 
 }  // namespace hftrain::model

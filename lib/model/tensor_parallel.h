@@ -60,7 +60,9 @@ VocabSlice vocab_slice(int64_t vocab, int rank, int size);
 
 // The embedding rows of `ids` from this rank's slice of the table (`table` holds rows
 // [slice.begin, slice.end)), zeros for ids outside it: partial sums that tp_leave completes.
-torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& table, const VocabSlice& slice);
+// `padding_idx` (an id of the whole vocabulary, or -1) gets no gradient, as torch's Embedding's.
+torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& table, const VocabSlice& slice,
+                                       int64_t padding_idx = -1);
 
 // The output layer over a vocabulary split across the group (lm_head_loss.h): this rank's logits
 // are its slice's, and the softmax's max, normaliser and target logit are reduced over the group,

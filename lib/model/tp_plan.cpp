@@ -49,6 +49,23 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
   return {};
 }
 
+TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank, int size) {
+  if (size <= 1) return {};
+  if (ends_with(name, "embeddings.word_embeddings.weight")) {
+    const VocabSlice slice = vocab_slice(spec.vocab_size, rank, size);
+    return TpSplit{0, spec.vocab_size, {{slice.begin, slice.rows()}}};
+  }
+  if (name.find(".encoder.layer.") == std::string::npos) return {};
+  const int64_t c = spec.hidden_size, f = spec.intermediate_size;
+  for (const char* proj : {"attention.self.query", "attention.self.key", "attention.self.value"}) {
+    if (is_either(name, proj)) return parts_of(0, {c}, rank, size);
+  }
+  if (ends_with(name, "attention.output.dense.weight")) return parts_of(1, {c}, rank, size);
+  if (is_either(name, "intermediate.dense")) return parts_of(0, {f}, rank, size);
+  if (ends_with(name, ".output.dense.weight")) return parts_of(1, {f}, rank, size);  // the layer's output
+  return {};
+}
+
 torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split) {
   if (!split.split()) return whole;
   std::vector<torch::Tensor> pieces;

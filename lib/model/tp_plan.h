@@ -18,6 +18,7 @@
 
 #include <torch/types.h>
 
+#include "model/bert_spec.h"
 #include "model/spec.h"
 #include "model/tensor_parallel.h"
 
@@ -33,6 +34,11 @@ struct TpSplit {
 
 // The parameter `name` of the decoder described by `spec` (whole sizes) as `rank` of `size` holds it.
 TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int rank, int size);
+
+// The same for a BERT, RoBERTa or XLM-R encoder (Hugging Face's names): query, key, value and the
+// intermediate layer by rows (each rank its heads, its intermediate units), the attention output
+// and output layers by columns, the word embeddings by vocabulary rows; everything else whole.
+TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank, int size);
 
 // This rank's piece of `whole` (contiguous, a copy); `whole` itself when the split keeps it whole.
 torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split);

@@ -28,43 +28,10 @@ void check_divides(const std::string& key, int64_t value, int64_t tp, const std:
          "set distributed.tensor_parallel to a divisor of " + std::to_string(value) + " (" + divisors_of(value) + ")");
 }
 
-}  // namespace
-
-void TaskModel::tensor_parallelize(std::shared_ptr<model::TpGroup> /*group*/) {
-  throw util::ConfigError("distributed.tensor_parallel splits decoders only", "set distributed.tensor_parallel=1");
-}
-
-void check_tensor_parallel(const config::Config& config) {
+// What every model needs: an optimizer with element-wise state, a strategy that runs over the
+// data-parallel groups, no adapters.
+void check_common(const config::Config& config) {
   const auto& d = config.distributed;
-  const int64_t tp = d.tensor_parallel;
-  if (d.sequence_parallel && tp == 1) {
-    throw util::ConfigError("distributed.sequence_parallel needs distributed.tensor_parallel > 1 (it splits the "
-                            "sequence over the tensor-parallel group)",
-                            "set distributed.tensor_parallel=2 or more, or distributed.sequence_parallel=false");
-  }
-  if (tp == 1) return;
-  const auto& m = config.model;
-  if (m.arch == config::ModelArch::kBert) {
-    refuse("BERT encoders are not split yet; it splits decoders (gpt2, llama and the Hugging Face decoders that "
-           "model.from reads)",
-           "train the encoder with data parallelism: distributed.tensor_parallel=1");
-  }
-  const model::ModelSpec spec = model::ModelSpec::from_config(m);
-  check_divides("model.n_head", spec.n_head, tp, "each rank computes whole heads");
-  check_divides("model.n_kv_head", spec.n_kv_head, tp, "each rank holds the key/value heads of its query heads");
-  check_divides("model.d_ff", spec.d_ff, tp, "each rank computes d_ff / tensor_parallel hidden units");
-  if (spec.vocab_size < tp) {
-    refuse("the vocabulary (" + std::to_string(spec.vocab_size) + ") has fewer rows than ranks",
-           "set distributed.tensor_parallel to at most model.vocab_size");
-  }
-  if (spec.n_experts > 0) {
-    refuse("mixture-of-experts layers (model.n_experts) are not split yet", "set distributed.tensor_parallel=1");
-  }
-  if (spec.qk_norm == config::QkNorm::kProjection) {
-    refuse("model.qk_norm=projection normalises all heads' q together (OLMo 2), which needs a reduction over the "
-           "group that is not built yet",
-           "set distributed.tensor_parallel=1");
-  }
   switch (config.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -89,10 +56,70 @@ void check_tensor_parallel(const config::Config& config) {
   if (config.peft.method != config::PeftMethod::kNone) {
     refuse("LoRA adapters (peft.method=lora) are not split yet", "set distributed.tensor_parallel=1");
   }
+}
+
+}  // namespace
+
+void TaskModel::tensor_parallelize(std::shared_ptr<model::TpGroup> /*group*/) {
+  throw util::ConfigError("distributed.tensor_parallel splits decoders only", "set distributed.tensor_parallel=1");
+}
+
+void check_tensor_parallel(const config::Config& config) {
+  const auto& d = config.distributed;
+  const int64_t tp = d.tensor_parallel;
+  if (d.sequence_parallel && tp == 1) {
+    throw util::ConfigError("distributed.sequence_parallel needs distributed.tensor_parallel > 1 (it splits the "
+                            "sequence over the tensor-parallel group)",
+                            "set distributed.tensor_parallel=2 or more, or distributed.sequence_parallel=false");
+  }
+  if (tp == 1) return;
+  const auto& m = config.model;
+  if (m.arch == config::ModelArch::kBert) {
+    if (d.sequence_parallel) {
+      refuse("distributed.sequence_parallel splits the decoders' sequence; BERT encoders split their layers only",
+             "set distributed.sequence_parallel=false");
+    }
+    check_common(config);  // the encoder's shape is checked once it is read (check_encoder_tensor_parallel)
+    return;
+  }
+  const model::ModelSpec spec = model::ModelSpec::from_config(m);
+  check_divides("model.n_head", spec.n_head, tp, "each rank computes whole heads");
+  check_divides("model.n_kv_head", spec.n_kv_head, tp, "each rank holds the key/value heads of its query heads");
+  check_divides("model.d_ff", spec.d_ff, tp, "each rank computes d_ff / tensor_parallel hidden units");
+  if (spec.vocab_size < tp) {
+    refuse("the vocabulary (" + std::to_string(spec.vocab_size) + ") has fewer rows than ranks",
+           "set distributed.tensor_parallel to at most model.vocab_size");
+  }
+  if (spec.n_experts > 0) {
+    refuse("mixture-of-experts layers (model.n_experts) are not split yet", "set distributed.tensor_parallel=1");
+  }
+  if (spec.qk_norm == config::QkNorm::kProjection) {
+    refuse("model.qk_norm=projection normalises all heads' q together (OLMo 2), which needs a reduction over the "
+           "group that is not built yet",
+           "set distributed.tensor_parallel=1");
+  }
+  check_common(config);
   if (d.sequence_parallel && config.data.seq_len % tp != 0) {
     refuse("with distributed.sequence_parallel each rank holds data.seq_len / tensor_parallel positions, and "
            "data.seq_len=" + std::to_string(config.data.seq_len) + " does not divide",
            "set data.seq_len to a multiple of " + std::to_string(tp));
+  }
+}
+
+void check_encoder_tensor_parallel(const model::BertSpec& spec, const config::Config& config) {
+  const int64_t tp = config.distributed.tensor_parallel;
+  if (tp == 1) return;
+  if (spec.modernbert() || spec.deberta()) {
+    refuse(std::string(spec.modernbert() ? "ModernBERT" : "DeBERTa-v2") +
+               " encoders are not split yet (it splits BERT, RoBERTa and XLM-R layers)",
+           "train it with data parallelism: distributed.tensor_parallel=1");
+  }
+  check_divides("the encoder's num_attention_heads", spec.num_attention_heads, tp, "each rank computes whole heads");
+  check_divides("the encoder's intermediate_size", spec.intermediate_size, tp,
+                "each rank computes intermediate_size / tensor_parallel units");
+  if (spec.vocab_size < tp) {
+    refuse("the vocabulary (" + std::to_string(spec.vocab_size) + ") has fewer rows than ranks",
+           "set distributed.tensor_parallel to at most the vocabulary size");
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "config/config.h"
+#include "model/bert_spec.h"
 #include "parallel/comm/world.h"
 #include "train/task_model.h"
 
@@ -12,6 +13,9 @@ namespace hftrain::train {
 // the rest of the config: heads, kv heads or d_ff that it does not divide, a model or optimizer
 // that is not split, a strategy other than ddp.
 void check_tensor_parallel(const config::Config& config);
+
+// The same for an encoder, once its spec is read (model.from's config.json, or model.*).
+void check_encoder_tensor_parallel(const model::BertSpec& spec, const config::Config& config);
 
 // Splits `model` over the world's tensor-parallel group (World::set_tensor_parallel); nothing
 // without one.

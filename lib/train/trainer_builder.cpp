@@ -67,7 +67,10 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   if (from_model_dir) source = read_model_source(*config.model.from);
   if (classify && resume_from) source = read_model_source(*resume_from);
   std::optional<model::BertSpec> bert;
-  if (classify) bert = bert_spec(config, source, parts.tokenizer->pad_id());
+  if (classify) {
+    bert = bert_spec(config, source, parts.tokenizer->pad_id());
+    check_encoder_tensor_parallel(*bert, config);
+  }
   if (bert && bert->roberta() && bert->pad_token_id != parts.tokenizer->pad_id()) {
     // RoBERTa numbers the positions by the padding id: the batches' padding must be that id.
     throw util::ConfigError("the RoBERTa model's pad_token_id is " + std::to_string(*bert->pad_token_id) +

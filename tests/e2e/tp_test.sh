@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: tensor parallelism on the CPU (MPI), through hftrain's own launcher. A tensor-parallel
 # run trains the model of one rank (fp32, dropout off): losses and final weights within 1e-5 for
-# GPT-2 (with a vocabulary that 2 does not divide, tied embeddings) and Llama with grouped-query
-# attention (untied head), with and without sequence parallelism, and for 2 x 2 ranks (data
+# GPT-2 (with a vocabulary that 2 does not divide, tied embeddings), Llama with grouped-query
+# attention (untied head), with and without sequence parallelism, and a BERT classifier, and for 2 x 2 ranks (data
 # parallel x tensor parallel; ddp, zero1, zero2, zero2 with cpu_offload, zero3) against one rank
 # accumulating 2 micro-batches. The saved model is whole; each rank saves its optimizer pieces
 # (tensor_parallel.json says where they lie), and a checkpoint resumes on one rank and at other
@@ -44,6 +44,26 @@ for m in gpt2 llama; do
     check "$m, tp=2 (sequence parallel $sp) vs 1 rank: weights" same_weights $m-ref $dir 1e-5
   done
 done
+
+# --- a BERT classifier (each rank half of every layer's heads and intermediate units, its rows of the
+# vocabulary; the pooler and classifier whole): tp=2 equals 1 rank, alone and under dp=2 x tp=2
+bert=(model.arch=bert model.n_layer=2 model.n_head=2 model.d_model=32 model.max_seq_len=64 data.seq_len=64
+      data.train="$SRC/recipes/data/reviews_example.csv" data.validation_fraction=0.2 tokenizer.type=hf
+      tokenizer.path="$SRC/tests/fixtures/data/hf_bert_tokenizer.json" model.vocab_size=900 trainer.max_steps=8
+      trainer.eval_every=8 trainer.log_every=1 optimizer.lr=0.003 scheduler.warmup_steps=2 "data.exclude=[]"
+      "data.separator=''" trainer.micro_batch_size=4 trainer.device=cpu checkpoint.at_end=false)
+run 0 run quickstart "${bert[@]}" run.output_dir="$WORK/bert-ref"
+run 0 run quickstart "${bert[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/bert-accum2"
+if run 0 run quickstart "${bert[@]}" distributed.tensor_parallel=2 run.output_dir="$WORK/bert-tp2" --nproc-per-node 2; then
+  check "bert classifier, tp=2 vs 1 rank: losses" close bert-ref bert-tp2 1 8 1e-5
+  check "bert classifier, tp=2 vs 1 rank: weights" same_weights bert-ref bert-tp2 1e-5
+fi
+if run 0 run quickstart "${bert[@]}" distributed.tensor_parallel=2 distributed.strategy=zero2 \
+  run.output_dir="$WORK/bert-dp2-tp2" --nproc-per-node 4; then
+  check "bert classifier, dp=2 x tp=2 (zero2) vs 1 rank accumulating 2: losses" close bert-accum2 bert-dp2-tp2 1 8 1e-5
+  check "bert classifier, dp=2 x tp=2 (zero2) vs 1 rank accumulating 2: weights" \
+    same_weights bert-accum2 bert-dp2-tp2 1e-5
+fi
 
 # --- 2 data-parallel x 2 tensor-parallel ranks (ddp, zero1, zero2, zero2 with cpu_offload, and zero3
 # with activation checkpointing over each data-parallel group) against one rank that accumulates
@@ -156,6 +176,10 @@ refused "adafactor" "optimizer.name=adafactor factors whole weight matrices" opt
   distributed.tensor_parallel=2 --nproc-per-node 2
 refused "sequence parallel alone" "distributed.sequence_parallel needs distributed.tensor_parallel > 1" \
   distributed.sequence_parallel=true
+refused "sequence parallel on an encoder" "BERT encoders split their layers only" "${bert[@]}" \
+  distributed.tensor_parallel=2 distributed.sequence_parallel=true --nproc-per-node 2
+refused "modernbert" "ModernBERT encoders are not split yet" "${bert[@]}" model.encoder=modernbert \
+  distributed.tensor_parallel=2 --nproc-per-node 2
 refused "hybrid" "distributed.strategy=hybrid (zero3 inside a node" distributed.strategy=hybrid \
   distributed.tensor_parallel=2 --nproc-per-node 2
 finish
