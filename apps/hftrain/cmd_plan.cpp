@@ -1,6 +1,9 @@
-// `hftrain plan RECIPE [overrides] --nproc N`: what each rank would hold under every sharding
-// strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers), without
-// training. The parameter count comes from the model's shape (nothing is allocated).
+// `hftrain plan RECIPE [overrides] --nproc N [--memory 80GB]`: what each rank would hold under every
+// sharding strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers),
+// at the recipe's tensor parallelism, without training; with --memory, every layout (tensor
+// parallelism x strategy) that fits a device. The parameter count comes from the model's shape
+// (nothing is allocated).
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -9,16 +12,19 @@
 #include "commands.h"
 #include "recipe_options.h"
 #include "config/overrides.h"
+#include "config/units.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
 #include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
 #include "model/document_mask.h"
 #include "model/hf_modules.h"
+#include "model/tp_plan.h"
 #include "model/spec.h"
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "train/model_from.h"
+#include "train/tp_setup.h"
 #include "train/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -30,7 +36,28 @@ struct PlanArgs {
   std::vector<std::string> args;
   int nproc = 0;
   int nproc_per_node = 0;
+  std::string memory;  // --memory: a device's bytes ("80GB"), or empty
 };
+
+// A decoder's activations for one micro-batch at tensor parallelism `tp`.
+parallel::ActivationShape activation_shape(const config::Config& cfg, const model::ModelSpec& spec, int tp) {
+  return {.batch = cfg.trainer.micro_batch_size,
+          .seq_len = cfg.data.seq_len,
+          .n_layer = spec.n_layer,
+          .d_model = spec.d_model,
+          .n_head = spec.n_head,
+          .n_kv_head = spec.n_kv_head,
+          .head_dim = spec.head_dim(),
+          .d_ff = spec.d_ff,
+          .vocab = spec.vocab_size,
+          .gated_mlp = spec.gated_mlp(),
+          .rope = !spec.learned_positions(),
+          .dropout = spec.dropout,
+          .element_bytes = cfg.trainer.precision == config::Precision::kFp32 ? 4 : 2,
+          .checkpointing = cfg.model.activation_checkpointing,
+          .tensor_parallel = tp,
+          .sequence_parallel = tp > 1 && cfg.distributed.sequence_parallel};
+}
 
 int run_plan(const PlanArgs& a) {
   config::ResolveOptions options = recipe_options(a.args, "plan", "hftrain plan gpt2-124m --nproc 8");
@@ -41,12 +68,23 @@ int run_plan(const PlanArgs& a) {
   std::string first_block;               // the parameter-name prefix of the first block
   int64_t in_full = 0;                   // what LoRA trains in full besides (a classifier's head)
   std::string experts;                   // a mixture of experts: its shape and the parameters a token uses
+  const int tp = static_cast<int>(cfg.distributed.tensor_parallel);
+  if (tp > 1) train::check_tensor_parallel(cfg);  // the run's own refusals, before any figure
+  model::TpShare share;                  // tensor parallelism: what is split and what is whole
+  std::function<bool(int)> splits_by;    // whether the model's heads and units divide by tp
+  std::optional<model::ModelSpec> decoder;
   if (cfg.model.arch == config::ModelArch::kBert) {
     // model.from's encoder as its config.json has it (biases, heads, labels), else the model.*
     // shape with a two-label classifier.
     std::optional<train::ModelSource> source;
     if (cfg.model.from) source = train::read_model_source(*cfg.model.from);
     const model::BertSpec bert = train::bert_spec(cfg, source && source->bert ? source : std::nullopt);
+    if (tp > 1) train::check_encoder_tensor_parallel(bert, cfg);
+    share = model::tp_share(bert);
+    splits_by = [bert](int t) {
+      return !bert.modernbert() && !bert.deberta() && bert.num_attention_heads % t == 0 &&
+             bert.intermediate_size % t == 0;
+    };
     psi = bert.parameter_count();
     units = {bert.root_parameter_count(), bert.block_parameter_count()};
     linears = model::hf_linear_modules(bert);
@@ -60,6 +98,12 @@ int run_plan(const PlanArgs& a) {
               modernbert_head;
   } else {
     const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
+    decoder = spec;
+    share = model::tp_share(spec);
+    splits_by = [spec](int t) {
+      return spec.n_experts == 0 && spec.qk_norm != config::QkNorm::kProjection && spec.n_head % t == 0 &&
+             spec.n_kv_head % t == 0 && spec.d_ff % t == 0;
+    };
     psi = spec.parameter_count();
     units = {spec.root_parameter_count(), spec.block_parameter_count()};
     if (spec.n_experts > 0) {
@@ -107,14 +151,32 @@ int run_plan(const PlanArgs& a) {
                                std::to_string(a.nproc_per_node),
                            "give the job's ranks and the ranks of each node, e.g. --nproc 16 --nproc-per-node 8");
   }
-  std::cout << "model: Ψ = " << psi << " parameters\n"
-            << experts
-            << "ranks: N = " << a.nproc << "; optimizer state K = "
+  if (a.nproc % tp != 0) {
+    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tp) + " does not divide --nproc " +
+                                std::to_string(a.nproc) + " (world = data parallel x tensor parallel)",
+                            "give --nproc a multiple of " + std::to_string(tp));
+  }
+  // A tensor-parallel rank's Ψ: its pieces of the split parameters plus those every rank holds;
+  // zero3's units shrink alike (mostly split).
+  const auto per_rank = [&](int t) { return t == 1 ? psi : share.per_rank(t); };
+  const auto units_at = [&](int t) {
+    return parallel::UnitSizes{units.root / t + (units.root % t != 0), units.block / t + (units.block % t != 0)};
+  };
+  std::cout << "model: Ψ = " << psi << " parameters\n" << experts;
+  if (tp > 1) {
+    std::cout << "tensor parallel " << tp << ": Ψ per rank = " << share.split << " split / " << tp << " + "
+              << share.whole << " whole on every rank = " << per_rank(tp) << "\n";
+  }
+  std::cout << "ranks: " << a.nproc << (tp > 1 ? " = tensor parallel " + std::to_string(tp) + " x data parallel " +
+                                                     "N = " + std::to_string(a.nproc / tp)
+                                               : "; N = " + std::to_string(a.nproc))
+            << "; optimizer state K = "
             << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations after the table):\n\n"
-            << parallel::memory_table(psi, a.nproc, cfg.optimizer, cfg.distributed.bucket_size, units, a.nproc_per_node);
+            << parallel::memory_table(per_rank(tp), a.nproc / tp, cfg.optimizer, cfg.distributed.bucket_size,
+                                      units_at(tp), tp > 1 ? 0 : a.nproc_per_node);
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -124,22 +186,10 @@ int run_plan(const PlanArgs& a) {
       break;
     default: break;
   }
-  if (cfg.model.arch != config::ModelArch::kBert) {
-    const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
-    parallel::ActivationShape shape{.batch = cfg.trainer.micro_batch_size,
-                                    .seq_len = cfg.data.seq_len,
-                                    .n_layer = spec.n_layer,
-                                    .d_model = spec.d_model,
-                                    .n_head = spec.n_head,
-                                    .n_kv_head = spec.n_kv_head,
-                                    .head_dim = spec.head_dim(),
-                                    .d_ff = spec.d_ff,
-                                    .vocab = spec.vocab_size,
-                                    .gated_mlp = spec.gated_mlp(),
-                                    .rope = !spec.learned_positions(),
-                                    .dropout = spec.dropout,
-                                    .element_bytes = cfg.trainer.precision == config::Precision::kFp32 ? 4 : 2,
-                                    .checkpointing = cfg.model.activation_checkpointing};
+  bool document_mask = false, variable_length = false;
+  if (decoder) {
+    const model::ModelSpec& spec = *decoder;
+    parallel::ActivationShape shape = activation_shape(cfg, spec, tp);
     std::string note;
     try {
       shape.document_mask = train::document_masking(cfg);
@@ -152,6 +202,30 @@ int run_plan(const PlanArgs& a) {
       note = "  (the training data was not found, so its document masking default is not known; counted without)\n";
     }
     std::cout << "\n" << parallel::activation_summary(shape) << note;
+    document_mask = shape.document_mask;
+    variable_length = shape.variable_length;
+  }
+  if (!a.memory.empty()) {
+    const config::Parsed<int64_t> bytes = config::parse_size(a.memory);
+    if (const std::string* bad = std::get_if<std::string>(&bytes)) {
+      throw util::UsageError("--memory " + a.memory + ": " + *bad, "give a device's memory, e.g. --memory 80GB");
+    }
+    // Every tensor parallelism that divides the ranks and the model (and that the model splits at).
+    std::vector<parallel::LayoutCandidate> candidates;
+    for (int t = 1; t <= a.nproc; ++t) {
+      if (a.nproc % t != 0 || (t > 1 && (!splits_by(t) || cfg.peft.method != config::PeftMethod::kNone))) continue;
+      double activations = 0;
+      if (decoder) {
+        parallel::ActivationShape shape = activation_shape(cfg, *decoder, t);
+        shape.document_mask = document_mask;
+        shape.variable_length = variable_length;
+        activations = parallel::estimate_activations(shape).total();
+      }
+      candidates.push_back({t, per_rank(t), units_at(t), activations});
+    }
+    std::cout << "\n"
+              << parallel::fitting_layouts(candidates, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
+                                           static_cast<double>(std::get<int64_t>(bytes)));
   }
   return util::kExitOk;
 }
@@ -165,6 +239,8 @@ void add_plan_command(CLI::App& app, Runner& runner) {
   sub->add_option("--nproc", a->nproc, "Number of ranks (processes in the whole job)")
       ->required()
       ->check(CLI::Range(1, 1000000));
+  sub->add_option("--memory", a->memory,
+                  "A device's memory (80GB, 24GiB): also list every layout (tensor parallelism x strategy) that fits");
   sub->add_option("--nproc-per-node", a->nproc_per_node,
                   "Ranks in each node: adds the hybrid row (zero3 inside a node, replicated across nodes)")
       ->check(CLI::Range(1, 1000000));

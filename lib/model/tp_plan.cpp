@@ -66,6 +66,25 @@ TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank
   return {};
 }
 
+TpShare tp_share(const ModelSpec& s) {
+  const int64_t c = s.d_model, q = s.n_head * s.head_dim(), qkv = (s.n_head + 2 * s.n_kv_head) * s.head_dim();
+  const int64_t ff = s.gated_mlp() ? 2 * s.d_ff : s.d_ff;  // gate and up
+  const int64_t block = qkv * c + (s.qkv_bias() ? qkv : 0) + c * q + ff * c + (s.mlp_biases() ? ff : 0) + c * s.d_ff;
+  TpShare share;
+  share.split = s.n_layer * block + s.vocab_size * c * (s.tie_embeddings ? 1 : 2);
+  share.whole = s.parameter_count() - share.split;
+  return share;
+}
+
+TpShare tp_share(const BertSpec& s) {
+  const int64_t c = s.hidden_size, f = s.intermediate_size;
+  const int64_t layer = 3 * (c * c + c) + c * c + (c * f + f) + f * c;
+  TpShare share;
+  share.split = s.num_hidden_layers * layer + s.vocab_size * c;
+  share.whole = s.parameter_count() - share.split;
+  return share;
+}
+
 torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split) {
   if (!split.split()) return whole;
   std::vector<torch::Tensor> pieces;

@@ -40,6 +40,16 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
 // and output layers by columns, the word embeddings by vocabulary rows; everything else whole.
 TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank, int size);
 
+// What a tensor-parallel rank holds, by the spec alone (`hftrain plan`): the elements of the split
+// parameters (whole sizes; a rank holds about 1/tp of them) and of those every rank holds whole.
+struct TpShare {
+  int64_t split = 0;
+  int64_t whole = 0;
+  int64_t per_rank(int tp) const { return (split + tp - 1) / tp + whole; }
+};
+TpShare tp_share(const ModelSpec& spec);
+TpShare tp_share(const BertSpec& spec);
+
 // This rank's piece of `whole` (contiguous, a copy); `whole` itself when the split keeps it whole.
 torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split);
 

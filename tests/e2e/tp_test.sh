@@ -45,6 +45,23 @@ for m in gpt2 llama; do
   done
 done
 
+# --- the memory at start and `hftrain plan`: a rank's Ψ is its pieces of the split parameters plus
+# those every rank holds whole, the same figure in both; --memory lists the layouts that fit
+if [ -f llama-tp2-spfalse/train.log ]; then
+  run 0 plan quickstart "${llama[@]}" distributed.tensor_parallel=2 --nproc 4 --memory 1GB
+  has "tensor_parallel=2 (data parallel 2) strategy=zero3" out
+  "$PY" - "$out" "$WORK/llama-tp2-spfalse/train.log" <<'PY' && ok || fail "plan's Ψ per rank is not the run's"
+import re, sys
+planned = int(re.search(r"tensor parallel 2: Ψ per rank = \d+ split / 2 \+ \d+ whole on every rank = (\d+)", sys.argv[1]).group(1))
+line = next(l for l in open(sys.argv[2]) if "memory on rank 0" in l)
+held = int(re.search(r"Ψ = (\d+),", line).group(1))
+assert "tensor parallel 2: Ψ = this rank's pieces" in line, line
+print(f"  plan: Ψ per rank {planned}; the run's rank 0: {held}", file=sys.stderr)
+assert planned == held, (planned, held)
+PY
+  run 2 plan quickstart "${llama[@]}" distributed.tensor_parallel=2 --nproc 3 && has "does not divide --nproc 3" err
+fi
+
 # --- a BERT classifier (each rank half of every layer's heads and intermediate units, its rows of the
 # vocabulary; the pooler and classifier whole): tp=2 equals 1 rank, alone and under dp=2 x tp=2
 bert=(model.arch=bert model.n_layer=2 model.n_head=2 model.d_model=32 model.max_seq_len=64 data.seq_len=64

@@ -266,6 +266,28 @@ TEST_CASE("tensor parallel: a split BERT and RoBERTa classifier give the whole m
   check_split_encoder(config::Encoder::kRoberta);
 }
 
+TEST_CASE("tensor parallel: the plan's share of a rank equals the split parameters of a built model", "[tp]") {
+  for (const model::ModelSpec& spec : {gpt2_spec(), llama_spec()}) {
+    model::Transformer m(spec, model::WeightInit::kSkip);
+    int64_t split = 0, whole = 0;
+    for (const auto& [name, p] : m->parameters_by_name()) {
+      (model::decoder_tp_split(spec, name, 0, 2).split() ? split : whole) += p.numel();
+    }
+    CHECK(model::tp_share(spec).split == split);
+    CHECK(model::tp_share(spec).whole == whole);
+  }
+  for (const auto family : {config::Encoder::kBert, config::Encoder::kRoberta}) {
+    const model::BertSpec spec = bert_spec(family);
+    model::BertEncoder m(spec);
+    int64_t split = 0, whole = 0;
+    for (const auto& [name, p] : m->parameters_by_name()) {
+      (model::encoder_tp_split(spec, name, 0, 2).split() ? split : whole) += p.numel();
+    }
+    CHECK(model::tp_share(spec).split == split);
+    CHECK(model::tp_share(spec).whole == whole);
+  }
+}
+
 TEST_CASE("tensor parallel: vocabulary slices cover the vocabulary in rank order", "[tp]") {
   CHECK(model::vocab_slice(261, 0, 2).begin == 0);
   CHECK(model::vocab_slice(261, 0, 2).end == 131);

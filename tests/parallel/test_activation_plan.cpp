@@ -68,3 +68,16 @@ TEST_CASE("activation plan: variable-length flash attention keeps no document ma
         Approx(parallel::estimate_activations([&] { auto p = s; p.document_mask = false; return p; }()).total()));
   CHECK_THAT(parallel::activation_summary(s), Catch::Contains("variable-length flash attention, no mask"));
 }
+
+TEST_CASE("activation plan: tensor parallelism splits the heads' and MLP's tensors and the logits", "[plan]") {
+  auto s = gpt2_small();
+  s.tensor_parallel = 2;
+  const double tokens = 8.0 * 1024;
+  const double split = (768 + 2 * 768) + 768 + 2 * 3072;
+  CHECK(parallel::estimate_activations(s).per_block == Approx((4 * 768 + split / 2) * tokens * 4));
+  // with sequence parallelism the residual stream's tensors too
+  s.sequence_parallel = true;
+  CHECK(parallel::estimate_activations(s).per_block == Approx((4 * 768 + split) / 2 * tokens * 4));
+  // a rank's slice of the logits: 8192 x 25128.5 x 4 B is still over one 32 MB chunk
+  CHECK(parallel::estimate_activations(s).head == Approx(2 * 768 * tokens * 4 + 32.0 * 1024 * 1024));
+}

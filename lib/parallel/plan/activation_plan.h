@@ -29,6 +29,10 @@ struct ActivationShape {
   bool checkpointing = false;
   bool document_mask = false;
   bool variable_length = false;  // document masking through CUDA's variable-length flash attention
+  // Tensor parallelism: a rank keeps its heads' and its d_ff units' tensors (1 / tp of them) and
+  // its slice of the logits; with sequence parallelism also 1 / tp of the residual stream's.
+  int64_t tensor_parallel = 1;
+  bool sequence_parallel = false;
 };
 
 struct ActivationEstimate {

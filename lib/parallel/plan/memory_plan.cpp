@@ -116,4 +116,24 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
   return out.str();
 }
 
+std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
+                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes) {
+  std::string out;
+  for (const LayoutCandidate& c : candidates) {
+    const int dp = world_size / c.tp;
+    for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
+      const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units);
+      const double total = e.total() + e.buffers + c.activations;
+      if (total > device_bytes) continue;
+      out += "  tensor_parallel=" + std::to_string(c.tp) + " (data parallel " + std::to_string(dp) + ") strategy=" +
+             strategy_name(s) + ": " + format_bytes(total) + " per rank\n";
+    }
+  }
+  const std::string budget = format_bytes(device_bytes);
+  return out.empty() ? "no layout fits " + budget + " per rank: more ranks, activation checkpointing, or a smaller "
+                       "micro-batch\n"
+                     : "layouts that fit " + budget + " per rank (parameters, gradients, optimizer state, buffers and "
+                       "one micro-batch's activations):\n" + out;
+}
+
 }  // namespace hftrain::parallel

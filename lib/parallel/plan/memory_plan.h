@@ -56,6 +56,20 @@ double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_eleme
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
                          int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0);
 
+// One layout's figures for `hftrain plan --memory`: at tensor parallelism `tp`, what a rank holds
+// of the model (Ψ elements; zero3's unit sizes) and one micro-batch's activations.
+struct LayoutCandidate {
+  int tp = 1;
+  int64_t parameters = 0;
+  UnitSizes units;
+  double activations = 0;
+};
+// The lines naming every layout (tp x strategy over the remaining world_size / tp data-parallel
+// ranks) whose parameters, gradients, optimizer state, buffers and activations fit `device_bytes`
+// per rank, smallest tensor parallelism first; a line saying none does otherwise.
+std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
+                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes);
+
 // "1.23 GiB"
 std::string format_bytes(double bytes);
 
