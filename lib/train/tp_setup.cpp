@@ -28,10 +28,8 @@ void check_divides(const std::string& key, int64_t value, int64_t tp, const std:
          "set distributed.tensor_parallel to a divisor of " + std::to_string(value) + " (" + divisors_of(value) + ")");
 }
 
-// What every model needs: an optimizer with element-wise state, a strategy that runs over the
-// data-parallel groups, no adapters.
+// What every model needs: an optimizer with element-wise state, no adapters.
 void check_common(const config::Config& config) {
-  const auto& d = config.distributed;
   switch (config.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -47,11 +45,6 @@ void check_common(const config::Config& config) {
              "use optimizer.name=adamw");
       break;
     default: break;
-  }
-  if (d.strategy == config::Strategy::kHybrid) {
-    refuse("distributed.strategy=hybrid (zero3 inside a node, replicated across nodes) does not split the "
-           "data-parallel groups of a tensor-parallel mesh by node yet",
-           "use distributed.strategy=zero3 (or ddp, zero1, zero2) with distributed.tensor_parallel");
   }
   if (config.peft.method != config::PeftMethod::kNone) {
     refuse("LoRA adapters (peft.method=lora) are not split yet", "set distributed.tensor_parallel=1");

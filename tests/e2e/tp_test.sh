@@ -45,6 +45,23 @@ for m in gpt2 llama; do
   done
 done
 
+# --- hybrid on 2 "nodes" of 4 ranks (two launchers): tp=2 inside each node, zero3 over the node's 2
+# data-parallel ranks of each tensor-parallel rank, replicated across the nodes; against one rank
+# accumulating the 4 data-parallel ranks' micro-batches
+run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=4 run.output_dir="$WORK/llama-accum4"
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes=(--nproc-per-node 4 --nnodes 2 --master-addr 127.0.0.1 --master-port "$port")
+hybrid=("${llama[@]}" distributed.strategy=hybrid distributed.tensor_parallel=2 run.output_dir="$WORK/llama-hybrid")
+"$HFTRAIN" run quickstart "${hybrid[@]}" "${nodes[@]}" --node-rank 1 >"$WORK/node1.out" 2>"$WORK/node1.err" &
+node1=$!
+if run 0 run quickstart "${hybrid[@]}" "${nodes[@]}" --node-rank 0; then
+  has "mesh: 8 ranks = data parallel 4 x tensor parallel 2" err
+  check "llama, hybrid over 2 nodes x (dp 2 x tp 2) vs 1 rank accumulating 4: losses" close llama-accum4 llama-hybrid 1 8 1e-5
+  check "llama, hybrid over 2 nodes x (dp 2 x tp 2) vs 1 rank accumulating 4: weights" \
+    same_weights llama-accum4 llama-hybrid 1e-5
+fi
+wait $node1 && ok || fail "hybrid: node 1 exited: $(tail -c 600 "$WORK/node1.err")"
+
 # --- the memory at start and `hftrain plan`: a rank's Ψ is its pieces of the split parameters plus
 # those every rank holds whole, the same figure in both; --memory lists the layouts that fit
 if [ -f llama-tp2-spfalse/train.log ]; then
@@ -197,6 +214,14 @@ refused "sequence parallel on an encoder" "BERT encoders split their layers only
   distributed.tensor_parallel=2 distributed.sequence_parallel=true --nproc-per-node 2
 refused "modernbert" "ModernBERT encoders are not split yet" "${bert[@]}" model.encoder=modernbert \
   distributed.tensor_parallel=2 --nproc-per-node 2
-refused "hybrid" "distributed.strategy=hybrid (zero3 inside a node" distributed.strategy=hybrid \
-  distributed.tensor_parallel=2 --nproc-per-node 2
+# hybrid shards inside a node: a tensor-parallel group across two nodes (2 nodes of 3 ranks, tp=2)
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes=(--nproc-per-node 3 --nnodes 2 --master-addr 127.0.0.1 --master-port "$port")
+"$HFTRAIN" run quickstart "${gpt2[@]}" distributed.strategy=hybrid distributed.tensor_parallel=2 \
+  run.output_dir="$WORK/refused" "${nodes[@]}" --node-rank 1 >"$WORK/node1.out" 2>"$WORK/node1.err" &
+node1=$!
+refused "hybrid with a group across nodes" "needs each node's 3 ranks to hold whole tensor-parallel groups" \
+  distributed.strategy=hybrid distributed.tensor_parallel=2 "${nodes[@]}" --node-rank 0
+wait $node1
+[ $? = 2 ] && ok || fail "hybrid across nodes: node 1 did not exit 2: $(tail -c 300 "$WORK/node1.err")"
 finish

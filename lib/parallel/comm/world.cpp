@@ -190,6 +190,18 @@ std::unique_ptr<World> World::create(const launch::LaunchEnv& env, const config:
 }
 
 Communicator& World::intra_node() {
+  if (!intra_ && tp_size_ > 1) {  // the data-parallel group's ranks on this node
+    const int local_dp = env_.local_rank / tp_size_, per_node = env_.local_world_size / tp_size_;
+    if (env_.local_world_size == env_.world_size) {
+      intra_ = dp_;
+    } else if (comm_->backend() == "mpi") {
+      intra_ = mpi_split(*dp_, env_.node_rank, local_dp, monitor_.get());
+    } else {
+      intra_ = make_nccl_communicator(&store_holder_->store, local_dp, per_node, device_.index(),
+                                      "dpnode" + std::to_string(env_.node_rank) + "-tp" + std::to_string(tp_rank()),
+                                      monitor_.get());
+    }
+  }
   if (!intra_) {
     if (env_.local_world_size == env_.world_size) {
       intra_ = comm_;
@@ -204,6 +216,18 @@ Communicator& World::intra_node() {
 }
 
 Communicator& World::inter_node() {
+  if (!inter_ && tp_size_ > 1) {  // the data-parallel group's ranks at this place of every node
+    const int local_dp = env_.local_rank / tp_size_;
+    if (env_.local_world_size == env_.world_size) {
+      inter_ = std::make_shared<LocalCommunicator>();
+    } else if (comm_->backend() == "mpi") {
+      inter_ = mpi_split(*dp_, local_dp, env_.node_rank, monitor_.get());
+    } else {
+      inter_ = make_nccl_communicator(&store_holder_->store, env_.node_rank, env_.num_nodes, device_.index(),
+                                      "dplocal" + std::to_string(local_dp) + "-tp" + std::to_string(tp_rank()),
+                                      monitor_.get());
+    }
+  }
   if (!inter_) {
     if (env_.local_world_size == env_.world_size) {
       inter_ = std::make_shared<LocalCommunicator>();
@@ -226,6 +250,13 @@ void World::set_tensor_parallel(int tensor_parallel) {
                             "start a multiple of " + std::to_string(tensor_parallel) +
                                 " processes, or set distributed.tensor_parallel to a divisor of " +
                                 std::to_string(size()));
+  }
+  if (config_.strategy == config::Strategy::kHybrid && env_.local_world_size % tensor_parallel != 0) {
+    throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" +
+                                std::to_string(tensor_parallel) + " needs each node's " +
+                                std::to_string(env_.local_world_size) +
+                                " ranks to hold whole tensor-parallel groups",
+                            "start a multiple of " + std::to_string(tensor_parallel) + " processes per node");
   }
   tp_size_ = tensor_parallel;
   const int tp_index = tp_rank(), dp_index = dp_rank();

@@ -45,8 +45,9 @@ class World {
   const launch::LaunchEnv& env() const { return env_; }
 
   Communicator& comm() { return *comm_; }
-  // Hybrid sharding: the ranks of this node, and the ranks with this local rank on every node.
-  // Created on first use (a collective over the world).
+  // Hybrid sharding: the ranks of this node, and the ranks with this local rank on every node;
+  // under tensor parallelism those of this rank's data-parallel group. Created on first use (a
+  // collective over the world, or the data-parallel group).
   Communicator& intra_node();
   Communicator& inter_node();
 

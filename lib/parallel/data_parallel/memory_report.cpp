@@ -10,7 +10,7 @@ std::string memory_report(const ShardingStrategy& strategy, const World& world, 
   const config::Strategy s = strategy.name() == "single" ? config::Strategy::kDdp : config.distributed.strategy;
   // hybrid shards inside a node: its N is the node's ranks; the others shard over the data-parallel
   // group (the world without tensor parallelism).
-  const int n = s == config::Strategy::kHybrid ? world.env().local_world_size : world.dp_size();
+  const int n = s == config::Strategy::kHybrid ? world.env().local_world_size / world.tp_size() : world.dp_size();
   const MemoryEstimate e = estimate_memory(s, psi, n, config.optimizer, config.distributed.bucket_size, units);
   auto part = [](const char* what, int64_t have, double formula) {
     return std::string(what) + " " + std::to_string(have) + " B (" + format_bytes(static_cast<double>(have)) +
