@@ -16,6 +16,7 @@
 #include "config/emit.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
+#include "train/tp_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -104,6 +105,9 @@ int run_train_job(const TrainJob& job) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   const torch::Device device = train::pick_device(cfg, env.local_rank);
+  // A layout that cannot run stops here, before any rank waits for another.
+  train::check_tensor_parallel(cfg);
+  parallel::World::check_mesh(env, cfg.distributed);
   std::unique_ptr<parallel::World> world = parallel::World::create(env, cfg.distributed, device);
   if (env.distributed()) {
     util::log::info("distributed: " + std::to_string(env.world_size) + " ranks (" + env.describe() + "), backend " +

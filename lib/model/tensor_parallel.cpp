@@ -42,11 +42,11 @@ torch::Tensor scatter_sequence(const torch::Tensor& x, TpGroup& group) {
   if (x.size(1) % n != 0) {
     throw util::ConfigError("distributed.sequence_parallel splits each sequence over " + std::to_string(n) +
                                 " ranks, but a batch holds sequences of " + std::to_string(x.size(1)) + " positions",
-                            "make data.seq_len a multiple of distributed.tensor_parallel, or turn "
-                            "distributed.sequence_parallel off");
+                            "make data.seq_len (with data.packing=pad: data.pad_to_multiple_of) a multiple of "
+                            "distributed.tensor_parallel, or turn distributed.sequence_parallel off");
   }
   const int64_t t = x.size(1) / n;
-  auto chunks = x.view({x.size(0), n, t, x.size(2)}).permute({1, 0, 2, 3}).contiguous();
+  auto chunks = x.reshape({x.size(0), n, t, x.size(2)}).permute({1, 0, 2, 3}).contiguous();
   auto out = torch::empty({x.size(0), t, x.size(2)}, x.options());
   group.reduce_scatter(out, chunks);
   return out;

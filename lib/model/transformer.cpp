@@ -104,6 +104,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
   if (tp_) hidden = tp_enter(hidden, *tp_);
   auto logits = F::linear(hidden, head_weight());  // (B, T, V), or this rank's slice of V
   if (tp_) {
+    TORCH_CHECK(!torch::GradMode::is_enabled(), "the whole logits of a tensor-parallel model are for evaluation "
+                "(no gradient flows through their gathering): train through loss_sum");
     std::vector<TpSplit> slices;
     for (int r = 0; r < tp_->size(); ++r) {
       const VocabSlice v = vocab_slice(spec_.vocab_size, r, tp_->size());

@@ -72,7 +72,7 @@ class TaskModel {
 
   // Tensor parallelism (model/tensor_parallel.h): keep this rank's pieces of the weights and split
   // the computation over `group`; once, after the weights are in place, before the move to the
-  // device. Only decoders split (the default refuses).
+  // device. Decoders and BERT-style encoders split (the default refuses).
   virtual void tensor_parallelize(std::shared_ptr<model::TpGroup> group);
   // Where rank `rank`'s piece of parameter `name` lies in the whole parameter.
   virtual model::TpSplit tp_split(const std::string& /*name*/, int /*rank*/) const { return {}; }

@@ -4,6 +4,7 @@
 
 #include "model/spec.h"
 #include "parallel/tensor/tp_group.h"
+#include "train/wiring.h"
 #include "util/error.h"
 
 namespace hftrain::train {
@@ -54,7 +55,8 @@ void check_common(const config::Config& config) {
 }  // namespace
 
 void TaskModel::tensor_parallelize(std::shared_ptr<model::TpGroup> /*group*/) {
-  throw util::ConfigError("distributed.tensor_parallel splits decoders only", "set distributed.tensor_parallel=1");
+  throw util::ConfigError("distributed.tensor_parallel splits decoders and BERT-style encoders only",
+                          "set distributed.tensor_parallel=1");
 }
 
 void check_tensor_parallel(const config::Config& config) {
@@ -92,6 +94,12 @@ void check_tensor_parallel(const config::Config& config) {
            "set distributed.tensor_parallel=1");
   }
   check_common(config);
+  if (d.sequence_parallel && config.data.packing == config::Packing::kPad && config.data.pad_to_multiple_of % tp != 0) {
+    refuse("with distributed.sequence_parallel each rank holds 1 / tensor_parallel of every batch's positions, and "
+           "data.packing=pad pads a batch to its longest row rounded to data.pad_to_multiple_of=" +
+               std::to_string(config.data.pad_to_multiple_of),
+           "set data.pad_to_multiple_of to a multiple of " + std::to_string(tp));
+  }
   if (d.sequence_parallel && config.data.seq_len % tp != 0) {
     refuse("with distributed.sequence_parallel each rank holds data.seq_len / tensor_parallel positions, and "
            "data.seq_len=" + std::to_string(config.data.seq_len) + " does not divide",
@@ -120,8 +128,7 @@ void split_model(TaskModel& model, parallel::World& world, const config::Config&
   if (world.tp_size() <= 1) return;
   // Each rank's own stream for the regions it computes alone (the default generators are seeded
   // by data-parallel rank, alike across the group).
-  model::tp_rng::seed(static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(world.dp_rank()) +
-                      104729u * static_cast<uint64_t>(world.tp_rank() + 1));
+  model::tp_rng::seed(own_stream_seed(config, world.dp_rank(), world.tp_rank()));
   model.tensor_parallelize(
       parallel::make_tp_group(world.tensor_parallel_group(), config.distributed.sequence_parallel));
 }

@@ -10,8 +10,8 @@
 namespace hftrain::train {
 
 // Throws util::ConfigError when distributed.tensor_parallel (or sequence_parallel) cannot run with
-// the rest of the config: heads, kv heads or d_ff that it does not divide, a model or optimizer
-// that is not split, a strategy other than ddp.
+// the rest of the config: heads, kv heads or d_ff that it does not divide, a model, optimizer or
+// adapter that is not split, sequence parallelism on an encoder or on padded batches it cannot cut.
 void check_tensor_parallel(const config::Config& config);
 
 // The same for an encoder, once its spec is read (model.from's config.json, or model.*).

@@ -246,9 +246,10 @@ void Trainer::run_evaluation() {
 
 StepStats Trainer::close_log_window(double lr_factor) {
   StepStats s;
-  if (world_->size() > 1) {  // the window's loss over every rank's tokens
-    window_targets_ = reduce_over_ranks(window_targets_, parallel::ReduceOp::kSum);
-    world_->comm().all_reduce(window_loss_)->wait();
+  if (world_->dp_size() > 1) {  // the window's loss over every data-parallel rank's tokens
+    window_targets_ = parallel::all_reduce_value(world_->data_parallel(), window_targets_, parallel::ReduceOp::kSum,
+                                                 device_);
+    world_->data_parallel().all_reduce(window_loss_)->wait();
   }
   s.loss = window_loss_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets_));
   s.lr = config_.optimizer.lr * lr_factor;

@@ -166,6 +166,11 @@ class Trainer {
   // of data-parallel rank 0, collective there; load: to be filled, on every rank); null without
   // tensor parallelism and, for a save, on the other groups.
   std::unique_ptr<parallel::TpWholeParameters> tp_whole(parallel::TpWholeParameters::Access access);
+  // Tensor parallelism, after a resume: the group's default generators set from its rank 0's.
+  void share_default_generators();
+  // Tensor parallelism, at a save (collective over the group): warns when the ranks' copies of
+  // the parameters they hold whole differ.
+  void check_replicas_agree();
   std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
   std::vector<torch::Tensor> tp_norm_weights_;  // strategy_->norm_weights(tp_norm_weights()), made once
 };

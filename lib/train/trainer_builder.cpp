@@ -142,7 +142,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each
   // data-parallel rank draws its own numbers (a tensor-parallel group draws the same).
-  if (world.size() > 1) torch::manual_seed(static_cast<uint64_t>(config.run.seed) + 7919u * world.dp_rank());
+  if (world.size() > 1) torch::manual_seed(default_stream_seed(config, world.dp_rank()));
   return parts;
 }
 

@@ -191,6 +191,14 @@ void restore_rng(const model::TensorList& states, const torch::Device& device, c
 
 // Every rank's generator states, as rank 0 writes them: rank 0's under their own names ("cpu",
 // "cuda"), rank r's as "cpu.rank<r>" (collective).
+// Sets `gen` from the tensor-parallel group's rank 0 (collective over the group).
+void broadcast_generator(at::Generator gen, parallel::Communicator& group, const torch::Device& device) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  torch::Tensor state = gen.get_state().to(device);
+  group.broadcast(state, 0)->wait();
+  gen.set_state(state.cpu());
+}
+
 model::TensorList gather_rng_states(parallel::World& world, const torch::Device& device) {
   model::TensorList mine = rng_states(device);
   if (world.size() == 1) return mine;
@@ -210,6 +218,38 @@ model::TensorList gather_rng_states(parallel::World& world, const torch::Device&
 
 }  // namespace
 
+void Trainer::check_replicas_agree() {
+  // The sum and the sum of squares of every parameter the group's ranks hold whole, in fp64: their
+  // max and min over the group differ when the copies drifted apart (different dropout numbers in
+  // a region they compute alike, say).
+  torch::NoGradGuard no_grad;
+  auto sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  for (const auto& [name, p] : model_->parameters_by_name()) {
+    if (model_->tp_split(name, world_->tp_rank()).split() || p.numel() == 0) continue;
+    const auto x = p.detach().to(device_, torch::kFloat64);
+    sums[0] += x.sum();
+    sums[1] += x.square().sum();
+  }
+  auto high = sums.clone(), low = sums.clone();
+  world_->tensor_parallel_group().all_reduce(high, parallel::ReduceOp::kMax)->wait();
+  world_->tensor_parallel_group().all_reduce(low, parallel::ReduceOp::kMin)->wait();
+  const double apart = ((high - low).abs() / high.abs().clamp_min(1e-30)).max().item<double>();
+  if (apart > 1e-6) {
+    util::log::warn("tensor parallelism: the ranks of group " + std::to_string(world_->dp_rank()) +
+                    " hold copies of the parameters they share that differ by " + std::to_string(apart) +
+                    " (relative) at step " + std::to_string(state_.step) +
+                    "; the checkpoint keeps tensor-parallel rank 0's");
+  }
+}
+
+void Trainer::share_default_generators() {
+  parallel::Communicator& group = world_->tensor_parallel_group();
+  broadcast_generator(at::detail::getDefaultCPUGenerator(), group, device_);
+#ifdef HFTRAIN_HAVE_CUDA
+  if (device_.is_cuda()) broadcast_generator(at::cuda::detail::getDefaultCUDAGenerator(device_.index()), group, device_);
+#endif
+}
+
 fs::path Trainer::save_checkpoint() {
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
   // Weights as they are evaluated and kept (schedule_free_adamw's x; the optimizer state records
@@ -221,9 +261,10 @@ fs::path Trainer::save_checkpoint() {
   const model::TensorList rng = gather_rng_states(*world_, device_);
   torch::Tensor window = window_loss_.clone();
   int64_t window_targets = window_targets_;
-  if (world_->size() > 1) {
-    world_->comm().all_reduce(window)->wait();
-    window_targets = reduce_over_ranks(window_targets_, parallel::ReduceOp::kSum);
+  if (world_->dp_size() > 1) {  // a tensor-parallel group shares its batches
+    world_->data_parallel().all_reduce(window)->wait();
+    window_targets = parallel::all_reduce_value(world_->data_parallel(), window_targets_, parallel::ReduceOp::kSum,
+                                                device_);
   }
   parallel::LocalOptimizerState local = strategy_->local_optimizer_state();
   if (tp_group_) {  // each tensor-parallel rank its own pieces (tensor_parallel.json places them)
@@ -233,6 +274,7 @@ fs::path Trainer::save_checkpoint() {
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
   // parallelism: the pieces gathered whole on every rank of the group.
   parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
+  if (tp_group_ && world_->dp_rank() == 0) check_replicas_agree();  // the parameters are whole here
   const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
@@ -436,11 +478,13 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   if (scaler_.enabled() && scaler.enabled) scaler_.load_state({scaler.scale, scaler.growth_tracker});
   if (rng.empty() && world_->rank() > 0) {
     // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
-    torch::manual_seed(static_cast<uint64_t>(config_.run.seed) + 7919u * static_cast<uint64_t>(world_->rank()) +
-                       104729u * static_cast<uint64_t>(ts.state.step));
+    torch::manual_seed(default_stream_seed(config_, world_->dp_rank(), ts.state.step));
   } else {
     restore_rng(rng, device_, dir / kRngFile);
   }
+  // A tensor-parallel group draws alike from its default generators (the regions it computes
+  // whole): the group's rank 0's, whatever rank held which state in the saving job.
+  if (tp_group_) share_default_generators();
 
   if (static_cast<uint64_t>(data.num_samples) != loaders_.train->num_samples() && !allow_data_change) {
     throw util::CheckpointError("the training data changed since " + dir.string() + " was saved: " +

@@ -42,4 +42,11 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 // Throws ConfigError for cuda without a GPU, or fewer GPUs than local processes.
 torch::Device pick_device(const config::Config& config, int local_rank = 0);
 
+// The seeds of a rank's random streams once the weights are initialised (dropout): the default
+// generators by data-parallel rank, so that a tensor-parallel group draws alike, restarted at
+// `step` when a resume holds no state for the rank; tensor parallelism's own stream of a rank by
+// its data- and tensor-parallel ranks (model/tensor_parallel.h).
+uint64_t default_stream_seed(const config::Config& config, int dp_rank, int64_t step = 0);
+uint64_t own_stream_seed(const config::Config& config, int dp_rank, int tp_rank);
+
 }  // namespace hftrain::train

@@ -169,6 +169,7 @@ fi
 # losses differ (other numbers) but stay within 2% (loose: a statistical check of 8 steps).
 drop=("${gpt2[@]}" model.dropout=0.1 trainer.max_steps=8)
 run 0 run quickstart "${drop[@]}" run.output_dir="$WORK/drop-ref"
+run 0 run quickstart "${drop[@]}" checkpoint.every_steps=4 run.output_dir="$WORK/drop-ref-ckpt"
 for sp in false true; do
   run 0 run quickstart "${drop[@]}" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
     checkpoint.every_steps=4 run.output_dir="$WORK/drop-sp$sp" --nproc-per-node 2 || continue
@@ -180,6 +181,13 @@ for sp in false true; do
   run 0 resume "$WORK/drop-resumed-sp$sp/checkpoint-4" --nproc-per-node 2 \
     && check "dropout, tp=2 (sequence parallel $sp): resumed at step 4, losses 5-8" \
       close drop-sp$sp drop-resumed-sp$sp 5 8 1e-6
+  # saved on one rank, resumed at tp=2: the group's default generators agree again (no drift
+  # between the ranks' copies of the norms when the next checkpoint checks them)
+  mkdir "drop-onto-tp-sp$sp" && cp -r drop-ref-ckpt/checkpoint-4 "drop-onto-tp-sp$sp/"
+  run 0 resume "$WORK/drop-onto-tp-sp$sp/checkpoint-4" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
+    checkpoint.at_end=true --force --nproc-per-node 2 \
+    && { [[ "$err" != *"hold copies of the parameters they share that differ"* ]] && ok \
+      || fail "dropout resumed at tp=2 (sequence parallel $sp): the ranks drifted apart"; }
   "$PY" - "$WORK/drop-ref/metrics.jsonl" "$WORK/drop-sp$sp/metrics.jsonl" "$WORK/gpt2-ref/metrics.jsonl" <<'PY' \
     && ok || fail "dropout, tp=2 (sequence parallel $sp): its losses do not follow one rank's with dropout"
 import json, sys

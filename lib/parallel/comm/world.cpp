@@ -241,23 +241,29 @@ Communicator& World::inter_node() {
   return *inter_;
 }
 
+void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedConfig& config) {
+  const int64_t tp = config.tensor_parallel;
+  if (tp <= 1) return;
+  if (env.world_size % tp != 0) {
+    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tp) + " does not divide the world of " +
+                                std::to_string(env.world_size) + " ranks (world = data parallel x tensor parallel)",
+                            "start a multiple of " + std::to_string(tp) +
+                                " processes, or set distributed.tensor_parallel to a divisor of " +
+                                std::to_string(env.world_size));
+  }
+  if (config.strategy == config::Strategy::kHybrid && env.local_world_size % tp != 0) {
+    throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" + std::to_string(tp) +
+                                " needs each node's " + std::to_string(env.local_world_size) +
+                                " ranks to hold whole tensor-parallel groups",
+                            "start a multiple of " + std::to_string(tp) + " processes per node");
+  }
+}
+
 void World::set_tensor_parallel(int tensor_parallel) {
   if (tensor_parallel <= 1 || tp_) return;
-  if (size() % tensor_parallel != 0) {
-    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tensor_parallel) +
-                                " does not divide the world of " + std::to_string(size()) +
-                                " ranks (world = data parallel x tensor parallel)",
-                            "start a multiple of " + std::to_string(tensor_parallel) +
-                                " processes, or set distributed.tensor_parallel to a divisor of " +
-                                std::to_string(size()));
-  }
-  if (config_.strategy == config::Strategy::kHybrid && env_.local_world_size % tensor_parallel != 0) {
-    throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" +
-                                std::to_string(tensor_parallel) + " needs each node's " +
-                                std::to_string(env_.local_world_size) +
-                                " ranks to hold whole tensor-parallel groups",
-                            "start a multiple of " + std::to_string(tensor_parallel) + " processes per node");
-  }
+  config::DistributedConfig mesh = config_;
+  mesh.tensor_parallel = tensor_parallel;
+  check_mesh(env_, mesh);
   tp_size_ = tensor_parallel;
   const int tp_index = tp_rank(), dp_index = dp_rank();
   if (comm_->backend() == "mpi") {

@@ -58,6 +58,9 @@ class World {
   // the data-parallel group is the world. Throws ConfigError when `tensor_parallel` does not
   // divide the world size.
   void set_tensor_parallel(int tensor_parallel);
+  // The mesh's rules on the job's shape alone (the world size, each node's ranks under hybrid):
+  // throws ConfigError, before any rendezvous, when set_tensor_parallel would.
+  static void check_mesh(const launch::LaunchEnv& env, const config::DistributedConfig& config);
   int tp_size() const { return tp_size_; }
   int tp_rank() const { return rank() % tp_size_; }
   int dp_size() const { return size() / tp_size_; }

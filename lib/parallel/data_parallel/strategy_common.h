@@ -39,15 +39,17 @@ void broadcast_from(Communicator& comm, const std::vector<torch::Tensor>& tensor
 // the device is a GPU (so that the copies are asynchronous DMA).
 torch::Tensor offload_copy(const torch::Tensor& t);
 
+// Per element of each gradient chunk (`chunks`, one per bucket or unit, in their sizes and on their
+// device): the weight of the parameter its piece of `layout` belongs to, 0 on padding
+// (ShardingStrategy::norm_weights for the strategies whose gradients are flat chunks). Under
+// tensor parallelism only: 4 bytes per element of this rank's chunks.
+std::vector<torch::Tensor> chunk_norm_weights(const ShardLayout& layout, const std::vector<torch::Tensor>& chunks,
+                                              const std::vector<double>& per_parameter);
+
 // The gradient chunks the offloaded update reads, in CPU memory: a chunk on a GPU is copied into
 // its pinned host twin in `host` (made at the first call, then reused), every copy queued before
 // one wait for the device, where one blocking copy per parameter would wait each time. A chunk
 // already in CPU memory is used as it is.
-// Per element of each gradient chunk (`chunks`, one per bucket or unit, in their sizes and on their
-// device): the weight of the parameter its piece of `layout` belongs to, 0 on padding
-// (ShardingStrategy::norm_weights for the strategies whose gradients are flat chunks).
-std::vector<torch::Tensor> chunk_norm_weights(const ShardLayout& layout, const std::vector<torch::Tensor>& chunks,
-                                              const std::vector<double>& per_parameter);
 
 void copy_to_host(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& host);
 

@@ -176,8 +176,8 @@ class ZeroStrategy final : public ShardingStrategy {
   std::vector<torch::Tensor> masters_;      // what the optimizer updates: views_, or (offload) views of host_masters_
   std::vector<torch::Tensor> host_masters_;  // offload, per bucket: this rank's chunk in (pinned) CPU memory
   std::vector<torch::Tensor> host_grads_;    // offload, per bucket: its gradient chunk copied there
-  std::vector<torch::Tensor> grad_chunks_;
-  std::vector<torch::Tensor> chunk_weights_;  // norm_weights(), made once  // per bucket: this rank's summed gradient chunk (fp32)
+  std::vector<torch::Tensor> grad_chunks_;  // per bucket: this rank's summed gradient chunk (fp32)
+  std::vector<torch::Tensor> chunk_weights_;  // norm_weights(), made once (tensor parallelism only)
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<torch::Tensor> owns_;   // per bucket: this rank's updated chunk, sent by the all-gather
   std::vector<torch::Tensor> fulls_;  // per bucket: the gathered parameters, only when the reduce dtype differs

@@ -1,5 +1,6 @@
 #include "parallel/tensor/tp_group.h"
 
+#include <algorithm>
 #include <map>
 
 #include <torch/torch.h>
@@ -54,19 +55,19 @@ class SlicedState final : public SavedOptimizerState {
     const std::vector<int64_t> whole_shape = whole_.shape(name);
     const model::TpSplit split = split_for(name, whole_shape);
     if (!split.split()) return whole_.read(name, offset, count);
-    auto it = pieces_.find(name);
-    if (it == pieces_.end()) {
+    if (piece_name_ != name) {  // one tensor at a time in host memory
       int64_t numel = 1;
       for (int64_t d : whole_shape) numel *= d;
       const torch::Tensor whole = whole_.read(name, 0, numel).view(whole_shape);
-      it = pieces_.emplace(name, model::tp_take(whole, split).reshape({-1})).first;
+      piece_ = model::tp_take(whole, split).reshape({-1});
+      piece_name_ = name;
     }
-    if (offset < 0 || offset + count > it->second.numel()) {
+    if (offset < 0 || offset + count > piece_.numel()) {
       throw util::CheckpointError(source() + ": elements " + std::to_string(offset) + "-" +
                                       std::to_string(offset + count) + " of " + name + " lie outside this rank's piece",
                                   "the checkpoint does not fit this model");
     }
-    return it->second.narrow(0, offset, count);
+    return piece_.narrow(0, offset, count);
   }
 
  private:
@@ -81,7 +82,8 @@ class SlicedState final : public SavedOptimizerState {
   const SavedOptimizerState& whole_;
   SplitOf split_of_;
   int rank_;
-  mutable std::map<std::string, torch::Tensor> pieces_;
+  mutable std::string piece_name_;
+  mutable torch::Tensor piece_;
 };
 
 // A state saved by tp_optimizer_pieces, its split parameters' tensors put together whole.
@@ -121,7 +123,11 @@ class AssembledState final : public SavedOptimizerState {
   }
   const nlohmann::json& meta() const override { return saved_.meta(); }
   std::string source() const override { return saved_.source(); }
-  std::vector<std::string> names() const override { return names_; }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> sorted = names_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
   std::vector<int64_t> shape(const std::string& name) const override {
     const auto it = splits_.find(parameter_of(name));
     if (it == splits_.end()) return saved_.shape(name);
