@@ -21,5 +21,6 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer.cpp
   trainer_builder.cpp
   trainer_checkpoint.cpp
+  trainer_tp.cpp
   tp_setup.cpp
   wiring.cpp)

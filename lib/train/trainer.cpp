@@ -191,47 +191,6 @@ std::optional<double> Trainer::train_step(double lr_factor) {
   return overflowed_at;
 }
 
-std::vector<double> Trainer::tp_norm_weights() const {
-  std::vector<double> weights;
-  const int tp = world_->tp_size();
-  for (const auto& [name, p] : model_->parameters_by_name()) {
-    weights.push_back(model_->tp_split(name, world_->tp_rank()).split() ? 1.0 : 1.0 / tp);
-  }
-  return weights;
-}
-
-std::unique_ptr<parallel::TpWholeParameters> Trainer::tp_whole(parallel::TpWholeParameters::Access access) {
-  // A save: the group of data-parallel rank 0, where rank 0 writes (zero3 gathered its units there).
-  if (!tp_group_ || (access == parallel::TpWholeParameters::Access::kSave && world_->dp_rank() != 0)) return nullptr;
-  return std::make_unique<parallel::TpWholeParameters>(model_->parameters_by_name(), tp_split_of(), *tp_group_,
-                                                       access, device_);
-}
-
-std::string Trainer::tp_memory_share() const {
-  if (!tp_group_) return "";
-  // Ψ of this rank: its pieces of the split parameters plus the parameters every rank holds whole.
-  int64_t split_whole = 0, pieces = 0, whole = 0;
-  for (const auto& [name, p] : model_->parameters_by_name()) {
-    const model::TpSplit split = model_->tp_split(name, world_->tp_rank());
-    if (!split.split()) {
-      whole += p.numel();
-      continue;
-    }
-    pieces += p.numel();
-    split_whole += p.numel() / split.length() * split.whole;
-  }
-  const int tp = world_->tp_size();
-  return "; tensor parallel " + std::to_string(tp) + ": Ψ = this rank's pieces of the split parameters (" +
-         std::to_string(pieces) + " of " + std::to_string(split_whole) + ", 1/" + std::to_string(tp) + " = " +
-         std::to_string(split_whole / tp) + ") + the parameters every rank holds whole (" + std::to_string(whole) +
-         ": norms, row-split biases, positions)";
-}
-
-parallel::SplitOf Trainer::tp_split_of() const {
-  const TaskModel* model = model_.get();
-  return [model](const std::string& name, int rank) { return model->tp_split(name, rank); };
-}
-
 void Trainer::run_evaluation() {
   const double eval_loss = evaluate();
   state_.last_eval_loss = eval_loss;

@@ -191,14 +191,6 @@ void restore_rng(const model::TensorList& states, const torch::Device& device, c
 
 // Every rank's generator states, as rank 0 writes them: rank 0's under their own names ("cpu",
 // "cuda"), rank r's as "cpu.rank<r>" (collective).
-// Sets `gen` from the tensor-parallel group's rank 0 (collective over the group).
-void broadcast_generator(at::Generator gen, parallel::Communicator& group, const torch::Device& device) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  torch::Tensor state = gen.get_state().to(device);
-  group.broadcast(state, 0)->wait();
-  gen.set_state(state.cpu());
-}
-
 model::TensorList gather_rng_states(parallel::World& world, const torch::Device& device) {
   model::TensorList mine = rng_states(device);
   if (world.size() == 1) return mine;
@@ -217,38 +209,6 @@ model::TensorList gather_rng_states(parallel::World& world, const torch::Device&
 }
 
 }  // namespace
-
-void Trainer::check_replicas_agree() {
-  // The sum and the sum of squares of every parameter the group's ranks hold whole, in fp64: their
-  // max and min over the group differ when the copies drifted apart (different dropout numbers in
-  // a region they compute alike, say).
-  torch::NoGradGuard no_grad;
-  auto sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-  for (const auto& [name, p] : model_->parameters_by_name()) {
-    if (model_->tp_split(name, world_->tp_rank()).split() || p.numel() == 0) continue;
-    const auto x = p.detach().to(device_, torch::kFloat64);
-    sums[0] += x.sum();
-    sums[1] += x.square().sum();
-  }
-  auto high = sums.clone(), low = sums.clone();
-  world_->tensor_parallel_group().all_reduce(high, parallel::ReduceOp::kMax)->wait();
-  world_->tensor_parallel_group().all_reduce(low, parallel::ReduceOp::kMin)->wait();
-  const double apart = ((high - low).abs() / high.abs().clamp_min(1e-30)).max().item<double>();
-  if (apart > 1e-6) {
-    util::log::warn("tensor parallelism: the ranks of group " + std::to_string(world_->dp_rank()) +
-                    " hold copies of the parameters they share that differ by " + std::to_string(apart) +
-                    " (relative) at step " + std::to_string(state_.step) +
-                    "; the checkpoint keeps tensor-parallel rank 0's");
-  }
-}
-
-void Trainer::share_default_generators() {
-  parallel::Communicator& group = world_->tensor_parallel_group();
-  broadcast_generator(at::detail::getDefaultCPUGenerator(), group, device_);
-#ifdef HFTRAIN_HAVE_CUDA
-  if (device_.is_cuda()) broadcast_generator(at::cuda::detail::getDefaultCUDAGenerator(device_.index()), group, device_);
-#endif
-}
 
 fs::path Trainer::save_checkpoint() {
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
