@@ -5,11 +5,8 @@
 namespace hftrain::model {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 bool is_either(const std::string& name, const std::string& module) {
-  return ends_with(name, module + ".weight") || ends_with(name, module + ".bias");
+  return name.ends_with(module + ".weight") || name.ends_with(module + ".bias");
 }
 
 // Rank r's equal part of each block of `blocks` (sizes along `dim`, laid out one after another).
@@ -38,10 +35,10 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
   if (is_either(name, "attn.qkv_proj")) {
     return parts_of(0, {spec.n_head * d, spec.n_kv_head * d, spec.n_kv_head * d}, rank, size);
   }
-  if (ends_with(name, "attn.o_proj.weight")) return parts_of(1, {spec.n_head * d}, rank, size);
+  if (name.ends_with("attn.o_proj.weight")) return parts_of(1, {spec.n_head * d}, rank, size);
   if (is_either(name, "mlp.gate_up_proj")) return parts_of(0, {spec.d_ff, spec.d_ff}, rank, size);
   if (is_either(name, "mlp.up_proj")) return parts_of(0, {spec.d_ff}, rank, size);
-  if (ends_with(name, "mlp.down_proj.weight")) return parts_of(1, {spec.d_ff}, rank, size);
+  if (name.ends_with("mlp.down_proj.weight")) return parts_of(1, {spec.d_ff}, rank, size);
   if (name == "embed_tokens.weight" || name == "lm_head.weight") {
     const VocabSlice slice = vocab_slice(spec.vocab_size, rank, size);
     return TpSplit{0, spec.vocab_size, {{slice.begin, slice.rows()}}};
@@ -51,7 +48,7 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
 
 TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank, int size) {
   if (size <= 1) return {};
-  if (ends_with(name, "embeddings.word_embeddings.weight")) {
+  if (name.ends_with("embeddings.word_embeddings.weight")) {
     const VocabSlice slice = vocab_slice(spec.vocab_size, rank, size);
     return TpSplit{0, spec.vocab_size, {{slice.begin, slice.rows()}}};
   }
@@ -60,9 +57,9 @@ TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank
   for (const char* proj : {"attention.self.query", "attention.self.key", "attention.self.value"}) {
     if (is_either(name, proj)) return parts_of(0, {c}, rank, size);
   }
-  if (ends_with(name, "attention.output.dense.weight")) return parts_of(1, {c}, rank, size);
+  if (name.ends_with("attention.output.dense.weight")) return parts_of(1, {c}, rank, size);
   if (is_either(name, "intermediate.dense")) return parts_of(0, {f}, rank, size);
-  if (ends_with(name, ".output.dense.weight")) return parts_of(1, {f}, rank, size);  // the layer's output
+  if (name.ends_with(".output.dense.weight")) return parts_of(1, {f}, rank, size);  // the layer's output
   return {};
 }
 
@@ -90,6 +87,15 @@ torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split) {
   std::vector<torch::Tensor> pieces;
   for (const auto& [offset, length] : split.segments) pieces.push_back(whole.narrow(split.dim, offset, length));
   return torch::cat(pieces, split.dim).contiguous();
+}
+
+void keep_pieces(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                 const std::function<TpSplit(const std::string&, int, int)>& split_of, int rank, int size) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : params) {
+    const TpSplit split = split_of(name, rank, size);
+    if (split.split()) torch::Tensor(p).set_data(tp_take(p.detach(), split));
+  }
 }
 
 torch::Tensor tp_gather(const torch::Tensor& piece, const std::vector<TpSplit>& splits, TpGroup& group) {

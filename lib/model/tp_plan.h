@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,10 @@ TpShare tp_share(const BertSpec& spec);
 
 // This rank's piece of `whole` (contiguous, a copy); `whole` itself when the split keeps it whole.
 torch::Tensor tp_take(const torch::Tensor& whole, const TpSplit& split);
+// Each parameter of `params` replaced in place (set_data) by its piece for `rank` of `size`, as
+// `split_of` says (a model's tensor_parallelize, after its weights are in place).
+void keep_pieces(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                 const std::function<TpSplit(const std::string&, int, int)>& split_of, int rank, int size);
 
 // The whole tensor from every rank's piece (collective over `group`): `piece` is this rank's;
 // `splits[r]` rank r's split of the same parameter.

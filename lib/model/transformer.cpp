@@ -83,11 +83,9 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
 void TransformerImpl::tensor_parallelize(std::shared_ptr<TpGroup> group) {
   if (!group || group->size() <= 1) return;
   TORCH_CHECK(!tp_, "tensor_parallelize: the model is split already");
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : parameters_by_name()) {
-    const TpSplit split = decoder_tp_split(spec_, name, group->rank(), group->size());
-    if (split.split()) p.set_data(tp_take(p.detach(), split));
-  }
+  keep_pieces(parameters_by_name(),
+              [this](const std::string& name, int rank, int size) { return decoder_tp_split(spec_, name, rank, size); },
+              group->rank(), group->size());
   tp_ = std::move(group);
   vocab_ = VocabParallel{tp_.get(), vocab_slice(spec_.vocab_size, tp_->rank(), tp_->size())};
   for (size_t i = 0; i < layers_->size(); ++i) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());

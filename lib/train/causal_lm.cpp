@@ -61,10 +61,6 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     model::save_model_dir(dir, model_, kind, &tokenizer);
   }
 
-  void tensor_parallelize(std::shared_ptr<model::TpGroup> group) override {
-    model_->tensor_parallelize(std::move(group));
-  }
-  model::TpSplit tp_split(const std::string& name, int rank) const override { return model_->tp_split(name, rank); }
 
   bool causal_lm() const override { return true; }
   std::vector<model::HfLinear> hf_linear_modules() const override { return model::hf_linear_modules(model_->spec()); }

@@ -39,10 +39,6 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
                                       /*summed=*/true);
   }
 
-  void tensor_parallelize(std::shared_ptr<model::TpGroup> group) override {
-    model_->tensor_parallelize(std::move(group));
-  }
-  model::TpSplit tp_split(const std::string& name, int rank) const override { return model_->tp_split(name, rank); }
 
   void load(const fs::path& path, const std::string& what, const model::WeightHandover& = {}) override {
     const ModelSource source = read_model_source(path);

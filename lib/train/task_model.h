@@ -81,7 +81,8 @@ class TaskModel {
 };
 
 // What every task forwards unchanged to its module M (a torch::nn::ModuleHolder of a module with
-// parameters_by_name, parameter_units, set_unit_hooks, set_activation_checkpointing, and a spec()
+// parameters_by_name, parameter_units, set_unit_hooks, set_activation_checkpointing,
+// tensor_parallelize, tp_split, and a spec()
 // with root_parameter_count and block_parameter_count).
 template <typename M>
 class ModuleTask : public TaskModel {
@@ -98,6 +99,10 @@ class ModuleTask : public TaskModel {
   parallel::UnitSizes unit_sizes() const override {
     return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
   }
+  void tensor_parallelize(std::shared_ptr<model::TpGroup> group) override {
+    model_->tensor_parallelize(std::move(group));
+  }
+  model::TpSplit tp_split(const std::string& name, int rank) const override { return model_->tp_split(name, rank); }
 
  protected:
   M model_;
