@@ -14,7 +14,7 @@ import re
 import sys
 
 # Bottom to top: a stage may include itself and any stage before it, never one after it.
-# The multi-process stage counts as three, in the order its sub-folders depend on each other.
+# The multi-process stage counts as five, in the order its sub-folders depend on each other.
 STAGE_ORDER = [
     "util",
     "config",
@@ -25,6 +25,7 @@ STAGE_ORDER = [
     "peft",
     "optim",
     "parallel/comm",
+    "parallel/pipeline",
     "parallel/plan",
     "parallel/data_parallel",
     "parallel/tensor",

@@ -1,7 +1,7 @@
 // `hftrain plan RECIPE [overrides] --nproc N [--memory 80GB]`: what each rank would hold under every
 // sharding strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers),
-// at the recipe's tensor parallelism, without training; with --memory, every layout (tensor
-// parallelism x strategy) that fits a device. The parameter count comes from the model's shape
+// at the recipe's tensor and pipeline parallelism, without training; with --memory, every layout
+// (tensor parallelism x pipeline parallelism x strategy) that fits a device. The parameter count comes from the model's shape
 // (nothing is allocated).
 #include <functional>
 #include <iostream>
@@ -17,6 +17,7 @@
 #include "config/resolve.h"
 #include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/pipeline_plan.h"
 #include "model/document_mask.h"
 #include "model/hf_modules.h"
 #include "model/tp_plan.h"
@@ -24,6 +25,7 @@
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "train/model_from.h"
+#include "train/pipeline_setup.h"
 #include "train/tp_setup.h"
 #include "train/wiring.h"
 #include "util/env.h"
@@ -69,7 +71,9 @@ int run_plan(const PlanArgs& a) {
   int64_t in_full = 0;                   // what LoRA trains in full besides (a classifier's head)
   std::string experts;                   // a mixture of experts: its shape and the parameters a token uses
   const int tp = static_cast<int>(cfg.distributed.tensor_parallel);
+  const int pp = static_cast<int>(cfg.distributed.pipeline_parallel);
   if (tp > 1) train::check_tensor_parallel(cfg);  // the run's own refusals, before any figure
+  train::check_pipeline_parallel(cfg);
   model::TpShare share;                  // tensor parallelism: what is split and what is whole
   std::function<bool(int)> splits_by;    // whether the model's heads and units divide by tp
   std::optional<model::ModelSpec> decoder;
@@ -151,10 +155,13 @@ int run_plan(const PlanArgs& a) {
                                std::to_string(a.nproc_per_node),
                            "give the job's ranks and the ranks of each node, e.g. --nproc 16 --nproc-per-node 8");
   }
-  if (a.nproc % tp != 0) {
-    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tp) + " does not divide --nproc " +
-                                std::to_string(a.nproc) + " (world = data parallel x tensor parallel)",
-                            "give --nproc a multiple of " + std::to_string(tp));
+  if (a.nproc % (tp * pp) != 0) {
+    throw util::ConfigError((pp > 1 ? "distributed.tensor_parallel x distributed.pipeline_parallel = " +
+                                          std::to_string(tp) + " x " + std::to_string(pp)
+                                    : "distributed.tensor_parallel=" + std::to_string(tp)) +
+                                " does not divide --nproc " + std::to_string(a.nproc) +
+                                " (world = data parallel x tensor parallel x pipeline parallel)",
+                            "give --nproc a multiple of " + std::to_string(tp * pp));
   }
   // A tensor-parallel rank's Ψ: its pieces of the split parameters plus those every rank holds;
   // zero3's units shrink alike (mostly split).
@@ -162,21 +169,59 @@ int run_plan(const PlanArgs& a) {
   const auto units_at = [&](int t) {
     return parallel::UnitSizes{units.root / t + (units.root % t != 0), units.block / t + (units.block % t != 0)};
   };
+  // Pipeline parallelism: each stage's blocks, parameters and activations; a rank holds its stage's
+  // share of the model (the largest stage's in the table).
+  std::vector<parallel::StagePlan> stages;
+  const auto stage_plans = [&](int t, int p) {
+    const model::ModelSpec& spec = *decoder;
+    config::Config at = cfg;
+    at.distributed.pipeline_parallel = p;
+    if (p != pp) at.distributed.pipeline_stages.clear();
+    std::vector<int64_t> layers;
+    for (int64_t i = 0; i < spec.n_layer; ++i) layers.push_back(spec.layer_parameter_count(i));
+    const int64_t first = spec.vocab_size * spec.d_model + (spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0);
+    const int64_t last = std::max<int64_t>(0, spec.root_parameter_count() - first) +
+                         (spec.tie_embeddings ? spec.vocab_size * spec.d_model : 0);  // a tied head's copy
+    return parallel::plan_stages(activation_shape(cfg, spec, t), train::pipeline_boundaries(at), layers, first, last,
+                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
+  };
+  const auto largest = [](const std::vector<parallel::StagePlan>& plans) {
+    parallel::StagePlan most;
+    for (const auto& p : plans) {
+      if (p.parameters > most.parameters) most.parameters = p.parameters;
+      most.activations = std::max(most.activations, p.activations);
+    }
+    return most;
+  };
+  // A rank's Ψ at tp x pp: its stage's share of its tensor-parallel Ψ (the largest stage's).
+  const auto rank_psi = [&](int t, const std::vector<parallel::StagePlan>& plans) {
+    if (plans.empty()) return per_rank(t);
+    const double share_of_model = static_cast<double>(largest(plans).parameters) / static_cast<double>(psi);
+    return static_cast<int64_t>(static_cast<double>(per_rank(t)) * share_of_model + 0.5);
+  };
+  if (pp > 1) stages = stage_plans(tp, pp);
   std::cout << "model: Ψ = " << psi << " parameters\n" << experts;
   if (tp > 1) {
     std::cout << "tensor parallel " << tp << ": Ψ per rank = " << share.split << " split / " << tp << " + "
               << share.whole << " whole on every rank = " << per_rank(tp) << "\n";
   }
-  std::cout << "ranks: " << a.nproc << (tp > 1 ? " = tensor parallel " + std::to_string(tp) + " x data parallel " +
-                                                     "N = " + std::to_string(a.nproc / tp)
-                                               : "; N = " + std::to_string(a.nproc))
+  if (pp > 1) {
+    std::cout << "pipeline parallel " << pp << ": Ψ per rank = its stage's share (the largest stage: "
+              << largest(stages).parameters << " of " << psi << " parameters) = " << rank_psi(tp, stages) << "\n";
+  }
+  const int dp = a.nproc / (tp * pp);
+  std::cout << "ranks: " << a.nproc
+            << (tp > 1 || pp > 1 ? std::string(" = ") + (tp > 1 ? "tensor parallel " + std::to_string(tp) + " x " : "") +
+                                       (pp > 1 ? "pipeline parallel " + std::to_string(pp) + " x " : "") +
+                                       "data parallel N = " + std::to_string(dp)
+                                 : "; N = " + std::to_string(a.nproc))
             << "; optimizer state K = "
             << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
                "activations after the table):\n\n"
-            << parallel::memory_table(per_rank(tp), a.nproc / tp, cfg.optimizer, cfg.distributed.bucket_size,
-                                      units_at(tp), tp > 1 ? 0 : a.nproc_per_node);
+            << parallel::memory_table(rank_psi(tp, stages), dp, cfg.optimizer, cfg.distributed.bucket_size,
+                                      units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node);
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -202,6 +247,17 @@ int run_plan(const PlanArgs& a) {
       note = "  (the training data was not found, so its document masking default is not known; counted without)\n";
     }
     std::cout << "\n" << parallel::activation_summary(shape) << note;
+    if (pp > 1) {
+      for (auto& stage : stages) {  // with this run's document masking
+        parallel::ActivationShape mine = shape;
+        mine.n_layer = stage.end_layer - stage.first_layer;
+        const parallel::ActivationEstimate e = parallel::estimate_activations(mine);
+        const bool last = &stage == &stages.back();
+        stage.activations = stage.in_flight * (e.blocks + e.mask + (last ? e.head : 0.0));
+      }
+      std::cout << parallel::pipeline_summary(stages, train::pipeline_schedule(cfg),
+                                              static_cast<int>(cfg.trainer.grad_accum_steps));
+    }
     document_mask = shape.document_mask;
     variable_length = shape.variable_length;
   }
@@ -210,18 +266,39 @@ int run_plan(const PlanArgs& a) {
     if (const std::string* bad = std::get_if<std::string>(&bytes)) {
       throw util::UsageError("--memory " + a.memory + ": " + *bad, "give a device's memory, e.g. --memory 80GB");
     }
-    // Every tensor parallelism that divides the ranks and the model (and that the model splits at).
+    // Every tensor and pipeline parallelism that divides the ranks and the model (and that the
+    // model splits at: pipeline stages for decoders without adapters, at most a block each).
     std::vector<parallel::LayoutCandidate> candidates;
+    const bool lora = cfg.peft.method != config::PeftMethod::kNone;
     for (int t = 1; t <= a.nproc; ++t) {
-      if (a.nproc % t != 0 || (t > 1 && (!splits_by(t) || cfg.peft.method != config::PeftMethod::kNone))) continue;
-      double activations = 0;
-      if (decoder) {
-        parallel::ActivationShape shape = activation_shape(cfg, *decoder, t);
-        shape.document_mask = document_mask;
-        shape.variable_length = variable_length;
-        activations = parallel::estimate_activations(shape).total();
+      if (a.nproc % t != 0 || (t > 1 && (!splits_by(t) || lora))) continue;
+      for (int p = 1; t * p <= a.nproc; ++p) {
+        if (a.nproc % (t * p) != 0) continue;
+        if (p > 1 && (!decoder || lora || decoder->n_experts > 0 || p > decoder->n_layer)) continue;
+        double activations = 0;
+        int64_t held = per_rank(t);
+        if (decoder) {
+          parallel::ActivationShape shape = activation_shape(cfg, *decoder, t);
+          shape.document_mask = document_mask;
+          shape.variable_length = variable_length;
+          activations = parallel::estimate_activations(shape).total();
+          if (p > 1) {
+            activations = 0;
+            const auto plans = stage_plans(t, p);
+            for (const auto& stage : plans) {
+              parallel::ActivationShape mine = shape;
+              mine.n_layer = stage.end_layer - stage.first_layer;
+              const parallel::ActivationEstimate e = parallel::estimate_activations(mine);
+              const bool last = &stage == &plans.back();
+              activations = std::max(activations, stage.in_flight * (e.blocks + e.mask + (last ? e.head : 0.0)));
+            }
+            held = rank_psi(t, plans);
+          }
+        }
+        // A tied embedding's stages run under ddp, zero1 and zero2 (pipeline_setup.h).
+        const bool zero3 = p == 1 || !decoder->tie_embeddings;
+        candidates.push_back({t, p, held, units_at(t), activations, zero3});
       }
-      candidates.push_back({t, per_rank(t), units_at(t), activations});
     }
     std::cout << "\n"
               << parallel::fitting_layouts(candidates, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
@@ -240,7 +317,8 @@ void add_plan_command(CLI::App& app, Runner& runner) {
       ->required()
       ->check(CLI::Range(1, 1000000));
   sub->add_option("--memory", a->memory,
-                  "A device's memory (80GB, 24GiB): also list every layout (tensor parallelism x strategy) that fits");
+                  "A device's memory (80GB, 24GiB): also list every layout (tensor x pipeline parallelism x strategy) "
+                  "that fits");
   sub->add_option("--nproc-per-node", a->nproc_per_node,
                   "Ranks in each node: adds the hybrid row (zero3 inside a node, replicated across nodes)")
       ->check(CLI::Range(1, 1000000));

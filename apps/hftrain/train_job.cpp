@@ -16,6 +16,7 @@
 #include "config/emit.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
+#include "train/pipeline_setup.h"
 #include "train/tp_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -107,6 +108,7 @@ int run_train_job(const TrainJob& job) {
   const torch::Device device = train::pick_device(cfg, env.local_rank);
   // A layout that cannot run stops here, before any rank waits for another.
   train::check_tensor_parallel(cfg);
+  train::check_pipeline_parallel(cfg);
   parallel::World::check_mesh(env, cfg.distributed);
   std::unique_ptr<parallel::World> world = parallel::World::create(env, cfg.distributed, device);
   if (env.distributed()) {

@@ -41,6 +41,7 @@ enum class PlateauMode { kMin, kMax };
 enum class ThresholdMode { kRel, kAbs };
 enum class Precision { kFp32, kBf16, kFp16 };
 enum class Strategy { kDdp, kZero1, kZero2, kZero3, kHybrid };
+enum class PipelineSchedule { kGpipe, k1f1b };
 enum class Backend { kAuto, kNccl, kMpi };
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 enum class DataFormat { kAuto, kText, kJsonl, kChat, kTokens };
@@ -320,6 +321,12 @@ struct DistributedConfig {
   // whether the norms and dropout between them run on a slice of the sequence.
   int64_t tensor_parallel = 1;
   bool sequence_parallel = false;
+  // Pipeline parallelism: stages that each hold consecutive blocks (the embeddings on the first,
+  // the head and loss on the last); the blocks' boundaries (stages + 1 numbers from 0 to the
+  // model's layers; empty: balanced by parameter count) and the micro-batch schedule.
+  int64_t pipeline_parallel = 1;
+  std::vector<double> pipeline_stages;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::k1f1b;
   // Time budgets of a collective, in seconds, by phase.
   double timeout = 0;                // training steps
   double startup_timeout = 0;        // rendezvous and the first collectives

@@ -64,6 +64,26 @@ void add_run_keys(Schema& s) {
       .def("false")
       .doc("With tensor_parallel > 1: the norms, dropout and residual stream between the split layers hold a "
            "slice of the sequence, with reduce-scatter and all-gather in place of the all-reduces.");
+  s.add("distributed.pipeline_parallel", Type::kInt, HFTRAIN_FIELD(distributed.pipeline_parallel))
+      .on_resume(ResumeChange::kTraining)
+      .def("1").min(1)
+      .doc("Pipeline stages: each holds consecutive blocks (the embeddings on the first, the final norm, head and "
+           "loss on the last) and passes activations and their gradients to its neighbours. The world is data "
+           "parallel x tensor parallel x pipeline parallel, pipeline outermost; the accumulation micro-batches "
+           "(trainer.grad_accum_steps) flow through the pipeline.");
+  s.add("distributed.pipeline_stages", Type::kFloatList, HFTRAIN_FIELD(distributed.pipeline_stages))
+      .on_resume(ResumeChange::kTraining)
+      .def("[]").min(0)
+      .doc("Block boundaries of the pipeline stages, pipeline_parallel + 1 ascending whole numbers from 0 to the "
+           "model's layers: [0, 6, 12] puts blocks 0-5 on stage 0 and 6-11 on stage 1. Empty: stages balanced by "
+           "parameter count (the embeddings counted on the first stage, the head on the last: a tied head as the copy "
+           "of the embedding it holds).");
+  s.add("distributed.pipeline_schedule", Type::kChoice, HFTRAIN_FIELD(distributed.pipeline_schedule))
+      .on_resume(ResumeChange::kSafe)
+      .choices({"gpipe", "1f1b"}).def("1f1b")
+      .doc("Order of the micro-batches' forwards and backwards: gpipe runs all forwards, then all backwards (every "
+           "micro-batch's activations held at once); 1f1b alternates one forward and one backward once the pipeline "
+           "is full (at most pipeline_parallel micro-batches' activations held per stage). The same gradients.");
   s.add("distributed.timeout", Type::kDuration, HFTRAIN_FIELD(distributed.timeout))
       .on_resume(ResumeChange::kSafe)
       .def("10m").min(1).unit("seconds")

@@ -83,12 +83,14 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
 void TransformerImpl::tensor_parallelize(std::shared_ptr<TpGroup> group) {
   if (!group || group->size() <= 1) return;
   TORCH_CHECK(!tp_, "tensor_parallelize: the model is split already");
-  keep_pieces(parameters_by_name(),
+  auto held = parameters_by_name();
+  if (const torch::Tensor copy = tied_head_copy(); copy.defined()) held.emplace_back("embed_tokens.weight", copy);
+  keep_pieces(held,
               [this](const std::string& name, int rank, int size) { return decoder_tp_split(spec_, name, rank, size); },
               group->rank(), group->size());
   tp_ = std::move(group);
   vocab_ = VocabParallel{tp_.get(), vocab_slice(spec_.vocab_size, tp_->rank(), tp_->size())};
-  for (size_t i = 0; i < layers_->size(); ++i) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());
+  for (int64_t i = first_layer(); i < end_layer(); ++i) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());
   if (tp_->sequence_parallel()) final_norm_->as<NormImpl>()->sum_grad_over(tp_.get());
 }
 
@@ -136,9 +138,20 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
               spec_.max_seq_len);
   TORCH_CHECK(!position_ids.defined() || !cache, "position ids are for packed training rows, not a KV cache");
+  TORCH_CHECK(!tp_ || !cache, "a KV cache (generation) needs a whole model, not a tensor-parallel one");
+  TORCH_CHECK(stage_.stages == 1, "the whole forward needs a whole model, not a pipeline stage");
   if (hooks_) hooks_->before_forward(0);
   router_stats_.clear();
-  TORCH_CHECK(!tp_ || !cache, "a KV cache (generation) needs a whole model, not a tensor-parallel one");
+  torch::Tensor x = embed(input_ids, offset, position_ids);
+  const auto [attention, sliding] = attention_inputs(position_ids, T, offset, x.scalar_type(), x.device());
+  x = run_blocks(x, *attention, *sliding, cache, offset, input_ids.numel());
+  x = final_norm_->as<NormImpl>()->forward(x);
+  if (cache) cache->length = offset + T;
+  return x;
+}
+
+torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t offset, const torch::Tensor& position_ids) {
+  const int64_t T = input_ids.size(1);
   // Under tensor parallelism each rank looks up its rows of the vocabulary and tp_leave sums them
   // (with sequence parallelism: this rank's slice of the sequence, (B, T / size, C)).
   auto x = tp_ ? tp_leave(vocab_parallel_embedding(input_ids, embed_tokens_->weight, vocab_.slice), *tp_)
@@ -146,22 +159,6 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   if (spec_.scale_embeddings) {  // Gemma: sqrt(d_model) as an fp32 number, rounded to the weights' dtype
     x = x * torch::scalar_tensor(std::sqrt(static_cast<double>(spec_.d_model)), x.options().dtype(torch::kFloat32))
                 .to(embed_tokens_->weight.scalar_type());
-  }
-  AttentionInputs attention;
-  if (position_ids.defined()) {
-    // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
-    const auto device_type = x.device().type();
-    const auto dtype = at::autocast::is_autocast_enabled(device_type) ? at::autocast::get_autocast_dtype(device_type)
-                                                                        : x.scalar_type();
-    // Soft-capped scores have no flash kernel: they take the mask.
-    if (spec_.attn_logit_softcapping == 0 && variable_length_attention(x.device(), dtype, spec_.head_dim())) {
-      const DocumentLayout layout = document_layout(position_ids);
-      attention.cu_seqlens = layout.cu_seqlens;
-      attention.max_seqlen = layout.max_seqlen;
-      attention.varlen_dtype = dtype;
-    } else {
-      attention.mask = document_causal_mask(position_ids);
-    }
   }
   if (spec_.learned_positions()) {
     torch::Tensor ids = position_ids.defined() ? position_ids : torch::arange(offset, offset + T, input_ids.options());
@@ -171,7 +168,33 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
       table = tp_sum_grad(table, *tp_);
     }
     x = x + torch::embedding(table, ids);
-  } else {
+  }
+  // Under sequence parallelism each rank holds its own slice of the sequence: its own numbers.
+  const TpRngFork own_numbers(x.device(), tp_ && tp_->sequence_parallel() && is_training() && spec_.dropout > 0);
+  return F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+}
+
+std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inputs(const torch::Tensor& position_ids,
+                                                                                    int64_t T, int64_t offset,
+                                                                                    torch::ScalarType dtype,
+                                                                                    const torch::Device& device) {
+  auto attention = std::make_shared<AttentionInputs>();
+  if (position_ids.defined()) {
+    // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
+    const auto device_type = device.type();
+    const auto compute = at::autocast::is_autocast_enabled(device_type) ? at::autocast::get_autocast_dtype(device_type)
+                                                                         : dtype;
+    // Soft-capped scores have no flash kernel: they take the mask.
+    if (spec_.attn_logit_softcapping == 0 && variable_length_attention(device, compute, spec_.head_dim())) {
+      const DocumentLayout layout = document_layout(position_ids);
+      attention->cu_seqlens = layout.cu_seqlens;
+      attention->max_seqlen = layout.max_seqlen;
+      attention->varlen_dtype = compute;
+    } else {
+      attention->mask = document_causal_mask(position_ids);
+    }
+  }
+  if (!spec_.learned_positions()) {
     // longrope: the long factors for every position once the last one is past the original
     // context (transformers' longrope_frequency_update), the short ones otherwise.
     bool long_rope = false;
@@ -179,39 +202,41 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
       const int64_t last = position_ids.defined() ? position_ids.max().item<int64_t>() : offset + T - 1;
       long_rope = last + 1 > spec_.rope_scaling.original_max_seq_len;
     }
-    attention.cos = rope_rows(long_rope ? rope_long_cos_ : rope_cos_, position_ids, offset, T, x.scalar_type());
-    attention.sin = rope_rows(long_rope ? rope_long_sin_ : rope_sin_, position_ids, offset, T, x.scalar_type());
+    attention->cos = rope_rows(long_rope ? rope_long_cos_ : rope_cos_, position_ids, offset, T, dtype);
+    attention->sin = rope_rows(long_rope ? rope_long_sin_ : rope_sin_, position_ids, offset, T, dtype);
   }
   // Sliding layers: their window (and rotation, Gemma 3) on top of what every layer shares. The
   // window's mask is only needed where a query could see past it.
-  AttentionInputs sliding = attention;
+  auto sliding = std::make_shared<AttentionInputs>(*attention);
   if (spec_.sliding_window > 0) {
-    sliding.window = spec_.sliding_window;
+    sliding->window = spec_.sliding_window;
     if (rope_local_cos_.defined()) {
-      sliding.cos = rope_rows(rope_local_cos_, position_ids, offset, T, x.scalar_type());
-      sliding.sin = rope_rows(rope_local_sin_, position_ids, offset, T, x.scalar_type());
+      sliding->cos = rope_rows(rope_local_cos_, position_ids, offset, T, dtype);
+      sliding->sin = rope_rows(rope_local_sin_, position_ids, offset, T, dtype);
     }
-    if (!sliding.cu_seqlens.defined() && T > spec_.sliding_window) {
-      const auto window = sliding_window_causal_mask(T, spec_.sliding_window, x.device());  // (T, T)
-      sliding.mask = attention.mask.defined() ? attention.mask.logical_and(window) : window;
+    if (!sliding->cu_seqlens.defined() && T > spec_.sliding_window) {
+      const auto window = sliding_window_causal_mask(T, spec_.sliding_window, device);  // (T, T)
+      sliding->mask = attention->mask.defined() ? attention->mask.logical_and(window) : window;
     }
   }
-  {
-    // Under sequence parallelism each rank holds its own slice of the sequence: its own numbers.
-    const TpRngFork own_numbers(x.device(), tp_ && tp_->sequence_parallel() && is_training() && spec_.dropout > 0);
-    x = F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
-  }
+  return {attention, sliding};
+}
+
+torch::Tensor TransformerImpl::run_blocks(torch::Tensor x, const AttentionInputs& attention,
+                                          const AttentionInputs& sliding, KvCache* cache, int64_t offset,
+                                          int64_t tokens) {
   // The load-balancing loss counts the tokens of the mask set for this batch (B x T of them).
   torch::Tensor token_mask;
-  if (router_token_mask_.defined() && router_token_mask_.numel() == input_ids.numel() && !cache) {
+  if (router_token_mask_.defined() && router_token_mask_.numel() == tokens && !cache) {
     token_mask = router_token_mask_.reshape({-1}).ne(0).to(torch::kFloat32);
   }
-  for (size_t i = 0; i < layers_->size(); ++i) {
+  for (int64_t i = first_layer(); i < end_layer(); ++i) {
+    const size_t unit = static_cast<size_t>(i - first_layer()) + 1;  // the root is unit 0
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
     auto block = layers_->ptr<BlockImpl>(i);
-    const AttentionInputs& in = spec_.layer_slides(static_cast<int64_t>(i)) ? sliding : attention;
-    if (hooks_) hooks_->before_forward(i + 1);
+    const AttentionInputs& in = spec_.layer_slides(i) ? sliding : attention;
+    if (hooks_) hooks_->before_forward(unit);
     // With frozen layers below (LoRA) a block's input needs no gradient, but the reentrant
     // checkpoint needs one to run the block's backward: ask for it (as transformers'
     // enable_input_require_grads does); nothing upstream receives it.
@@ -228,10 +253,8 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
     } else {
       x = block->forward(x, in, cache ? &layer_cache : nullptr);
     }
-    if (hooks_) x = hooks_->after_forward(i + 1, x);
+    if (hooks_) x = hooks_->after_forward(unit, x);
   }
-  x = final_norm_->as<NormImpl>()->forward(x);
-  if (cache) cache->length = offset + T;
   return x;
 }
 
@@ -277,17 +300,107 @@ KvCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) const {
 
 std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::parameters_by_name() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    if (owns(item.key())) out.emplace_back(item.key(), item.value());
+  }
   return out;
 }
 
+bool TransformerImpl::owns(const std::string& name) const {
+  if (stage_.stages == 1 || whole_) return true;
+  return stage_of_parameter(name, boundaries_) == stage_.stage;
+}
+
+int stage_of_parameter(const std::string& name, const std::vector<int64_t>& boundaries) {
+  const int stages = static_cast<int>(boundaries.size()) - 1;
+  if (name.rfind("layers.", 0) == 0) {
+    const int64_t layer = std::stoll(name.substr(7, name.find('.', 7) - 7));
+    for (int s = 0; s < stages; ++s) {
+      if (layer < boundaries[static_cast<size_t>(s) + 1]) return s;
+    }
+    return stages - 1;
+  }
+  if (name.rfind("embed_", 0) == 0) return 0;
+  return stages - 1;  // final_norm, lm_head
+}
+
+void TransformerImpl::pipeline_split(const std::vector<int64_t>& boundaries, int stage) {
+  const int stages = static_cast<int>(boundaries.size()) - 1;
+  if (stages <= 1) return;
+  TORCH_CHECK(stage_.stages == 1 && !tp_, "pipeline_split: once, before tensor_parallelize");
+  TORCH_CHECK(stage >= 0 && stage < stages && boundaries.front() == 0 && boundaries.back() == spec_.n_layer,
+              "pipeline_split: bad boundaries");
+  for (size_t s = 0; s + 1 < boundaries.size(); ++s) {
+    TORCH_CHECK(boundaries[s] < boundaries[s + 1], "pipeline_split: a stage without blocks");
+  }
+  boundaries_ = boundaries;
+  stage_ = PipelineStage{stage, stages, boundaries[static_cast<size_t>(stage)],
+                         boundaries[static_cast<size_t>(stage) + 1]};
+  torch::NoGradGuard no_grad;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor p = item.value();
+    if (owns(name) || is_tied_copy(name)) continue;
+    absent_.emplace_back(p, p.sizes().vec());
+    p.set_data(torch::empty({0}, p.options()));
+  }
+}
+
+bool TransformerImpl::is_tied_copy(const std::string& name) const {
+  return spec_.tie_embeddings && stage_.stages > 1 && stage_.last() && name == "embed_tokens.weight";
+}
+
+torch::Tensor TransformerImpl::tied_head_copy() const {
+  return spec_.tie_embeddings && stage_.stages > 1 && stage_.last() ? embed_tokens_->weight : torch::Tensor();
+}
+
+void TransformerImpl::set_pipeline_whole(bool whole) {
+  if (stage_.stages == 1 || whole == whole_) return;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor copy = tied_head_copy();
+  if (whole) {
+    for (auto& [p, shape] : absent_) p.set_data(torch::empty(shape, p.options()));
+    if (copy.defined()) {  // the whole embedding in its place (a tensor-parallel copy is a piece)
+      held_copy_ = copy.detach();
+      torch::Tensor(copy).set_data(torch::empty(embedding_shape(), copy.options()));
+    }
+  } else {
+    for (auto& [p, shape] : absent_) p.set_data(torch::empty({0}, p.options()));
+    if (copy.defined()) torch::Tensor(copy).set_data(held_copy_);
+    held_copy_ = torch::Tensor();
+  }
+  whole_ = whole;
+}
+
+torch::Tensor TransformerImpl::stage_forward(const torch::Tensor& input_ids, const torch::Tensor& hidden,
+                                             const torch::Tensor& labels, double label_smoothing,
+                                             const torch::Tensor& position_ids) {
+  TORCH_CHECK(stage_.stages > 1, "stage_forward: the model is not pipelined");
+  const int64_t T = input_ids.size(1);
+  TORCH_CHECK(T <= spec_.max_seq_len, "sequence of ", T, " positions exceeds model.max_seq_len ", spec_.max_seq_len);
+  if (hooks_) hooks_->before_forward(0);
+  router_stats_.clear();
+  torch::Tensor x = stage_.first() ? embed(input_ids, 0, position_ids) : hidden;
+  const auto [attention, sliding] = attention_inputs(position_ids, T, 0, x.scalar_type(), x.device());
+  x = run_blocks(x, *attention, *sliding, nullptr, 0, input_ids.numel());
+  if (!stage_.last()) return hooks_ ? hooks_->after_forward(0, x) : x;
+  x = final_norm_->as<NormImpl>()->forward(x);
+  if (tp_) x = tp_enter(x, *tp_);
+  auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
+                               spec_.final_logit_softcapping, 0, tp_ ? &vocab_ : nullptr);
+  return hooks_ ? hooks_->after_forward(0, loss) : loss;
+}
+
 ParameterUnits TransformerImpl::parameter_units() const {
-  ParameterUnits units(static_cast<size_t>(spec_.n_layer) + 1);
+  // The root (unit 0) and this model's blocks (all of them, or a pipeline stage's) in order.
+  ParameterUnits units(static_cast<size_t>(end_layer() - first_layer()) + 1);
   const auto params = parameters_by_name();
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     size_t unit = 0;
-    if (name.rfind("layers.", 0) == 0) unit = std::stoul(name.substr(7, name.find('.', 7) - 7)) + 1;
+    if (name.rfind("layers.", 0) == 0) {
+      unit = static_cast<size_t>(std::stoll(name.substr(7, name.find('.', 7) - 7)) - first_layer()) + 1;
+    }
     units[unit].push_back(i);
   }
   return units;

@@ -22,6 +22,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "model/parameter_units.h"
+#include "model/pipeline_stage.h"
 #include "model/dense.h"
 #include "model/moe.h"
 #include "model/spec.h"
@@ -32,6 +33,7 @@ namespace hftrain::model {
 
 class BlockImpl;         // blocks.h
 struct AttentionInputs;  // blocks.h
+using AttentionInputsPtr = std::shared_ptr<AttentionInputs>;
 
 // Keys and values of past positions, for generation. Per layer: (B, n_kv_head, capacity, head_dim).
 struct KvCache {
@@ -89,9 +91,50 @@ class TransformerImpl : public torch::nn::Module {
   // Where rank `rank`'s piece of parameter `name` lies in the whole one (whole without a group).
   TpSplit tp_split(const std::string& name, int rank) const;
 
+  // Pipeline parallelism: keeps only `stage`'s parameters (its blocks; the embeddings on the first
+  // stage, the final norm and head on the last). The others stay registered under their names but
+  // hold no memory, and parameters_by_name() and parameter_units() leave them out. A tied head's
+  // last stage keeps a copy of the embedding (tied_head_copy) that is not its parameter: the first
+  // stage owns and updates it. Once, after the weights are in place (every rank alike) and before
+  // tensor_parallelize.
+  // `boundaries`: the stages' block boundaries (stages + 1 indices from 0 to n_layer).
+  void pipeline_split(const std::vector<int64_t>& boundaries, int stage);
+  const PipelineStage* pipeline_stage() const { return stage_.stages > 1 ? &stage_ : nullptr; }
+  // This stage's part of loss_sum: from the input ids (first stage) or the previous stage's output
+  // `hidden` to the hidden states after its blocks (B, T, C) (under sequence parallelism this
+  // rank's slice of T), or on the last stage to the loss summed over `labels`' targets.
+  torch::Tensor stage_forward(const torch::Tensor& input_ids, const torch::Tensor& hidden, const torch::Tensor& labels,
+                              double label_smoothing, const torch::Tensor& position_ids);
+  // Every parameter present (allocated, values unset) for a scope that reads or writes the whole
+  // model (saving on the main rank, loading on every rank), or back to this stage's own (the
+  // others freed again; the tied copy restored as it was).
+  void set_pipeline_whole(bool whole);
+  // The last stage's copy of a tied embedding (undefined elsewhere, and without tied embeddings).
+  torch::Tensor tied_head_copy() const;
+
  private:
   // The blocks and the final norm: (B, T) ids -> (B, T, C), the output layer's input.
   torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids);
+  // The embeddings, positions and dropout of (B, T) ids at positions offset.. (or position_ids).
+  torch::Tensor embed(const torch::Tensor& input_ids, int64_t offset, const torch::Tensor& position_ids);
+  // What the blocks' attention takes for T positions at offset.. (or position_ids): the full
+  // layers' and the sliding layers'.
+  std::pair<AttentionInputsPtr, AttentionInputsPtr> attention_inputs(const torch::Tensor& position_ids, int64_t T,
+                                                                     int64_t offset, torch::ScalarType dtype,
+                                                                     const torch::Device& device);
+  // This stage's blocks over x.
+  torch::Tensor run_blocks(torch::Tensor x, const AttentionInputs& attention, const AttentionInputs& sliding,
+                           KvCache* cache, int64_t offset, int64_t tokens);
+  // The blocks this model holds, by layer index (all of them unless pipelined).
+  int64_t first_layer() const { return stage_.first_layer; }
+  int64_t end_layer() const { return stage_.stages > 1 ? stage_.end_layer : spec_.n_layer; }
+  // Whether parameter `name` is this stage's (always without pipeline parallelism, and while the
+  // whole model is present).
+  bool owns(const std::string& name) const;
+  // The last stage's copy of a tied embedding.
+  bool is_tied_copy(const std::string& name) const;
+  // The whole embedding's shape (vocab, d_model).
+  std::vector<int64_t> embedding_shape() const { return {spec_.vocab_size, spec_.d_model}; }
   // The output layer's weight (V, C): the embedding when tied.
   torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
   // A mixture-of-experts block under activation checkpointing with the load-balancing loss: the
@@ -101,6 +144,11 @@ class TransformerImpl : public torch::nn::Module {
 
   ModelSpec spec_;
   std::shared_ptr<TpGroup> tp_;
+  PipelineStage stage_;  // stages == 1: not pipelined
+  std::vector<int64_t> boundaries_;  // the stages' block boundaries (pipelined)
+  std::vector<std::pair<torch::Tensor, std::vector<int64_t>>> absent_;  // other stages' parameters, whole shapes
+  torch::Tensor held_copy_;  // the tied copy set aside while the whole model is present
+  bool whole_ = false;
   VocabParallel vocab_;  // the output layer's and embedding's vocabulary slice under tp_
   std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients
   bool activation_checkpointing_ = false;

@@ -6,13 +6,16 @@
 #                   ddp, zero1/2, zero3, hybrid, cpu_offload); shard layout; the memory report
 #   tensor/         tensor parallelism: the model's TpGroup over a communicator, and the whole
 #                   parameters and optimizer state a checkpoint moves (the layers are model/'s)
-# Pipeline parallelism gets a sub-folder of its own beside these.
+#   pipeline/       pipeline parallelism's plan: the stages' blocks, the schedules (gpipe, 1f1b)
+#                   and the transfers around each op (the loop that follows it is train/'s)
 set(HFTRAIN_PARALLEL_CORE_SOURCES
   comm/monitor.cpp
   comm/ompi_server.cpp
   plan/memory_plan.cpp
   plan/activation_plan.cpp
-  data_parallel/grad_buckets.cpp)
+  plan/pipeline_plan.cpp
+  data_parallel/grad_buckets.cpp
+  pipeline/schedule.cpp)
 set(HFTRAIN_PARALLEL_TORCH_SOURCES
   comm/communicator.cpp
   comm/mpi_communicator.cpp

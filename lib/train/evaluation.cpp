@@ -36,7 +36,7 @@ void add_sentences(metrics::EntityCounts& counts, const torch::Tensor& labels, c
 
 EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<int64_t> max_batches, int64_t k,
                     config::Precision precision, parallel::World& world, const torch::Device& device,
-                    const std::vector<std::string>* tags) {
+                    const std::vector<std::string>* tags, PipelineRunner* pipeline) {
   parallel::PhaseScope phase(world.monitor(), parallel::Phase::kEval);
   torch::NoGradGuard no_grad;
   model.module().eval();
@@ -53,6 +53,11 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
   for (int64_t i = 0; i < batches; ++i) {
     data::Batch b = loader.next();
     torch::Tensor logits;
+    if (pipeline) {
+      loss_sum += pipeline->forward_only(b).to(torch::kFloat64);
+      targets += b.num_target_tokens;
+      continue;
+    }
     {
       AutocastScope autocast(precision, device);
       loss_sum += model.loss_sum(b, 0.0, confusion.defined() || entities ? &logits : nullptr).to(torch::kFloat64);
@@ -68,6 +73,7 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     }
   }
   model.module().train();
+  if (pipeline) world.pipeline_group().all_reduce(loss_sum)->wait();  // the last stage's
   if (world.dp_size() > 1) {  // a tensor-parallel group's ranks evaluated the same batches
     world.data_parallel().all_reduce(loss_sum)->wait();
     if (confusion.defined()) world.data_parallel().all_reduce(confusion)->wait();

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "parallel/comm/world.h"
+#include "train/pipeline_runner.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -26,9 +27,10 @@ struct EvalResult {
 
 // Runs `batches` (all when unset) of `loader` from its start through `model` in eval mode and
 // puts the model back in training mode. `num_labels` > 0 makes it a classification evaluation;
-// `tags` (the label names) a token classification's.
+// `tags` (the label names) a token classification's. `pipeline`: a pipelined model's stages run the
+// batches through (causal language models only); the last stage's loss is summed over the pipeline.
 EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<int64_t> batches, int64_t num_labels,
                     config::Precision precision, parallel::World& world, const torch::Device& device,
-                    const std::vector<std::string>* tags = nullptr);
+                    const std::vector<std::string>* tags = nullptr, PipelineRunner* pipeline = nullptr);
 
 }  // namespace hftrain::train

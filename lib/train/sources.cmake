@@ -23,4 +23,6 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer_checkpoint.cpp
   trainer_tp.cpp
   tp_setup.cpp
+  pipeline_setup.cpp
+  pipeline_runner.cpp
   wiring.cpp)

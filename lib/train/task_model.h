@@ -21,6 +21,7 @@
 #include "model/bert_spec.h"
 #include "model/hf_modules.h"
 #include "model/parameter_units.h"
+#include "model/pipeline_stage.h"
 #include "model/spec.h"
 #include "model/tensor_parallel.h"
 #include "model/tp_plan.h"
@@ -76,6 +77,21 @@ class TaskModel {
   virtual void tensor_parallelize(std::shared_ptr<model::TpGroup> group);
   // Where rank `rank`'s piece of parameter `name` lies in the whole parameter.
   virtual model::TpSplit tp_split(const std::string& /*name*/, int /*rank*/) const { return {}; }
+
+  // Pipeline parallelism (model/pipeline_stage.h): keep stage `stage` of the split at `boundaries`
+  // (stages + 1 block indices); once, after the weights are in place and before
+  // tensor_parallelize. Decoders split (the default refuses).
+  virtual void pipeline_split(const std::vector<int64_t>& boundaries, int stage);
+  // This model's stage; null when it is whole.
+  virtual const model::PipelineStage* pipeline_stage() const { return nullptr; }
+  // This stage's part of loss_sum: from the batch's ids (first stage) or the previous stage's
+  // output `hidden`, to this stage's output, or on the last stage the loss summed over the targets.
+  virtual torch::Tensor stage_forward(const data::Batch& batch, const torch::Tensor& hidden, double label_smoothing);
+  // Every parameter present for a scope that saves or loads the whole model (see
+  // TransformerImpl::set_pipeline_whole), or back to this stage's.
+  virtual void set_pipeline_whole(bool /*whole*/) {}
+  // The last stage's copy of a tied embedding, which the first stage owns; undefined elsewhere.
+  virtual torch::Tensor tied_head_copy() const { return {}; }
   virtual parallel::UnitSizes unit_sizes() const = 0;
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
 };

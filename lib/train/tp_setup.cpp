@@ -128,7 +128,7 @@ void split_model(TaskModel& model, parallel::World& world, const config::Config&
   if (world.tp_size() <= 1) return;
   // Each rank's own stream for the regions it computes alone (the default generators are seeded
   // by data-parallel rank, alike across the group).
-  model::tp_rng::seed(own_stream_seed(config, world.dp_rank(), world.tp_rank()));
+  model::tp_rng::seed(own_stream_seed(config, world.tp_group_index(), world.tp_rank()));
   model.tensor_parallelize(
       parallel::make_tp_group(world.tensor_parallel_group(), config.distributed.sequence_parallel));
 }

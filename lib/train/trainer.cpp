@@ -48,6 +48,12 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   if (world_->tp_size() > 1) {
     tp_group_ = parallel::make_tp_group(world_->tensor_parallel_group(), config_.distributed.sequence_parallel);
   }
+  if (world_->pp_size() > 1) pipeline_ = std::make_unique<PipelineRunner>(*model_, *world_, config_, device_);
+}
+
+std::unique_ptr<PipelineWhole> Trainer::pipeline_whole(PipelineWhole::Access access) {
+  if (!pipeline_) return nullptr;
+  return std::make_unique<PipelineWhole>(*model_, *world_, pipeline_->boundaries(), access, device_);
 }
 
 Trainer::~Trainer() {
@@ -60,11 +66,12 @@ void Trainer::start_from(const std::string& path, const std::string& what) { mod
 
 double Trainer::evaluate() {
   strategy_->set_optimizer_train_mode(false);  // the point to evaluate (optim::Optimizer::set_train_mode)
+  if (pipeline_) pipeline_->sync_tied();
   const int64_t labels = model_->causal_lm() ? 0 : static_cast<int64_t>(loaders_.labels.names.size());
   const std::vector<std::string>* tags = loaders_.tagging ? &loaders_.labels.names : nullptr;
   if (loaders_.validation_sources.empty()) {
     EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
-                                   config_.trainer.precision, *world_, device_, tags);
+                                   config_.trainer.precision, *world_, device_, tags, pipeline_.get());
     state_.last_eval_metrics = std::move(r.metrics);
     return r.loss;
   }
@@ -75,7 +82,7 @@ double Trainer::evaluate() {
   int64_t targets = 0;
   for (auto& [name, loader] : loaders_.validation_sources) {
     EvalResult r = train::evaluate(*model_, *loader, config_.trainer.eval_batches, labels, config_.trainer.precision,
-                                   *world_, device_, tags);
+                                   *world_, device_, tags, pipeline_.get());
     state_.last_eval_metrics.emplace_back("eval/" + name + "/loss", r.loss);
     loss_sum += r.loss * static_cast<double>(r.targets);
     targets += r.targets;
@@ -89,6 +96,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
     strategy_->set_optimizer_train_mode(false);  // the weights to keep
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
     const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
+    const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kSave);
     if (world_->is_main()) {
       if (peft_) {
         save_adapter_dir(dir);
@@ -136,14 +144,25 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     world_->data_parallel().all_reduce(count)->wait();
     global_denom = count.clamp_min(1).to(torch::kFloat32).reshape({});
   }
-  for (size_t m = 0; m < micro.size(); ++m) {
+  const auto normalised = [&](const torch::Tensor& loss_sum) {
+    return global_denom.defined() ? loss_sum / global_denom : loss_sum / denom;
+  };
+  if (pipeline_) {
+    // The micro-batches through the stages in the schedule's order; the last stage's losses.
+    pipeline_->sync_tied();
+    PipelineRunner::StepHooks hooks{
+        .loss = [&](const torch::Tensor& loss_sum) { return scaler_.scale(normalised(loss_sum)); },
+        .before_backward = [&](bool last) { strategy_->before_backward(last); }};
+    window_loss_ += pipeline_->train_step(micro, t.label_smoothing, hooks);
+  }
+  for (size_t m = 0; m < micro.size() && !pipeline_; ++m) {
     auto& b = micro[m];
     torch::Tensor loss_sum;
     {
       AutocastScope autocast(t.precision, device_);
       loss_sum = model_->loss_sum(b, t.label_smoothing, nullptr);
     }
-    torch::Tensor loss = global_denom.defined() ? loss_sum / global_denom : loss_sum / denom;
+    torch::Tensor loss = normalised(loss_sum);
     // A mixture of experts' load-balancing loss: per micro-batch, as transformers adds it to each
     // forward's mean loss, so divided by the micro-batches and ranks the gradients are summed over.
     if (const torch::Tensor aux = model_->aux_loss(); aux.defined()) {
@@ -163,6 +182,18 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     max_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
   }
   const std::vector<torch::Tensor> grads = strategy_->grads();
+  if (world_->pp_size() > 1) {
+    // Each stage holds its own parameters: their norms and overflow add up over the pipeline.
+    parallel::Communicator* pipeline = &world_->pipeline_group();
+    sum_shards = [pipeline, shards = sum_shards](torch::Tensor& x) {
+      if (shards) shards(x);
+      pipeline->all_reduce(x, parallel::ReduceOp::kSum)->wait();
+    };
+    max_shards = [pipeline, shards = max_shards](torch::Tensor& x) {
+      if (shards) shards(x);
+      pipeline->all_reduce(x, parallel::ReduceOp::kMax)->wait();
+    };
+  }
   if (world_->tp_size() > 1) {
     // The tensor-parallel group's pieces together make the whole gradient: each piece's squared
     // norm once, a parameter every rank holds whole once over the group (1 / tp per rank); after
@@ -210,6 +241,7 @@ StepStats Trainer::close_log_window(double lr_factor) {
                                                  device_);
     world_->data_parallel().all_reduce(window_loss_)->wait();
   }
+  if (pipeline_) world_->pipeline_group().all_reduce(window_loss_)->wait();  // the last stage's losses
   s.loss = window_loss_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets_));
   s.lr = config_.optimizer.lr * lr_factor;
   s.grad_norm = grad_norm_.item<double>();

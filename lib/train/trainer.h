@@ -28,6 +28,7 @@
 #include "train/callbacks.h"
 #include "train/precision.h"
 #include "train/peft_setup.h"
+#include "train/pipeline_runner.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -172,6 +173,9 @@ class Trainer {
   // the parameters they hold whole differ.
   void check_replicas_agree();
   std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
+  std::unique_ptr<PipelineRunner> pipeline_;  // pipeline parallelism: this rank's stage, or null
+  // Pipeline parallelism: the whole model for a save or load scope (null without it).
+  std::unique_ptr<PipelineWhole> pipeline_whole(PipelineWhole::Access access);
   std::vector<torch::Tensor> tp_norm_weights_;  // strategy_->norm_weights(tp_norm_weights()), made once
 };
 

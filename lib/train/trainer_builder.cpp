@@ -10,6 +10,7 @@
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "train/model_from.h"
+#include "train/pipeline_setup.h"
 #include "train/tp_setup.h"
 #include "train/wiring.h"
 #include "util/error.h"
@@ -45,9 +46,11 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   }
   // The layout first: a mesh that cannot run stops before the data is prepared.
   check_tensor_parallel(config);
+  check_pipeline_parallel(config);
   {
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
-    world.set_tensor_parallel(static_cast<int>(config.distributed.tensor_parallel));
+    world.set_mesh(static_cast<int>(config.distributed.tensor_parallel),
+                   static_cast<int>(config.distributed.pipeline_parallel));
   }
   torch::manual_seed(static_cast<uint64_t>(config.run.seed));
   if (device.is_cuda()) {
@@ -122,7 +125,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
                                      model::hf_linear_modules(*decoder));
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from", on_load.handover);
-  split_model(*parts.model, world, config);  // whole weights in place: each rank keeps its pieces
+  // Whole weights in place: each rank keeps its stage's, then its pieces of them.
+  split_pipeline(*parts.model, world, config);
+  split_model(*parts.model, world, config);
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
@@ -142,7 +147,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each
   // data-parallel rank draws its own numbers (a tensor-parallel group draws the same).
-  if (world.size() > 1) torch::manual_seed(default_stream_seed(config, world.dp_rank()));
+  if (world.size() > 1) torch::manual_seed(default_stream_seed(config, world.tp_group_index()));
   return parts;
 }
 

@@ -226,16 +226,23 @@ fs::path Trainer::save_checkpoint() {
     window_targets = parallel::all_reduce_value(world_->data_parallel(), window_targets_, parallel::ReduceOp::kSum,
                                                 device_);
   }
+  if (pipeline_) world_->pipeline_group().all_reduce(window)->wait();  // the last stage's losses
   parallel::LocalOptimizerState local = strategy_->local_optimizer_state();
   if (tp_group_) {  // each tensor-parallel rank its own pieces (tensor_parallel.json places them)
     local = parallel::tp_optimizer_pieces(std::move(local), tp_split_of(), world_->tp_rank(), world_->tp_size());
   }
+  if (pipeline_) {  // each stage's files of its own; the groups name every stage's parameters
+    if (local.file >= 0) local.file += world_->pp_rank() * local.num_files;
+    local.meta = pipeline_optimizer_meta(local.meta, world_->pipeline_group(), device_);
+  }
+  local.num_files *= world_->pp_size();
   const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, local);
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
   // parallelism: the pieces gathered whole on every rank of the group.
   parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
   if (tp_group_ && world_->dp_rank() == 0) check_replicas_agree();  // the parameters are whole here
   const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
+  const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kSave);  // on rank 0: every stage's
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -391,6 +398,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     // Each rank keeps its shard of what is loaded.
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());
     const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kLoad);  // each rank its pieces after
+    const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kLoad);  // each stage its own after
     if (peft_) {
       restore_trained(dir, allow_data_change);
     } else {
@@ -416,6 +424,13 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
                                                       (dir / kTensorParallelFile).string());
       state = assembled.get();
     }
+    std::unique_ptr<parallel::SavedOptimizerState> staged_state;
+    if (pipeline_) {  // this stage's parameters' state
+      std::vector<std::string> mine;
+      for (const auto& [name, p] : model_->parameters_by_name()) mine.push_back(name);
+      staged_state = stage_optimizer_state(*state, mine);
+      state = staged_state.get();
+    }
     if (tp_group_) {
       sliced = parallel::sliced_optimizer_state(*state, tp_split_of(), world_->tp_rank());
       state = sliced.get();
@@ -438,7 +453,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   if (scaler_.enabled() && scaler.enabled) scaler_.load_state({scaler.scale, scaler.growth_tracker});
   if (rng.empty() && world_->rank() > 0) {
     // The saving job had fewer ranks: this one starts a fresh stream (only dropout draws from it).
-    torch::manual_seed(default_stream_seed(config_, world_->dp_rank(), ts.state.step));
+    torch::manual_seed(default_stream_seed(config_, world_->tp_group_index(), ts.state.step));
   } else {
     restore_rng(rng, device_, dir / kRngFile);
   }

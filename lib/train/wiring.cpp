@@ -211,13 +211,13 @@ torch::Device pick_device(const config::Config& c, int local_rank) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
-uint64_t default_stream_seed(const config::Config& config, int dp_rank, int64_t step) {
-  return static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(dp_rank) +
+uint64_t default_stream_seed(const config::Config& config, int tp_group, int64_t step) {
+  return static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(tp_group) +
          104729u * static_cast<uint64_t>(step);
 }
 
-uint64_t own_stream_seed(const config::Config& config, int dp_rank, int tp_rank) {
-  return static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(dp_rank) +
+uint64_t own_stream_seed(const config::Config& config, int tp_group, int tp_rank) {
+  return static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(tp_group) +
          15485863u * static_cast<uint64_t>(tp_rank + 1);
 }
 

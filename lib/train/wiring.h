@@ -43,10 +43,11 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 torch::Device pick_device(const config::Config& config, int local_rank = 0);
 
 // The seeds of a rank's random streams once the weights are initialised (dropout): the default
-// generators by data-parallel rank, so that a tensor-parallel group draws alike, restarted at
-// `step` when a resume holds no state for the rank; tensor parallelism's own stream of a rank by
-// its data- and tensor-parallel ranks (model/tensor_parallel.h).
-uint64_t default_stream_seed(const config::Config& config, int dp_rank, int64_t step = 0);
-uint64_t own_stream_seed(const config::Config& config, int dp_rank, int tp_rank);
+// generators by tensor-parallel group (World::tp_group_index: the data-parallel rank, and the
+// pipeline stage), so that a tensor-parallel group draws alike and two stages differently,
+// restarted at `step` when a resume holds no state for the rank; tensor parallelism's own stream
+// of a rank by its group and tensor-parallel rank (model/tensor_parallel.h).
+uint64_t default_stream_seed(const config::Config& config, int tp_group, int64_t step = 0);
+uint64_t own_stream_seed(const config::Config& config, int tp_group, int tp_rank);
 
 }  // namespace hftrain::train

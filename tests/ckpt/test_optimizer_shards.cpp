@@ -169,6 +169,7 @@ class ScriptedPeer final : public parallel::Communicator {
     throw std::logic_error("unused");
   }
   parallel::WorkPtr broadcast(torch::Tensor&, int) override { throw std::logic_error("unused"); }
+  parallel::WorkPtr exchange(const std::vector<parallel::PeerTransfer>&) override { throw std::logic_error("unused"); }
   void barrier() override {}
 
  private:

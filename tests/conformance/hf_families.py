@@ -319,19 +319,24 @@ def main():
                   f"{bf16_apart:.1e}; generate: {text.strip()!r}")
 
             if splits_over_two(config):
+                # Every other family with sequence parallelism, the others also split into 2
+                # pipeline stages (4 processes).
                 sp = "true" if i % 2 else "false"
+                pp = 1 if i % 2 else 2
                 split = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-tp2", env,
                                          "distributed.tensor_parallel=2", f"distributed.sequence_parallel={sp}",
-                                         "--nproc-per-node", "2")
+                                         f"distributed.pipeline_parallel={pp}", "--nproc-per-node", str(2 * pp))
                 tp_apart = max(abs(a - b) / abs(b) for a, b in zip(split, ours))
-                check(len(split) == STEPS and tp_apart <= 1e-5, f"{name}: tp=2 losses {split}, plain {ours}")
+                check(len(split) == STEPS and tp_apart <= 1e-5,
+                      f"{name}: tp=2 x pp={pp} losses {split}, plain {ours}")
                 tp_exported = os.path.join(work, name + "-tp2-hf")
                 run(hftrain, "export", os.path.join(run_dir + "-tp2", "final"), "--hf", tp_exported)
                 tp_loaded = AutoModelForCausalLM.from_pretrained(tp_exported, dtype=torch.float32)
-                compare(name + " (trained at tp=2, exported, loaded by transformers)", forward_bin,
+                compare(name + f" (trained at tp=2 x pp={pp}, exported, loaded by transformers)", forward_bin,
                         os.path.join(run_dir + "-tp2", "final"), work, tp_loaded,
                         torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(300 + i)))
-                print(f"{name}: tensor parallel 2 (sequence parallel {sp}) {tp_apart:.1e} from the plain run")
+                print(f"{name}: tensor parallel 2 (sequence parallel {sp}) x pipeline parallel {pp} {tp_apart:.1e} "
+                      "from the plain run")
 
             exported = os.path.join(work, name + "-hf")
             run(hftrain, "export", os.path.join(run_dir, "final"), "--hf", exported)

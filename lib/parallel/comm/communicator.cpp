@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "util/error.h"
+
 namespace hftrain::parallel {
 namespace {
 
@@ -27,6 +29,12 @@ WorkPtr LocalCommunicator::all_gather(torch::Tensor& output, const torch::Tensor
 }
 
 WorkPtr LocalCommunicator::broadcast(torch::Tensor&, int) { return std::make_shared<DoneWork>(); }
+
+WorkPtr LocalCommunicator::exchange(const std::vector<PeerTransfer>& transfers) {
+  if (transfers.empty()) return std::make_shared<DoneWork>();
+  throw util::DistributedError("a point-to-point transfer in a world of one rank (there is no peer)",
+                               "this is a bug in hftrain: please report it");
+}
 
 void wait_all(const std::vector<WorkPtr>& works) {
   for (const auto& w : works) {

@@ -20,6 +20,14 @@ namespace hftrain::parallel {
 
 enum class ReduceOp { kSum, kMax, kMin };
 
+// One side of a point-to-point transfer (pipeline parallelism): `tensor` (contiguous, on the
+// backend's device kind) goes to rank `peer`, or is filled from it.
+struct PeerTransfer {
+  torch::Tensor tensor;
+  int peer = 0;
+  bool send = true;
+};
+
 // A collective in flight.
 class Work {
  public:
@@ -48,6 +56,11 @@ class Communicator {
   virtual WorkPtr all_gather(torch::Tensor& output, const torch::Tensor& input) = 0;
   virtual WorkPtr broadcast(torch::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;
+  // Point to point: the transfers start together and the work completes when all of them have
+  // (Megatron's batched send/recv: a stage that sends forward and receives backward in one
+  // exchange cannot block its neighbour doing the reverse). Between two ranks, transfers in the
+  // same direction match in the order they were started.
+  virtual WorkPtr exchange(const std::vector<PeerTransfer>& transfers) = 0;
 };
 
 // A world of one: every collective is the identity (or a copy), nothing waits.
@@ -61,6 +74,7 @@ class LocalCommunicator final : public Communicator {
   WorkPtr all_gather(torch::Tensor& output, const torch::Tensor& input) override;
   WorkPtr broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override {}
+  WorkPtr exchange(const std::vector<PeerTransfer>& transfers) override;  // throws: there is no peer
 };
 
 // Waits for every handle (null handles are skipped).

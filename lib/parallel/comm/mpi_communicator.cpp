@@ -250,6 +250,30 @@ class MpiCommunicator final : public Communicator {
     submit("barrier", [comm = comm_] { return MPI_Barrier(comm); })->wait();
   }
 
+  WorkPtr exchange(const std::vector<PeerTransfer>& transfers) override {
+    std::vector<int> counts;
+    std::vector<MPI_Datatype> types;
+    for (const auto& t : transfers) {
+      check_cpu(t.tensor, "exchange");
+      types.push_back(mpi_type(t.tensor, false));
+      counts.push_back(mpi_count(t.tensor));
+    }
+    return submit("exchange", [transfers, counts, types, comm = comm_] {
+      std::vector<MPI_Request> requests(transfers.size(), MPI_REQUEST_NULL);
+      for (size_t i = 0; i < transfers.size(); ++i) {
+        const auto& t = transfers[i];
+        const int code = t.send ? MPI_Isend(t.tensor.data_ptr(), counts[i], types[i], t.peer, 0, comm, &requests[i])
+                                : MPI_Irecv(t.tensor.data_ptr(), counts[i], types[i], t.peer, 0, comm, &requests[i]);
+        if (code != MPI_SUCCESS) {
+          // What was started completes before the buffers may go (their owners outlive this call).
+          MPI_Waitall(static_cast<int>(i), requests.data(), MPI_STATUSES_IGNORE);
+          return code;
+        }
+      }
+      return MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    });
+  }
+
   WorkPtr submit(const char* what, std::function<int()> call) {
     const uint64_t seq = monitor_ ? monitor_->begin_collective() : 0;
     return std::make_shared<MpiWork>(Engine::instance().submit(std::move(call)), monitor_, what, seq);

@@ -86,6 +86,20 @@ class NcclCommunicator final : public Communicator {
     return wrap(pg_->broadcast(v, o), "broadcast");
   }
   void barrier() override { wrap(pg_->barrier(), "barrier")->wait(); }
+  WorkPtr exchange(const std::vector<PeerTransfer>& transfers) override {
+    // Coalesced into one NCCL group: a send and a receive between the same two ranks on one
+    // stream would otherwise wait for each other.
+    pg_->startCoalescing();
+    for (const auto& t : transfers) {
+      std::vector<at::Tensor> v{t.tensor};
+      if (t.send) {
+        pg_->send(v, t.peer, 0);
+      } else {
+        pg_->recv(v, t.peer, 0);
+      }
+    }
+    return wrap(pg_->endCoalescing(), "exchange");
+  }
 
  private:
   WorkPtr wrap(c10::intrusive_ptr<c10d::Work> w, const char* what) {

@@ -242,14 +242,22 @@ Communicator& World::inter_node() {
 }
 
 void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedConfig& config) {
-  const int64_t tp = config.tensor_parallel;
-  if (tp <= 1) return;
-  if (env.world_size % tp != 0) {
-    throw util::ConfigError("distributed.tensor_parallel=" + std::to_string(tp) + " does not divide the world of " +
-                                std::to_string(env.world_size) + " ranks (world = data parallel x tensor parallel)",
-                            "start a multiple of " + std::to_string(tp) +
-                                " processes, or set distributed.tensor_parallel to a divisor of " +
+  const int64_t tp = config.tensor_parallel, pp = config.pipeline_parallel;
+  if (tp <= 1 && pp <= 1) return;
+  if (env.world_size % (tp * pp) != 0) {
+    const std::string product = pp > 1 ? "distributed.tensor_parallel x distributed.pipeline_parallel = " +
+                                             std::to_string(tp) + " x " + std::to_string(pp)
+                                       : "distributed.tensor_parallel=" + std::to_string(tp);
+    throw util::ConfigError(product + " does not divide the world of " + std::to_string(env.world_size) +
+                                " ranks (world = data parallel x tensor parallel x pipeline parallel)",
+                            "start a multiple of " + std::to_string(tp * pp) +
+                                " processes, or set the layout's product to a divisor of " +
                                 std::to_string(env.world_size));
+  }
+  if (config.strategy == config::Strategy::kHybrid && pp > 1) {
+    throw util::ConfigError("distributed.strategy=hybrid is not built for pipeline stages yet "
+                            "(distributed.pipeline_parallel=" + std::to_string(pp) + ")",
+                            "use distributed.strategy=zero3 (or zero2, ddp) over each stage's data-parallel group");
   }
   if (config.strategy == config::Strategy::kHybrid && env.local_world_size % tp != 0) {
     throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" + std::to_string(tp) +
@@ -259,27 +267,46 @@ void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedCo
   }
 }
 
-void World::set_tensor_parallel(int tensor_parallel) {
-  if (tensor_parallel <= 1 || tp_) return;
+void World::set_mesh(int tensor_parallel, int pipeline_parallel) {
+  tensor_parallel = std::max(1, tensor_parallel);
+  pipeline_parallel = std::max(1, pipeline_parallel);
+  if ((tensor_parallel == 1 && pipeline_parallel == 1) || tp_ || pp_) return;
   config::DistributedConfig mesh = config_;
   mesh.tensor_parallel = tensor_parallel;
+  mesh.pipeline_parallel = pipeline_parallel;
   check_mesh(env_, mesh);
   tp_size_ = tensor_parallel;
-  const int tp_index = tp_rank(), dp_index = dp_rank();
+  pp_size_ = pipeline_parallel;
+  const int tp_index = tp_rank(), dp_index = dp_rank(), pp_index = pp_rank();
+  const int tp_group = pp_index * dp_size() + dp_index;  // which tensor-parallel group
+  const int dp_group = pp_index * tp_size_ + tp_index;   // which data-parallel group
+  const int pipeline = dp_index * tp_size_ + tp_index;   // which pipeline
   if (comm_->backend() == "mpi") {
-    tp_ = mpi_split(*comm_, dp_index, tp_index, monitor_.get());
-    dp_ = mpi_split(*comm_, tp_index, dp_index, monitor_.get());
+    tp_ = mpi_split(*comm_, tp_group, tp_index, monitor_.get());
+    dp_ = mpi_split(*comm_, dp_group, dp_index, monitor_.get());
+    pp_ = mpi_split(*comm_, pipeline, pp_index, monitor_.get());
   } else {
     tp_ = make_nccl_communicator(&store_holder_->store, tp_index, tp_size_, device_.index(),
-                                 "tp" + std::to_string(dp_index), monitor_.get());
+                                 "tp" + std::to_string(tp_group), monitor_.get());
     dp_ = make_nccl_communicator(&store_holder_->store, dp_index, dp_size(), device_.index(),
-                                 "dp" + std::to_string(tp_index), monitor_.get());
+                                 "dp" + std::to_string(dp_group), monitor_.get());
+    pp_ = make_nccl_communicator(&store_holder_->store, pp_index, pp_size_, device_.index(),
+                                 "pp" + std::to_string(pipeline), monitor_.get());
   }
   if (is_main()) {
-    util::log::info("mesh: " + std::to_string(size()) + " ranks = data parallel " + std::to_string(dp_size()) +
-                    " x tensor parallel " + std::to_string(tp_size_) + " (tensor-parallel groups: ranks " +
-                    "0-" + std::to_string(tp_size_ - 1) + ", " + std::to_string(tp_size_) + "-" +
-                    std::to_string(2 * tp_size_ - 1) + ", ...)");
+    std::string line = "mesh: " + std::to_string(size()) + " ranks = data parallel " + std::to_string(dp_size()) +
+                       " x tensor parallel " + std::to_string(tp_size_) + " x pipeline parallel " +
+                       std::to_string(pp_size_);
+    if (tp_size_ > 1) {
+      line += " (tensor-parallel groups: ranks 0-" + std::to_string(tp_size_ - 1) + ", " + std::to_string(tp_size_) +
+              "-" + std::to_string(2 * tp_size_ - 1) + ", ...)";
+    }
+    if (pp_size_ > 1) {
+      std::string stages;
+      for (int s = 0; s < pp_size_; ++s) stages += (s ? ", " : "") + std::to_string(mesh_rank(s, 0, 0));
+      line += " (rank 0's pipeline: ranks " + stages + ")";
+    }
+    util::log::info(line);
   }
 }
 
@@ -292,8 +319,10 @@ World::~World() {
     new std::shared_ptr<Communicator>(std::move(inter_));
     new std::shared_ptr<Communicator>(std::move(tp_));
     new std::shared_ptr<Communicator>(std::move(dp_));
+    new std::shared_ptr<Communicator>(std::move(pp_));
     return;
   }
+  pp_.reset();
   dp_.reset();
   tp_.reset();
   inter_.reset();

@@ -51,22 +51,33 @@ class World {
   Communicator& intra_node();
   Communicator& inter_node();
 
-  // Tensor parallelism's mesh, tp innermost: groups of `tensor_parallel` consecutive ranks (inside
-  // a node where it divides the node's ranks) split the model; the ranks at the same place of
-  // every group form a data-parallel group, over which the sharding strategies run and the data
-  // is split. Collective, once, before the data and the model are set up; without it (or with 1)
-  // the data-parallel group is the world. Throws ConfigError when `tensor_parallel` does not
+  // The mesh of tensor, data and pipeline parallelism, tp innermost, then dp, then pp: rank =
+  // (pp_rank * dp + dp_rank) * tp + tp_rank. Groups of `tensor_parallel` consecutive ranks (inside
+  // a node where it divides the node's ranks) split each block's matrices; the ranks at the same
+  // place of every group of a pipeline stage form a data-parallel group, over which the sharding
+  // strategies run and the data is split; the ranks with the same (dp, tp) place form a pipeline,
+  // one rank per stage. Collective, once, before the data and the model are set up; without it (or
+  // with 1 x 1) the data-parallel group is the world. Throws ConfigError when tp x pp does not
   // divide the world size.
-  void set_tensor_parallel(int tensor_parallel);
+  void set_mesh(int tensor_parallel, int pipeline_parallel);
   // The mesh's rules on the job's shape alone (the world size, each node's ranks under hybrid):
-  // throws ConfigError, before any rendezvous, when set_tensor_parallel would.
+  // throws ConfigError, before any rendezvous, when set_mesh would.
   static void check_mesh(const launch::LaunchEnv& env, const config::DistributedConfig& config);
   int tp_size() const { return tp_size_; }
   int tp_rank() const { return rank() % tp_size_; }
-  int dp_size() const { return size() / tp_size_; }
-  int dp_rank() const { return rank() / tp_size_; }
+  int pp_size() const { return pp_size_; }
+  int pp_rank() const { return rank() / (tp_size_ * dp_size()); }
+  int dp_size() const { return size() / (tp_size_ * pp_size_); }
+  int dp_rank() const { return rank() / tp_size_ % dp_size(); }
+  // Which tensor-parallel group this rank is in (pp_rank * dp + dp_rank): the ranks that draw the
+  // same numbers from their default generators.
+  int tp_group_index() const { return rank() / tp_size_; }
+  // The world rank at (pp, dp, tp).
+  int mesh_rank(int pp, int dp, int tp) const { return (pp * dp_size() + dp) * tp_size_ + tp; }
   Communicator& data_parallel() { return dp_ ? *dp_ : *comm_; }
   Communicator& tensor_parallel_group() { return *tp_; }
+  // This rank's pipeline: rank s of it is stage s (pipeline parallelism only).
+  Communicator& pipeline_group() { return *pp_; }
   Monitor* monitor() { return monitor_.get(); }
   KeyValueStore* store() { return store_.get(); }
   // After a collective timed out or a peer failed: skip the orderly shutdown (which would wait
@@ -89,8 +100,9 @@ class World {
   std::unique_ptr<StoreHolder> store_holder_;
   std::unique_ptr<KeyValueStore> store_;
   std::unique_ptr<Monitor> monitor_;
-  std::shared_ptr<Communicator> comm_, intra_, inter_, tp_, dp_;
+  std::shared_ptr<Communicator> comm_, intra_, inter_, tp_, dp_, pp_;
   int tp_size_ = 1;
+  int pp_size_ = 1;
   bool uses_mpi_ = false;
   bool broken_ = false;
 };

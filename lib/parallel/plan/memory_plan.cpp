@@ -120,12 +120,15 @@ std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int 
                             const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes) {
   std::string out;
   for (const LayoutCandidate& c : candidates) {
-    const int dp = world_size / c.tp;
+    const int dp = world_size / (c.tp * c.pp);
     for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
+      if (s == config::Strategy::kZero3 && !c.zero3) continue;
       const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units);
       const double total = e.total() + e.buffers + c.activations;
       if (total > device_bytes) continue;
-      out += "  tensor_parallel=" + std::to_string(c.tp) + " (data parallel " + std::to_string(dp) + ") strategy=" +
+      out += "  tensor_parallel=" + std::to_string(c.tp) +
+             (c.pp > 1 ? " pipeline_parallel=" + std::to_string(c.pp) : std::string()) + " (data parallel " +
+             std::to_string(dp) + ") strategy=" +
              strategy_name(s) + ": " + format_bytes(total) + " per rank\n";
     }
   }
@@ -133,7 +136,7 @@ std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int 
   return out.empty() ? "no layout fits " + budget + " per rank: more ranks, activation checkpointing, or a smaller "
                        "micro-batch\n"
                      : "layouts that fit " + budget + " per rank (parameters, gradients, optimizer state, buffers and "
-                       "one micro-batch's activations):\n" + out;
+                       "the activations held at once):\n" + out;
 }
 
 }  // namespace hftrain::parallel

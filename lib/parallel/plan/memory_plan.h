@@ -56,16 +56,19 @@ double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_eleme
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
                          int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0);
 
-// One layout's figures for `hftrain plan --memory`: at tensor parallelism `tp`, what a rank holds
-// of the model (Ψ elements; zero3's unit sizes) and one micro-batch's activations.
+// One layout's figures for `hftrain plan --memory`: at tensor parallelism `tp` and pipeline
+// parallelism `pp`, what a rank holds of the model (Ψ elements of its largest stage; zero3's unit
+// sizes) and the activations it keeps at once.
 struct LayoutCandidate {
   int tp = 1;
+  int pp = 1;
   int64_t parameters = 0;
   UnitSizes units;
   double activations = 0;
+  bool zero3 = true;  // whether the layout runs under zero3
 };
-// The lines naming every layout (tp x strategy over the remaining world_size / tp data-parallel
-// ranks) whose parameters, gradients, optimizer state, buffers and activations fit `device_bytes`
+// The lines naming every layout (tp x pp x strategy over the remaining world_size / (tp x pp)
+// data-parallel ranks) whose parameters, gradients, optimizer state, buffers and activations fit `device_bytes`
 // per rank, smallest tensor parallelism first; a line saying none does otherwise.
 std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
                             const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes);

@@ -1,0 +1,32 @@
+// Pipeline parallelism in `hftrain plan`: what each stage holds, its parameters (its blocks, the
+// embeddings on the first stage, the final norm and head on the last) and its activations, which
+// the schedule multiplies by the micro-batches a stage holds at once: every micro-batch of the
+// step under gpipe, at most the stages from it to the last under 1f1b (schedule.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parallel/pipeline/schedule.h"
+#include "parallel/plan/activation_plan.h"
+
+namespace hftrain::parallel {
+
+struct StagePlan {
+  int64_t first_layer = 0, end_layer = 0;  // blocks [first_layer, end_layer)
+  int64_t parameters = 0;                  // elements
+  int in_flight = 0;                       // micro-batches whose activations it holds at once
+  double activations = 0;                  // bytes
+};
+
+// `shape`: one micro-batch of the whole model (n_layer blocks); `layer_params` per block;
+// `first_extra` / `last_extra`: the first stage's embeddings, the last stage's final norm and head.
+std::vector<StagePlan> plan_stages(const ActivationShape& shape, const std::vector<int64_t>& boundaries,
+                                   const std::vector<int64_t>& layer_params, int64_t first_extra, int64_t last_extra,
+                                   PipelineSchedule schedule, int micro_batches);
+
+// The lines `hftrain plan` prints for them.
+std::string pipeline_summary(const std::vector<StagePlan>& stages, PipelineSchedule schedule, int micro_batches);
+
+}  // namespace hftrain::parallel

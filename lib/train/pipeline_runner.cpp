@@ -1,0 +1,265 @@
+#include "train/pipeline_runner.h"
+
+#include <torch/torch.h>
+
+#include "model/pipeline_stage.h"
+#include "train/pipeline_setup.h"
+#include "train/precision.h"
+
+namespace hftrain::train {
+namespace {
+
+constexpr const char* kEmbedding = "embed_tokens.weight";
+
+class StageState final : public parallel::SavedOptimizerState {
+ public:
+  StageState(const parallel::SavedOptimizerState& saved, const std::vector<std::string>& params)
+      : saved_(saved), meta_(saved.meta()) {
+    const std::set<std::string> keep(params.begin(), params.end());
+    for (const std::string& name : saved.names()) {
+      if (keep.count(name.substr(0, name.rfind('/')))) names_.push_back(name);
+    }
+    // The optimizer's groups list every stage's parameters (pipeline_optimizer_meta): this stage's.
+    if (meta_.is_object() && meta_.contains("groups") && meta_["groups"].is_array()) {
+      for (auto& group : meta_["groups"]) {
+        if (!group.is_object() || !group.contains("params") || !group["params"].is_array()) continue;
+        nlohmann::json kept = nlohmann::json::array();
+        for (const auto& name : group["params"]) {
+          if (name.is_string() && keep.count(name.get<std::string>())) kept.push_back(name);
+        }
+        group["params"] = std::move(kept);
+      }
+    }
+    if (meta_.is_object() && meta_.contains("steps") && meta_["steps"].is_object()) {
+      nlohmann::json steps = nlohmann::json::object();
+      for (const auto& [name, count] : meta_["steps"].items()) {
+        if (keep.count(name)) steps[name] = count;
+      }
+      meta_["steps"] = std::move(steps);
+    }
+  }
+  const nlohmann::json& meta() const override { return meta_; }
+  std::string source() const override { return saved_.source(); }
+  std::vector<std::string> names() const override { return names_; }
+  std::vector<int64_t> shape(const std::string& name) const override { return saved_.shape(name); }
+  torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const override {
+    return saved_.read(name, offset, count);
+  }
+
+ private:
+  const parallel::SavedOptimizerState& saved_;
+  nlohmann::json meta_;
+  std::vector<std::string> names_;  // sorted, as the saved state's
+};
+
+}  // namespace
+
+nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Communicator& pipeline,
+                                       const torch::Device& device) {
+  const std::vector<std::string> all = parallel::all_gather_text(pipeline, meta.dump(), device);
+  nlohmann::json merged = meta;
+  if (!merged.is_object() || !merged.contains("groups") || !merged["groups"].is_array()) return merged;
+  for (size_t g = 0; g < merged["groups"].size(); ++g) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const std::string& text : all) {  // in stage order: the whole model's order
+      const nlohmann::json stage = nlohmann::json::parse(text);
+      for (const auto& name : stage.at("groups").at(g).at("params")) params.push_back(name);
+    }
+    merged["groups"][g]["params"] = std::move(params);
+  }
+  return merged;
+}
+
+std::unique_ptr<parallel::SavedOptimizerState> stage_optimizer_state(const parallel::SavedOptimizerState& saved,
+                                                                     const std::vector<std::string>& params) {
+  return std::make_unique<StageState>(saved, params);
+}
+
+PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config,
+                               const torch::Device& device)
+    : model_(model),
+      world_(world),
+      device_(device),
+      schedule_(pipeline_schedule(config)),
+      boundaries_(pipeline_boundaries(config)),
+      stage_(world.pp_rank()),
+      stages_(world.pp_size()),
+      precision_(config.trainer.precision) {
+  const model::ModelSpec* spec = model.decoder_spec();
+  TORCH_CHECK(spec && model.pipeline_stage(), "PipelineRunner: a pipelined decoder");
+  d_model_ = spec->d_model;
+  tied_ = spec->tie_embeddings;
+  if (config.distributed.sequence_parallel && world.tp_size() > 1) sequence_split_ = world.tp_size();
+  const auto params = model.parameters_by_name();
+  if (!params.empty()) dtype_ = params.front().second.scalar_type();
+}
+
+torch::Tensor PipelineRunner::hidden_buffer(const data::Batch& batch) const {
+  return torch::empty({batch.input_ids.size(0), batch.input_ids.size(1) / sequence_split_, d_model_},
+                      torch::TensorOptions().dtype(dtype_).device(device_));
+}
+
+torch::Tensor PipelineRunner::tied_embedding() const {
+  for (const auto& [name, p] : model_.parameters_by_name()) {
+    if (name == kEmbedding) return p;
+  }
+  TORCH_CHECK(false, "PipelineRunner: the first stage holds no ", kEmbedding);
+}
+
+torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, double label_smoothing,
+                                         const StepHooks& hooks) {
+  const int count = static_cast<int>(micro.size());
+  const std::vector<parallel::PipelineOp> ops = parallel::stage_schedule(schedule_, stage_, stages_, count);
+  const auto exchanges = parallel::stage_exchanges(ops, stage_, stages_);
+  const bool first = stage_ == 0, last = stage_ + 1 == stages_;
+  // Per micro-batch: the activations received (a leaf whose gradient goes back), this stage's
+  // output (the loss to back-propagate on the last stage), the output's gradient received.
+  std::vector<torch::Tensor> inputs(static_cast<size_t>(count)), outputs(inputs), output_grads(inputs);
+  torch::Tensor loss_total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  const torch::Tensor copy = model_.tied_head_copy();
+  torch::Tensor tied_grad;  // first stage: the head's gradient of the tied embedding
+
+  const auto run_exchange = [&](size_t k) {
+    std::vector<parallel::PeerTransfer> transfers;
+    std::vector<int> sent_grads;
+    for (const parallel::PipelineTransfer& x : exchanges[k]) {
+      const auto m = static_cast<size_t>(x.micro);
+      if (x.send && x.activation) {
+        transfers.push_back({outputs[m].detach().contiguous(), x.peer, true});
+      } else if (x.send) {
+        transfers.push_back({inputs[m].grad().contiguous(), x.peer, true});
+        sent_grads.push_back(x.micro);
+      } else {
+        torch::Tensor buffer = hidden_buffer(micro[m]);
+        (x.activation ? inputs[m] : output_grads[m]) = buffer;
+        transfers.push_back({buffer, x.peer, false});
+      }
+    }
+    // The tied embedding's head gradient: from the last stage after its last backward, to the
+    // first stage before its own (both schedules end on the last micro-batch's backward).
+    if (tied_ && last && k == ops.size()) {
+      torch::Tensor g = copy.grad().defined() ? copy.grad().contiguous() : torch::zeros_like(copy);
+      transfers.push_back({g, 0, true});
+    }
+    if (tied_ && first && k + 1 == ops.size()) {
+      tied_grad = torch::empty_like(tied_embedding());
+      transfers.push_back({tied_grad, stages_ - 1, false});
+    }
+    if (!transfers.empty()) world_.pipeline_group().exchange(transfers)->wait();
+    for (int m : sent_grads) inputs[static_cast<size_t>(m)] = torch::Tensor();
+  };
+
+  for (size_t k = 0; k < ops.size(); ++k) {
+    run_exchange(k);
+    const parallel::PipelineOp& op = ops[k];
+    const auto m = static_cast<size_t>(op.micro);
+    if (op.forward) {
+      if (!first) inputs[m].requires_grad_(true);
+      torch::Tensor out;
+      {
+        AutocastScope autocast(precision_, device_);
+        out = model_.stage_forward(micro[m], inputs[m], label_smoothing);
+      }
+      if (last) {
+        loss_total += out.detach();
+        outputs[m] = hooks.loss(out);
+      } else {
+        outputs[m] = out;
+      }
+      continue;
+    }
+    const bool last_backward = op.micro + 1 == count;
+    if (tied_grad.defined() && last_backward) {
+      // Into the embedding's accumulated gradient before the last backward adds its own: the
+      // strategy's hooks then reduce the whole gradient.
+      torch::Tensor embedding = tied_embedding();
+      if (embedding.grad().defined()) {
+        embedding.mutable_grad().add_(tied_grad);
+      } else {
+        embedding.mutable_grad() = tied_grad;
+      }
+      tied_grad = torch::Tensor();
+    }
+    hooks.before_backward(last_backward);
+    if (last) {
+      outputs[m].backward();
+    } else {
+      torch::autograd::backward({outputs[m]}, {output_grads[m]});
+    }
+    outputs[m] = torch::Tensor();
+    output_grads[m] = torch::Tensor();
+    if (first) inputs[m] = torch::Tensor();
+  }
+  run_exchange(ops.size());
+  if (copy.defined()) torch::Tensor(copy).mutable_grad() = torch::Tensor();
+  return loss_total;
+}
+
+torch::Tensor PipelineRunner::forward_only(const data::Batch& batch) {
+  torch::NoGradGuard no_grad;
+  auto& group = world_.pipeline_group();
+  torch::Tensor hidden;
+  if (stage_ > 0) {
+    hidden = hidden_buffer(batch);
+    group.exchange({{hidden, stage_ - 1, false}})->wait();
+  }
+  torch::Tensor out;
+  {
+    AutocastScope autocast(precision_, device_);
+    out = model_.stage_forward(batch, hidden, 0.0);
+  }
+  if (stage_ + 1 < stages_) {
+    group.exchange({{out.contiguous(), stage_ + 1, true}})->wait();
+    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  }
+  return out;
+}
+
+void PipelineRunner::sync_tied() {
+  if (!tied_) return;
+  torch::NoGradGuard no_grad;
+  auto& group = world_.pipeline_group();
+  if (stage_ == 0) {
+    group.exchange({{tied_embedding().detach().to(device_).contiguous(), stages_ - 1, true}})->wait();
+  } else if (stage_ + 1 == stages_) {
+    torch::Tensor copy = model_.tied_head_copy();
+    torch::Tensor buffer = torch::empty(copy.sizes(), copy.options().device(device_));
+    group.exchange({{buffer, 0, false}})->wait();
+    copy.detach().copy_(buffer);
+  }
+}
+
+PipelineWhole::PipelineWhole(TaskModel& model, parallel::World& world, const std::vector<int64_t>& boundaries,
+                             Access access, const torch::Device& device) {
+  if (world.pp_size() <= 1) return;
+  if (access == Access::kLoad) {
+    model.set_pipeline_whole(true);
+    model_ = &model;
+    return;
+  }
+  if (world.dp_rank() != 0 || world.tp_rank() != 0) return;
+  torch::NoGradGuard no_grad;
+  auto& group = world.pipeline_group();
+  const int stage = world.pp_rank();
+  if (stage == 0) {
+    model.set_pipeline_whole(true);
+    model_ = &model;
+    for (const auto& [name, p] : model.parameters_by_name()) {
+      const int from = model::stage_of_parameter(name, boundaries);
+      if (from == 0) continue;
+      torch::Tensor buffer = torch::empty(p.sizes(), p.options().device(device));
+      group.exchange({{buffer, from, false}})->wait();
+      torch::Tensor(p).detach().copy_(buffer);
+    }
+    return;
+  }
+  for (const auto& [name, p] : model.parameters_by_name()) {
+    group.exchange({{p.detach().to(device).contiguous(), 0, true}})->wait();
+  }
+}
+
+PipelineWhole::~PipelineWhole() {
+  if (model_) model_->set_pipeline_whole(false);
+}
+
+}  // namespace hftrain::train

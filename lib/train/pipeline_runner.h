@@ -1,0 +1,94 @@
+// Pipeline parallelism in the training loop: one step's micro-batches through this rank's stage in
+// the schedule's order (parallel/pipeline/schedule.h), the activations and their gradients
+// exchanged with the neighbouring stages of this rank's pipeline (World::pipeline_group); the
+// forward alone for evaluation; the tied embedding kept alike on the first and last stages; and the
+// whole model in one place for the scopes that save or load it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "config/config.h"
+#include "data/loader.h"
+#include "parallel/comm/world.h"
+#include "parallel/data_parallel/optimizer_pieces.h"
+#include "parallel/pipeline/schedule.h"
+#include "train/task_model.h"
+
+namespace hftrain::train {
+
+class PipelineRunner {
+ public:
+  PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config, const torch::Device& device);
+
+  // What the loop does around each micro-batch: the loss to back-propagate from a micro-batch's
+  // loss sum (last stage: normalised, scaled), and the strategy's before_backward(last).
+  struct StepHooks {
+    std::function<torch::Tensor(const torch::Tensor& loss_sum)> loss;
+    std::function<void(bool last)> before_backward;
+  };
+  // Every micro-batch of a step, forward and backward, in the schedule's order (collective over
+  // the pipeline). Returns the micro-batches' loss sums added up on the last stage (detached), 0
+  // on the others. A tied embedding's gradient from the head reaches the first stage's before its
+  // last backward, so the strategy reduces the whole gradient.
+  torch::Tensor train_step(const std::vector<data::Batch>& micro, double label_smoothing, const StepHooks& hooks);
+  // The batch's loss sum through the pipeline without gradients: on the last stage; 0 elsewhere.
+  torch::Tensor forward_only(const data::Batch& batch);
+  // A tied embedding: the first stage's weight into the last stage's copy (collective over the
+  // pipeline; nothing without one). Before each step and each evaluation.
+  void sync_tied();
+  const std::vector<int64_t>& boundaries() const { return boundaries_; }
+
+ private:
+  // A buffer for a micro-batch's activations between stages: (B, T, C), T / tp under sequence
+  // parallelism.
+  torch::Tensor hidden_buffer(const data::Batch& batch) const;
+  torch::Tensor tied_embedding() const;  // the first stage's embedding parameter
+
+  TaskModel& model_;
+  parallel::World& world_;
+  torch::Device device_;
+  parallel::PipelineSchedule schedule_;
+  std::vector<int64_t> boundaries_;
+  int stage_ = 0, stages_ = 1;
+  int64_t d_model_ = 0;
+  int64_t sequence_split_ = 1;
+  bool tied_ = false;
+  torch::ScalarType dtype_ = torch::kFloat32;
+  config::Precision precision_ = config::Precision::kFp32;
+};
+
+// This stage's optimizer meta with every stage's parameters in its groups (collective over the
+// pipeline), as a checkpoint records it; the groups' other fields are this stage's (alike on all).
+nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Communicator& pipeline,
+                                       const torch::Device& device);
+
+// A saved optimizer state as one pipeline stage sees it: the tensors (and step counts) of the
+// parameters in `params` alone; the other stages' are left out.
+std::unique_ptr<parallel::SavedOptimizerState> stage_optimizer_state(const parallel::SavedOptimizerState& saved,
+                                                                     const std::vector<std::string>& params);
+
+// The whole model present for a scope, on top of the strategy's and tensor parallelism's whole
+// parameters: for a save, on the main rank, every other stage's parameters received from its
+// stage's first rank (collective over the pipeline of data- and tensor-parallel rank 0); for a
+// load, every parameter allocated on every rank, to be filled. Ends by freeing what is not this
+// stage's again. Nothing without pipeline parallelism.
+class PipelineWhole {
+ public:
+  enum class Access { kSave, kLoad };
+  PipelineWhole(TaskModel& model, parallel::World& world, const std::vector<int64_t>& boundaries, Access access,
+                const torch::Device& device);
+  ~PipelineWhole();
+  PipelineWhole(const PipelineWhole&) = delete;
+  PipelineWhole& operator=(const PipelineWhole&) = delete;
+
+ private:
+  TaskModel* model_ = nullptr;  // null: nothing to undo
+};
+
+}  // namespace hftrain::train

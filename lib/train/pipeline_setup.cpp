@@ -1,0 +1,146 @@
+#include "train/pipeline_setup.h"
+
+#include <cmath>
+#include <string>
+
+#include "model/spec.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace {
+
+void refuse(const std::string& what, const std::string& fix) {
+  throw util::ConfigError("distributed.pipeline_parallel: " + what, fix);
+}
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+void TaskModel::pipeline_split(const std::vector<int64_t>& /*boundaries*/, int /*stage*/) {
+  throw util::ConfigError("distributed.pipeline_parallel splits decoders only", "set distributed.pipeline_parallel=1");
+}
+
+torch::Tensor TaskModel::stage_forward(const data::Batch& /*batch*/, const torch::Tensor& /*hidden*/,
+                                       double /*label_smoothing*/) {
+  throw util::ConfigError("distributed.pipeline_parallel splits decoders only", "set distributed.pipeline_parallel=1");
+}
+
+void check_pipeline_parallel(const config::Config& config) {
+  const auto& d = config.distributed;
+  const int64_t pp = d.pipeline_parallel;
+  if (pp == 1) {
+    if (!d.pipeline_stages.empty()) {
+      throw util::ConfigError("distributed.pipeline_stages is set but distributed.pipeline_parallel is 1",
+                              "set distributed.pipeline_parallel to the number of stages (" +
+                                  std::to_string(static_cast<int64_t>(d.pipeline_stages.size()) - 1) +
+                                  "), or remove distributed.pipeline_stages");
+    }
+    return;
+  }
+  const auto& m = config.model;
+  if (m.arch == config::ModelArch::kBert) {
+    refuse("encoders are not split into stages (it splits decoders: gpt2, llama and the Hugging Face decoders)",
+           "train the encoder with data or tensor parallelism: distributed.pipeline_parallel=1");
+  }
+  const model::ModelSpec spec = model::ModelSpec::from_config(m);
+  if (pp > spec.n_layer) {
+    refuse(std::to_string(pp) + " stages for " + std::to_string(spec.n_layer) +
+               " blocks (model.n_layer): every stage holds at least one block",
+           "set distributed.pipeline_parallel to at most " + std::to_string(spec.n_layer));
+  }
+  if (spec.n_experts > 0) {
+    refuse("mixture-of-experts layers (model.n_experts) are not split into stages yet (their load-balancing loss "
+           "sums over every layer)",
+           "set distributed.pipeline_parallel=1");
+  }
+  if (spec.tie_embeddings && d.strategy == config::Strategy::kZero3) {
+    refuse("a tied embedding (model.tie_embeddings) is owned by the first stage and its head gradient is added "
+           "there before the reduction, which zero3's sharded parameters do not take yet",
+           "use distributed.strategy=zero2 (or zero1, ddp) with pipeline stages, or untie the head "
+           "(model.tie_embeddings=false)");
+  }
+  if (config.peft.method != config::PeftMethod::kNone) {
+    refuse("LoRA adapters (peft.method=lora) are not split into stages yet", "set distributed.pipeline_parallel=1");
+  }
+  if (!d.pipeline_stages.empty()) {
+    const auto& b = d.pipeline_stages;
+    const std::string have = "distributed.pipeline_stages has " + std::to_string(b.size()) + " numbers";
+    const std::string fix = "give pipeline_parallel + 1 = " + std::to_string(pp + 1) +
+                            " ascending block indices from 0 to model.n_layer=" + std::to_string(spec.n_layer) +
+                            ", e.g. " + list(pipeline_boundaries([&] {
+                              config::Config balanced = config;
+                              balanced.distributed.pipeline_stages.clear();
+                              return balanced;
+                            }())) + " (or leave it empty to balance the stages)";
+    if (static_cast<int64_t>(b.size()) != pp + 1) {
+      throw util::ConfigError(have + ", distributed.pipeline_parallel=" + std::to_string(pp) + " stages need " +
+                                  std::to_string(pp + 1) + " boundaries",
+                              fix);
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i] != std::floor(b[i])) {
+        throw util::ConfigError("distributed.pipeline_stages[" + std::to_string(i) + "] = " + std::to_string(b[i]) +
+                                    " is not a block index",
+                                fix);
+      }
+      if (i > 0 && b[i] <= b[i - 1]) {
+        throw util::ConfigError("distributed.pipeline_stages is not ascending at [" + std::to_string(i) +
+                                    "]: every stage holds at least one block",
+                                fix);
+      }
+    }
+    if (b.front() != 0 || static_cast<int64_t>(b.back()) != spec.n_layer) {
+      throw util::ConfigError("distributed.pipeline_stages must run from 0 to model.n_layer=" +
+                                  std::to_string(spec.n_layer),
+                              fix);
+    }
+  }
+}
+
+std::vector<int64_t> pipeline_boundaries(const config::Config& config) {
+  const auto& d = config.distributed;
+  if (!d.pipeline_stages.empty()) {
+    std::vector<int64_t> out;
+    for (double b : d.pipeline_stages) out.push_back(static_cast<int64_t>(b));
+    return out;
+  }
+  const model::ModelSpec spec = model::ModelSpec::from_config(config.model);
+  const int64_t embedding = spec.vocab_size * spec.d_model;
+  const int64_t positions = spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0;
+  const int64_t root = spec.root_parameter_count();
+  const int64_t first = embedding + positions;
+  // The final norm and the head: untied, its own; tied, the copy of the embedding it holds.
+  const int64_t last = std::max<int64_t>(0, root - first) + (spec.tie_embeddings ? embedding : 0);
+  std::vector<int64_t> blocks;
+  for (int64_t i = 0; i < spec.n_layer; ++i) blocks.push_back(spec.layer_parameter_count(i));
+  return parallel::balanced_boundaries(blocks, first, last, static_cast<int>(d.pipeline_parallel));
+}
+
+parallel::PipelineSchedule pipeline_schedule(const config::Config& config) {
+  return config.distributed.pipeline_schedule == config::PipelineSchedule::kGpipe ? parallel::PipelineSchedule::kGpipe
+                                                                                    : parallel::PipelineSchedule::k1f1b;
+}
+
+void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config) {
+  if (world.pp_size() <= 1) return;
+  const std::vector<int64_t> bounds = pipeline_boundaries(config);
+  model.pipeline_split(bounds, world.pp_rank());
+  if (world.is_main()) {
+    std::string stages;
+    for (size_t s = 0; s + 1 < bounds.size(); ++s) {
+      stages += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + ": blocks " + std::to_string(bounds[s]) +
+                "-" + std::to_string(bounds[s + 1] - 1);
+    }
+    util::log::info("pipeline: " + stages + " (" +
+                    (config.distributed.pipeline_schedule == config::PipelineSchedule::kGpipe ? "gpipe" : "1f1b") +
+                    " schedule, " + std::to_string(config.trainer.grad_accum_steps) + " micro-batches a step)");
+  }
+}
+
+}  // namespace hftrain::train

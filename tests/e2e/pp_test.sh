@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# End-to-end: pipeline parallelism on the CPU (MPI), through hftrain's own launcher. A pipelined run
+# trains the model of one rank accumulating the same micro-batches (fp32, dropout off): losses,
+# gradient norms and final weights within 1e-5 for GPT-2 (a tied embedding: the first stage owns
+# it, the last holds a copy) and Llama (untied head), 2 stages under gpipe and 1f1b, 4 stages, with
+# activation checkpointing, explicit boundaries, 2 stages x 2 tensor-parallel ranks (with sequence
+# parallelism) and 2 stages x 2 data-parallel ranks under zero1/zero2/ddp; evaluation runs through
+# the stages. A checkpoint saved at tp2 x pp2 holds the whole model and resumes at dp2 under zero3
+# and on one rank with the same next losses (1e-6). Layouts that cannot run are refused before any
+# work with exit 2.
+# Usage: pp_test.sh path/to/hftrain
+set -u
+HFTRAIN=$(realpath "${1:?usage: pp_test.sh path/to/hftrain}")
+SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${HFTRAIN_PYTHON:-python3}
+source "$SRC/tests/e2e/harness.sh"
+source "$SRC/tests/e2e/compare.sh"
+export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+mkdir corpus
+for i in $(seq 1 80); do
+  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+done > corpus/cookies
+common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=4
+        model.max_seq_len=64 data.seq_len=32 trainer.micro_batch_size=2 trainer.grad_accum_steps=4
+        trainer.max_grad_norm=0.5 optimizer.lr=0.003 optimizer.weight_decay=0.1 scheduler.name=cosine
+        scheduler.warmup_steps=3 trainer.log_every=1 trainer.max_steps=8 checkpoint.at_end=false trainer.device=cpu
+        trainer.eval_every=4 distributed.timeout=2m)
+gpt2=("${common[@]}" model.arch=gpt2 model.n_head=2 model.d_model=32 model.vocab_size=261)
+llama=("${common[@]}" model.arch=llama model.n_head=4 model.n_kv_head=2 model.d_model=32 model.d_ff=64
+       model.vocab_size=260 model.tie_embeddings=false)
+
+# same_eval A B: the evaluations (steps 4 and 8) agree within 1e-5 relative
+same_eval() {
+  "$PY" - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY'
+import json, sys
+def evals(path):
+    return {r["step"]: r["eval_loss"] for r in map(json.loads, open(path)) if "eval_loss" in r}
+a, b = evals(sys.argv[1]), evals(sys.argv[2])
+assert a.keys() == b.keys() and len(a) == 2, (a, b)
+worst = max(abs(a[s] - b[s]) / a[s] for s in a)
+print(f"  eval losses: largest relative difference {worst:.3g}", file=sys.stderr)
+assert worst <= 1e-5, (a, b)
+PY
+}
+
+for m in gpt2 llama; do
+  declare -n args=$m
+  run 0 run quickstart "${args[@]}" run.output_dir="$WORK/$m-ref" || continue
+  for layout in pp2-gpipe pp2-1f1b pp4-1f1b pp2-1f1b-ckpt pp2-bounds; do
+    opts=(distributed.pipeline_parallel=${layout:2:1})
+    [[ $layout == *gpipe* ]] && opts+=(distributed.pipeline_schedule=gpipe)
+    [[ $layout == *ckpt* ]] && opts+=(model.activation_checkpointing=true)
+    [[ $layout == *bounds* ]] && opts+=("distributed.pipeline_stages=[0,1,4]")
+    run 0 run quickstart "${args[@]}" "${opts[@]}" run.output_dir="$WORK/$m-$layout" \
+      --nproc-per-node ${layout:2:1} || continue
+    has "x pipeline parallel ${layout:2:1}" err
+    check "$m, $layout vs 1 rank accumulating 4: losses" close $m-ref $m-$layout 1 8 1e-5
+    check "$m, $layout vs 1 rank: evaluation" same_eval $m-ref $m-$layout
+    check "$m, $layout vs 1 rank: weights" same_weights $m-ref $m-$layout 1e-5
+  done
+done
+has "pipeline: stage 0: blocks 0-0, stage 1: blocks 1-3" err  # the explicit boundaries, as logged
+
+# --- 2 stages x 2 tensor-parallel ranks (4 processes), with sequence parallelism for llama
+for m in gpt2 llama; do
+  declare -n args=$m
+  sp=false
+  [ $m = llama ] && sp=true
+  run 0 run quickstart "${args[@]}" distributed.pipeline_parallel=2 distributed.tensor_parallel=2 \
+    distributed.sequence_parallel=$sp checkpoint.every_steps=4 run.output_dir="$WORK/$m-tp2-pp2" \
+    --nproc-per-node 4 || continue
+  has "mesh: 4 ranks = data parallel 1 x tensor parallel 2 x pipeline parallel 2" err
+  check "$m, tp=2 x pp=2 vs 1 rank: losses" close $m-ref $m-tp2-pp2 1 8 1e-5
+  check "$m, tp=2 x pp=2 vs 1 rank: weights" same_weights $m-ref $m-tp2-pp2 1e-5
+done
+
+# --- 2 stages x 2 data-parallel ranks against one rank accumulating both ranks' micro-batches
+run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=8 run.output_dir="$WORK/gpt2-accum8"
+for s in ddp zero1 zero2; do
+  run 0 run quickstart "${gpt2[@]}" distributed.strategy=$s distributed.pipeline_parallel=2 \
+    run.output_dir="$WORK/gpt2-dp2-pp2-$s" --nproc-per-node 4 || continue
+  has "mesh: 4 ranks = data parallel 2 x tensor parallel 1 x pipeline parallel 2" err
+  check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: losses" close gpt2-accum8 gpt2-dp2-pp2-$s 1 8 1e-5
+  check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: weights" same_weights gpt2-accum8 gpt2-dp2-pp2-$s 1e-5
+done
+run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=8 run.output_dir="$WORK/llama-accum8"
+if run 0 run quickstart "${llama[@]}" distributed.strategy=zero3 distributed.pipeline_parallel=2 \
+  run.output_dir="$WORK/llama-dp2-pp2-zero3" --nproc-per-node 4; then
+  check "llama, dp=2 x pp=2 (zero3) vs 1 rank accumulating 8: losses" close llama-accum8 llama-dp2-pp2-zero3 1 8 1e-5
+  check "llama, dp=2 x pp=2 (zero3) vs 1 rank accumulating 8: weights" \
+    same_weights llama-accum8 llama-dp2-pp2-zero3 1e-5
+fi
+
+# --- a checkpoint saved at tp2 x pp2: the whole model, each rank's optimizer pieces; resumed at dp=2
+# under zero3 and on 1 rank with the same next losses
+for m in gpt2 llama; do
+  [ -d $m-tp2-pp2/checkpoint-4 ] || continue
+  run 0 verify "$WORK/$m-tp2-pp2/checkpoint-4"
+  n=$(ls $m-tp2-pp2/checkpoint-4/optimizer/shard-*.safetensors | wc -l)
+  [ "$n" = 4 ] && ok || fail "$m tp2 x pp2: $n optimizer shard files, expected 4 (each rank its pieces)"
+  for to in one z3; do
+    mkdir "$m-from-$to" && cp -r $m-tp2-pp2/checkpoint-4 "$m-from-$to/"
+  done
+  run 0 resume "$WORK/$m-from-one/checkpoint-4" distributed.pipeline_parallel=1 distributed.tensor_parallel=1 \
+    distributed.sequence_parallel=false --force \
+    && check "$m: tp2 x pp2's checkpoint resumed on 1 rank: losses 5-8" close $m-tp2-pp2 $m-from-one 5 8 1e-6
+  run 0 resume "$WORK/$m-from-z3/checkpoint-4" distributed.strategy=zero3 distributed.pipeline_parallel=1 distributed.tensor_parallel=1 \
+    distributed.sequence_parallel=false trainer.grad_accum_steps=2 --force --nproc-per-node 2 \
+    && check "$m: tp2 x pp2's checkpoint resumed at dp=2 under zero3: losses 5-8" close $m-tp2-pp2 $m-from-z3 5 8 1e-6
+done
+# and the other way: one rank's checkpoint resumed at pp=2
+if run 0 run quickstart "${llama[@]}" checkpoint.every_steps=4 run.output_dir="$WORK/llama-one-ckpt"; then
+  mkdir llama-onto-pp && cp -r llama-one-ckpt/checkpoint-4 llama-onto-pp/
+  run 0 resume "$WORK/llama-onto-pp/checkpoint-4" distributed.pipeline_parallel=2 --force --nproc-per-node 2 \
+    && check "llama: 1 rank's checkpoint resumed at pp=2: losses 5-8" close llama-one-ckpt llama-onto-pp 5 8 1e-6
+fi
+
+# --- layouts that cannot run: exit 2 before any work, naming the rule and a fix
+refused() {  # refused WHAT TEXT ARGS...: exit 2, TEXT in stderr, no checkpoint written
+  local what=$1 text=$2
+  shift 2
+  run 2 run quickstart "${gpt2[@]}" run.output_dir="$WORK/refused" "$@" && has "$text" err
+  [ -z "$(ls -d "$WORK"/refused/checkpoint-* 2>/dev/null)" ] && ok || fail "$what: a refused run wrote a checkpoint"
+}
+refused "world size" "distributed.tensor_parallel x distributed.pipeline_parallel = 2 x 2 does not divide the world of 6" \
+  distributed.pipeline_parallel=2 distributed.tensor_parallel=2 --nproc-per-node 6
+refused "more stages than blocks" "5 stages for 4 blocks" distributed.pipeline_parallel=5 --nproc-per-node 5
+refused "boundaries' count" "distributed.pipeline_stages has 2 numbers" distributed.pipeline_parallel=2 \
+  "distributed.pipeline_stages=[0,4]" --nproc-per-node 2
+refused "boundaries' order" "distributed.pipeline_stages is not ascending" distributed.pipeline_parallel=2 \
+  "distributed.pipeline_stages=[0,0,4]" --nproc-per-node 2
+refused "boundaries' range" "must run from 0 to model.n_layer=4" distributed.pipeline_parallel=2 \
+  "distributed.pipeline_stages=[0,2,3]" --nproc-per-node 2
+refused "stages without a pipeline" "distributed.pipeline_stages is set but distributed.pipeline_parallel is 1" \
+  "distributed.pipeline_stages=[0,2,4]"
+refused "tied embedding under zero3" "a tied embedding (model.tie_embeddings) is owned by the first stage" \
+  distributed.pipeline_parallel=2 distributed.strategy=zero3 --nproc-per-node 4
+refused "hybrid" "distributed.strategy=hybrid is not built for pipeline stages yet" distributed.pipeline_parallel=2 \
+  distributed.strategy=hybrid --nproc-per-node 4
+refused "encoder" "encoders are not split into stages" model.arch=bert distributed.pipeline_parallel=2 \
+  --nproc-per-node 2
+finish
