@@ -26,3 +26,5 @@ list(APPEND HFTRAIN_MODEL_CORE_SOURCES bert_spec.cpp modernbert_spec.cpp deberta
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp encoder_modules.cpp modernbert.cpp deberta.cpp)
 # Tensor parallelism's layers (the collectives behind TpGroup are parallel/tensor's).
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES tensor_parallel.cpp tp_plan.cpp)
+# Pipeline parallelism's stage of a decoder (the schedules are parallel/pipeline's).
+list(APPEND HFTRAIN_MODEL_TORCH_SOURCES transformer_pipeline.cpp)

@@ -8,7 +8,9 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   adapter_model.cpp
+  checkpoint_rng.cpp
   checkpoint_state.cpp
+  environment_record.cpp
   peft_setup.cpp
   causal_lm.cpp
   device_stats.cpp
@@ -21,6 +23,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer.cpp
   trainer_builder.cpp
   trainer_checkpoint.cpp
+  trainer_eval.cpp
   trainer_tp.cpp
   tp_setup.cpp
   pipeline_setup.cpp
