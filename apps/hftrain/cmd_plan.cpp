@@ -180,10 +180,10 @@ int run_plan(const PlanArgs& a) {
     std::vector<int64_t> layers;
     for (int64_t i = 0; i < spec.n_layer; ++i) layers.push_back(spec.layer_parameter_count(i));
     const int64_t first = spec.vocab_size * spec.d_model + (spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0);
-    const int64_t last = std::max<int64_t>(0, spec.root_parameter_count() - first) +
-                         (spec.tie_embeddings ? spec.vocab_size * spec.d_model : 0);  // a tied head's copy
+    const int64_t last = std::max<int64_t>(0, spec.root_parameter_count() - first);
+    const int64_t copy = spec.tie_embeddings ? spec.vocab_size * spec.d_model : 0;  // a tied head's copy
     return parallel::plan_stages(activation_shape(cfg, spec, t), train::pipeline_boundaries(at), layers, first, last,
-                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
+                                 copy, train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
   };
   const auto largest = [](const std::vector<parallel::StagePlan>& plans) {
     parallel::StagePlan most;

@@ -105,9 +105,9 @@ class TransformerImpl : public torch::nn::Module {
   // rank's slice of T), or on the last stage to the loss summed over `labels`' targets.
   torch::Tensor stage_forward(const torch::Tensor& input_ids, const torch::Tensor& hidden, const torch::Tensor& labels,
                               double label_smoothing, const torch::Tensor& position_ids);
-  // Every parameter present (allocated, values unset) for a scope that reads or writes the whole
-  // model (saving on the main rank, loading on every rank), or back to this stage's own (the
-  // others freed again; the tied copy restored as it was).
+  // Every parameter present (the other stages' allocated in host memory, values unset) for a scope
+  // that reads or writes the whole model (saving on the main rank, loading on every rank), or back
+  // to this stage's own (the others freed again; the tied copy restored as it was).
   void set_pipeline_whole(bool whole);
   // The last stage's copy of a tied embedding (undefined elsewhere, and without tied embeddings).
   torch::Tensor tied_head_copy() const;

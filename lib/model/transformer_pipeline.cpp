@@ -62,10 +62,12 @@ void TransformerImpl::set_pipeline_whole(bool whole) {
   torch::NoGradGuard no_grad;
   const torch::Tensor copy = tied_head_copy();
   if (whole) {
-    for (auto& [p, shape] : absent_) p.set_data(torch::empty(shape, p.options()));
+    // In host memory: a stage's device holds its own parameters and state, not the whole model.
+    const auto host = [](const torch::Tensor& p) { return p.options().device(torch::kCPU); };
+    for (auto& [p, shape] : absent_) p.set_data(torch::empty(shape, host(p)));
     if (copy.defined()) {  // the whole embedding in its place (a tensor-parallel copy is a piece)
       held_copy_ = copy.detach();
-      torch::Tensor(copy).set_data(torch::empty(embedding_shape(), copy.options()));
+      torch::Tensor(copy).set_data(torch::empty(embedding_shape(), host(copy)));
     }
   } else {
     for (auto& [p, shape] : absent_) p.set_data(torch::empty({0}, p.options()));

@@ -59,14 +59,32 @@ nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Com
   const std::vector<std::string> all = parallel::all_gather_text(pipeline, meta.dump(), device);
   nlohmann::json merged = meta;
   if (!merged.is_object() || !merged.contains("groups") || !merged["groups"].is_array()) return merged;
-  for (size_t g = 0; g < merged["groups"].size(); ++g) {
-    nlohmann::json params = nlohmann::json::array();
-    for (const std::string& text : all) {  // in stage order: the whole model's order
-      const nlohmann::json stage = nlohmann::json::parse(text);
-      for (const auto& name : stage.at("groups").at(g).at("params")) params.push_back(name);
+  // Each stage numbers its groups by the order its own parameters meet them: the groups are
+  // matched by their settings (a group's schedule-free state, when there is one, goes with it).
+  const bool schedule_free = merged.contains("schedule_free") && merged["schedule_free"].is_array();
+  nlohmann::json groups = nlohmann::json::array(), free_state = nlohmann::json::array();
+  for (const std::string& text : all) {  // in stage order: the whole model's order within a group
+    const nlohmann::json stage = nlohmann::json::parse(text);
+    const nlohmann::json& stage_groups = stage.at("groups");
+    for (size_t g = 0; g < stage_groups.size(); ++g) {
+      const nlohmann::json& group = stage_groups[g];
+      size_t at = groups.size();
+      for (size_t k = 0; k < groups.size(); ++k) {
+        if (groups[k].at("base_lr") == group.at("base_lr") && groups[k].at("weight_decay") == group.at("weight_decay")) {
+          at = k;
+        }
+      }
+      if (at == groups.size()) {
+        nlohmann::json fresh = group;
+        fresh["params"] = nlohmann::json::array();
+        groups.push_back(std::move(fresh));
+        if (schedule_free) free_state.push_back(stage.at("schedule_free").at(g));
+      }
+      for (const auto& name : group.at("params")) groups[at]["params"].push_back(name);
     }
-    merged["groups"][g]["params"] = std::move(params);
   }
+  merged["groups"] = std::move(groups);
+  if (schedule_free) merged["schedule_free"] = std::move(free_state);
   return merged;
 }
 
@@ -92,6 +110,17 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
   if (config.distributed.sequence_parallel && world.tp_size() > 1) sequence_split_ = world.tp_size();
   const auto params = model.parameters_by_name();
   if (!params.empty()) dtype_ = params.front().second.scalar_type();
+}
+
+std::string PipelineRunner::memory_clause() const {
+  const auto s = static_cast<size_t>(stage_);
+  std::string clause = "; pipeline stage " + std::to_string(stage_) + " of " + std::to_string(stages_) + ": Ψ = its blocks " +
+                       std::to_string(boundaries_[s]) + "-" + std::to_string(boundaries_[s + 1] - 1);
+  if (stage_ == 0) clause += " and the embeddings";
+  if (stage_ + 1 == stages_) {
+    clause += std::string(" and the final norm") + (tied_ ? " (the head: a copy of the first stage's embedding)" : " and head");
+  }
+  return clause;
 }
 
 torch::Tensor PipelineRunner::hidden_buffer(const data::Batch& batch) const {

@@ -43,6 +43,8 @@ class PipelineRunner {
   // pipeline; nothing without one). Before each step and each evaluation.
   void sync_tied();
   const std::vector<int64_t>& boundaries() const { return boundaries_; }
+  // The memory report's clause on this rank's stage: "; pipeline stage 0 of 2: blocks 0-1, ...".
+  std::string memory_clause() const;
 
  private:
   // A buffer for a micro-batch's activations between stages: (B, T, C), T / tp under sequence

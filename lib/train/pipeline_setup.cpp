@@ -1,9 +1,14 @@
 #include "train/pipeline_setup.h"
 
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <string>
 
+#include <fnmatch.h>
+
 #include "model/spec.h"
+#include "optim/param_groups.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -125,6 +130,22 @@ std::vector<int64_t> pipeline_boundaries(const config::Config& config) {
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config) {
   return config.distributed.pipeline_schedule == config::PipelineSchedule::kGpipe ? parallel::PipelineSchedule::kGpipe
                                                                                     : parallel::PipelineSchedule::k1f1b;
+}
+
+config::Config stage_config(const config::Config& config, const std::vector<std::string>& whole,
+                            const std::vector<std::string>& stage) {
+  (void)optim::group_parameters(whole, config.optimizer);  // its errors, as one process gives them
+  config::Config out = config;
+  const auto keep_used = [&](std::map<std::string, double>& globs) {
+    for (auto it = globs.begin(); it != globs.end();) {
+      bool used = false;
+      for (const std::string& name : stage) used = used || ::fnmatch(it->first.c_str(), name.c_str(), 0) == 0;
+      it = used ? std::next(it) : globs.erase(it);
+    }
+  };
+  keep_used(out.optimizer.group_lr);
+  keep_used(out.optimizer.group_weight_decay);
+  return out;
 }
 
 void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config) {

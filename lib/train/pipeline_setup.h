@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
@@ -23,6 +24,12 @@ void check_pipeline_parallel(const config::Config& config);
 std::vector<int64_t> pipeline_boundaries(const config::Config& config);
 
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config);
+
+// The config a stage's optimizer is built from: optimizer.group_lr and group_weight_decay checked
+// against the whole model's parameter names `whole` (a glob that matches none is refused, as
+// without stages), then only the globs that match one of the stage's names `stage` kept.
+config::Config stage_config(const config::Config& config, const std::vector<std::string>& whole,
+                            const std::vector<std::string>& stage);
 
 // Keeps this rank's stage of `model` (World::pp_rank); nothing without pipeline parallelism.
 void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config);

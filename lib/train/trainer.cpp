@@ -316,7 +316,7 @@ TrainResult Trainer::train() {
       } else {
         util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
                                                 model_->unit_sizes()) +
-                        tp_memory_share());
+                        tp_memory_share() + (pipeline_ ? pipeline_->memory_clause() : std::string()));
       }
     }
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {

@@ -126,6 +126,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   }
   if (from_model_dir) parts.model->load(*config.model.from, "model.from", on_load.handover);
   // Whole weights in place: each rank keeps its stage's, then its pieces of them.
+  std::vector<std::string> whole_names;
+  for (const auto& [name, p] : parts.model->parameters_by_name()) whole_names.push_back(name);
   split_pipeline(*parts.model, world, config);
   split_model(*parts.model, world, config);
   parts.peft = attach_peft(config, *parts.model);
@@ -142,7 +144,14 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
     TrainableParams trained{parts.model->parameters_by_name(), parts.model->parameter_units()};
     if (parts.peft) trained = trainable_params(trained.params, trained.units);
-    parts.strategy = parallel::ShardingStrategy::create(world, config, trained.params, trained.units);
+    if (world.pp_size() > 1) {  // the stage's optimizer, its globs checked against the whole model
+      std::vector<std::string> stage_names;
+      for (const auto& [name, p] : trained.params) stage_names.push_back(name);
+      parts.strategy = parallel::ShardingStrategy::create(world, stage_config(config, whole_names, stage_names),
+                                                          trained.params, trained.units);
+    } else {
+      parts.strategy = parallel::ShardingStrategy::create(world, config, trained.params, trained.units);
+    }
     parts.model->set_unit_hooks(parts.strategy->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each

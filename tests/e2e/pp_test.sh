@@ -4,8 +4,9 @@
 # gradient norms and final weights within 1e-5 for GPT-2 (a tied embedding: the first stage owns
 # it, the last holds a copy) and Llama (untied head), 2 stages under gpipe and 1f1b, 4 stages, with
 # activation checkpointing, explicit boundaries, 2 stages x 2 tensor-parallel ranks (with sequence
-# parallelism) and 2 stages x 2 data-parallel ranks under zero1/zero2/ddp; evaluation runs through
-# the stages. A checkpoint saved at tp2 x pp2 holds the whole model and resumes at dp2 under zero3
+# parallelism), 2 stages x 2 data-parallel ranks under ddp/zero1/zero2 and 3 stages x 2 under zero3,
+# one micro-batch a step; evaluation runs through the stages; with dropout, activation
+# checkpointing and a resume repeat a pipelined run's losses exactly. A checkpoint saved at tp2 x pp2 holds the whole model and resumes at dp2 under zero3
 # and on one rank with the same next losses (1e-6). Layouts that cannot run are refused before any
 # work with exit 2.
 # Usage: pp_test.sh path/to/hftrain
@@ -85,12 +86,54 @@ for s in ddp zero1 zero2; do
   check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: losses" close gpt2-accum8 gpt2-dp2-pp2-$s 1 8 1e-5
   check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: weights" same_weights gpt2-accum8 gpt2-dp2-pp2-$s 1e-5
 done
+# zero3 over 3 stages (the middle one holds neither embeddings nor head: an empty root unit)
 run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=8 run.output_dir="$WORK/llama-accum8"
+if run 0 run quickstart "${llama[@]}" distributed.strategy=zero3 distributed.pipeline_parallel=3 \
+  run.output_dir="$WORK/llama-dp2-pp3-zero3" --nproc-per-node 6; then
+  check "llama, dp=2 x pp=3 (zero3) vs 1 rank accumulating 8: losses" close llama-accum8 llama-dp2-pp3-zero3 1 8 1e-5
+  check "llama, dp=2 x pp=3 (zero3) vs 1 rank accumulating 8: weights" \
+    same_weights llama-accum8 llama-dp2-pp3-zero3 1e-5
+fi
+
+# zero3 under gpipe: the last stage's root (final norm, head) gathered again for each backward after
+# the first one's reduction released it
 if run 0 run quickstart "${llama[@]}" distributed.strategy=zero3 distributed.pipeline_parallel=2 \
-  run.output_dir="$WORK/llama-dp2-pp2-zero3" --nproc-per-node 4; then
-  check "llama, dp=2 x pp=2 (zero3) vs 1 rank accumulating 8: losses" close llama-accum8 llama-dp2-pp2-zero3 1 8 1e-5
-  check "llama, dp=2 x pp=2 (zero3) vs 1 rank accumulating 8: weights" \
-    same_weights llama-accum8 llama-dp2-pp2-zero3 1e-5
+  distributed.pipeline_schedule=gpipe run.output_dir="$WORK/llama-dp2-pp2-zero3-gpipe" --nproc-per-node 4; then
+  check "llama, dp=2 x pp=2 (zero3, gpipe) vs 1 rank accumulating 8: losses" \
+    close llama-accum8 llama-dp2-pp2-zero3-gpipe 1 8 1e-5
+fi
+
+# --- per-glob learning rates: the glob that names the head matches on the last stage only (the
+# stages then number their optimizer groups differently, and a checkpoint records them by their
+# settings); a glob that matches no parameter anywhere is refused as on one rank
+lr=("${llama[@]}" "optimizer.group_lr={'lm_head.*': 0.0005}" checkpoint.every_steps=4)
+run 0 run quickstart "${lr[@]}" run.output_dir="$WORK/llama-lr-ref"
+if run 0 run quickstart "${lr[@]}" distributed.pipeline_parallel=2 run.output_dir="$WORK/llama-lr-pp2" \
+  --nproc-per-node 2; then
+  check "llama with a head learning rate, pp=2 vs 1 rank: losses" close llama-lr-ref llama-lr-pp2 1 8 1e-5
+  mkdir llama-lr-from-pp && cp -r llama-lr-pp2/checkpoint-4 llama-lr-from-pp/
+  run 0 resume "$WORK/llama-lr-from-pp/checkpoint-4" distributed.pipeline_parallel=1 --force \
+    && check "llama with a head learning rate: pp=2's checkpoint resumed on 1 rank: losses 5-8" \
+      close llama-lr-pp2 llama-lr-from-pp 5 8 1e-6
+fi
+run 2 run quickstart "${llama[@]}" "optimizer.group_lr={'lmhead.*': 0.0005}" distributed.pipeline_parallel=2 \
+  run.output_dir="$WORK/refused-glob" --nproc-per-node 2 && has "glob 'lmhead.*' matches no parameter" err
+
+# --- one micro-batch a step (nothing to overlap), against one rank
+run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=1 run.output_dir="$WORK/gpt2-accum1"
+run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=1 distributed.pipeline_parallel=2 \
+  run.output_dir="$WORK/gpt2-pp2-accum1" --nproc-per-node 2 \
+  && check "gpt2, pp=2 with 1 micro-batch vs 1 rank: losses" close gpt2-accum1 gpt2-pp2-accum1 1 8 1e-5
+
+# --- dropout (0.1): each stage draws its own numbers; activation checkpointing replays them and a
+# resume continues them exactly
+drop=("${gpt2[@]}" model.dropout=0.1 distributed.pipeline_parallel=2)
+if run 0 run quickstart "${drop[@]}" checkpoint.every_steps=4 run.output_dir="$WORK/drop-pp2" --nproc-per-node 2; then
+  run 0 run quickstart "${drop[@]}" model.activation_checkpointing=true run.output_dir="$WORK/drop-pp2-ckpt" \
+    --nproc-per-node 2 && check "dropout, pp=2: activation checkpointing replays it" close drop-pp2 drop-pp2-ckpt 1 8 1e-6
+  mkdir drop-pp2-resumed && cp -r drop-pp2/checkpoint-4 drop-pp2-resumed/
+  run 0 resume "$WORK/drop-pp2-resumed/checkpoint-4" --nproc-per-node 2 \
+    && check "dropout, pp=2: resumed at step 4, losses 5-8" close drop-pp2 drop-pp2-resumed 5 8 1e-6
 fi
 
 # --- a checkpoint saved at tp2 x pp2: the whole model, each rank's optimizer pieces; resumed at dp=2
@@ -115,6 +158,28 @@ if run 0 run quickstart "${llama[@]}" checkpoint.every_steps=4 run.output_dir="$
   mkdir llama-onto-pp && cp -r llama-one-ckpt/checkpoint-4 llama-onto-pp/
   run 0 resume "$WORK/llama-onto-pp/checkpoint-4" distributed.pipeline_parallel=2 --force --nproc-per-node 2 \
     && check "llama: 1 rank's checkpoint resumed at pp=2: losses 5-8" close llama-one-ckpt llama-onto-pp 5 8 1e-6
+fi
+
+# --- `hftrain plan` with stages: each stage's blocks, Ψ and the activations it holds (1f1b: the first
+# stage 2 micro-batches, the last 1; gpipe: all 4); the first stage's Ψ is the run's rank 0's; --memory
+# lists pipelined layouts
+if [ -f llama-pp2-1f1b/train.log ]; then
+  run 0 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 --nproc 4 --memory 1GB
+  has "pipeline parallel 2 (1f1b, 4 micro-batches a step)" out
+  has "activations of 2 micro-batches at once" out
+  has "tensor_parallel=1 pipeline_parallel=2 (data parallel 2) strategy=zero3" out
+  "$PY" - "$out" "$WORK/llama-pp2-1f1b/train.log" <<'PY' && ok || fail "plan's stage 0 Ψ is not the run's rank 0's"
+import re, sys
+planned = int(re.search(r"stage 0: blocks 0-\d+, Ψ = (\d+)", sys.argv[1]).group(1))
+line = next(l for l in open(sys.argv[2]) if "memory on rank 0" in l)
+held = int(re.search(r"Ψ = (\d+),", line).group(1))
+assert "pipeline stage 0 of 2: Ψ = its blocks" in line, line
+print(f"  plan: stage 0 Ψ {planned}; the run's rank 0: {held}", file=sys.stderr)
+assert planned == held, (planned, held)
+PY
+  run 0 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 distributed.pipeline_schedule=gpipe --nproc 2
+  has "activations of 4 micro-batches at once" out
+  run 2 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 --nproc 3 && has "does not divide --nproc 3" err
 fi
 
 # --- layouts that cannot run: exit 2 before any work, naming the rule and a fix

@@ -258,7 +258,9 @@ class MpiCommunicator final : public Communicator {
       types.push_back(mpi_type(t.tensor, false));
       counts.push_back(mpi_count(t.tensor));
     }
-    return submit("exchange", [transfers, counts, types, comm = comm_] {
+    // Not counted as a collective: the stages of a pipeline exchange different numbers of times,
+    // and the count is what a timeout's diagnosis compares across ranks.
+    return submit("point-to-point exchange", [transfers, counts, types, comm = comm_] {
       std::vector<MPI_Request> requests(transfers.size(), MPI_REQUEST_NULL);
       for (size_t i = 0; i < transfers.size(); ++i) {
         const auto& t = transfers[i];
@@ -271,11 +273,11 @@ class MpiCommunicator final : public Communicator {
         }
       }
       return MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    });
+    }, /*counted=*/false);
   }
 
-  WorkPtr submit(const char* what, std::function<int()> call) {
-    const uint64_t seq = monitor_ ? monitor_->begin_collective() : 0;
+  WorkPtr submit(const char* what, std::function<int()> call, bool counted = true) {
+    const uint64_t seq = !monitor_ ? 0 : counted ? monitor_->begin_collective() : monitor_->collectives();
     return std::make_shared<MpiWork>(Engine::instance().submit(std::move(call)), monitor_, what, seq);
   }
 

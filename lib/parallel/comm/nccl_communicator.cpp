@@ -98,12 +98,14 @@ class NcclCommunicator final : public Communicator {
         pg_->recv(v, t.peer, 0);
       }
     }
-    return wrap(pg_->endCoalescing(), "exchange");
+    return wrap(pg_->endCoalescing(), "point-to-point exchange", /*counted=*/false);
   }
 
  private:
-  WorkPtr wrap(c10::intrusive_ptr<c10d::Work> w, const char* what) {
-    const uint64_t seq = monitor_ ? monitor_->begin_collective() : 0;
+  // `counted`: a collective in the monitor's count (point-to-point exchanges are not: the stages of
+  // a pipeline make different numbers of them).
+  WorkPtr wrap(c10::intrusive_ptr<c10d::Work> w, const char* what, bool counted = true) {
+    const uint64_t seq = !monitor_ ? 0 : counted ? monitor_->begin_collective() : monitor_->collectives();
     return std::make_shared<NcclWork>(std::move(w), monitor_, what, seq);
   }
 

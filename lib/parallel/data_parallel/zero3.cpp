@@ -97,7 +97,13 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
       release(u);  // no backward follows (evaluation)
       return out;
     }
-    if (u == 0) return out;  // the root stays whole until its gradients are reduced
+    if (u == 0) {
+      // The root stays whole until its gradients are reduced. A pipeline stage that runs several
+      // forwards before their backwards (gpipe) finds it released by the first backward's
+      // reduction: the next backward gathers it again (a no-op while it is whole).
+      out.register_hook([this](const torch::Tensor&) { ensure_whole(0); });
+      return out;
+    }
     release(u);
     out.register_hook([this, u](const torch::Tensor&) {
       ensure_whole(u);

@@ -6,7 +6,7 @@ namespace hftrain::parallel {
 
 std::vector<StagePlan> plan_stages(const ActivationShape& shape, const std::vector<int64_t>& boundaries,
                                    const std::vector<int64_t>& layer_params, int64_t first_extra, int64_t last_extra,
-                                   PipelineSchedule schedule, int micro_batches) {
+                                   int64_t last_copy, PipelineSchedule schedule, int micro_batches) {
   std::vector<StagePlan> out;
   const int stages = static_cast<int>(boundaries.size()) - 1;
   for (int s = 0; s < stages; ++s) {
@@ -15,7 +15,10 @@ std::vector<StagePlan> plan_stages(const ActivationShape& shape, const std::vect
     p.end_layer = boundaries[static_cast<size_t>(s) + 1];
     for (int64_t i = p.first_layer; i < p.end_layer; ++i) p.parameters += layer_params[static_cast<size_t>(i)];
     if (s == 0) p.parameters += first_extra;
-    if (s + 1 == stages) p.parameters += last_extra;
+    if (s + 1 == stages) {
+      p.parameters += last_extra;
+      p.copy = last_copy;
+    }
     p.in_flight = activations_in_flight(stage_schedule(schedule, s, stages, micro_batches));
     ActivationShape mine = shape;
     mine.n_layer = p.end_layer - p.first_layer;
@@ -31,11 +34,14 @@ std::vector<StagePlan> plan_stages(const ActivationShape& shape, const std::vect
 std::string pipeline_summary(const std::vector<StagePlan>& stages, PipelineSchedule schedule, int micro_batches) {
   std::string out = "pipeline parallel " + std::to_string(stages.size()) + " (" +
                     (schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b") + ", " + std::to_string(micro_batches) +
-                    " micro-batches a step):\n";
+                    (micro_batches == 1 ? " micro-batch" : " micro-batches") + " a step):\n";
   for (size_t s = 0; s < stages.size(); ++s) {
     const StagePlan& p = stages[s];
     out += "  stage " + std::to_string(s) + ": blocks " + std::to_string(p.first_layer) + "-" +
-           std::to_string(p.end_layer - 1) + ", Ψ = " + std::to_string(p.parameters) + ", activations of " +
+           std::to_string(p.end_layer - 1) + ", Ψ = " + std::to_string(p.parameters) +
+           (p.copy ? " (+ " + std::to_string(p.copy) + " held: the tied embedding's copy, 4 bytes each and its gradient)"
+                   : std::string()) +
+           ", activations of " +
            std::to_string(p.in_flight) + " micro-batch" + (p.in_flight == 1 ? "" : "es") + " at once = " +
            format_bytes(p.activations) + "\n";
   }

@@ -15,16 +15,18 @@ namespace hftrain::parallel {
 
 struct StagePlan {
   int64_t first_layer = 0, end_layer = 0;  // blocks [first_layer, end_layer)
-  int64_t parameters = 0;                  // elements
+  int64_t parameters = 0;                  // elements it trains
+  int64_t copy = 0;                        // the last stage's copy of a tied embedding (held, not trained)
   int in_flight = 0;                       // micro-batches whose activations it holds at once
   double activations = 0;                  // bytes
 };
 
 // `shape`: one micro-batch of the whole model (n_layer blocks); `layer_params` per block;
-// `first_extra` / `last_extra`: the first stage's embeddings, the last stage's final norm and head.
+// `first_extra` / `last_extra`: the first stage's embeddings, the last stage's final norm and
+// untied head; `last_copy`: a tied head's copy of the embedding on the last stage.
 std::vector<StagePlan> plan_stages(const ActivationShape& shape, const std::vector<int64_t>& boundaries,
                                    const std::vector<int64_t>& layer_params, int64_t first_extra, int64_t last_extra,
-                                   PipelineSchedule schedule, int micro_batches);
+                                   int64_t last_copy, PipelineSchedule schedule, int micro_batches);
 
 // The lines `hftrain plan` prints for them.
 std::string pipeline_summary(const std::vector<StagePlan>& stages, PipelineSchedule schedule, int micro_batches);
