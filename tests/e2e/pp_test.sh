@@ -103,6 +103,21 @@ if run 0 run quickstart "${llama[@]}" distributed.strategy=zero3 distributed.pip
     close llama-accum8 llama-dp2-pp2-zero3-gpipe 1 8 1e-5
 fi
 
+# --- under mpirun (the launcher needs nothing beyond the world size), and `generate` on the whole
+# model a pipelined run saved
+if command -v mpirun >/dev/null && [ -d gpt2-ref ]; then
+  mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR \
+    "$HFTRAIN" run quickstart "${gpt2[@]}" distributed.pipeline_parallel=2 run.output_dir="$WORK/gpt2-mpi-pp2" \
+    >"$WORK/mpi.out" 2>"$WORK/mpi.err" && ok || fail "mpirun pp=2: $(tail -c 600 "$WORK/mpi.err")"
+  [ -f gpt2-mpi-pp2/metrics.jsonl ] && check "gpt2, pp=2 under mpirun vs 1 rank: losses" close gpt2-ref gpt2-mpi-pp2 1 8 1e-5
+else
+  echo "SKIP: mpirun not found; the mpirun case of this test did not run"
+fi
+if [ -d llama-tp2-pp2/final ]; then
+  run 0 generate "$WORK/llama-tp2-pp2/final" --prompt "The cat" --max-new-tokens 8
+  [[ "$out" == "The cat"* ]] && ok || fail "generate on tp2 x pp2's final model: $out"
+fi
+
 # --- per-glob learning rates: the glob that names the head matches on the last stage only (the
 # stages then number their optimizer groups differently, and a checkpoint records them by their
 # settings); a glob that matches no parameter anywhere is refused as on one rank
