@@ -295,9 +295,7 @@ int run_plan(const PlanArgs& a) {
             held = rank_psi(t, plans);
           }
         }
-        // A tied embedding's stages run under ddp, zero1 and zero2 (pipeline_setup.h).
-        const bool zero3 = p == 1 || !decoder->tie_embeddings;
-        candidates.push_back({t, p, held, units_at(t), activations, zero3});
+        candidates.push_back({t, p, held, units_at(t), activations});
       }
     }
     std::cout << "\n"

@@ -94,9 +94,10 @@ std::unique_ptr<parallel::SavedOptimizerState> stage_optimizer_state(const paral
 }
 
 PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config,
-                               const torch::Device& device)
+                               const torch::Device& device, model::UnitHooks* hooks)
     : model_(model),
       world_(world),
+      hooks_(hooks),
       device_(device),
       schedule_(pipeline_schedule(config)),
       boundaries_(pipeline_boundaries(config)),
@@ -249,7 +250,11 @@ void PipelineRunner::sync_tied() {
   torch::NoGradGuard no_grad;
   auto& group = world_.pipeline_group();
   if (stage_ == 0) {
+    // zero3 holds shards of the root between steps: gathered for the send (the root's forward
+    // hooks, as a forward without gradients uses them), then freed again.
+    if (hooks_) hooks_->before_forward(0);
     group.exchange({{tied_embedding().detach().to(device_).contiguous(), stages_ - 1, true}})->wait();
+    if (hooks_) hooks_->after_forward(0, torch::zeros({}));
   } else if (stage_ + 1 == stages_) {
     torch::Tensor copy = model_.tied_head_copy();
     torch::Tensor buffer = torch::empty(copy.sizes(), copy.options().device(device_));

@@ -24,7 +24,9 @@ namespace hftrain::train {
 
 class PipelineRunner {
  public:
-  PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config, const torch::Device& device);
+  // `hooks`: the strategy's unit hooks (zero3's gathering), or null.
+  PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config, const torch::Device& device,
+                 model::UnitHooks* hooks);
 
   // What the loop does around each micro-batch: the loss to back-propagate from a micro-batch's
   // loss sum (last stage: normalised, scaled), and the strategy's before_backward(last).
@@ -54,6 +56,7 @@ class PipelineRunner {
 
   TaskModel& model_;
   parallel::World& world_;
+  model::UnitHooks* hooks_;
   torch::Device device_;
   parallel::PipelineSchedule schedule_;
   std::vector<int64_t> boundaries_;

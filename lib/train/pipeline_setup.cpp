@@ -64,12 +64,6 @@ void check_pipeline_parallel(const config::Config& config) {
            "sums over every layer)",
            "set distributed.pipeline_parallel=1");
   }
-  if (spec.tie_embeddings && d.strategy == config::Strategy::kZero3) {
-    refuse("a tied embedding (model.tie_embeddings) is owned by the first stage and its head gradient is added "
-           "there before the reduction, which zero3's sharded parameters do not take yet",
-           "use distributed.strategy=zero2 (or zero1, ddp) with pipeline stages, or untie the head "
-           "(model.tie_embeddings=false)");
-  }
   if (config.peft.method != config::PeftMethod::kNone) {
     refuse("LoRA adapters (peft.method=lora) are not split into stages yet", "set distributed.pipeline_parallel=1");
   }

@@ -48,7 +48,9 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   if (world_->tp_size() > 1) {
     tp_group_ = parallel::make_tp_group(world_->tensor_parallel_group(), config_.distributed.sequence_parallel);
   }
-  if (world_->pp_size() > 1) pipeline_ = std::make_unique<PipelineRunner>(*model_, *world_, config_, device_);
+  if (world_->pp_size() > 1) {
+    pipeline_ = std::make_unique<PipelineRunner>(*model_, *world_, config_, device_, strategy_->unit_hooks());
+  }
 }
 
 std::unique_ptr<PipelineWhole> Trainer::pipeline_whole(PipelineWhole::Access access) {

@@ -4,7 +4,8 @@
 # gradient norms and final weights within 1e-5 for GPT-2 (a tied embedding: the first stage owns
 # it, the last holds a copy) and Llama (untied head), 2 stages under gpipe and 1f1b, 4 stages, with
 # activation checkpointing, explicit boundaries, 2 stages x 2 tensor-parallel ranks (with sequence
-# parallelism), 2 stages x 2 data-parallel ranks under ddp/zero1/zero2 and 3 stages x 2 under zero3,
+# parallelism), 2 stages x 2 data-parallel ranks under ddp/zero1/zero2 (with cpu_offload)/zero3 (the
+# tied embedding gathered from its shards for the last stage's copy) and 3 stages x 2 under zero3,
 # one micro-batch a step; evaluation runs through the stages; with dropout, activation
 # checkpointing and a resume repeat a pipelined run's losses exactly. A checkpoint saved at tp2 x pp2 holds the whole model and resumes at dp2 under zero3
 # and on one rank with the same next losses (1e-6). Layouts that cannot run are refused before any
@@ -79,8 +80,10 @@ done
 
 # --- 2 stages x 2 data-parallel ranks against one rank accumulating both ranks' micro-batches
 run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=8 run.output_dir="$WORK/gpt2-accum8"
-for s in ddp zero1 zero2; do
-  run 0 run quickstart "${gpt2[@]}" distributed.strategy=$s distributed.pipeline_parallel=2 \
+for s in ddp zero1 zero2 zero2-offload zero3; do
+  strategy=(distributed.strategy=${s%-*})
+  [ $s = zero2-offload ] && strategy+=(distributed.cpu_offload=true)
+  run 0 run quickstart "${gpt2[@]}" "${strategy[@]}" distributed.pipeline_parallel=2 \
     run.output_dir="$WORK/gpt2-dp2-pp2-$s" --nproc-per-node 4 || continue
   has "mesh: 4 ranks = data parallel 2 x tensor parallel 1 x pipeline parallel 2" err
   check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: losses" close gpt2-accum8 gpt2-dp2-pp2-$s 1 8 1e-5
@@ -215,8 +218,6 @@ refused "boundaries' range" "must run from 0 to model.n_layer=4" distributed.pip
   "distributed.pipeline_stages=[0,2,3]" --nproc-per-node 2
 refused "stages without a pipeline" "distributed.pipeline_stages is set but distributed.pipeline_parallel is 1" \
   "distributed.pipeline_stages=[0,2,4]"
-refused "tied embedding under zero3" "a tied embedding (model.tie_embeddings) is owned by the first stage" \
-  distributed.pipeline_parallel=2 distributed.strategy=zero3 --nproc-per-node 4
 refused "hybrid" "distributed.strategy=hybrid is not built for pipeline stages yet" distributed.pipeline_parallel=2 \
   distributed.strategy=hybrid --nproc-per-node 4
 refused "encoder" "encoders are not split into stages" model.arch=bert distributed.pipeline_parallel=2 \

@@ -257,8 +257,7 @@ void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedCo
   if (config.strategy == config::Strategy::kHybrid && pp > 1) {
     throw util::ConfigError("distributed.strategy=hybrid is not built for pipeline stages yet "
                             "(distributed.pipeline_parallel=" + std::to_string(pp) + ")",
-                            "use distributed.strategy=zero2 or ddp over each stage's data-parallel group (zero3 "
-                            "too, for a model with an untied head)");
+                            "use distributed.strategy=zero3 (or zero2, ddp) over each stage's data-parallel group");
   }
   if (config.strategy == config::Strategy::kHybrid && env.local_world_size % tp != 0) {
     throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" + std::to_string(tp) +

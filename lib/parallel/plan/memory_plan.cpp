@@ -122,7 +122,6 @@ std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int 
   for (const LayoutCandidate& c : candidates) {
     const int dp = world_size / (c.tp * c.pp);
     for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
-      if (s == config::Strategy::kZero3 && !c.zero3) continue;
       const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units);
       const double total = e.total() + e.buffers + c.activations;
       if (total > device_bytes) continue;

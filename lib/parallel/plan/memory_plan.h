@@ -65,7 +65,6 @@ struct LayoutCandidate {
   int64_t parameters = 0;
   UnitSizes units;
   double activations = 0;
-  bool zero3 = true;  // whether the layout runs under zero3
 };
 // The lines naming every layout (tp x pp x strategy over the remaining world_size / (tp x pp)
 // data-parallel ranks) whose parameters, gradients, optimizer state, buffers and activations fit `device_bytes`
