@@ -14,7 +14,8 @@
 // only .tmp-checkpoint-* folders, which the next run removes (remove_stale_staging); a failure
 // removes them at once; earlier checkpoints are never touched.
 // A multi-node job needs its run directory on a filesystem that every node shares (except hybrid,
-// where only node 0 writes): a rank that cannot see the folder fails the save and says so.
+// where only the first node of each data-parallel group writes: node 0 without pipeline stages): a
+// rank that cannot see the folder fails the save and says so.
 #pragma once
 
 #include <cstdint>

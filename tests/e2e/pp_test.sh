@@ -5,7 +5,8 @@
 # it, the last holds a copy) and Llama (untied head), 2 stages under gpipe and 1f1b, 4 stages, with
 # activation checkpointing, explicit boundaries, 2 stages x 2 tensor-parallel ranks (with sequence
 # parallelism), 2 stages x 2 data-parallel ranks under ddp/zero1/zero2 (with cpu_offload)/zero3 (the
-# tied embedding gathered from its shards for the last stage's copy) and 3 stages x 2 under zero3,
+# tied embedding gathered from its shards for the last stage's copy), 3 stages x 2 under zero3 and
+# hybrid over 4 launchers of 2 ranks,
 # one micro-batch a step; evaluation runs through the stages; with dropout, activation
 # checkpointing and a resume repeat a pipelined run's losses exactly. A checkpoint saved at tp2 x pp2 holds the whole model and resumes at dp2 under zero3
 # and on one rank with the same next losses (1e-6). Layouts that cannot run are refused before any
@@ -137,6 +138,34 @@ fi
 run 2 run quickstart "${llama[@]}" "optimizer.group_lr={'lmhead.*': 0.0005}" distributed.pipeline_parallel=2 \
   run.output_dir="$WORK/refused-glob" --nproc-per-node 2 && has "glob 'lmhead.*' matches no parameter" err
 
+# hybrid over 4 "nodes" of 2 ranks (four launchers), 2 stages: each stage's 4 data-parallel ranks
+# span 2 nodes, zero3 inside a node and replicated across the two; against one rank accumulating 16
+run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=16 run.output_dir="$WORK/llama-accum16"
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes=(--nproc-per-node 2 --nnodes 4 --master-addr 127.0.0.1 --master-port "$port")
+hybrid=("${llama[@]}" distributed.strategy=hybrid distributed.pipeline_parallel=2 checkpoint.every_steps=4
+        run.output_dir="$WORK/llama-hybrid-pp2")
+others=()
+for n in 1 2 3; do
+  "$HFTRAIN" run quickstart "${hybrid[@]}" "${nodes[@]}" --node-rank $n >"$WORK/node$n.out" 2>"$WORK/node$n.err" &
+  others+=($!)
+done
+if run 0 run quickstart "${hybrid[@]}" "${nodes[@]}" --node-rank 0; then
+  has "mesh: 8 ranks = data parallel 4 x tensor parallel 1 x pipeline parallel 2" err
+  check "llama, hybrid over 4 nodes x 2 (dp 4 x pp 2) vs 1 rank accumulating 16: losses" \
+    close llama-accum16 llama-hybrid-pp2 1 8 1e-5
+  check "llama, hybrid over 4 nodes x 2 (dp 4 x pp 2) vs 1 rank accumulating 16: weights" \
+    same_weights llama-accum16 llama-hybrid-pp2 1e-5
+  mkdir llama-hybrid-pp2-from && cp -r llama-hybrid-pp2/checkpoint-4 llama-hybrid-pp2-from/
+  run 0 resume "$WORK/llama-hybrid-pp2-from/checkpoint-4" distributed.strategy=ddp distributed.pipeline_parallel=1 \
+    --force trainer.grad_accum_steps=16 \
+    && check "llama: hybrid dp4 x pp2's checkpoint resumed on 1 rank: losses 5-8" \
+      close llama-hybrid-pp2 llama-hybrid-pp2-from 5 8 1e-6
+fi
+for n in 0 1 2; do
+  wait ${others[$n]} && ok || fail "hybrid pp=2: node $((n + 1)) exited: $(tail -c 600 "$WORK/node$((n + 1)).err")"
+done
+
 # --- one micro-batch a step (nothing to overlap), against one rank
 run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=1 run.output_dir="$WORK/gpt2-accum1"
 run 0 run quickstart "${gpt2[@]}" trainer.grad_accum_steps=1 distributed.pipeline_parallel=2 \
@@ -218,8 +247,21 @@ refused "boundaries' range" "must run from 0 to model.n_layer=4" distributed.pip
   "distributed.pipeline_stages=[0,2,3]" --nproc-per-node 2
 refused "stages without a pipeline" "distributed.pipeline_stages is set but distributed.pipeline_parallel is 1" \
   "distributed.pipeline_stages=[0,2,4]"
-refused "hybrid" "distributed.strategy=hybrid is not built for pipeline stages yet" distributed.pipeline_parallel=2 \
-  distributed.strategy=hybrid --nproc-per-node 4
+# hybrid shards inside a node: 3 nodes of 4 ranks cut the 6 ranks of each of 2 stages unevenly
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes=(--nproc-per-node 4 --nnodes 3 --master-addr 127.0.0.1 --master-port "$port")
+others=()
+for n in 1 2; do
+  "$HFTRAIN" run quickstart "${gpt2[@]}" distributed.strategy=hybrid distributed.pipeline_parallel=2 \
+    run.output_dir="$WORK/refused" "${nodes[@]}" --node-rank $n >"$WORK/node$n.out" 2>"$WORK/node$n.err" &
+  others+=($!)
+done
+refused "hybrid with nodes that cut stages unevenly" "needs each node's 4 ranks to hold whole stages or equal parts" \
+  distributed.pipeline_parallel=2 distributed.strategy=hybrid "${nodes[@]}" --node-rank 0
+for n in 0 1; do
+  wait ${others[$n]}
+  [ $? = 2 ] && ok || fail "hybrid cut unevenly: node $((n + 1)) did not exit 2: $(tail -c 300 "$WORK/node$((n + 1)).err")"
+done
 refused "encoder" "encoders are not split into stages" model.arch=bert distributed.pipeline_parallel=2 \
   --nproc-per-node 2
 finish

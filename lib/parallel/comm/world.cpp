@@ -189,16 +189,31 @@ std::unique_ptr<World> World::create(const launch::LaunchEnv& env, const config:
   return w;
 }
 
+// Under tensor or pipeline parallelism, hybrid's node groups are cut from this rank's
+// data-parallel group: its members on this node, and its members at the same place on every node
+// (check_mesh makes each node hold as many of a group's members as the others).
+World::NodePlace World::node_place() const {
+  const int per_node = env_.local_world_size;
+  NodePlace place;
+  for (int d = 0; d < dp_size(); ++d) {
+    if (mesh_rank(pp_rank(), d, tp_rank()) / per_node != rank() / per_node) continue;
+    if (d < dp_rank()) ++place.index;
+    ++place.count;
+  }
+  return place;
+}
+
 Communicator& World::intra_node() {
-  if (!intra_ && tp_size_ > 1) {  // the data-parallel group's ranks on this node
-    const int local_dp = env_.local_rank / tp_size_, per_node = env_.local_world_size / tp_size_;
-    if (env_.local_world_size == env_.world_size) {
+  if (!intra_ && dp_) {  // the data-parallel group's ranks on this node
+    const NodePlace place = node_place();
+    if (place.count == dp_size()) {
       intra_ = dp_;
     } else if (comm_->backend() == "mpi") {
-      intra_ = mpi_split(*dp_, env_.node_rank, local_dp, monitor_.get());
+      intra_ = mpi_split(*dp_, env_.node_rank, place.index, monitor_.get());
     } else {
-      intra_ = make_nccl_communicator(&store_holder_->store, local_dp, per_node, device_.index(),
-                                      "dpnode" + std::to_string(env_.node_rank) + "-tp" + std::to_string(tp_rank()),
+      intra_ = make_nccl_communicator(&store_holder_->store, place.index, place.count, device_.index(),
+                                      "dpnode" + std::to_string(env_.node_rank) + "-tp" + std::to_string(tp_rank()) +
+                                          "-pp" + std::to_string(pp_rank()),
                                       monitor_.get());
     }
   }
@@ -214,17 +229,18 @@ Communicator& World::intra_node() {
   }
   return *intra_;
 }
-
 Communicator& World::inter_node() {
-  if (!inter_ && tp_size_ > 1) {  // the data-parallel group's ranks at this place of every node
-    const int local_dp = env_.local_rank / tp_size_;
-    if (env_.local_world_size == env_.world_size) {
+  if (!inter_ && dp_) {  // the data-parallel group's ranks at this place of every node
+    const NodePlace place = node_place();
+    if (place.count == dp_size()) {
       inter_ = std::make_shared<LocalCommunicator>();
     } else if (comm_->backend() == "mpi") {
-      inter_ = mpi_split(*dp_, local_dp, env_.node_rank, monitor_.get());
+      inter_ = mpi_split(*dp_, place.index, env_.node_rank, monitor_.get());
     } else {
-      inter_ = make_nccl_communicator(&store_holder_->store, env_.node_rank, env_.num_nodes, device_.index(),
-                                      "dplocal" + std::to_string(local_dp) + "-tp" + std::to_string(tp_rank()),
+      inter_ = make_nccl_communicator(&store_holder_->store, dp_rank() / place.count, dp_size() / place.count,
+                                      device_.index(),
+                                      "dplocal" + std::to_string(place.index) + "-tp" + std::to_string(tp_rank()) +
+                                          "-pp" + std::to_string(pp_rank()),
                                       monitor_.get());
     }
   }
@@ -254,16 +270,23 @@ void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedCo
                                 " processes, or set the layout's product to a divisor of " +
                                 std::to_string(env.world_size));
   }
-  if (config.strategy == config::Strategy::kHybrid && pp > 1) {
-    throw util::ConfigError("distributed.strategy=hybrid is not built for pipeline stages yet "
-                            "(distributed.pipeline_parallel=" + std::to_string(pp) + ")",
-                            "use distributed.strategy=zero3 (or zero2, ddp) over each stage's data-parallel group");
-  }
   if (config.strategy == config::Strategy::kHybrid && env.local_world_size % tp != 0) {
     throw util::ConfigError("distributed.strategy=hybrid with distributed.tensor_parallel=" + std::to_string(tp) +
                                 " needs each node's " + std::to_string(env.local_world_size) +
                                 " ranks to hold whole tensor-parallel groups",
                             "start a multiple of " + std::to_string(tp) + " processes per node");
+  }
+  if (config.strategy == config::Strategy::kHybrid && pp > 1) {
+    // Each node holds as many members of a stage's data-parallel group as every other node that
+    // holds any (ranks are placed node by node, the stages outermost).
+    const int64_t per_stage = env.world_size / pp, per_node = env.local_world_size;
+    if (per_stage % per_node != 0 && per_node % per_stage != 0) {
+      throw util::ConfigError("distributed.strategy=hybrid with distributed.pipeline_parallel=" + std::to_string(pp) +
+                                  " needs each node's " + std::to_string(per_node) + " ranks to hold whole stages or " +
+                                  "equal parts of one (a stage has " + std::to_string(per_stage) + " ranks)",
+                              "start a number of processes per node that divides " + std::to_string(per_stage) +
+                                  " or is a multiple of it");
+    }
   }
 }
 

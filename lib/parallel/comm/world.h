@@ -46,7 +46,7 @@ class World {
 
   Communicator& comm() { return *comm_; }
   // Hybrid sharding: the ranks of this node, and the ranks with this local rank on every node;
-  // under tensor parallelism those of this rank's data-parallel group. Created on first use (a
+  // under tensor or pipeline parallelism those of this rank's data-parallel group. Created on first use (a
   // collective over the world, or the data-parallel group).
   Communicator& intra_node();
   Communicator& inter_node();
@@ -93,6 +93,12 @@ class World {
  private:
   World() = default;
   struct StoreHolder;
+  // Where this rank sits among its data-parallel group's members on its node.
+  struct NodePlace {
+    int index = 0;  // members on this node before it
+    int count = 0;  // members on this node
+  };
+  NodePlace node_place() const;
 
   launch::LaunchEnv env_;
   torch::Device device_{torch::kCPU};
