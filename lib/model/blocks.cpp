@@ -21,6 +21,12 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
     return sum_grad_over_ && p.defined() ? tp_sum_grad(p, *sum_grad_over_) : p;
   };
   const torch::Tensor weight = summed(weight_);
+  if (split_over_) {  // RMSNorm over every rank's features: the mean square summed over the group
+    const torch::Tensor xf = x.to(torch::kFloat32);
+    const torch::Tensor mean_square = tp_sum(xf.pow(2).sum(-1, true), *split_over_) / static_cast<double>(whole_dim_);
+    const torch::Tensor normed = (xf * torch::rsqrt(mean_square + eps_)).to(x.scalar_type());
+    return normed * (unit_offset_ ? weight + 1 : weight);
+  }
   if (layer_norm_) return at::layer_norm(x, shape, weight, summed(bias_), eps_);
   if (unit_offset_) {  // Gemma: in fp32 whatever the dtypes, x * rsqrt(mean(x^2) + eps) * (1 + w)
     return at::rms_norm(x.to(torch::kFloat32), shape, weight.to(torch::kFloat32) + 1, eps_).to(x.scalar_type());
@@ -104,9 +110,13 @@ void AttentionImpl::set_tensor_parallel(TpGroup* group) {
   tp_ = group;
   n_head_ /= group->size();
   n_kv_head_ /= group->size();
-  if (q_norm) {  // per-head norms: one weight for every head, each rank's gradient from its own
+  if (q_norm && per_head_qk_norm_) {
+    // Per-head norms: one weight for every head, each rank's gradient from its own heads.
     q_norm->sum_grad_over(group);
     k_norm->sum_grad_over(group);
+  } else if (q_norm) {  // OLMo 2's norms over all heads: each rank its heads' features and weights
+    q_norm->split_over(group, n_head_ * head_dim_ * group->size());
+    k_norm->split_over(group, n_kv_head_ * head_dim_ * group->size());
   }
 }
 

@@ -26,9 +26,18 @@ class NormImpl : public torch::nn::Module {
   // Tensor parallelism: each rank sees part of the weight's gradient (the norm runs on a slice of
   // the sequence, or of the heads); the parts are summed over `group` in the backward.
   void sum_grad_over(TpGroup* group) { sum_grad_over_ = group; }
+  // Tensor parallelism, an RMSNorm over features split across `group` (OLMo 2's q and k norms over
+  // all heads, each rank holding its heads' features and weights): the mean square is summed over
+  // the group, `whole_dim` features in all.
+  void split_over(TpGroup* group, int64_t whole_dim) {
+    split_over_ = group;
+    whole_dim_ = whole_dim;
+  }
 
  private:
   TpGroup* sum_grad_over_ = nullptr;
+  TpGroup* split_over_ = nullptr;
+  int64_t whole_dim_ = 0;
   bool layer_norm_;
   double eps_;
   bool unit_offset_;

@@ -89,6 +89,19 @@ class SumGrad : public torch::autograd::Function<SumGrad> {
   }
 };
 
+// A sum over the group whose result every rank uses for its own part (the projection norm's mean
+// square): all-reduce forward, and the gradient all-reduced backward too.
+class SumBoth : public torch::autograd::Function<SumBoth> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return summed(x, group_of(ctx));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {summed(grads[0], group_of(ctx)), torch::Tensor()};
+  }
+};
+
 // This process's tensor-parallel streams: the seed, and each device's state once drawn from.
 struct Streams {
   std::mutex mutex;
@@ -178,6 +191,7 @@ TpRngFork::~TpRngFork() {
 torch::Tensor tp_enter(const torch::Tensor& x, TpGroup& group) { return Enter::apply(x, as_key(group)); }
 torch::Tensor tp_leave(const torch::Tensor& x, TpGroup& group) { return Leave::apply(x, as_key(group)); }
 torch::Tensor tp_sum_grad(const torch::Tensor& x, TpGroup& group) { return SumGrad::apply(x, as_key(group)); }
+torch::Tensor tp_sum(const torch::Tensor& x, TpGroup& group) { return SumBoth::apply(x, as_key(group)); }
 
 torch::Tensor row_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                                   TpGroup& group) {

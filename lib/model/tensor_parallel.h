@@ -42,6 +42,9 @@ torch::Tensor tp_leave(const torch::Tensor& x, TpGroup& group);
 // slice of the sequence, a per-head norm over a slice of the heads): identity forward, the
 // gradient summed over the group backward.
 torch::Tensor tp_sum_grad(const torch::Tensor& x, TpGroup& group);
+// A sum over the group that each rank goes on to use for its own part (a norm's mean square over
+// features split across the group): all-reduce forward, the gradient all-reduced backward.
+torch::Tensor tp_sum(const torch::Tensor& x, TpGroup& group);
 // A row-parallel linear layer: x (this rank's input features) times this rank's columns of
 // `weight`, summed over the group by tp_leave, and `bias` (whole, may be undefined) added once.
 torch::Tensor row_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

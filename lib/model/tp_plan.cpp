@@ -36,6 +36,10 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
     return parts_of(0, {spec.n_head * d, spec.n_kv_head * d, spec.n_kv_head * d}, rank, size);
   }
   if (name.ends_with("attn.o_proj.weight")) return parts_of(1, {spec.n_head * d}, rank, size);
+  if (spec.qk_norm == config::QkNorm::kProjection) {  // OLMo 2: each rank its heads' norm weights
+    if (name.ends_with("attn.q_norm.weight")) return parts_of(0, {spec.n_head * d}, rank, size);
+    if (name.ends_with("attn.k_norm.weight")) return parts_of(0, {spec.n_kv_head * d}, rank, size);
+  }
   if (is_either(name, "mlp.gate_up_proj")) return parts_of(0, {spec.d_ff, spec.d_ff}, rank, size);
   if (is_either(name, "mlp.up_proj")) return parts_of(0, {spec.d_ff}, rank, size);
   if (name.ends_with("mlp.down_proj.weight")) return parts_of(1, {spec.d_ff}, rank, size);
@@ -66,7 +70,10 @@ TpSplit encoder_tp_split(const BertSpec& spec, const std::string& name, int rank
 TpShare tp_share(const ModelSpec& s) {
   const int64_t c = s.d_model, q = s.n_head * s.head_dim(), qkv = (s.n_head + 2 * s.n_kv_head) * s.head_dim();
   const int64_t ff = s.gated_mlp() ? 2 * s.d_ff : s.d_ff;  // gate and up
-  const int64_t block = qkv * c + (s.qkv_bias() ? qkv : 0) + c * q + ff * c + (s.mlp_biases() ? ff : 0) + c * s.d_ff;
+  // OLMo 2's q and k norms over all heads split with the heads.
+  const int64_t qk_norms = s.qk_norm == config::QkNorm::kProjection ? (s.n_head + s.n_kv_head) * s.head_dim() : 0;
+  const int64_t block =
+      qkv * c + (s.qkv_bias() ? qkv : 0) + c * q + ff * c + (s.mlp_biases() ? ff : 0) + c * s.d_ff + qk_norms;
   TpShare share;
   share.split = s.n_layer * block + s.vocab_size * c * (s.tie_embeddings ? 1 : 2);
   share.whole = s.parameter_count() - share.split;

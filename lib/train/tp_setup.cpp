@@ -88,11 +88,6 @@ void check_tensor_parallel(const config::Config& config) {
   if (spec.n_experts > 0) {
     refuse("mixture-of-experts layers (model.n_experts) are not split yet", "set distributed.tensor_parallel=1");
   }
-  if (spec.qk_norm == config::QkNorm::kProjection) {
-    refuse("model.qk_norm=projection normalises all heads' q together (OLMo 2), which needs a reduction over the "
-           "group that is not built yet",
-           "set distributed.tensor_parallel=1");
-  }
   check_common(config);
   if (d.sequence_parallel && config.data.packing == config::Packing::kPad && config.data.pad_to_multiple_of % tp != 0) {
     refuse("with distributed.sequence_parallel each rank holds 1 / tensor_parallel of every batch's positions, and "

@@ -200,11 +200,10 @@ def train_in_hftrain(hftrain, model_dir, shard, run_dir, env, *extra):
 
 def splits_over_two(config):
     """Whether tensor parallelism takes the family at tp=2: dense layers, heads, key/value heads and
-    d_ff that 2 divides, q/k norms per head (OLMo 2 normalises all heads' q together)."""
+    d_ff that 2 divides (OLMo 2's q/k norms over all heads split with the heads)."""
     moe = any(getattr(config, key, 0) for key in ("num_local_experts", "num_experts"))
     heads, kv = config.num_attention_heads, config.num_key_value_heads
-    return (not moe and not isinstance(config, Olmo2Config) and heads % 2 == 0 and kv % 2 == 0
-            and config.intermediate_size % 2 == 0)
+    return not moe and heads % 2 == 0 and kv % 2 == 0 and config.intermediate_size % 2 == 0
 
 
 def train_in_transformers(cls, model_dir, tokens):

@@ -124,6 +124,14 @@ model::ModelSpec llama_spec() {
   return s;
 }
 
+// OLMo 2: norms on the sublayers' outputs, q and k normalised over all heads' features.
+model::ModelSpec olmo2_spec() {
+  model::ModelSpec s = llama_spec();
+  s.qk_norm = config::QkNorm::kProjection;
+  s.norm_placement = config::NormPlacement::kPost;
+  return s;
+}
+
 struct Result {
   torch::Tensor loss;
   std::map<std::string, torch::Tensor> grads;  // whole (gathered) gradients by parameter name
@@ -267,7 +275,7 @@ TEST_CASE("tensor parallel: a split BERT and RoBERTa classifier give the whole m
 }
 
 TEST_CASE("tensor parallel: the plan's share of a rank equals the split parameters of a built model", "[tp]") {
-  for (const model::ModelSpec& spec : {gpt2_spec(), llama_spec()}) {
+  for (const model::ModelSpec& spec : {gpt2_spec(), llama_spec(), olmo2_spec()}) {
     model::Transformer m(spec, model::WeightInit::kSkip);
     int64_t split = 0, whole = 0;
     for (const auto& [name, p] : m->parameters_by_name()) {
@@ -381,6 +389,12 @@ TEST_CASE("tensor parallel: a split GPT-2 (uneven vocabulary and tied head) give
 TEST_CASE("tensor parallel: a split Llama with grouped-query attention gives the whole model's loss and gradients",
           "[tp]") {
   check_split_equals_whole(llama_spec(), 2, false, 0.0);
+}
+
+TEST_CASE("tensor parallel: OLMo 2's q and k norms over all heads, split with the heads, give the whole model's loss "
+          "and gradients", "[tp]") {
+  check_split_equals_whole(olmo2_spec(), 2, false, 0.0);
+  check_split_equals_whole(olmo2_spec(), 2, true, 0.0);
 }
 
 TEST_CASE("tensor parallel: sequence parallelism gives the whole model's loss and gradients", "[tp]") {
