@@ -105,7 +105,8 @@ int run_plan(const PlanArgs& a) {
     decoder = spec;
     share = model::tp_share(spec);
     splits_by = [spec](int t) {
-      return spec.n_experts == 0 && spec.n_head % t == 0 &&
+      return (spec.n_experts == 0 || (spec.expert_d_ff % t == 0 && spec.shared_expert_d_ff % t == 0)) &&
+             spec.n_head % t == 0 &&
              spec.n_kv_head % t == 0 && spec.d_ff % t == 0;
     };
     psi = spec.parameter_count();

@@ -214,8 +214,11 @@ BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropo
 
 void BlockImpl::set_tensor_parallel(TpGroup* group) {
   attn->set_tensor_parallel(group);
-  TORCH_CHECK(mlp, "tensor parallelism: mixture-of-experts layers are not split");
-  mlp->set_tensor_parallel(group);
+  if (mlp) {
+    mlp->set_tensor_parallel(group);
+  } else {
+    moe->set_tensor_parallel(group);
+  }
   if (!group->sequence_parallel()) return;
   own_dropout_ = true;
   for (Norm* norm : {&attn_norm, &attn_post_norm, &mlp_norm, &mlp_post_norm}) {

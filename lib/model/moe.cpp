@@ -32,9 +32,16 @@ MoeImpl::MoeImpl(const ModelSpec& spec)
   }
 }
 
+void MoeImpl::set_tensor_parallel(TpGroup* group) {
+  tp_ = group;
+  d_ff_ /= group->size();
+  if (shared) shared->set_tensor_parallel(group);
+}
+
 Routing MoeImpl::route(const torch::Tensor& x) const {
   Routing r;
-  r.logits = F::linear(x, router);  // (N, E)
+  // Under tensor parallelism each rank's experts give part of the router's gradient: summed.
+  r.logits = F::linear(x, tp_ ? tp_sum_grad(router, *tp_) : router);  // (N, E)
   // The softmax in fp32, the top-k of its probabilities (transformers' TopKRouter).
   r.probs = torch::softmax(r.logits, -1, torch::kFloat32);
   auto [top, experts] = r.probs.topk(top_k_, -1);
@@ -44,7 +51,10 @@ Routing MoeImpl::route(const torch::Tensor& x) const {
   return r;
 }
 
-torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
+torch::Tensor MoeImpl::forward(const torch::Tensor& input) {
+  // Under tensor parallelism every rank routes the whole input (with sequence parallelism
+  // gathered from the slices) and computes its part of each expert.
+  const torch::Tensor x = tp_ ? tp_enter(input, *tp_) : input;
   const auto shape = x.sizes().vec();
   const auto flat = x.reshape({-1, d_model_});  // (N, C)
   const Routing r = route(flat);
@@ -53,12 +63,17 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   const auto assigned = r.experts.reshape({-1});  // (N k)
   const auto per_expert = torch::bincount(assigned, {}, n_experts_);
   if (stats_ && (torch::GradMode::is_enabled() || stats_without_grad_)) {  // training, not generation
+    // Every rank of a tensor-parallel group computes the same load-balancing loss, and the
+    // router's gradients are summed over the group: each rank passes on 1 / size of its gradient.
+    const auto shared_grad = [this](const torch::Tensor& t) {
+      return tp_ ? t.detach() + (t - t.detach()) / static_cast<double>(tp_->size()) : t;
+    };
     if (token_mask_.defined() && token_mask_.numel() == flat.size(0)) {
       const auto w = token_mask_.to(torch::kFloat32);  // (N)
       stats_->push_back(RouterStats{torch::bincount(assigned, w.repeat_interleave(top_k_), n_experts_).to(torch::kFloat32),
-                                    (r.probs * w.unsqueeze(1)).sum(0), w.sum()});
+                                    shared_grad((r.probs * w.unsqueeze(1)).sum(0)), w.sum()});
     } else {
-      stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), r.probs.sum(0),
+      stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), shared_grad(r.probs.sum(0)),
                                     torch::scalar_tensor(static_cast<double>(flat.size(0)),
                                                          r.probs.options())});
     }
@@ -84,8 +99,18 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
     out.index_add_(0, rows, y);
     start += n;
   }
-  if (shared) out = out + torch::sigmoid(shared_gate(flat)) * shared(flat);  // as transformers adds it
-  return out.view(shape);
+  if (!tp_) {
+    if (shared) out = out + torch::sigmoid(shared_gate(flat)) * shared(flat);  // as transformers adds it
+    return out.view(shape);
+  }
+  // The experts' partial sums over the group (with sequence parallelism: this rank's slice); the
+  // shared expert enters and leaves the group on its own, on this rank's input.
+  torch::Tensor summed = tp_leave(out.view(shape), *tp_);
+  if (shared) {
+    const torch::Tensor gate = tp_->sequence_parallel() ? tp_sum_grad(shared_gate->weight, *tp_) : shared_gate->weight;
+    summed = summed + torch::sigmoid(F::linear(input, gate)) * shared(input);
+  }
+  return summed;
 }
 
 }  // namespace hftrain::model

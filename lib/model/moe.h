@@ -23,6 +23,7 @@
 #include "model/dense.h"
 #include "model/mlp.h"
 #include "model/spec.h"
+#include "model/tensor_parallel.h"
 
 namespace hftrain::model {
 
@@ -68,6 +69,11 @@ class MoeImpl : public torch::nn::Module {
   const torch::Tensor& last_experts() const { return last_experts_; }
   // The tokens the statistics count: (N) nonzero for a token, zero for padding; undefined: all.
   void set_token_mask(torch::Tensor mask) { token_mask_ = std::move(mask); }
+  // Tensor parallelism (tensor_parallel.h): each rank holds expert_d_ff / size of every expert's
+  // hidden units (its rows of each expert's gate and up, its columns of each down) and of the
+  // shared expert's; the router and the shared gate are whole. Every rank routes the whole input
+  // alike and the experts' partial outputs are summed over the group.
+  void set_tensor_parallel(TpGroup* group);
 
   torch::Tensor router;
   torch::Tensor experts_gate_up;
@@ -77,6 +83,7 @@ class MoeImpl : public torch::nn::Module {
 
  private:
   int64_t n_experts_, top_k_, d_ff_, d_model_;
+  TpGroup* tp_ = nullptr;
   bool renormalize_;
   bool record_ = false;
   std::vector<RouterStats>* stats_ = nullptr;

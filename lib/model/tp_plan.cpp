@@ -41,6 +41,16 @@ TpSplit decoder_tp_split(const ModelSpec& spec, const std::string& name, int ran
     if (name.ends_with("attn.k_norm.weight")) return parts_of(0, {spec.n_kv_head * d}, rank, size);
   }
   if (is_either(name, "mlp.gate_up_proj")) return parts_of(0, {spec.d_ff, spec.d_ff}, rank, size);
+  // A mixture of experts: each rank its part of every expert's hidden units (gate then up rows of
+  // each expert, down's columns), and of the shared expert's; the router and shared gate whole.
+  if (name.ends_with("moe.experts_gate_up")) {
+    return parts_of(0, std::vector<int64_t>(static_cast<size_t>(2 * spec.n_experts), spec.expert_d_ff), rank, size);
+  }
+  if (name.ends_with("moe.experts_down")) return parts_of(1, {spec.expert_d_ff}, rank, size);
+  if (is_either(name, "moe.shared.gate_up_proj")) {
+    return parts_of(0, {spec.shared_expert_d_ff, spec.shared_expert_d_ff}, rank, size);
+  }
+  if (name.ends_with("moe.shared.down_proj.weight")) return parts_of(1, {spec.shared_expert_d_ff}, rank, size);
   if (is_either(name, "mlp.up_proj")) return parts_of(0, {spec.d_ff}, rank, size);
   if (name.ends_with("mlp.down_proj.weight")) return parts_of(1, {spec.d_ff}, rank, size);
   if (name == "embed_tokens.weight" || name == "lm_head.weight") {
@@ -72,10 +82,13 @@ TpShare tp_share(const ModelSpec& s) {
   const int64_t ff = s.gated_mlp() ? 2 * s.d_ff : s.d_ff;  // gate and up
   // OLMo 2's q and k norms over all heads split with the heads.
   const int64_t qk_norms = s.qk_norm == config::QkNorm::kProjection ? (s.n_head + s.n_kv_head) * s.head_dim() : 0;
-  const int64_t block =
-      qkv * c + (s.qkv_bias() ? qkv : 0) + c * q + ff * c + (s.mlp_biases() ? ff : 0) + c * s.d_ff + qk_norms;
+  const int64_t attention = qkv * c + (s.qkv_bias() ? qkv : 0) + c * q + qk_norms;
+  const int64_t mlp = ff * c + (s.mlp_biases() ? ff : 0) + c * s.d_ff;
+  // A mixture of experts: every expert's gate, up and down, and the shared expert's MLP.
+  const int64_t experts = s.n_experts * 3 * c * s.expert_d_ff + 3 * c * s.shared_expert_d_ff;
   TpShare share;
-  share.split = s.n_layer * block + s.vocab_size * c * (s.tie_embeddings ? 1 : 2);
+  share.split = s.vocab_size * c * (s.tie_embeddings ? 1 : 2);
+  for (int64_t i = 0; i < s.n_layer; ++i) share.split += attention + (s.layer_is_moe(i) ? experts : mlp);
   share.whole = s.parameter_count() - share.split;
   return share;
 }

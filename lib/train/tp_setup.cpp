@@ -86,7 +86,12 @@ void check_tensor_parallel(const config::Config& config) {
            "set distributed.tensor_parallel to at most model.vocab_size");
   }
   if (spec.n_experts > 0) {
-    refuse("mixture-of-experts layers (model.n_experts) are not split yet", "set distributed.tensor_parallel=1");
+    check_divides("the experts' d_ff (model.expert_d_ff)", spec.expert_d_ff, tp,
+                  "each rank computes expert_d_ff / tensor_parallel hidden units of every expert");
+    if (spec.shared_expert_d_ff > 0) {
+      check_divides("model.shared_expert_d_ff", spec.shared_expert_d_ff, tp,
+                    "each rank computes its part of the shared expert's hidden units");
+    }
   }
   check_common(config);
   if (d.sequence_parallel && config.data.packing == config::Packing::kPad && config.data.pad_to_multiple_of % tp != 0) {

@@ -199,11 +199,13 @@ def train_in_hftrain(hftrain, model_dir, shard, run_dir, env, *extra):
 
 
 def splits_over_two(config):
-    """Whether tensor parallelism takes the family at tp=2: dense layers, heads, key/value heads and
-    d_ff that 2 divides (OLMo 2's q/k norms over all heads split with the heads)."""
-    moe = any(getattr(config, key, 0) for key in ("num_local_experts", "num_experts"))
+    """Whether tensor parallelism takes the family at tp=2: heads, key/value heads and d_ff that 2
+    divides (OLMo 2's q/k norms over all heads split with the heads; a mixture's experts and shared
+    expert split by their hidden units)."""
     heads, kv = config.num_attention_heads, config.num_key_value_heads
-    return not moe and heads % 2 == 0 and kv % 2 == 0 and config.intermediate_size % 2 == 0
+    hidden = [config.intermediate_size] + [getattr(config, key, 0) or 0 for key in
+                                           ("moe_intermediate_size", "shared_expert_intermediate_size")]
+    return heads % 2 == 0 and kv % 2 == 0 and all(h % 2 == 0 for h in hidden)
 
 
 def train_in_transformers(cls, model_dir, tokens):
@@ -319,9 +321,10 @@ def main():
 
             if splits_over_two(config):
                 # Every other family with sequence parallelism, the others also split into 2
-                # pipeline stages (4 processes).
+                # pipeline stages (4 processes; mixtures of experts are not split into stages).
+                moe = any(getattr(config, key, 0) for key in ("num_local_experts", "num_experts"))
                 sp = "true" if i % 2 else "false"
-                pp = 1 if i % 2 else 2
+                pp = 1 if i % 2 or moe else 2
                 split = train_in_hftrain(hftrain, model_dir, shard, run_dir + "-tp2", env,
                                          "distributed.tensor_parallel=2", f"distributed.sequence_parallel={sp}",
                                          f"distributed.pipeline_parallel={pp}", "--nproc-per-node", str(2 * pp))

@@ -2,7 +2,7 @@
 # End-to-end: tensor parallelism on the CPU (MPI), through hftrain's own launcher. A tensor-parallel
 # run trains the model of one rank (fp32, dropout off): losses and final weights within 1e-5 for
 # GPT-2 (with a vocabulary that 2 does not divide, tied embeddings), Llama with grouped-query
-# attention (untied head), with and without sequence parallelism, and a BERT classifier, and for 2 x 2 ranks (data
+# attention (untied head), with and without sequence parallelism, a mixture of experts, and a BERT classifier, and for 2 x 2 ranks (data
 # parallel x tensor parallel; ddp, zero1, zero2, zero2 with cpu_offload, zero3) against one rank
 # accumulating 2 micro-batches. The saved model is whole; each rank saves its optimizer pieces
 # (tensor_parallel.json says where they lie), and a checkpoint resumes on one rank and at other
@@ -44,6 +44,20 @@ for m in gpt2 llama; do
     check "$m, tp=2 (sequence parallel $sp) vs 1 rank: weights" same_weights $m-ref $dir 1e-5
   done
 done
+
+# --- a mixture of experts (4 experts, 2 per token, a shared expert, the load-balancing loss; every
+# rank its part of each expert's hidden units, the router whole): tp=2 equals 1 rank, and with
+# sequence parallelism
+moe=("${llama[@]}" model.n_experts=4 model.experts_per_token=2 model.expert_d_ff=32 model.shared_expert_d_ff=16
+     model.router_aux_loss_coef=0.02)
+if run 0 run quickstart "${moe[@]}" run.output_dir="$WORK/moe-ref"; then
+  for sp in false true; do
+    run 0 run quickstart "${moe[@]}" distributed.tensor_parallel=2 distributed.sequence_parallel=$sp \
+      run.output_dir="$WORK/moe-tp2-sp$sp" --nproc-per-node 2 || continue
+    check "mixture of experts, tp=2 (sequence parallel $sp) vs 1 rank: losses" close moe-ref moe-tp2-sp$sp 1 8 1e-5
+    check "mixture of experts, tp=2 (sequence parallel $sp) vs 1 rank: weights" same_weights moe-ref moe-tp2-sp$sp 1e-5
+  done
+fi
 
 # --- hybrid on 2 "nodes" of 4 ranks (two launchers): tp=2 inside each node, zero3 over the node's 2
 # data-parallel ranks of each tensor-parallel rank, replicated across the nodes; against one rank

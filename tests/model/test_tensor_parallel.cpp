@@ -132,6 +132,27 @@ model::ModelSpec olmo2_spec() {
   return s;
 }
 
+// A mixture of experts (Qwen2-MoE's shape: routed experts, a shared expert and its gate, the
+// load-balancing loss) in every other layer.
+model::ModelSpec moe_spec() {
+  model::ModelSpec s = llama_spec();
+  s.n_layer = 2;
+  s.n_experts = 4;
+  s.experts_per_token = 2;
+  s.expert_d_ff = 24;
+  s.shared_expert_d_ff = 16;
+  s.moe_every = 2;
+  s.router_aux_loss_coef = 0.05;
+  return s;
+}
+
+// The loss a test backpropagates: the summed loss and, with a mixture of experts, 0.5 x its
+// load-balancing loss (every rank of a group computes the same).
+torch::Tensor with_aux(model::Transformer& m, const torch::Tensor& loss) {
+  const torch::Tensor aux = m->take_router_aux_loss();
+  return aux.defined() ? loss + 0.5 * aux : loss;
+}
+
 struct Result {
   torch::Tensor loss;
   std::map<std::string, torch::Tensor> grads;  // whole (gathered) gradients by parameter name
@@ -142,7 +163,7 @@ Result whole_model(const model::ModelSpec& spec, const torch::Tensor& ids, const
   torch::manual_seed(11);
   model::Transformer m(spec);
   Result r;
-  r.loss = m->loss_sum(ids, labels, smoothing);
+  r.loss = with_aux(m, m->loss_sum(ids, labels, smoothing));
   (r.loss * 0.3).backward();
   for (const auto& [name, p] : m->parameters_by_name()) r.grads[name] = p.grad().clone();
   r.loss = r.loss.detach();
@@ -164,7 +185,7 @@ std::vector<Result> split_model(const model::ModelSpec& spec, int n, bool sequen
     // The group must outlive the model's use of it: a non-owning pointer.
     m->tensor_parallelize(std::shared_ptr<model::TpGroup>(&group, [](model::TpGroup*) {}));
     Result& r = results[static_cast<size_t>(group.rank())];
-    r.loss = m->loss_sum(ids, labels, smoothing);
+    r.loss = with_aux(m, m->loss_sum(ids, labels, smoothing));
     (r.loss * 0.3).backward();
     r.loss = r.loss.detach();
     for (const auto& [name, p] : m->parameters_by_name()) {
@@ -275,7 +296,7 @@ TEST_CASE("tensor parallel: a split BERT and RoBERTa classifier give the whole m
 }
 
 TEST_CASE("tensor parallel: the plan's share of a rank equals the split parameters of a built model", "[tp]") {
-  for (const model::ModelSpec& spec : {gpt2_spec(), llama_spec(), olmo2_spec()}) {
+  for (const model::ModelSpec& spec : {gpt2_spec(), llama_spec(), olmo2_spec(), moe_spec()}) {
     model::Transformer m(spec, model::WeightInit::kSkip);
     int64_t split = 0, whole = 0;
     for (const auto& [name, p] : m->parameters_by_name()) {
@@ -395,6 +416,12 @@ TEST_CASE("tensor parallel: OLMo 2's q and k norms over all heads, split with th
           "and gradients", "[tp]") {
   check_split_equals_whole(olmo2_spec(), 2, false, 0.0);
   check_split_equals_whole(olmo2_spec(), 2, true, 0.0);
+}
+
+TEST_CASE("tensor parallel: a mixture of experts (each rank its part of every expert, the shared expert split, the "
+          "router whole) gives the whole model's loss, load-balancing loss and gradients", "[tp]") {
+  check_split_equals_whole(moe_spec(), 2, false, 0.0);
+  check_split_equals_whole(moe_spec(), 2, true, 0.0);
 }
 
 TEST_CASE("tensor parallel: sequence parallelism gives the whole model's loss and gradients", "[tp]") {
