@@ -23,6 +23,10 @@ class UnitHooks {
   // After the unit's forward; returns `out`, or `out` with a hook that runs before the unit's
   // backward.
   virtual torch::Tensor after_forward(size_t unit, const torch::Tensor& out) = 0;
+  // The unit's parameters whole outside a forward (to send the weights themselves), without
+  // gathering any other unit ahead, and freed again after.
+  virtual void gather_unit(size_t unit) = 0;
+  virtual void release_unit(size_t unit) = 0;
 };
 
 // Per unit, indices into the model's parameters_by_name().

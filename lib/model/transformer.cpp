@@ -275,9 +275,10 @@ torch::Tensor TransformerImpl::checkpointed_moe_block(const std::shared_ptr<Bloc
         return std::vector<torch::Tensor>{y, local.at(0).prob_sum, local.at(0).counts};
       }),
       x);
-  const torch::Tensor rows = token_mask.defined() ? token_mask.sum()
-                                                  : torch::scalar_tensor(static_cast<double>(x.size(0) * x.size(1)),
-                                                                         out[1].options());
+  // The tokens routed: the mask's, or every slot counted once per token (under sequence
+  // parallelism the layer routes the whole sequence while x is this rank's slice of it).
+  const torch::Tensor rows =
+      token_mask.defined() ? token_mask.sum() : out[2].sum() / static_cast<double>(spec_.experts_per_token);
   router_stats_.push_back(RouterStats{out[2].detach(), out[1], rows});
   return out[0];
 }

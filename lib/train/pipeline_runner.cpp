@@ -250,11 +250,10 @@ void PipelineRunner::sync_tied() {
   torch::NoGradGuard no_grad;
   auto& group = world_.pipeline_group();
   if (stage_ == 0) {
-    // zero3 holds shards of the root between steps: gathered for the send (the root's forward
-    // hooks, as a forward without gradients uses them), then freed again.
-    if (hooks_) hooks_->before_forward(0);
+    // zero3 holds shards of the root between steps: gathered for the send, then freed again.
+    if (hooks_) hooks_->gather_unit(0);
     group.exchange({{tied_embedding().detach().to(device_).contiguous(), stages_ - 1, true}})->wait();
-    if (hooks_) hooks_->after_forward(0, torch::zeros({}));
+    if (hooks_) hooks_->release_unit(0);
   } else if (stage_ + 1 == stages_) {
     torch::Tensor copy = model_.tied_head_copy();
     torch::Tensor buffer = torch::empty(copy.sizes(), copy.options().device(device_));

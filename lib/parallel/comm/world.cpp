@@ -276,6 +276,15 @@ void World::check_mesh(const launch::LaunchEnv& env, const config::DistributedCo
                                 " ranks to hold whole tensor-parallel groups",
                             "start a multiple of " + std::to_string(tp) + " processes per node");
   }
+  const bool node_by_node = env.rank == env.node_rank * env.local_world_size + env.local_rank;
+  if (config.strategy == config::Strategy::kHybrid && !node_by_node) {
+    // The node groups are cut from the data-parallel groups by rank / local_world_size.
+    throw util::ConfigError("distributed.strategy=hybrid with tensor or pipeline parallelism needs the ranks placed "
+                                "node by node (rank " + std::to_string(env.rank) + " is local rank " +
+                                std::to_string(env.local_rank) + " of node " + std::to_string(env.node_rank) + ")",
+                            "start the job with a block distribution (Slurm: --distribution=block; mpirun: "
+                            "--map-by slot), the same number of processes on every node");
+  }
   if (config.strategy == config::Strategy::kHybrid && pp > 1) {
     // Each node holds as many members of a stage's data-parallel group as every other node that
     // holds any (ranks are placed node by node, the stages outermost).

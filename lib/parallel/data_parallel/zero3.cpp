@@ -112,6 +112,9 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
     return out;
   }
 
+  void gather_unit(size_t u) override { ensure_whole(u); }
+  void release_unit(size_t u) override { release(u); }
+
   // --- the training loop's calls ---
   void before_backward(bool) override {
     flush();
