@@ -158,23 +158,8 @@ std::optional<double> Trainer::train_step(double lr_factor) {
     max_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kMax)->wait(); };
   }
   const std::vector<torch::Tensor> grads = strategy_->grads();
-  if (world_->pp_size() > 1) {
-    // Each stage holds its own parameters: their norms and overflow add up over the pipeline.
-    parallel::Communicator* pipeline = &world_->pipeline_group();
-    sum_shards = [pipeline, shards = sum_shards](torch::Tensor& x) {
-      if (shards) shards(x);
-      pipeline->all_reduce(x, parallel::ReduceOp::kSum)->wait();
-    };
-    max_shards = [pipeline, shards = max_shards](torch::Tensor& x) {
-      if (shards) shards(x);
-      pipeline->all_reduce(x, parallel::ReduceOp::kMax)->wait();
-    };
-  }
-  if (world_->tp_size() > 1) {
-    // The tensor-parallel group's pieces together make the whole gradient: each piece's squared
-    // norm once, a parameter every rank holds whole once over the group (1 / tp per rank); after
-    // the sum over the data-parallel shards (zero), the sum over the group.
-    parallel::Communicator* group = &world_->tensor_parallel_group();
+  // Then summed (or maxed) over `group` as well.
+  const auto also_over = [&sum_shards, &max_shards](parallel::Communicator* group) {
     sum_shards = [group, shards = sum_shards](torch::Tensor& x) {
       if (shards) shards(x);
       group->all_reduce(x, parallel::ReduceOp::kSum)->wait();
@@ -183,6 +168,14 @@ std::optional<double> Trainer::train_step(double lr_factor) {
       if (shards) shards(x);
       group->all_reduce(x, parallel::ReduceOp::kMax)->wait();
     };
+  };
+  // Each stage holds its own parameters: their norms and overflow add up over the pipeline.
+  if (world_->pp_size() > 1) also_over(&world_->pipeline_group());
+  if (world_->tp_size() > 1) {
+    // The tensor-parallel group's pieces together make the whole gradient: each piece's squared
+    // norm once, a parameter every rank holds whole once over the group (1 / tp per rank); after
+    // the sum over the data-parallel shards (zero), the sum over the group.
+    also_over(&world_->tensor_parallel_group());
     if (tp_norm_weights_.empty()) tp_norm_weights_ = strategy_->norm_weights(tp_norm_weights());
   }
   scaler_.unscale_grads(grads, max_shards);
