@@ -173,18 +173,17 @@ int run_plan(const PlanArgs& a) {
   // Pipeline parallelism: each stage's blocks, parameters and activations; a rank holds its stage's
   // share of the model (the largest stage's in the table).
   std::vector<parallel::StagePlan> stages;
-  const auto stage_plans = [&](int t, int p) {
+  // The stages at pipeline parallelism `p` for one micro-batch of `shape`.
+  const auto stage_plans = [&](const parallel::ActivationShape& shape, int p) {
     const model::ModelSpec& spec = *decoder;
     config::Config at = cfg;
     at.distributed.pipeline_parallel = p;
     if (p != pp) at.distributed.pipeline_stages.clear();
     std::vector<int64_t> layers;
     for (int64_t i = 0; i < spec.n_layer; ++i) layers.push_back(spec.layer_parameter_count(i));
-    const int64_t first = spec.vocab_size * spec.d_model + (spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0);
-    const int64_t last = std::max<int64_t>(0, spec.root_parameter_count() - first);
-    const int64_t copy = spec.tie_embeddings ? spec.vocab_size * spec.d_model : 0;  // a tied head's copy
-    return parallel::plan_stages(activation_shape(cfg, spec, t), train::pipeline_boundaries(at), layers, first, last,
-                                 copy, train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
+    const train::StageExtras extras = train::stage_extras(spec);
+    return parallel::plan_stages(shape, train::pipeline_boundaries(at), layers, extras.first, extras.last, extras.copy,
+                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
   };
   const auto largest = [](const std::vector<parallel::StagePlan>& plans) {
     parallel::StagePlan most;
@@ -200,7 +199,7 @@ int run_plan(const PlanArgs& a) {
     const double share_of_model = static_cast<double>(largest(plans).parameters) / static_cast<double>(psi);
     return static_cast<int64_t>(static_cast<double>(per_rank(t)) * share_of_model + 0.5);
   };
-  if (pp > 1) stages = stage_plans(tp, pp);
+  if (pp > 1) stages = stage_plans(activation_shape(cfg, *decoder, tp), pp);  // Ψ now; activations again below
   std::cout << "model: Ψ = " << psi << " parameters\n" << experts;
   if (tp > 1) {
     std::cout << "tensor parallel " << tp << ": Ψ per rank = " << share.split << " split / " << tp << " + "
@@ -249,13 +248,7 @@ int run_plan(const PlanArgs& a) {
     }
     std::cout << "\n" << parallel::activation_summary(shape) << note;
     if (pp > 1) {
-      for (auto& stage : stages) {  // with this run's document masking
-        parallel::ActivationShape mine = shape;
-        mine.n_layer = stage.end_layer - stage.first_layer;
-        const parallel::ActivationEstimate e = parallel::estimate_activations(mine);
-        const bool last = &stage == &stages.back();
-        stage.activations = stage.in_flight * (e.blocks + e.mask + (last ? e.head : 0.0));
-      }
+      stages = stage_plans(shape, pp);  // with this run's document masking
       std::cout << parallel::pipeline_summary(stages, train::pipeline_schedule(cfg),
                                               static_cast<int>(cfg.trainer.grad_accum_steps));
     }
@@ -283,16 +276,9 @@ int run_plan(const PlanArgs& a) {
           shape.document_mask = document_mask;
           shape.variable_length = variable_length;
           activations = parallel::estimate_activations(shape).total();
-          if (p > 1) {
-            activations = 0;
-            const auto plans = stage_plans(t, p);
-            for (const auto& stage : plans) {
-              parallel::ActivationShape mine = shape;
-              mine.n_layer = stage.end_layer - stage.first_layer;
-              const parallel::ActivationEstimate e = parallel::estimate_activations(mine);
-              const bool last = &stage == &plans.back();
-              activations = std::max(activations, stage.in_flight * (e.blocks + e.mask + (last ? e.head : 0.0)));
-            }
+          if (p > 1) {  // the largest stage's parameters and the most any stage holds of activations
+            const auto plans = stage_plans(shape, p);
+            activations = largest(plans).activations;
             held = rank_psi(t, plans);
           }
         }

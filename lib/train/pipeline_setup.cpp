@@ -110,15 +110,20 @@ std::vector<int64_t> pipeline_boundaries(const config::Config& config) {
     return out;
   }
   const model::ModelSpec spec = model::ModelSpec::from_config(config.model);
-  const int64_t embedding = spec.vocab_size * spec.d_model;
-  const int64_t positions = spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0;
-  const int64_t root = spec.root_parameter_count();
-  const int64_t first = embedding + positions;
-  // The final norm and the head: untied, its own; tied, the copy of the embedding it holds.
-  const int64_t last = std::max<int64_t>(0, root - first) + (spec.tie_embeddings ? embedding : 0);
+  const StageExtras extras = stage_extras(spec);
   std::vector<int64_t> blocks;
   for (int64_t i = 0; i < spec.n_layer; ++i) blocks.push_back(spec.layer_parameter_count(i));
-  return parallel::balanced_boundaries(blocks, first, last, static_cast<int>(d.pipeline_parallel));
+  return parallel::balanced_boundaries(blocks, extras.first, extras.last + extras.copy,
+                                       static_cast<int>(d.pipeline_parallel));
+}
+
+StageExtras stage_extras(const model::ModelSpec& spec) {
+  const int64_t embedding = spec.vocab_size * spec.d_model;
+  StageExtras extras;
+  extras.first = embedding + (spec.learned_positions() ? spec.max_seq_len * spec.d_model : 0);
+  extras.last = std::max<int64_t>(0, spec.root_parameter_count() - extras.first);
+  extras.copy = spec.tie_embeddings ? embedding : 0;
+  return extras;
 }
 
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/spec.h"
 #include "parallel/comm/world.h"
 #include "parallel/pipeline/schedule.h"
 #include "train/task_model.h"
@@ -20,7 +21,18 @@ namespace hftrain::train {
 // adapters.
 void check_pipeline_parallel(const config::Config& config);
 
-// The stages' block boundaries: distributed.pipeline_stages, or balanced by parameter count.
+// What the stages hold besides their blocks, in parameters: the first stage's embeddings (and
+// learned positions), the last stage's final norm and untied head, and a tied head's copy of the
+// embedding on the last stage (held, not trained).
+struct StageExtras {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t copy = 0;
+};
+StageExtras stage_extras(const model::ModelSpec& spec);
+
+// The stages' block boundaries: distributed.pipeline_stages, or balanced by parameter count (a
+// tied head's copy counted on the last stage).
 std::vector<int64_t> pipeline_boundaries(const config::Config& config);
 
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config);
