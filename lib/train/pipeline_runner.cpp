@@ -70,7 +70,8 @@ nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Com
       const nlohmann::json& group = stage_groups[g];
       size_t at = groups.size();
       for (size_t k = 0; k < groups.size(); ++k) {
-        if (groups[k].at("base_lr") == group.at("base_lr") && groups[k].at("weight_decay") == group.at("weight_decay")) {
+        if (groups[k].at("base_lr") == group.at("base_lr") &&
+            groups[k].at("weight_decay") == group.at("weight_decay")) {
           at = k;
         }
       }
@@ -111,15 +112,20 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
   if (config.distributed.sequence_parallel && world.tp_size() > 1) sequence_split_ = world.tp_size();
   const auto params = model.parameters_by_name();
   if (!params.empty()) dtype_ = params.front().second.scalar_type();
+  for (const auto& [name, p] : params) {  // the first stage's tied embedding (its storage may change, not its handle)
+    if (tied_ && stage_ == 0 && name == kEmbedding) embedding_ = p;
+  }
 }
 
 std::string PipelineRunner::memory_clause() const {
   const auto s = static_cast<size_t>(stage_);
-  std::string clause = "; pipeline stage " + std::to_string(stage_) + " of " + std::to_string(stages_) + ": Ψ = its blocks " +
+  std::string clause = "; pipeline stage " + std::to_string(stage_) + " of " + std::to_string(stages_) +
+                       ": Ψ = its blocks " +
                        std::to_string(boundaries_[s]) + "-" + std::to_string(boundaries_[s + 1] - 1);
   if (stage_ == 0) clause += " and the embeddings";
   if (stage_ + 1 == stages_) {
-    clause += std::string(" and the final norm") + (tied_ ? " (the head: a copy of the first stage's embedding)" : " and head");
+    clause += std::string(" and the final norm") +
+              (tied_ ? " (the head: a copy of the first stage's embedding)" : " and head");
   }
   return clause;
 }
@@ -130,10 +136,8 @@ torch::Tensor PipelineRunner::hidden_buffer(const data::Batch& batch) const {
 }
 
 torch::Tensor PipelineRunner::tied_embedding() const {
-  for (const auto& [name, p] : model_.parameters_by_name()) {
-    if (name == kEmbedding) return p;
-  }
-  TORCH_CHECK(false, "PipelineRunner: the first stage holds no ", kEmbedding);
+  TORCH_CHECK(embedding_.defined(), "PipelineRunner: the first stage holds no ", kEmbedding);
+  return embedding_;
 }
 
 torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, double label_smoothing,

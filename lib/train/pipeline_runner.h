@@ -52,7 +52,7 @@ class PipelineRunner {
   // A buffer for a micro-batch's activations between stages: (B, T, C), T / tp under sequence
   // parallelism.
   torch::Tensor hidden_buffer(const data::Batch& batch) const;
-  torch::Tensor tied_embedding() const;  // the first stage's embedding parameter
+  torch::Tensor tied_embedding() const;  // the first stage's embedding parameter (embedding_)
 
   TaskModel& model_;
   parallel::World& world_;
@@ -66,6 +66,7 @@ class PipelineRunner {
   bool tied_ = false;
   torch::ScalarType dtype_ = torch::kFloat32;
   config::Precision precision_ = config::Precision::kFp32;
+  torch::Tensor embedding_;  // the first stage's tied embedding, found once
 };
 
 // This stage's optimizer meta with every stage's parameters in its groups (collective over the
