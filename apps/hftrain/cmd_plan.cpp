@@ -178,12 +178,16 @@ int run_plan(const PlanArgs& a) {
     const model::ModelSpec& spec = *decoder;
     config::Config at = cfg;
     at.distributed.pipeline_parallel = p;
-    if (p != pp) at.distributed.pipeline_stages.clear();
+    if (p != pp) {  // the other layouts without this run's boundaries or interleaving
+      at.distributed.pipeline_stages.clear();
+      at.distributed.pipeline_virtual_stages = 1;
+    }
     std::vector<int64_t> layers;
     for (int64_t i = 0; i < spec.n_layer; ++i) layers.push_back(spec.layer_parameter_count(i));
     const train::StageExtras extras = train::stage_extras(spec);
     return parallel::plan_stages(shape, train::pipeline_boundaries(at), layers, extras.first, extras.last, extras.copy,
-                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps));
+                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps),
+                                 static_cast<int>(at.distributed.pipeline_virtual_stages));
   };
   const auto largest = [](const std::vector<parallel::StagePlan>& plans) {
     parallel::StagePlan most;
@@ -250,7 +254,8 @@ int run_plan(const PlanArgs& a) {
     if (pp > 1) {
       stages = stage_plans(shape, pp);  // with this run's document masking
       std::cout << parallel::pipeline_summary(stages, train::pipeline_schedule(cfg),
-                                              static_cast<int>(cfg.trainer.grad_accum_steps));
+                                              static_cast<int>(cfg.trainer.grad_accum_steps),
+                                              static_cast<int>(cfg.distributed.pipeline_virtual_stages));
     }
     document_mask = shape.document_mask;
     variable_length = shape.variable_length;

@@ -322,9 +322,11 @@ struct DistributedConfig {
   int64_t tensor_parallel = 1;
   bool sequence_parallel = false;
   // Pipeline parallelism: stages that each hold consecutive blocks (the embeddings on the first,
-  // the head and loss on the last); the blocks' boundaries (stages + 1 numbers from 0 to the
-  // model's layers; empty: balanced by parameter count) and the micro-batch schedule.
+  // the head and loss on the last), or with virtual stages several groups of them (interleaved);
+  // the blocks' boundaries (stages x virtual stages + 1 numbers from 0 to the model's layers;
+  // empty: balanced by parameter count) and the micro-batch schedule.
   int64_t pipeline_parallel = 1;
+  int64_t pipeline_virtual_stages = 1;
   std::vector<double> pipeline_stages;
   PipelineSchedule pipeline_schedule = PipelineSchedule::k1f1b;
   // Time budgets of a collective, in seconds, by phase.

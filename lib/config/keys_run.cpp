@@ -71,13 +71,20 @@ void add_run_keys(Schema& s) {
            "loss on the last) and passes activations and their gradients to its neighbours. The world is data "
            "parallel x tensor parallel x pipeline parallel, pipeline outermost; the accumulation micro-batches "
            "(trainer.grad_accum_steps) flow through the pipeline.");
+  s.add("distributed.pipeline_virtual_stages", Type::kInt, HFTRAIN_FIELD(distributed.pipeline_virtual_stages))
+      .on_resume(ResumeChange::kSafe)
+      .def("1").min(1)
+      .doc("Interleaved pipeline (Megatron's virtual stages): each stage holds this many groups of consecutive "
+           "blocks, group c of stage s being virtual stage c x pipeline_parallel + s, so the pipeline fills and "
+           "drains this many times faster for one more exchange per micro-batch and group. Needs "
+           "trainer.grad_accum_steps a multiple of pipeline_parallel (micro-batches go in groups of the stages).");
   s.add("distributed.pipeline_stages", Type::kFloatList, HFTRAIN_FIELD(distributed.pipeline_stages))
       .on_resume(ResumeChange::kTraining)
       .def("[]").min(0)
-      .doc("Block boundaries of the pipeline stages, pipeline_parallel + 1 ascending whole numbers from 0 to the "
-           "model's layers: [0, 6, 12] puts blocks 0-5 on stage 0 and 6-11 on stage 1. Empty: stages balanced by "
-           "parameter count (the embeddings counted on the first stage, the head on the last: a tied head as the copy "
-           "of the embedding it holds).");
+      .doc("Block boundaries of the pipeline's (virtual) stages, pipeline_parallel x pipeline_virtual_stages + 1 "
+           "ascending whole numbers from 0 to the model's layers: [0, 6, 12] puts blocks 0-5 on stage 0 and 6-11 on "
+           "stage 1. Empty: stages balanced by parameter count (the embeddings counted on the first stage, the head "
+           "on the last: a tied head as the copy of the embedding it holds).");
   s.add("distributed.pipeline_schedule", Type::kChoice, HFTRAIN_FIELD(distributed.pipeline_schedule))
       .on_resume(ResumeChange::kSafe)
       .choices({"gpipe", "1f1b"}).def("1f1b")

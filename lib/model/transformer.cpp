@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/autocast_mode.h>
@@ -90,7 +91,7 @@ void TransformerImpl::tensor_parallelize(std::shared_ptr<TpGroup> group) {
               group->rank(), group->size());
   tp_ = std::move(group);
   vocab_ = VocabParallel{tp_.get(), vocab_slice(spec_.vocab_size, tp_->rank(), tp_->size())};
-  for (int64_t i = first_layer(); i < end_layer(); ++i) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());
+  for (int64_t i : held_layers()) layers_->ptr<BlockImpl>(i)->set_tensor_parallel(tp_.get());
   if (tp_->sequence_parallel()) final_norm_->as<NormImpl>()->sum_grad_over(tp_.get());
 }
 
@@ -144,7 +145,7 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   router_stats_.clear();
   torch::Tensor x = embed(input_ids, offset, position_ids);
   const auto [attention, sliding] = attention_inputs(position_ids, T, offset, x.scalar_type(), x.device());
-  x = run_blocks(x, *attention, *sliding, cache, offset, input_ids.numel());
+  x = run_blocks(x, *attention, *sliding, cache, offset, input_ids.numel(), 0, spec_.n_layer);
   x = final_norm_->as<NormImpl>()->forward(x);
   if (cache) cache->length = offset + T;
   return x;
@@ -224,14 +225,15 @@ std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inp
 
 torch::Tensor TransformerImpl::run_blocks(torch::Tensor x, const AttentionInputs& attention,
                                           const AttentionInputs& sliding, KvCache* cache, int64_t offset,
-                                          int64_t tokens) {
+                                          int64_t tokens, int64_t begin, int64_t end) {
   // The load-balancing loss counts the tokens of the mask set for this batch (B x T of them).
   torch::Tensor token_mask;
   if (router_token_mask_.defined() && router_token_mask_.numel() == tokens && !cache) {
     token_mask = router_token_mask_.reshape({-1}).ne(0).to(torch::kFloat32);
   }
-  for (int64_t i = first_layer(); i < end_layer(); ++i) {
-    const size_t unit = static_cast<size_t>(i - first_layer()) + 1;  // the root is unit 0
+  const size_t first_unit = unit_of_layer(begin);
+  for (int64_t i = begin; i < end; ++i) {
+    const size_t unit = first_unit + static_cast<size_t>(i - begin);
     LayerCache layer_cache;
     if (cache) layer_cache = LayerCache{&cache->keys[i], &cache->values[i], offset};
     auto block = layers_->ptr<BlockImpl>(i);
@@ -309,17 +311,30 @@ std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::parameters_b
 
 ParameterUnits TransformerImpl::parameter_units() const {
   // The root (unit 0) and this model's blocks (all of them, or a pipeline stage's) in order.
-  ParameterUnits units(static_cast<size_t>(end_layer() - first_layer()) + 1);
+  ParameterUnits units(held_layers().size() + 1);
   const auto params = parameters_by_name();
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     size_t unit = 0;
-    if (name.rfind("layers.", 0) == 0) {
-      unit = static_cast<size_t>(std::stoll(name.substr(7, name.find('.', 7) - 7)) - first_layer()) + 1;
-    }
+    if (name.rfind("layers.", 0) == 0) unit = unit_of_layer(std::stoll(name.substr(7, name.find('.', 7) - 7)));
     units[unit].push_back(i);
   }
   return units;
+}
+
+std::vector<int64_t> TransformerImpl::held_layers() const {
+  if (stage_.stages > 1) return stage_.layers();
+  std::vector<int64_t> all(static_cast<size_t>(spec_.n_layer));
+  for (int64_t i = 0; i < spec_.n_layer; ++i) all[static_cast<size_t>(i)] = i;
+  return all;
+}
+
+size_t TransformerImpl::unit_of_layer(int64_t layer) const {
+  if (stage_.stages == 1) return static_cast<size_t>(layer) + 1;
+  const std::vector<int64_t> held = stage_.layers();
+  const auto at = std::find(held.begin(), held.end(), layer);
+  TORCH_CHECK(at != held.end(), "unit_of_layer: block ", layer, " is another stage's");
+  return static_cast<size_t>(at - held.begin()) + 1;
 }
 
 int64_t TransformerImpl::non_embedding_parameters() const {

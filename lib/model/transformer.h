@@ -91,20 +91,22 @@ class TransformerImpl : public torch::nn::Module {
   // Where rank `rank`'s piece of parameter `name` lies in the whole one (whole without a group).
   TpSplit tp_split(const std::string& name, int rank) const;
 
-  // Pipeline parallelism: keeps only `stage`'s parameters (its blocks; the embeddings on the first
-  // stage, the final norm and head on the last). The others stay registered under their names but
-  // hold no memory, and parameters_by_name() and parameter_units() leave them out. A tied head's
-  // last stage keeps a copy of the embedding (tied_head_copy) that is not its parameter: the first
-  // stage owns and updates it. Once, after the weights are in place (every rank alike) and before
-  // tensor_parallelize.
-  // `boundaries`: the stages' block boundaries (stages + 1 indices from 0 to n_layer).
-  void pipeline_split(const std::vector<int64_t>& boundaries, int stage);
+  // Pipeline parallelism: keeps only stage `stage`'s parameters of `stages` (its blocks; the
+  // embeddings on the first stage, the final norm and head on the last). The others stay
+  // registered under their names but hold no memory, and parameters_by_name() and
+  // parameter_units() leave them out. A tied head's last stage keeps a copy of the embedding
+  // (tied_head_copy) that is not its parameter: the first stage owns and updates it. Once, after
+  // the weights are in place (every rank alike) and before tensor_parallelize.
+  // `boundaries`: the virtual stages' block boundaries (stages * chunks + 1 indices from 0 to
+  // n_layer; chunks = 1 without virtual stages), PipelineStage's.
+  void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages);
   const PipelineStage* pipeline_stage() const { return stage_.stages > 1 ? &stage_ : nullptr; }
-  // This stage's part of loss_sum: from the input ids (first stage) or the previous stage's output
-  // `hidden` to the hidden states after its blocks (B, T, C) (under sequence parallelism this
-  // rank's slice of T), or on the last stage to the loss summed over `labels`' targets.
+  // Chunk `chunk`'s part of loss_sum: from the input ids (the first virtual stage) or the previous
+  // virtual stage's output `hidden` to the hidden states after its blocks (B, T, C) (under sequence
+  // parallelism this rank's slice of T), or on the last virtual stage to the loss summed over
+  // `labels`' targets.
   torch::Tensor stage_forward(const torch::Tensor& input_ids, const torch::Tensor& hidden, const torch::Tensor& labels,
-                              double label_smoothing, const torch::Tensor& position_ids);
+                              double label_smoothing, const torch::Tensor& position_ids, int chunk = 0);
   // Every parameter present (the other stages' allocated in host memory, values unset) for a scope
   // that reads or writes the whole model (saving on the main rank, loading on every rank), or back
   // to this stage's own (the others freed again; the tied copy restored as it was).
@@ -122,12 +124,13 @@ class TransformerImpl : public torch::nn::Module {
   std::pair<AttentionInputsPtr, AttentionInputsPtr> attention_inputs(const torch::Tensor& position_ids, int64_t T,
                                                                      int64_t offset, torch::ScalarType dtype,
                                                                      const torch::Device& device);
-  // This stage's blocks over x.
+  // The blocks [begin, end) over x (this model holds them).
   torch::Tensor run_blocks(torch::Tensor x, const AttentionInputs& attention, const AttentionInputs& sliding,
-                           KvCache* cache, int64_t offset, int64_t tokens);
-  // The blocks this model holds, by layer index (all of them unless pipelined).
-  int64_t first_layer() const { return stage_.first_layer; }
-  int64_t end_layer() const { return stage_.stages > 1 ? stage_.end_layer : spec_.n_layer; }
+                           KvCache* cache, int64_t offset, int64_t tokens, int64_t begin, int64_t end);
+  // The blocks this model holds, by layer index in order (all of them unless pipelined), and the
+  // parameter unit of held block `layer` (the root is unit 0, the held blocks follow).
+  std::vector<int64_t> held_layers() const;
+  size_t unit_of_layer(int64_t layer) const;
   // Whether parameter `name` is this stage's (always without pipeline parallelism, and while the
   // whole model is present).
   bool owns(const std::string& name) const;
@@ -145,7 +148,6 @@ class TransformerImpl : public torch::nn::Module {
   ModelSpec spec_;
   std::shared_ptr<TpGroup> tp_;
   PipelineStage stage_;  // stages == 1: not pipelined
-  std::vector<int64_t> boundaries_;  // the stages' block boundaries (pipelined)
   std::vector<std::pair<torch::Tensor, std::vector<int64_t>>> absent_;  // other stages' parameters, whole shapes
   torch::Tensor held_copy_;  // the tied copy set aside while the whole model is present
   bool whole_ = false;

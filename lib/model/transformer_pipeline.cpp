@@ -11,15 +11,15 @@ namespace hftrain::model {
 
 bool TransformerImpl::owns(const std::string& name) const {
   if (stage_.stages == 1 || whole_) return true;
-  return stage_of_parameter(name, boundaries_) == stage_.stage;
+  return stage_of_parameter(name, stage_.boundaries, stage_.stages) == stage_.stage;
 }
 
-int stage_of_parameter(const std::string& name, const std::vector<int64_t>& boundaries) {
-  const int stages = static_cast<int>(boundaries.size()) - 1;
+int stage_of_parameter(const std::string& name, const std::vector<int64_t>& boundaries, int stages) {
+  const int virtual_stages = static_cast<int>(boundaries.size()) - 1;
   if (name.rfind("layers.", 0) == 0) {
     const int64_t layer = std::stoll(name.substr(7, name.find('.', 7) - 7));
-    for (int s = 0; s < stages; ++s) {
-      if (layer < boundaries[static_cast<size_t>(s) + 1]) return s;
+    for (int v = 0; v < virtual_stages; ++v) {
+      if (layer < boundaries[static_cast<size_t>(v) + 1]) return v % stages;
     }
     return stages - 1;
   }
@@ -27,18 +27,17 @@ int stage_of_parameter(const std::string& name, const std::vector<int64_t>& boun
   return stages - 1;  // final_norm, lm_head
 }
 
-void TransformerImpl::pipeline_split(const std::vector<int64_t>& boundaries, int stage) {
-  const int stages = static_cast<int>(boundaries.size()) - 1;
+void TransformerImpl::pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages) {
   if (stages <= 1) return;
+  const int virtual_stages = static_cast<int>(boundaries.size()) - 1;
   TORCH_CHECK(stage_.stages == 1 && !tp_, "pipeline_split: once, before tensor_parallelize");
-  TORCH_CHECK(stage >= 0 && stage < stages && boundaries.front() == 0 && boundaries.back() == spec_.n_layer,
+  TORCH_CHECK(stage >= 0 && stage < stages && virtual_stages % stages == 0 && boundaries.front() == 0 &&
+                  boundaries.back() == spec_.n_layer,
               "pipeline_split: bad boundaries");
   for (size_t s = 0; s + 1 < boundaries.size(); ++s) {
     TORCH_CHECK(boundaries[s] < boundaries[s + 1], "pipeline_split: a stage without blocks");
   }
-  boundaries_ = boundaries;
-  stage_ = PipelineStage{stage, stages, boundaries[static_cast<size_t>(stage)],
-                         boundaries[static_cast<size_t>(stage) + 1]};
+  stage_ = PipelineStage{stage, stages, virtual_stages / stages, boundaries};
   torch::NoGradGuard no_grad;
   for (const auto& item : named_parameters(/*recurse=*/true)) {
     const std::string& name = item.key();
@@ -79,16 +78,17 @@ void TransformerImpl::set_pipeline_whole(bool whole) {
 
 torch::Tensor TransformerImpl::stage_forward(const torch::Tensor& input_ids, const torch::Tensor& hidden,
                                              const torch::Tensor& labels, double label_smoothing,
-                                             const torch::Tensor& position_ids) {
-  TORCH_CHECK(stage_.stages > 1, "stage_forward: the model is not pipelined");
+                                             const torch::Tensor& position_ids, int chunk) {
+  TORCH_CHECK(stage_.stages > 1 && chunk >= 0 && chunk < stage_.chunks, "stage_forward: the model is not pipelined");
   const int64_t T = input_ids.size(1);
   TORCH_CHECK(T <= spec_.max_seq_len, "sequence of ", T, " positions exceeds model.max_seq_len ", spec_.max_seq_len);
   if (hooks_) hooks_->before_forward(0);
   router_stats_.clear();
-  torch::Tensor x = stage_.first() ? embed(input_ids, 0, position_ids) : hidden;
+  torch::Tensor x = stage_.embeds(chunk) ? embed(input_ids, 0, position_ids) : hidden;
   const auto [attention, sliding] = attention_inputs(position_ids, T, 0, x.scalar_type(), x.device());
-  x = run_blocks(x, *attention, *sliding, nullptr, 0, input_ids.numel());
-  if (!stage_.last()) return hooks_ ? hooks_->after_forward(0, x) : x;
+  x = run_blocks(x, *attention, *sliding, nullptr, 0, input_ids.numel(), stage_.first_layer(chunk),
+                 stage_.end_layer(chunk));
+  if (!stage_.heads(chunk)) return hooks_ ? hooks_->after_forward(0, x) : x;
   x = final_norm_->as<NormImpl>()->forward(x);
   if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,

@@ -27,12 +27,13 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     *logits = model_->forward(batch.input_ids, nullptr, batch.position_ids);
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
-  void pipeline_split(const std::vector<int64_t>& boundaries, int stage) override {
-    model_->pipeline_split(boundaries, stage);
+  void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages) override {
+    model_->pipeline_split(boundaries, stage, stages);
   }
   const model::PipelineStage* pipeline_stage() const override { return model_->pipeline_stage(); }
-  torch::Tensor stage_forward(const data::Batch& batch, const torch::Tensor& hidden, double label_smoothing) override {
-    return model_->stage_forward(batch.input_ids, hidden, batch.labels, label_smoothing, batch.position_ids);
+  torch::Tensor stage_forward(const data::Batch& batch, const torch::Tensor& hidden, double label_smoothing,
+                              int chunk) override {
+    return model_->stage_forward(batch.input_ids, hidden, batch.labels, label_smoothing, batch.position_ids, chunk);
   }
   void set_pipeline_whole(bool whole) override { model_->set_pipeline_whole(whole); }
   torch::Tensor tied_head_copy() const override { return model_->tied_head_copy(); }

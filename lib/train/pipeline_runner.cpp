@@ -104,6 +104,7 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
       boundaries_(pipeline_boundaries(config)),
       stage_(world.pp_rank()),
       stages_(world.pp_size()),
+      chunks_(static_cast<int>(config.distributed.pipeline_virtual_stages)),
       precision_(config.trainer.precision) {
   const model::ModelSpec* spec = model.decoder_spec();
   TORCH_CHECK(spec && model.pipeline_stage(), "PipelineRunner: a pipelined decoder");
@@ -118,10 +119,8 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
 }
 
 std::string PipelineRunner::memory_clause() const {
-  const auto s = static_cast<size_t>(stage_);
   std::string clause = "; pipeline stage " + std::to_string(stage_) + " of " + std::to_string(stages_) +
-                       ": Ψ = its blocks " +
-                       std::to_string(boundaries_[s]) + "-" + std::to_string(boundaries_[s + 1] - 1);
+                       ": Ψ = its blocks " + stage_blocks(boundaries_, stage_, stages_);
   if (stage_ == 0) clause += " and the embeddings";
   if (stage_ + 1 == stages_) {
     clause += std::string(" and the final norm") +
@@ -143,66 +142,77 @@ torch::Tensor PipelineRunner::tied_embedding() const {
 torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, double label_smoothing,
                                          const StepHooks& hooks) {
   const int count = static_cast<int>(micro.size());
-  const std::vector<parallel::PipelineOp> ops = parallel::stage_schedule(schedule_, stage_, stages_, count);
-  const auto exchanges = parallel::stage_exchanges(ops, stage_, stages_);
-  const bool first = stage_ == 0, last = stage_ + 1 == stages_;
-  // Per micro-batch: the activations received (a leaf whose gradient goes back), this stage's
-  // output (the loss to back-propagate on the last stage), the output's gradient received.
-  std::vector<torch::Tensor> inputs(static_cast<size_t>(count)), outputs(inputs), output_grads(inputs);
+  const std::vector<parallel::PipelineOp> ops = parallel::stage_schedule(schedule_, stage_, stages_, count, chunks_);
+  const auto exchanges = parallel::stage_exchanges(ops, stage_, stages_, chunks_, tied_);
+  const model::PipelineStage& at = *model_.pipeline_stage();
+  // Per (chunk, micro-batch): the activations received (a leaf whose gradient goes back), the
+  // chunk's output (the loss to back-propagate on the last virtual stage), the output's gradient
+  // received.
+  const auto slot = [count](int chunk, int m) { return static_cast<size_t>(chunk) * static_cast<size_t>(count) + static_cast<size_t>(m); };
+  std::vector<torch::Tensor> inputs(static_cast<size_t>(count * chunks_)), outputs(inputs), output_grads(inputs);
   torch::Tensor loss_total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
   const torch::Tensor copy = model_.tied_head_copy();
   torch::Tensor tied_grad;  // first stage: the head's gradient of the tied embedding
 
   const auto run_exchange = [&](size_t k) {
     std::vector<parallel::PeerTransfer> transfers;
-    std::vector<int> sent_grads;
+    std::vector<size_t> sent_grads;
     for (const parallel::PipelineTransfer& x : exchanges[k]) {
-      const auto m = static_cast<size_t>(x.micro);
-      if (x.send && x.activation) {
-        transfers.push_back({outputs[m].detach().contiguous(), x.peer, true});
-      } else if (x.send) {
-        transfers.push_back({inputs[m].grad().contiguous(), x.peer, true});
-        sent_grads.push_back(x.micro);
-      } else {
-        torch::Tensor buffer = hidden_buffer(micro[m]);
-        (x.activation ? inputs[m] : output_grads[m]) = buffer;
-        transfers.push_back({buffer, x.peer, false});
+      const size_t i = slot(x.chunk, x.micro);
+      switch (x.payload) {
+        case parallel::Payload::kActivation:
+          if (x.send) {
+            transfers.push_back({outputs[i].detach().contiguous(), x.peer, true});
+          } else {
+            inputs[i] = hidden_buffer(micro[static_cast<size_t>(x.micro)]);
+            transfers.push_back({inputs[i], x.peer, false});
+          }
+          break;
+        case parallel::Payload::kGradient:
+          if (x.send) {
+            transfers.push_back({inputs[i].grad().contiguous(), x.peer, true});
+            sent_grads.push_back(i);
+          } else {
+            output_grads[i] = hidden_buffer(micro[static_cast<size_t>(x.micro)]);
+            transfers.push_back({output_grads[i], x.peer, false});
+          }
+          break;
+        case parallel::Payload::kTiedGradient:
+          // From the last stage after its last backward, to the first stage before its own.
+          if (x.send) {
+            transfers.push_back({copy.grad().defined() ? copy.grad().contiguous() : torch::zeros_like(copy), x.peer, true});
+          } else {
+            tied_grad = torch::empty_like(tied_embedding());
+            transfers.push_back({tied_grad, x.peer, false});
+          }
+          break;
       }
     }
-    // The tied embedding's head gradient: from the last stage after its last backward, to the
-    // first stage before its own (both schedules end on the last micro-batch's backward).
-    if (tied_ && last && k == ops.size()) {
-      torch::Tensor g = copy.grad().defined() ? copy.grad().contiguous() : torch::zeros_like(copy);
-      transfers.push_back({g, 0, true});
-    }
-    if (tied_ && first && k + 1 == ops.size()) {
-      tied_grad = torch::empty_like(tied_embedding());
-      transfers.push_back({tied_grad, stages_ - 1, false});
-    }
     if (!transfers.empty()) world_.pipeline_group().exchange(transfers)->wait();
-    for (int m : sent_grads) inputs[static_cast<size_t>(m)] = torch::Tensor();
+    for (size_t i : sent_grads) inputs[i] = torch::Tensor();
   };
 
   for (size_t k = 0; k < ops.size(); ++k) {
     run_exchange(k);
     const parallel::PipelineOp& op = ops[k];
-    const auto m = static_cast<size_t>(op.micro);
+    const size_t i = slot(op.chunk, op.micro);
     if (op.forward) {
-      if (!first) inputs[m].requires_grad_(true);
+      if (!at.embeds(op.chunk)) inputs[i].requires_grad_(true);
       torch::Tensor out;
       {
         AutocastScope autocast(precision_, device_);
-        out = model_.stage_forward(micro[m], inputs[m], label_smoothing);
+        out = model_.stage_forward(micro[static_cast<size_t>(op.micro)], inputs[i], label_smoothing, op.chunk);
       }
-      if (last) {
+      if (at.heads(op.chunk)) {
         loss_total += out.detach();
-        outputs[m] = hooks.loss(out);
+        outputs[i] = hooks.loss(out);
       } else {
-        outputs[m] = out;
+        outputs[i] = out;
       }
       continue;
     }
-    const bool last_backward = op.micro + 1 == count;
+    // Every schedule ends on chunk 0's backward of the last micro-batch.
+    const bool last_backward = k + 1 == ops.size();
     if (tied_grad.defined() && last_backward) {
       // Into the embedding's accumulated gradient before the last backward adds its own: the
       // strategy's hooks then reduce the whole gradient.
@@ -215,14 +225,14 @@ torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, 
       tied_grad = torch::Tensor();
     }
     hooks.before_backward(last_backward);
-    if (last) {
-      outputs[m].backward();
+    if (at.heads(op.chunk)) {
+      outputs[i].backward();
     } else {
-      torch::autograd::backward({outputs[m]}, {output_grads[m]});
+      torch::autograd::backward({outputs[i]}, {output_grads[i]});
     }
-    outputs[m] = torch::Tensor();
-    output_grads[m] = torch::Tensor();
-    if (first) inputs[m] = torch::Tensor();
+    outputs[i] = torch::Tensor();
+    output_grads[i] = torch::Tensor();
+    if (at.embeds(op.chunk)) inputs[i] = torch::Tensor();
   }
   run_exchange(ops.size());
   if (copy.defined()) torch::Tensor(copy).mutable_grad() = torch::Tensor();
@@ -232,21 +242,22 @@ torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, 
 torch::Tensor PipelineRunner::forward_only(const data::Batch& batch) {
   torch::NoGradGuard no_grad;
   auto& group = world_.pipeline_group();
-  torch::Tensor hidden;
-  if (stage_ > 0) {
-    hidden = hidden_buffer(batch);
-    group.exchange({{hidden, stage_ - 1, false}})->wait();
-  }
+  const model::PipelineStage& at = *model_.pipeline_stage();
   torch::Tensor out;
-  {
-    AutocastScope autocast(precision_, device_);
-    out = model_.stage_forward(batch, hidden, 0.0);
+  for (int c = 0; c < chunks_; ++c) {  // the virtual stages in order, through every stage in turn
+    torch::Tensor hidden;
+    if (!at.embeds(c)) {
+      hidden = hidden_buffer(batch);
+      group.exchange({{hidden, (at.virtual_stage(c) + stages_ - 1) % stages_, false}})->wait();
+    }
+    {
+      AutocastScope autocast(precision_, device_);
+      out = model_.stage_forward(batch, hidden, 0.0, c);
+    }
+    if (at.heads(c)) return out;
+    group.exchange({{out.contiguous(), (at.virtual_stage(c) + 1) % stages_, true}})->wait();
   }
-  if (stage_ + 1 < stages_) {
-    group.exchange({{out.contiguous(), stage_ + 1, true}})->wait();
-    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-  }
-  return out;
+  return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
 void PipelineRunner::sync_tied() {
@@ -282,7 +293,7 @@ PipelineWhole::PipelineWhole(TaskModel& model, parallel::World& world, const std
     model.set_pipeline_whole(true);
     model_ = &model;
     for (const auto& [name, p] : model.parameters_by_name()) {
-      const int from = model::stage_of_parameter(name, boundaries);
+      const int from = model::stage_of_parameter(name, boundaries, world.pp_size());
       if (from == 0) continue;
       torch::Tensor buffer = torch::empty(p.sizes(), p.options().device(device));
       group.exchange({{buffer, from, false}})->wait();

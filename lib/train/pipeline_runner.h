@@ -60,7 +60,7 @@ class PipelineRunner {
   torch::Device device_;
   parallel::PipelineSchedule schedule_;
   std::vector<int64_t> boundaries_;
-  int stage_ = 0, stages_ = 1;
+  int stage_ = 0, stages_ = 1, chunks_ = 1;
   int64_t d_model_ = 0;
   int64_t sequence_split_ = 1;
   bool tied_ = false;

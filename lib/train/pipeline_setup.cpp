@@ -27,19 +27,26 @@ std::string list(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-void TaskModel::pipeline_split(const std::vector<int64_t>& /*boundaries*/, int /*stage*/) {
+void TaskModel::pipeline_split(const std::vector<int64_t>& /*boundaries*/, int /*stage*/, int /*stages*/) {
   throw util::ConfigError("distributed.pipeline_parallel splits decoders only", "set distributed.pipeline_parallel=1");
 }
 
 torch::Tensor TaskModel::stage_forward(const data::Batch& /*batch*/, const torch::Tensor& /*hidden*/,
-                                       double /*label_smoothing*/) {
+                                       double /*label_smoothing*/, int /*chunk*/) {
   throw util::ConfigError("distributed.pipeline_parallel splits decoders only", "set distributed.pipeline_parallel=1");
 }
 
 void check_pipeline_parallel(const config::Config& config) {
   const auto& d = config.distributed;
   const int64_t pp = d.pipeline_parallel;
+  const int64_t chunks = d.pipeline_virtual_stages;
   if (pp == 1) {
+    if (chunks > 1) {
+      throw util::ConfigError("distributed.pipeline_virtual_stages=" + std::to_string(chunks) +
+                                  " interleaves pipeline stages, but distributed.pipeline_parallel is 1",
+                              "set distributed.pipeline_parallel to 2 or more, or remove "
+                              "distributed.pipeline_virtual_stages");
+    }
     if (!d.pipeline_stages.empty()) {
       throw util::ConfigError("distributed.pipeline_stages is set but distributed.pipeline_parallel is 1",
                               "set distributed.pipeline_parallel to the number of stages (" +
@@ -54,10 +61,24 @@ void check_pipeline_parallel(const config::Config& config) {
            "train the encoder with data or tensor parallelism: distributed.pipeline_parallel=1");
   }
   const model::ModelSpec spec = model::ModelSpec::from_config(m);
-  if (pp > spec.n_layer) {
-    refuse(std::to_string(pp) + " stages for " + std::to_string(spec.n_layer) +
-               " blocks (model.n_layer): every stage holds at least one block",
-           "set distributed.pipeline_parallel to at most " + std::to_string(spec.n_layer));
+  const int64_t virtual_stages = pp * chunks;
+  if (virtual_stages > spec.n_layer) {
+    refuse(std::to_string(pp) + " stages" +
+               (chunks > 1 ? " x " + std::to_string(chunks) + " virtual stages (distributed.pipeline_virtual_stages)"
+                           : std::string()) +
+               " for " + std::to_string(spec.n_layer) +
+               " blocks (model.n_layer): every (virtual) stage holds at least one block",
+           chunks > 1 ? "set distributed.pipeline_parallel x distributed.pipeline_virtual_stages to at most " +
+                            std::to_string(spec.n_layer)
+                      : "set distributed.pipeline_parallel to at most " + std::to_string(spec.n_layer));
+  }
+  if (chunks > 1 && config.trainer.grad_accum_steps % pp != 0) {
+    throw util::ConfigError(
+        "distributed.pipeline_virtual_stages=" + std::to_string(chunks) + ": the interleaved schedule runs a step's " +
+            "micro-batches (trainer.grad_accum_steps=" + std::to_string(config.trainer.grad_accum_steps) +
+            ") in groups of distributed.pipeline_parallel=" + std::to_string(pp),
+        "set trainer.grad_accum_steps to a multiple of " + std::to_string(pp) +
+            ", or distributed.pipeline_virtual_stages=1");
   }
   if (spec.n_experts > 0) {
     refuse("mixture-of-experts layers (model.n_experts) are not split into stages yet (their load-balancing loss "
@@ -70,16 +91,19 @@ void check_pipeline_parallel(const config::Config& config) {
   if (!d.pipeline_stages.empty()) {
     const auto& b = d.pipeline_stages;
     const std::string have = "distributed.pipeline_stages has " + std::to_string(b.size()) + " numbers";
-    const std::string fix = "give pipeline_parallel + 1 = " + std::to_string(pp + 1) +
+    const std::string count = chunks > 1 ? "pipeline_parallel x pipeline_virtual_stages + 1" : "pipeline_parallel + 1";
+    const std::string fix = "give " + count + " = " + std::to_string(virtual_stages + 1) +
                             " ascending block indices from 0 to model.n_layer=" + std::to_string(spec.n_layer) +
                             ", e.g. " + list(pipeline_boundaries([&] {
                               config::Config balanced = config;
                               balanced.distributed.pipeline_stages.clear();
                               return balanced;
                             }())) + " (or leave it empty to balance the stages)";
-    if (static_cast<int64_t>(b.size()) != pp + 1) {
-      throw util::ConfigError(have + ", distributed.pipeline_parallel=" + std::to_string(pp) + " stages need " +
-                                  std::to_string(pp + 1) + " boundaries",
+    if (static_cast<int64_t>(b.size()) != virtual_stages + 1) {
+      throw util::ConfigError(have + ", " + std::to_string(virtual_stages) + " stages (distributed.pipeline_parallel=" +
+                                  std::to_string(pp) +
+                                  (chunks > 1 ? " x pipeline_virtual_stages=" + std::to_string(chunks) : std::string()) +
+                                  ") need " + std::to_string(virtual_stages + 1) + " boundaries",
                               fix);
     }
     for (size_t i = 0; i < b.size(); ++i) {
@@ -114,7 +138,15 @@ std::vector<int64_t> pipeline_boundaries(const config::Config& config) {
   std::vector<int64_t> blocks;
   for (int64_t i = 0; i < spec.n_layer; ++i) blocks.push_back(spec.layer_parameter_count(i));
   return parallel::balanced_boundaries(blocks, extras.first, extras.last + extras.copy,
-                                       static_cast<int>(d.pipeline_parallel));
+                                       static_cast<int>(d.pipeline_parallel * d.pipeline_virtual_stages));
+}
+
+std::string stage_blocks(const std::vector<int64_t>& boundaries, int stage, int stages) {
+  std::string out;
+  for (size_t v = static_cast<size_t>(stage); v + 1 < boundaries.size(); v += static_cast<size_t>(stages)) {
+    out += (out.empty() ? "" : ", ") + std::to_string(boundaries[v]) + "-" + std::to_string(boundaries[v + 1] - 1);
+  }
+  return out;
 }
 
 StageExtras stage_extras(const model::ModelSpec& spec) {
@@ -150,15 +182,17 @@ config::Config stage_config(const config::Config& config, const std::vector<std:
 void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config) {
   if (world.pp_size() <= 1) return;
   const std::vector<int64_t> bounds = pipeline_boundaries(config);
-  model.pipeline_split(bounds, world.pp_rank());
+  model.pipeline_split(bounds, world.pp_rank(), world.pp_size());
   if (world.is_main()) {
+    const int pp = world.pp_size();
+    const int64_t chunks = config.distributed.pipeline_virtual_stages;
     std::string stages;
-    for (size_t s = 0; s + 1 < bounds.size(); ++s) {
-      stages += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + ": blocks " + std::to_string(bounds[s]) +
-                "-" + std::to_string(bounds[s + 1] - 1);
+    for (int s = 0; s < pp; ++s) {
+      stages += (s ? "; " : "") + std::string("stage ") + std::to_string(s) + ": blocks " + stage_blocks(bounds, s, pp);
     }
     util::log::info("pipeline: " + stages + " (" +
                     (config.distributed.pipeline_schedule == config::PipelineSchedule::kGpipe ? "gpipe" : "1f1b") +
+                    (chunks > 1 ? " interleaved over " + std::to_string(chunks) + " virtual stages" : std::string()) +
                     " schedule, " + std::to_string(config.trainer.grad_accum_steps) + " micro-batches a step)");
   }
 }

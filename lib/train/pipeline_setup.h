@@ -15,10 +15,11 @@
 
 namespace hftrain::train {
 
-// Throws util::ConfigError when distributed.pipeline_parallel (or pipeline_stages) cannot run with
-// the rest of the config: an encoder, more stages than blocks, boundaries that are not
-// pipeline_parallel + 1 ascending block indices from 0 to model.n_layer, a mixture of experts,
-// adapters.
+// Throws util::ConfigError when distributed.pipeline_parallel (or pipeline_stages,
+// pipeline_virtual_stages) cannot run with the rest of the config: an encoder, more (virtual)
+// stages than blocks, boundaries that are not pipeline_parallel x pipeline_virtual_stages + 1
+// ascending block indices from 0 to model.n_layer, an interleaved step whose micro-batches do not
+// come in groups of the stages, a mixture of experts, adapters.
 void check_pipeline_parallel(const config::Config& config);
 
 // What the stages hold besides their blocks, in parameters: the first stage's embeddings (and
@@ -36,6 +37,10 @@ StageExtras stage_extras(const model::ModelSpec& spec);
 std::vector<int64_t> pipeline_boundaries(const config::Config& config);
 
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config);
+
+// Stage `stage`'s blocks among `stages` stages split at `boundaries` (virtual stages'): "0-1" or,
+// interleaved, "0-1, 4-5".
+std::string stage_blocks(const std::vector<int64_t>& boundaries, int stage, int stages);
 
 // The config a stage's optimizer is built from: optimizer.group_lr and group_weight_decay checked
 // against the whole model's parameter names `whole` (a glob that matches none is refused, as

@@ -78,15 +78,17 @@ class TaskModel {
   // Where rank `rank`'s piece of parameter `name` lies in the whole parameter.
   virtual model::TpSplit tp_split(const std::string& /*name*/, int /*rank*/) const { return {}; }
 
-  // Pipeline parallelism (model/pipeline_stage.h): keep stage `stage` of the split at `boundaries`
-  // (stages + 1 block indices); once, after the weights are in place and before
-  // tensor_parallelize. Decoders split (the default refuses).
-  virtual void pipeline_split(const std::vector<int64_t>& boundaries, int stage);
+  // Pipeline parallelism (model/pipeline_stage.h): keep stage `stage` of `stages` of the split at
+  // `boundaries` (stages * chunks + 1 block indices); once, after the weights are in place and
+  // before tensor_parallelize. Decoders split (the default refuses).
+  virtual void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages);
   // This model's stage; null when it is whole.
   virtual const model::PipelineStage* pipeline_stage() const { return nullptr; }
-  // This stage's part of loss_sum: from the batch's ids (first stage) or the previous stage's
-  // output `hidden`, to this stage's output, or on the last stage the loss summed over the targets.
-  virtual torch::Tensor stage_forward(const data::Batch& batch, const torch::Tensor& hidden, double label_smoothing);
+  // Chunk `chunk`'s part of loss_sum: from the batch's ids (the first virtual stage) or the
+  // previous virtual stage's output `hidden`, to this chunk's output, or on the last virtual stage
+  // the loss summed over the targets.
+  virtual torch::Tensor stage_forward(const data::Batch& batch, const torch::Tensor& hidden, double label_smoothing,
+                                      int chunk);
   // Every parameter present for a scope that saves or loads the whole model (see
   // TransformerImpl::set_pipeline_whole), or back to this stage's.
   virtual void set_pipeline_whole(bool /*whole*/) {}

@@ -3,7 +3,8 @@
 # trains the model of one rank accumulating the same micro-batches (fp32, dropout off): losses,
 # gradient norms and final weights within 1e-5 for GPT-2 (a tied embedding: the first stage owns
 # it, the last holds a copy) and Llama (untied head), 2 stages under gpipe and 1f1b, 4 stages, with
-# activation checkpointing, explicit boundaries, 2 stages x 2 tensor-parallel ranks (with sequence
+# activation checkpointing, explicit boundaries, interleaved over 2 virtual stages (both schedules,
+# with checkpointing; under zero3 and ddp at dp=2; resumed on one rank), 2 stages x 2 tensor-parallel ranks (with sequence
 # parallelism), 2 stages x 2 data-parallel ranks under ddp/zero1/zero2 (with cpu_offload)/zero3 (the
 # tied embedding gathered from its shards for the last stage's copy), 3 stages x 2 under zero3 and
 # hybrid over 4 launchers of 2 ranks,
@@ -51,9 +52,10 @@ PY
 for m in gpt2 llama; do
   declare -n args=$m
   run 0 run quickstart "${args[@]}" run.output_dir="$WORK/$m-ref" || continue
-  for layout in pp2-gpipe pp2-1f1b pp4-1f1b pp2-1f1b-ckpt pp2-bounds; do
+  for layout in pp2-gpipe pp2-1f1b pp4-1f1b pp2-1f1b-ckpt pp2-bounds pp2v2-1f1b pp2v2-gpipe pp2v2-1f1b-ckpt; do
     opts=(distributed.pipeline_parallel=${layout:2:1})
     [[ $layout == *gpipe* ]] && opts+=(distributed.pipeline_schedule=gpipe)
+    [[ $layout == *v2* ]] && opts+=(distributed.pipeline_virtual_stages=2)
     [[ $layout == *ckpt* ]] && opts+=(model.activation_checkpointing=true)
     [[ $layout == *bounds* ]] && opts+=("distributed.pipeline_stages=[0,1,4]")
     run 0 run quickstart "${args[@]}" "${opts[@]}" run.output_dir="$WORK/$m-$layout" \
@@ -64,7 +66,10 @@ for m in gpt2 llama; do
     check "$m, $layout vs 1 rank: weights" same_weights $m-ref $m-$layout 1e-5
   done
 done
-has "pipeline: stage 0: blocks 0-0, stage 1: blocks 1-3" err  # the explicit boundaries, as logged
+grep -q "pipeline: stage 0: blocks 0-0; stage 1: blocks 1-3" "$WORK/llama-pp2-bounds/train.log" && ok \
+  || fail "the explicit boundaries were not logged as expected"
+grep -q "pipeline: stage 0: blocks 0-0, 2-2; stage 1: blocks 1-1, 3-3 (1f1b interleaved over 2 virtual stages" \
+  "$WORK/llama-pp2v2-1f1b-ckpt/train.log" && ok || fail "interleaved stages' blocks not logged as expected"
 
 # --- 2 stages x 2 tensor-parallel ranks (4 processes), with sequence parallelism for llama
 for m in gpt2 llama; do
@@ -90,6 +95,25 @@ for s in ddp zero1 zero2 zero2-offload zero3; do
   check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: losses" close gpt2-accum8 gpt2-dp2-pp2-$s 1 8 1e-5
   check "gpt2, dp=2 x pp=2 ($s) vs 1 rank accumulating 8: weights" same_weights gpt2-accum8 gpt2-dp2-pp2-$s 1e-5
 done
+# interleaved over 2 virtual stages at dp=2: zero3 (a chunk's backward reduces its units, the other
+# chunk's as zeros) and ddp (the reduction armed for the last backward, the other chunk's buckets
+# sent at its end); a checkpoint saved interleaved resumes on one rank
+for s in zero3 ddp; do
+  run 0 run quickstart "${gpt2[@]}" distributed.strategy=$s distributed.pipeline_parallel=2 \
+    distributed.pipeline_virtual_stages=2 checkpoint.every_steps=4 run.output_dir="$WORK/gpt2-dp2-pp2v2-$s" \
+    --nproc-per-node 4 || continue
+  check "gpt2, dp=2 x pp=2 x 2 virtual ($s) vs 1 rank accumulating 8: losses" close gpt2-accum8 gpt2-dp2-pp2v2-$s 1 8 1e-5
+  check "gpt2, dp=2 x pp=2 x 2 virtual ($s) vs 1 rank accumulating 8: weights" \
+    same_weights gpt2-accum8 gpt2-dp2-pp2v2-$s 1e-5
+done
+if [ -d gpt2-dp2-pp2v2-zero3/checkpoint-4 ]; then
+  mkdir gpt2-from-v2 && cp -r gpt2-dp2-pp2v2-zero3/checkpoint-4 gpt2-from-v2/
+  run 0 resume "$WORK/gpt2-from-v2/checkpoint-4" distributed.strategy=ddp distributed.pipeline_parallel=1 \
+    distributed.pipeline_virtual_stages=1 trainer.grad_accum_steps=8 --force \
+    && check "gpt2: dp2 x pp2 x 2 virtual's checkpoint resumed on 1 rank: losses 5-8" \
+      close gpt2-dp2-pp2v2-zero3 gpt2-from-v2 5 8 1e-6
+fi
+
 # zero3 over 3 stages (the middle one holds neither embeddings nor head: an empty root unit)
 run 0 run quickstart "${llama[@]}" trainer.grad_accum_steps=8 run.output_dir="$WORK/llama-accum8"
 if run 0 run quickstart "${llama[@]}" distributed.strategy=zero3 distributed.pipeline_parallel=3 \
@@ -227,6 +251,11 @@ PY
   run 0 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 distributed.pipeline_schedule=gpipe --nproc 2
   has "activations of 4 micro-batches at once" out
   run 2 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 --nproc 3 && has "does not divide --nproc 3" err
+  # interleaved: each stage's two chunks, their activations counted chunk by chunk
+  run 0 plan quickstart "${llama[@]}" distributed.pipeline_parallel=2 distributed.pipeline_virtual_stages=2 --nproc 2
+  has "pipeline parallel 2 (1f1b interleaved over 2 virtual stages, 4 micro-batches a step)" out
+  has "stage 0: blocks 0-0, 2-2" out
+  has "activations of 5 (chunk, micro-batch) pairs at once" out
 fi
 
 # --- layouts that cannot run: exit 2 before any work, naming the rule and a fix
@@ -247,6 +276,15 @@ refused "boundaries' range" "must run from 0 to model.n_layer=4" distributed.pip
   "distributed.pipeline_stages=[0,2,3]" --nproc-per-node 2
 refused "stages without a pipeline" "distributed.pipeline_stages is set but distributed.pipeline_parallel is 1" \
   "distributed.pipeline_stages=[0,2,4]"
+refused "virtual stages without a pipeline" "interleaves pipeline stages, but distributed.pipeline_parallel is 1" \
+  distributed.pipeline_virtual_stages=2
+refused "more virtual stages than blocks" "2 stages x 3 virtual stages (distributed.pipeline_virtual_stages) for 4 blocks" \
+  distributed.pipeline_parallel=2 distributed.pipeline_virtual_stages=3 --nproc-per-node 2
+refused "interleaved micro-batches not in groups of the stages" "in groups of distributed.pipeline_parallel=2" \
+  distributed.pipeline_parallel=2 distributed.pipeline_virtual_stages=2 trainer.grad_accum_steps=3 --nproc-per-node 2
+refused "interleaved boundaries' count" "4 stages (distributed.pipeline_parallel=2 x pipeline_virtual_stages=2) need 5" \
+  distributed.pipeline_parallel=2 distributed.pipeline_virtual_stages=2 "distributed.pipeline_stages=[0,2,4]" \
+  --nproc-per-node 2
 # hybrid shards inside a node: 3 nodes of 4 ranks cut the 6 ranks of each of 2 stages unevenly
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 nodes=(--nproc-per-node 4 --nnodes 3 --master-addr 127.0.0.1 --master-port "$port")

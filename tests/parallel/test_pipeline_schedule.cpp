@@ -22,43 +22,70 @@ std::vector<PipelineOp> ops_of(std::initializer_list<std::pair<char, int>> list)
   return out;
 }
 
+// "F0.1": the forward of micro-batch 0 through chunk 1.
+std::vector<PipelineOp> chunked_ops(std::initializer_list<const char*> list) {
+  std::vector<PipelineOp> out;
+  for (const char* op : list) {
+    const std::string text(op);
+    const size_t dot = text.find('.');
+    out.push_back({text[0] == 'F', std::stoi(text.substr(1, dot - 1)), std::stoi(text.substr(dot + 1))});
+  }
+  return out;
+}
+
 // Runs every stage's exchanges against the others, as blocking exchanges whose transfers each
-// complete once both sides have posted theirs (a rendezvous, the strictest a transport may be).
-// Returns whether every stage got through all of them.
-bool runs_through(PipelineSchedule schedule, int stages, int micro) {
+// complete once both sides have posted theirs (a rendezvous, the strictest a transport may be),
+// sends and receives between two stages meeting in the order they were posted (as NCCL's and
+// untagged MPI's do). Returns whether every stage got through all of them with every transfer
+// meeting its counterpart: the same payload and micro-batch, between neighbouring virtual stages.
+bool runs_through(PipelineSchedule schedule, int stages, int micro, int chunks = 1, bool tied = false) {
   std::vector<std::vector<std::vector<PipelineTransfer>>> ex;
-  for (int s = 0; s < stages; ++s) ex.push_back(stage_exchanges(stage_schedule(schedule, s, stages, micro), s, stages));
-  std::vector<size_t> at(static_cast<size_t>(stages), 0);
-  const auto posted = [&](int stage, const PipelineTransfer& t) {
-    // The counterpart of `t` (stage's) in the peer's current exchange.
-    if (at[static_cast<size_t>(t.peer)] >= ex[static_cast<size_t>(t.peer)].size()) return false;
-    for (const auto& u : ex[static_cast<size_t>(t.peer)][at[static_cast<size_t>(t.peer)]]) {
-      if (u.peer == stage && u.send != t.send && u.activation == t.activation && u.micro == t.micro) return true;
-    }
-    return false;
+  for (int s = 0; s < stages; ++s) {
+    ex.push_back(stage_exchanges(stage_schedule(schedule, s, stages, micro, chunks), s, stages, chunks, tied));
+  }
+  // Posted sends and receives per (from, to), in order; a transfer of the current exchange is
+  // done when the other side's list holds its counterpart at the same place.
+  struct Posted {
+    PipelineTransfer t;
+    int stage;
   };
-  // done[s][i]: transfer i of stage s's current exchange has met its counterpart.
-  std::vector<std::vector<bool>> done(static_cast<size_t>(stages));
-  const auto current = [&](int s) -> const std::vector<PipelineTransfer>& { return ex[static_cast<size_t>(s)][at[static_cast<size_t>(s)]]; };
-  for (int s = 0; s < stages; ++s) done[static_cast<size_t>(s)].assign(current(s).size(), false);
+  std::map<std::pair<int, int>, std::vector<Posted>> sends, recvs;
+  std::vector<size_t> at(static_cast<size_t>(stages), 0);
+  // Per stage, the current exchange's transfers: their channel and place in it.
+  std::vector<std::vector<std::tuple<bool, std::pair<int, int>, size_t>>> current(static_cast<size_t>(stages));
+  const auto post = [&](int s) {
+    current[static_cast<size_t>(s)].clear();
+    if (at[static_cast<size_t>(s)] >= ex[static_cast<size_t>(s)].size()) return;
+    for (const auto& t : ex[static_cast<size_t>(s)][at[static_cast<size_t>(s)]]) {
+      const std::pair<int, int> channel = t.send ? std::pair{s, t.peer} : std::pair{t.peer, s};
+      auto& list = t.send ? sends[channel] : recvs[channel];
+      list.push_back({t, s});
+      current[static_cast<size_t>(s)].emplace_back(t.send, channel, list.size() - 1);
+    }
+  };
+  const auto vstage = [&](const Posted& p) { return p.t.chunk * stages + p.stage; };
+  for (int s = 0; s < stages; ++s) post(s);
   for (bool moved = true; moved;) {
     moved = false;
     for (int s = 0; s < stages; ++s) {
       if (at[static_cast<size_t>(s)] >= ex[static_cast<size_t>(s)].size()) continue;
-      for (size_t i = 0; i < current(s).size(); ++i) {
-        if (posted(s, current(s)[i])) done[static_cast<size_t>(s)][i] = true;
-      }
-    }
-    for (int s = 0; s < stages; ++s) {
-      if (at[static_cast<size_t>(s)] >= ex[static_cast<size_t>(s)].size()) continue;
-      const auto& d = done[static_cast<size_t>(s)];
-      if (std::all_of(d.begin(), d.end(), [](bool b) { return b; })) {
-        ++at[static_cast<size_t>(s)];
-        moved = true;
-        if (at[static_cast<size_t>(s)] < ex[static_cast<size_t>(s)].size()) {
-          done[static_cast<size_t>(s)].assign(current(s).size(), false);
+      bool done = true;
+      for (const auto& [send, channel, place] : current[static_cast<size_t>(s)]) {
+        const auto& other = send ? recvs[channel] : sends[channel];
+        if (other.size() <= place) {
+          done = false;
+          continue;
         }
+        const Posted& a = sends[channel][place];
+        const Posted& b = recvs[channel][place];
+        if (a.t.payload != b.t.payload || a.t.micro != b.t.micro) return false;
+        if (a.t.payload == Payload::kActivation && vstage(b) != vstage(a) + 1) return false;
+        if (a.t.payload == Payload::kGradient && vstage(b) + 1 != vstage(a)) return false;
       }
+      if (!done) continue;
+      ++at[static_cast<size_t>(s)];
+      post(s);
+      moved = true;
     }
   }
   for (int s = 0; s < stages; ++s) {
@@ -118,14 +145,63 @@ TEST_CASE("pipeline exchanges: a send with the next op's receives, the first and
   const auto ops = stage_schedule(PipelineSchedule::k1f1b, 1, 3, 2);
   const auto ex = stage_exchanges(ops, 1, 3);
   REQUIRE(ex.size() == ops.size() + 1);
-  CHECK(ex[0] == std::vector<PipelineTransfer>{{false, 0, true, 0}});
-  CHECK(ex[1] == std::vector<PipelineTransfer>{{true, 2, true, 0}, {false, 0, true, 1}});
-  CHECK(ex[2] == std::vector<PipelineTransfer>{{true, 2, true, 1}, {false, 2, false, 0}});
-  CHECK(ex[3] == std::vector<PipelineTransfer>{{true, 0, false, 0}, {false, 2, false, 1}});
-  CHECK(ex[4] == std::vector<PipelineTransfer>{{true, 0, false, 1}});
+  constexpr Payload A = Payload::kActivation, G = Payload::kGradient;
+  CHECK(ex[0] == std::vector<PipelineTransfer>{{false, 0, A, 0}});
+  CHECK(ex[1] == std::vector<PipelineTransfer>{{true, 2, A, 0}, {false, 0, A, 1}});
+  CHECK(ex[2] == std::vector<PipelineTransfer>{{true, 2, A, 1}, {false, 2, G, 0}});
+  CHECK(ex[3] == std::vector<PipelineTransfer>{{true, 0, G, 0}, {false, 2, G, 1}});
+  CHECK(ex[4] == std::vector<PipelineTransfer>{{true, 0, G, 1}});
   // The first stage receives no activations; the last sends none.
   for (const auto& e : stage_exchanges(stage_schedule(PipelineSchedule::kGpipe, 0, 3, 2), 0, 3)) {
-    for (const auto& t : e) CHECK((t.peer == 1 && t.send == t.activation));
+    for (const auto& t : e) CHECK((t.peer == 1 && t.send == (t.payload == A)));
+  }
+  // A tied embedding's gradient: from the last stage after its last op, to the first before its last.
+  const auto last = stage_exchanges(stage_schedule(PipelineSchedule::k1f1b, 2, 3, 2), 2, 3, 1, true);
+  CHECK(last.back() == std::vector<PipelineTransfer>{{true, 1, G, 1, 0}, {true, 0, Payload::kTiedGradient, 0, 0}});
+  const auto first = stage_exchanges(stage_schedule(PipelineSchedule::k1f1b, 0, 3, 2), 0, 3, 1, true);
+  CHECK(first[first.size() - 2].back() == PipelineTransfer{false, 2, Payload::kTiedGradient, 0, 0});
+}
+
+TEST_CASE("pipeline schedules: interleaved virtual stages, Megatron's order", "[pipeline]") {
+  // Megatron's order, and in its steady state a forward and the next backward share their
+  // exchanges: stage 0 receives F2.1's input and B0.0's gradient together, before F2.1.
+  const auto steady = stage_exchanges(stage_schedule(PipelineSchedule::k1f1b, 0, 2, 4, 2), 0, 2, 2);
+  CHECK(steady[8] == std::vector<PipelineTransfer>{{true, 1, Payload::kActivation, 3, 0},
+                                                   {true, 1, Payload::kGradient, 1, 1},
+                                                   {false, 1, Payload::kActivation, 2, 1},
+                                                   {false, 1, Payload::kGradient, 0, 0}});
+  CHECK(steady[9].empty());
+  // 2 stages x 2 chunks, 4 micro-batches: stage 0 warms up with 2 (2 - 0 - 1) + (2 - 1) 2 = 4
+  // forwards, groups of 2 micro-batches through chunk 0 then chunk 1.
+  CHECK(stage_schedule(PipelineSchedule::k1f1b, 0, 2, 4, 2) ==
+        chunked_ops({"F0.0", "F1.0", "F0.1", "F1.1", "F2.0", "B0.1", "F3.0", "B1.1", "F2.1", "B0.0", "F3.1", "B1.0",
+                     "B2.1", "B3.1", "B2.0", "B3.0"}));
+  CHECK(stage_schedule(PipelineSchedule::k1f1b, 1, 2, 4, 2) ==
+        chunked_ops({"F0.0", "F1.0", "F0.1", "B0.1", "F1.1", "B1.1", "F2.0", "B0.0", "F3.0", "B1.0", "F2.1", "B2.1",
+                     "F3.1", "B3.1", "B2.0", "B3.0"}));
+  CHECK(stage_schedule(PipelineSchedule::kGpipe, 0, 2, 2, 2) ==
+        chunked_ops({"F0.0", "F1.0", "F0.1", "F1.1", "B0.1", "B1.1", "B0.0", "B1.0"}));
+  // Micro-batches in groups of the stages.
+  CHECK_THROWS(stage_schedule(PipelineSchedule::k1f1b, 0, 2, 3, 2));
+  for (const auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::k1f1b}) {
+    for (int stages = 2; stages <= 4; ++stages) {
+      for (int chunks = 2; chunks <= 3; ++chunks) {
+        for (int micro = stages; micro <= 3 * stages; micro += stages) {
+          for (int stage = 0; stage < stages; ++stage) {
+            const auto ops = stage_schedule(schedule, stage, stages, micro, chunks);
+            std::map<std::pair<int, int>, int> seen;
+            for (const auto& op : ops) CHECK(seen[{op.chunk, op.micro}]++ == (op.forward ? 0 : 1));
+            CHECK(seen.size() == static_cast<size_t>(micro * chunks));
+            CHECK(ops.back() == PipelineOp{false, micro - 1, 0});
+          }
+          // 1f1b holds fewer activations than gpipe on the first stage once there are more
+          // micro-batches than the warm-up.
+          if (schedule == PipelineSchedule::k1f1b && micro > 2 * stages) {
+            CHECK(activations_in_flight(stage_schedule(schedule, 0, stages, micro, chunks)) < micro * chunks);
+          }
+        }
+      }
+    }
   }
 }
 
@@ -135,6 +211,14 @@ TEST_CASE("pipeline exchanges: both schedules run through without a cycle of wai
       for (int micro = 1; micro <= 12; ++micro) {
         INFO("stages " << stages << ", micro-batches " << micro);
         CHECK(runs_through(schedule, stages, micro));
+        CHECK(runs_through(schedule, stages, micro, 1, /*tied=*/true));
+      }
+      for (int chunks = 2; chunks <= 4; ++chunks) {
+        for (int micro = stages; micro <= 4 * stages; micro += stages) {
+          INFO((schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b") << ": stages " << stages << ", chunks " << chunks
+                                                                          << ", micro-batches " << micro);
+          CHECK(runs_through(schedule, stages, micro, chunks, /*tied=*/true));
+        }
       }
     }
   }

@@ -6,38 +6,93 @@
 
 namespace hftrain::parallel {
 
-std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int stage, int stages, int micro_batches) {
+namespace {
+
+// The k-th forward (or backward) of an interleaved stage: groups of `stages` micro-batches go
+// through chunk 0, then chunk 1, ... (the backwards from the last chunk), then the next group.
+PipelineOp interleaved_op(bool forward, int k, int stages, int chunks) {
+  const int in_group = k % (stages * chunks);
+  const int chunk = in_group / stages;
+  return {forward, (k / (stages * chunks)) * stages + k % stages, forward ? chunk : chunks - 1 - chunk};
+}
+
+}  // namespace
+
+std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int stage, int stages, int micro_batches,
+                                       int chunks) {
+  if (chunks < 1 || (chunks > 1 && micro_batches % stages != 0)) {
+    throw std::invalid_argument("stage_schedule: interleaved stages need micro-batches in groups of the stages");
+  }
   std::vector<PipelineOp> ops;
-  if (schedule == PipelineSchedule::kGpipe) {
+  if (schedule == PipelineSchedule::kGpipe && chunks == 1) {
     for (int m = 0; m < micro_batches; ++m) ops.push_back({true, m});
     for (int m = 0; m < micro_batches; ++m) ops.push_back({false, m});
     return ops;
   }
   // 1f1b: the later a stage, the fewer forwards it runs ahead; then one backward per forward,
-  // and the backwards left at the end.
-  const int warmup = std::min(stages - stage - 1, micro_batches);
+  // and the backwards left at the end. Interleaved gpipe is all warm-up, and so is interleaved
+  // 1f1b with as many micro-batches as stages (as Megatron's: otherwise two stages can each wait
+  // on the other's send).
+  const int total = micro_batches * chunks;
+  const bool all_forwards_first = schedule == PipelineSchedule::kGpipe || (chunks > 1 && micro_batches == stages);
+  const int warmup = all_forwards_first ? total
+                     : chunks == 1      ? std::min(stages - stage - 1, micro_batches)
+                                        : std::min(total, 2 * (stages - stage - 1) + (chunks - 1) * stages);
+  const auto forward = [&](int k) { return chunks == 1 ? PipelineOp{true, k, 0} : interleaved_op(true, k, stages, chunks); };
+  const auto backward = [&](int k) {
+    return chunks == 1 ? PipelineOp{false, k, 0} : interleaved_op(false, k, stages, chunks);
+  };
   int next_forward = 0, next_backward = 0;
-  for (; next_forward < warmup; ++next_forward) ops.push_back({true, next_forward});
-  while (next_forward < micro_batches) {
-    ops.push_back({true, next_forward++});
-    ops.push_back({false, next_backward++});
+  for (; next_forward < warmup; ++next_forward) ops.push_back(forward(next_forward));
+  while (next_forward < total) {
+    ops.push_back(forward(next_forward++));
+    ops.push_back(backward(next_backward++));
   }
-  while (next_backward < micro_batches) ops.push_back({false, next_backward++});
+  while (next_backward < total) ops.push_back(backward(next_backward++));
   return ops;
 }
 
 std::vector<std::vector<PipelineTransfer>> stage_exchanges(const std::vector<PipelineOp>& schedule, int stage,
-                                                           int stages) {
-  const bool first = stage == 0, last = stage + 1 == stages;
+                                                           int stages, int chunks, bool tied) {
+  const int virtual_stages = stages * chunks;
   std::vector<std::vector<PipelineTransfer>> out(schedule.size() + 1);
+  // Interleaved, in the steady state a forward and the backward after it form one step
+  // (Megatron's): the exchange before the step receives what both need, the one after it sends
+  // what both made. Exchanging after each op instead lets two stages each wait on a send the other
+  // posts only in its next exchange. A schedule that runs every forward first has no steady state.
+  size_t leading = 0, forwards = 0;
+  while (leading < schedule.size() && schedule[leading].forward) ++leading;
+  for (const PipelineOp& op : schedule) forwards += op.forward ? 1 : 0;
+  const bool steady = chunks > 1 && leading < forwards;
+  std::vector<size_t> step_begin(schedule.size()), step_end(schedule.size());
+  for (size_t k = 0; k < schedule.size(); ++k) {
+    const bool pair = steady && schedule[k].forward && k + 1 < schedule.size() && !schedule[k + 1].forward;
+    step_begin[k] = k;
+    step_end[k] = pair ? k + 2 : k + 1;
+    if (pair) {
+      step_begin[k + 1] = k;
+      step_end[k + 1] = k + 2;
+      ++k;
+    }
+  }
   for (size_t k = 0; k < schedule.size(); ++k) {
     const PipelineOp& op = schedule[k];
-    // What op k needs before it runs: the previous stage's activations, or the next one's gradients.
-    if (op.forward && !first) out[k].push_back({false, stage - 1, true, op.micro});
-    if (!op.forward && !last) out[k].push_back({false, stage + 1, false, op.micro});
-    // What it hands on, with the next op's receives.
-    if (op.forward && !last) out[k + 1].push_back({true, stage + 1, true, op.micro});
-    if (!op.forward && !first) out[k + 1].push_back({true, stage - 1, false, op.micro});
+    const int v = op.chunk * stages + stage;
+    const bool first = v == 0, last = v + 1 == virtual_stages;
+    const int before = (v + stages - 1) % stages, after = (v + 1) % stages;  // the neighbours' stages
+    auto& needs = out[step_begin[k]];
+    auto& hands = out[step_end[k]];
+    // What op k needs before its step runs: the previous stage's activations, or the next one's
+    // gradients.
+    if (op.forward && !first) needs.push_back({false, before, Payload::kActivation, op.micro, op.chunk});
+    if (!op.forward && !last) needs.push_back({false, after, Payload::kGradient, op.micro, op.chunk});
+    // What it hands on, with the next step's receives.
+    if (op.forward && !last) hands.push_back({true, after, Payload::kActivation, op.micro, op.chunk});
+    if (!op.forward && !first) hands.push_back({true, before, Payload::kGradient, op.micro, op.chunk});
+  }
+  if (tied && stages > 1 && !schedule.empty()) {
+    if (stage + 1 == stages) out.back().push_back({true, 0, Payload::kTiedGradient, 0, chunks - 1});
+    if (stage == 0) out[schedule.size() - 1].push_back({false, stages - 1, Payload::kTiedGradient, 0, 0});
   }
   return out;
 }
