@@ -195,11 +195,12 @@ VerifyReport verify_checkpoint(const fs::path& dir) {
   return report;
 }
 
-std::optional<ResumeChoice> newest_verified(const fs::path& run_dir,
-                                            std::vector<SkippedCheckpoint>* failed) {
+std::optional<ResumeChoice> newest_verified(const fs::path& run_dir, std::vector<SkippedCheckpoint>* failed,
+                                            std::optional<int64_t> before) {
   const auto checkpoints = list_checkpoints(run_dir);
   std::vector<SkippedCheckpoint> skipped;
   for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+    if (before && it->step >= *before) continue;
     VerifyReport report = verify_checkpoint(it->dir);
     if (report.ok()) return ResumeChoice{*it, std::move(skipped)};
     skipped.push_back({*it, std::move(report.problems)});

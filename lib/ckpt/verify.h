@@ -39,10 +39,11 @@ struct ResumeChoice {
       skipped;  // newer than `chosen` and failed verification, newest first
 };
 
-// The newest checkpoint of `run_dir` (by step) that verifies. nullopt when none does (or there are
-// none); then `failed`, when given, receives every checkpoint with its problems, newest first.
-// Throws IoError when `run_dir` cannot be listed.
+// The newest checkpoint of `run_dir` (by step) that verifies, of those before step `before` when
+// given. nullopt when none does (or there are none); then `failed`, when given, receives every
+// checkpoint with its problems, newest first. Throws IoError when `run_dir` cannot be listed.
 std::optional<ResumeChoice> newest_verified(const std::filesystem::path& run_dir,
-                                            std::vector<SkippedCheckpoint>* failed = nullptr);
+                                            std::vector<SkippedCheckpoint>* failed = nullptr,
+                                            std::optional<int64_t> before = std::nullopt);
 
 }  // namespace hftrain::ckpt

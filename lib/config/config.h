@@ -274,6 +274,8 @@ struct SchedulerConfig {
   PlateauConfig plateau;
 };
 
+enum class OnNonfinite { kSkip, kRollback, kStop };
+
 struct TrainerConfig {
   std::optional<int64_t> max_steps;
   std::optional<int64_t> max_epochs;
@@ -292,6 +294,20 @@ struct TrainerConfig {
   double early_stopping_threshold = 0;
   double fp16_init_scale = 0;
   int64_t fp16_growth_interval = 0;
+  // Non-finite and divergent steps (train/divergence.h): what a bad step does, how many in a row
+  // stop the run, and the loss spike that counts as one (factor 0: spikes are not judged).
+  OnNonfinite on_nonfinite = OnNonfinite::kSkip;
+  int64_t max_consecutive_skips = 0;
+  double spike_factor = 0;
+  int64_t spike_window = 0;
+};
+
+// Numeric debugging: the forward's per-module abs-min/abs-max trace (model/numeric_trace.h), its
+// frames kept, and autograd's anomaly mode.
+struct DebugConfig {
+  bool underflow_overflow = false;
+  int64_t max_frames = 0;
+  bool detect_anomaly = false;
 };
 
 enum class OnSignal { kSave, kExit };
@@ -353,6 +369,7 @@ struct Config {
   DistributedConfig distributed;
   LoggingConfig logging;
   PeftConfig peft;
+  DebugConfig debug;
 };
 
 }  // namespace hftrain::config

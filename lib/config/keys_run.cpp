@@ -148,6 +148,20 @@ void add_run_keys(Schema& s) {
   s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))
       .choices({"debug", "info", "warn", "error"}).def("info").doc("Console and log-file verbosity.");
+
+  s.section("debug", "Numeric debugging: where an inf or NaN first appears.", ResumeChange::kSafe);
+  s.add("debug.underflow_overflow", Type::kBool, HFTRAIN_FIELD(debug.underflow_overflow))
+      .def("false")
+      .doc("As the Trainer's debug=\"underflow_overflow\": every module of the forward records the abs-min and "
+           "abs-max of its inputs, weights and output; at the first inf or NaN the last debug.max_frames frames are "
+           "printed (module names with their values) and the run exits 1. One device read per module: for "
+           "debugging only. Off: no cost.");
+  s.add("debug.max_frames", Type::kInt, HFTRAIN_FIELD(debug.max_frames))
+      .def("21").min(1).doc("The frames debug.underflow_overflow prints: the modules before and at the first inf/NaN.");
+  s.add("debug.detect_anomaly", Type::kBool, HFTRAIN_FIELD(debug.detect_anomaly))
+      .def("false")
+      .doc("Autograd's anomaly mode: the backward checks every operation's gradients and the run stops, exit 1, "
+           "naming the operation that produced a NaN. Slow: for debugging only.");
 }
 
 }  // namespace hftrain::config

@@ -180,6 +180,30 @@ void add_training_keys(Schema& s) {
   s.add("trainer.fp16_growth_interval", Type::kInt, HFTRAIN_FIELD(trainer.fp16_growth_interval))
       .on_resume(ResumeChange::kTraining)
       .def("2000").min(1).unit("steps").doc("fp16: double the loss scale after this many steps without overflow.");
+  s.add("trainer.on_nonfinite", Type::kChoice, HFTRAIN_FIELD(trainer.on_nonfinite))
+      .on_resume(ResumeChange::kSafe)
+      .choices({"skip", "rollback", "stop"}).def("skip")
+      .doc("A step whose loss or gradient norm is NaN or inf (outside fp16's loss scaler, which skips its own "
+           "overflows), or a loss spike (trainer.spike.factor): skip drops its update and logs it; rollback reloads "
+           "the newest checkpoint before it that verifies and skips the data from there to that step, logging the "
+           "sample range; stop saves a checkpoint of the state with the update dropped (when its weights are "
+           "finite), names the step and the first non-finite parameter or gradient, and exits 1. skip and stop read "
+           "one value a step from the device; "
+           "rollback without spikes reads a flag where the metrics are read.");
+  s.add("trainer.max_consecutive_skips", Type::kInt, HFTRAIN_FIELD(trainer.max_consecutive_skips))
+      .on_resume(ResumeChange::kSafe)
+      .def("10").min(0).unit("steps")
+      .doc("Bad steps (skipped or rolled back) in a row after which the run stops as trainer.on_nonfinite=stop "
+           "would; 0: never.");
+  s.add("trainer.spike.factor", Type::kFloat, HFTRAIN_FIELD(trainer.spike_factor))
+      .on_resume(ResumeChange::kSafe)
+      .def("0.0").min(0)
+      .doc("A step whose loss exceeds this many times the median loss of the last trainer.spike.window good steps "
+           "is handled as trainer.on_nonfinite says (skip, rollback or stop); 0: spikes are not judged. Judged "
+           "once the window is full; needs one value a step from the device.");
+  s.add("trainer.spike.window", Type::kInt, HFTRAIN_FIELD(trainer.spike_window))
+      .on_resume(ResumeChange::kSafe)
+      .def("100").min(1).unit("steps").doc("The good steps whose median loss a spike is measured against.");
 }
 
 }  // namespace hftrain::config

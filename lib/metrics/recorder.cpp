@@ -100,8 +100,8 @@ void Recorder::log_step(const StepMetrics& m) {
     if (m.grad_norm) scalars.push_back({"train/grad_norm", static_cast<float>(*m.grad_norm)});
     if (m.peak_mem_mb) scalars.push_back({"train/peak_mem_mb", static_cast<float>(*m.peak_mem_mb)});
     if (step_mfu) scalars.push_back({"train/mfu", static_cast<float>(*step_mfu)});
-    if (m.loss_scale) {
-      scalars.push_back({"train/loss_scale", static_cast<float>(*m.loss_scale)});
+    if (m.loss_scale) scalars.push_back({"train/loss_scale", static_cast<float>(*m.loss_scale)});
+    if (m.loss_scale || m.skipped_steps > 0) {
       scalars.push_back({"train/skipped_steps", static_cast<float>(m.skipped_steps)});
     }
     for (const auto& [name, value] : m.extra) scalars.push_back({name, static_cast<float>(value)});

@@ -40,10 +40,8 @@ std::string step_record_json(const StepMetrics& m, double wall_time, const MfuFi
   j["data_wait_ms"] = number(m.data_wait_ms);
   j["peak_mem_mb"] = optional_number(m.peak_mem_mb);
   if (mfu.reported) j["mfu"] = optional_number(mfu.value);
-  if (m.loss_scale) {
-    j["loss_scale"] = number(*m.loss_scale);
-    j["skipped_steps"] = m.skipped_steps;
-  }
+  if (m.loss_scale) j["loss_scale"] = number(*m.loss_scale);
+  if (m.loss_scale || m.skipped_steps > 0) j["skipped_steps"] = m.skipped_steps;
   for (const auto& [name, value] : m.extra) j[name] = number(value);
   j["time"] = number(wall_time);
   return j.dump();

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "model/numeric_trace.h"
+
 namespace hftrain::model {
 namespace F = torch::nn::functional;
 
@@ -198,7 +200,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& input, const Attention
   return project_out(y);
 }
 
-BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout) {
+BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout), name_("layers." + std::to_string(layer)) {
   const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset); };
   if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());
   attn = register_module("attn", Attention(spec));
@@ -232,13 +234,21 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionInputs& 
     const TpRngFork own_numbers(t.device(), own_dropout_ && is_training() && dropout_ > 0);
     return F::dropout(t, F::DropoutFuncOptions().p(dropout_).training(is_training()));
   };
-  auto a = attn(attn_norm ? attn_norm(x) : x, in, cache);
-  if (attn_post_norm) a = attn_post_norm(a);
+  // Each part recorded under debug.underflow_overflow (numeric_trace.h; nothing without it).
+  NumericTrace* const trace = numeric_trace();
+  const auto recorded = [&](const char* part, const torch::nn::Module* m, const torch::Tensor& input,
+                          const torch::Tensor& output) -> const torch::Tensor& {
+    if (trace) trace->record(*part ? name_ + "." + part : name_, m, input, output);
+    return output;
+  };
+  const auto attn_in = attn_norm ? recorded("attn_norm", attn_norm.get(), x, attn_norm(x)) : x;
+  auto a = recorded("attn", attn.get(), attn_in, attn(attn_in, in, cache));
+  if (attn_post_norm) a = recorded("attn_post_norm", attn_post_norm.get(), a, attn_post_norm(a));
   const auto h = x + dropped(a);
-  const auto mlp_in = mlp_norm ? mlp_norm(h) : h;
-  auto m = mlp ? mlp(mlp_in) : moe(mlp_in);
-  if (mlp_post_norm) m = mlp_post_norm(m);
-  return h + dropped(m);
+  const auto mlp_in = mlp_norm ? recorded("mlp_norm", mlp_norm.get(), h, mlp_norm(h)) : h;
+  auto m = mlp ? recorded("mlp", mlp.get(), mlp_in, mlp(mlp_in)) : recorded("moe", moe.get(), mlp_in, moe(mlp_in));
+  if (mlp_post_norm) m = recorded("mlp_post_norm", mlp_post_norm.get(), m, mlp_post_norm(m));
+  return recorded("", nullptr, x, h + dropped(m));
 }
 
 }  // namespace hftrain::model

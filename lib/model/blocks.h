@@ -120,6 +120,7 @@ class BlockImpl : public torch::nn::Module {
  private:
   double dropout_;
   bool own_dropout_ = false;  // sequence parallelism: the residual dropout from this rank's stream
+  std::string name_;          // "layers.<layer>", as its parameters are named (numeric_trace.h)
 };
 TORCH_MODULE(Block);
 

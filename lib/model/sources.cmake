@@ -28,3 +28,5 @@ list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp encoder_module
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES tensor_parallel.cpp tp_plan.cpp)
 # Pipeline parallelism's stage of a decoder (the schedules are parallel/pipeline's).
 list(APPEND HFTRAIN_MODEL_TORCH_SOURCES transformer_pipeline.cpp)
+# debug.underflow_overflow: the modules' abs-min/abs-max frames.
+list(APPEND HFTRAIN_MODEL_TORCH_SOURCES numeric_trace.cpp)

@@ -10,6 +10,7 @@
 #include "model/checkpointing.h"
 #include "model/document_mask.h"
 #include "model/lm_head_loss.h"
+#include "model/numeric_trace.h"
 #include "model/rope.h"
 
 namespace hftrain::model {
@@ -127,9 +128,18 @@ torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const to
   if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
                                spec_.final_logit_softcapping, 0, tp_ ? &vocab_ : nullptr);
+  traced_head(x, loss);
   // The root's hook sees the loss: under zero3 the root (which holds the head) stays whole until
   // the loss exists, and in evaluation it is released only then.
   return hooks_ ? hooks_->after_forward(0, loss) : loss;
+}
+
+void TransformerImpl::traced_head(const torch::Tensor& input, const torch::Tensor& loss) const {
+  if (spec_.tie_embeddings) {
+    traced("lm_head (tied to embed_tokens)", embed_tokens_.get(), input, loss);
+  } else {
+    traced("lm_head", lm_head_.get(), input, loss);
+  }
 }
 
 torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache,
@@ -146,7 +156,7 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   torch::Tensor x = embed(input_ids, offset, position_ids);
   const auto [attention, sliding] = attention_inputs(position_ids, T, offset, x.scalar_type(), x.device());
   x = run_blocks(x, *attention, *sliding, cache, offset, input_ids.numel(), 0, spec_.n_layer);
-  x = final_norm_->as<NormImpl>()->forward(x);
+  x = traced("final_norm", final_norm_.get(), x, final_norm_->as<NormImpl>()->forward(x));
   if (cache) cache->length = offset + T;
   return x;
 }
@@ -172,7 +182,8 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t off
   }
   // Under sequence parallelism each rank holds its own slice of the sequence: its own numbers.
   const TpRngFork own_numbers(x.device(), tp_ && tp_->sequence_parallel() && is_training() && spec_.dropout > 0);
-  return F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training()));
+  return traced("embed_tokens", embed_tokens_.get(), input_ids,
+                F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training())));
 }
 
 std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inputs(const torch::Tensor& position_ids,

@@ -138,6 +138,8 @@ class TransformerImpl : public torch::nn::Module {
   bool is_tied_copy(const std::string& name) const;
   // The whole embedding's shape (vocab, d_model).
   std::vector<int64_t> embedding_shape() const { return {spec_.vocab_size, spec_.d_model}; }
+  // debug.underflow_overflow: the output layer's frame (its input, weight and the loss).
+  void traced_head(const torch::Tensor& input, const torch::Tensor& loss) const;
   // The output layer's weight (V, C): the embedding when tied.
   torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
   // A mixture-of-experts block under activation checkpointing with the load-balancing loss: the

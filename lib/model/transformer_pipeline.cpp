@@ -5,6 +5,7 @@
 
 #include "model/blocks.h"
 #include "model/lm_head_loss.h"
+#include "model/numeric_trace.h"
 #include "model/transformer.h"
 
 namespace hftrain::model {
@@ -89,10 +90,11 @@ torch::Tensor TransformerImpl::stage_forward(const torch::Tensor& input_ids, con
   x = run_blocks(x, *attention, *sliding, nullptr, 0, input_ids.numel(), stage_.first_layer(chunk),
                  stage_.end_layer(chunk));
   if (!stage_.heads(chunk)) return hooks_ ? hooks_->after_forward(0, x) : x;
-  x = final_norm_->as<NormImpl>()->forward(x);
+  x = traced("final_norm", final_norm_.get(), x, final_norm_->as<NormImpl>()->forward(x));
   if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
                                spec_.final_logit_softcapping, 0, tp_ ? &vocab_ : nullptr);
+  traced_head(x, loss);
   return hooks_ ? hooks_->after_forward(0, loss) : loss;
 }
 

@@ -1,29 +1,80 @@
 #include "train/fault_injection.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "util/env.h"
 
 namespace hftrain::train {
+namespace {
+
+struct Fault {
+  int rank = -1;
+  long long step = -1;
+  std::string what;
+};
+
+const std::vector<Fault>& faults() {
+  static const std::vector<Fault> parsed = [] {
+    std::vector<Fault> out;
+    const std::optional<std::string> spec = util::Environment::process().get("HFTRAIN_TEST_FAULT");
+    if (!spec) return out;
+    std::stringstream in(*spec);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      Fault f;
+      char what[16] = {};
+      if (std::sscanf(item.c_str(), "%d:%lld:%15s", &f.rank, &f.step, what) == 3) {
+        f.what = what;
+        out.push_back(f);
+      }
+    }
+    return out;
+  }();
+  return parsed;
+}
+
+bool due(int rank, int64_t step, const char* what) {
+  for (const Fault& f : faults()) {
+    if (f.rank == rank && f.step == step && f.what == what) return true;
+  }
+  return false;
+}
+
+// A fault of the data (a poisoned gradient or weight, a spike) happens once: a rolled-back run
+// that reaches the step again trains on other samples.
+bool due_once(int rank, int64_t step, const char* what) {
+  static std::vector<std::string> fired;
+  const std::string key = std::to_string(rank) + ":" + std::to_string(step) + ":" + what;
+  if (!due(rank, step, what) || std::find(fired.begin(), fired.end(), key) != fired.end()) return false;
+  fired.push_back(key);
+  return true;
+}
+
+}  // namespace
 
 void inject_test_fault(int rank, int64_t step) {
-  static const std::optional<std::string> spec = util::Environment::process().get("HFTRAIN_TEST_FAULT");
-  if (!spec) return;
-  int fault_rank = -1;
-  long long fault_step = -1;
-  char what[16] = {};
-  if (std::sscanf(spec->c_str(), "%d:%lld:%15s", &fault_rank, &fault_step, what) != 3) return;
-  if (fault_rank != rank || fault_step != step) return;
-  if (std::string(what) == "kill") std::raise(SIGKILL);
-  if (std::string(what) == "stall") {
+  if (faults().empty()) return;
+  if (due(rank, step, "kill")) std::raise(SIGKILL);
+  if (due(rank, step, "stall")) {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
-  if (std::string(what) == "pause") std::this_thread::sleep_for(std::chrono::seconds(8));  // then carries on
+  if (due(rank, step, "pause")) std::this_thread::sleep_for(std::chrono::seconds(8));  // then carries on
 }
+
+bool test_fault_poisons_gradient(int rank, int64_t step) { return !faults().empty() && due_once(rank, step, "nan"); }
+
+bool test_fault_poisons_weight(int rank, int64_t step) {
+  return !faults().empty() && due_once(rank, step, "nanweight");
+}
+
+bool test_fault_spikes_loss(int rank, int64_t step) { return !faults().empty() && due_once(rank, step, "spike"); }
 
 }  // namespace hftrain::train

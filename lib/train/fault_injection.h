@@ -1,13 +1,22 @@
-// A test hook for the end-to-end tests (tests/e2e/dist_test.sh, resume_test.sh):
+// A test hook for the end-to-end tests (tests/e2e/dist_test.sh, resume_test.sh, divergence_test.sh):
 // HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall|pause makes that rank SIGKILL itself, stop
-// answering, or sleep 8 s and go on, after that step. Read once per process; without the variable
-// it does nothing.
+// answering, or sleep 8 s and go on, after that step; <rank>:<step>:nan makes that rank's first
+// trained parameter's gradient NaN in that step (before its last backward, so the reduction
+// carries it to every rank); <rank>:<step>:nanweight fills that parameter itself with NaN before
+// the step's forward; <rank>:<step>:spike multiplies that rank's loss of the step by 1000 (a loss
+// spike, gradients and all); these three happen once per process, not again when a rolled-back run
+// reaches the step. Several faults are separated by commas. Read once per process; without the
+// variable it does nothing.
 #pragma once
 
 #include <cstdint>
 
 namespace hftrain::train {
 
+// Steps are counted from 1 (the step being run, or just finished).
 void inject_test_fault(int rank, int64_t step);
+bool test_fault_poisons_gradient(int rank, int64_t step);
+bool test_fault_poisons_weight(int rank, int64_t step);
+bool test_fault_spikes_loss(int rank, int64_t step);
 
 }  // namespace hftrain::train

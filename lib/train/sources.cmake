@@ -4,6 +4,7 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   baseline.cpp
   callbacks.cpp
   checkpoint_fields.cpp
+  divergence.cpp
   fault_injection.cpp
   metrics_callback.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
@@ -24,6 +25,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer_builder.cpp
   trainer_checkpoint.cpp
   trainer_eval.cpp
+  trainer_divergence.cpp
   trainer_tp.cpp
   tp_setup.cpp
   pipeline_setup.cpp

@@ -1,8 +1,12 @@
 #include "train/trainer.h"
 
+#include <limits>
+
+#include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/torch.h>
 
 #include "metrics/format.h"
+#include "model/numeric_trace.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/quantized_linear.h"
@@ -51,6 +55,14 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   if (world_->pp_size() > 1) {
     pipeline_ = std::make_unique<PipelineRunner>(*model_, *world_, config_, device_, strategy_->unit_hooks());
   }
+  const auto& t = config_.trainer;
+  judge_ = DivergenceJudge(t.spike_factor, t.spike_window, t.max_consecutive_skips);
+  // skip and stop drop a bad update before it is applied, and spikes need each step's loss: one
+  // read a step. rollback alone flags a non-finite norm on the device, read with the metrics.
+  judge_each_step_ = t.on_nonfinite != config::OnNonfinite::kRollback || t.spike_factor > 0;
+  if (!judge_each_step_) {
+    first_bad_step_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  }
 }
 
 std::unique_ptr<PipelineWhole> Trainer::pipeline_whole(PipelineWhole::Access access) {
@@ -91,9 +103,18 @@ void Trainer::notify(const std::string& line) {
   for (auto& cb : callbacks_) cb->on_message(state_, line);
 }
 
-std::optional<double> Trainer::train_step(double lr_factor) {
+Trainer::StepOutcome Trainer::train_step(double lr_factor) {
   const auto& t = config_.trainer;
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kTrain);
+  const int64_t this_step = state_.step + 1;
+  step_first_sample_ = loaders_.train->cursor();
+  if (test_fault_poisons_weight(world_->rank(), this_step)) poison_first_parameter(this_step, /*weight=*/true);
+  const auto before_backward = [&](bool last) {
+    if (last && test_fault_poisons_gradient(world_->rank(), this_step)) poison_first_parameter(this_step, false);
+    strategy_->before_backward(last);
+  };
+  // This step's loss sum on this rank (the last stage's under pipeline parallelism).
+  torch::Tensor step_loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
   // Back to the training point if an evaluation or a save switched the optimizer away from it.
   strategy_->set_optimizer_train_mode(true);
   optimizer().set_lr_factor(lr_factor);
@@ -123,13 +144,15 @@ std::optional<double> Trainer::train_step(double lr_factor) {
   const auto normalised = [&](const torch::Tensor& loss_sum) {
     return global_denom.defined() ? loss_sum / global_denom : loss_sum / denom;
   };
+  const double spiked = test_fault_spikes_loss(world_->rank(), this_step) ? 1000.0 : 1.0;  // a test's loss spike
   if (pipeline_) {
     // The micro-batches through the stages in the schedule's order; the last stage's losses.
     pipeline_->sync_tied();
     PipelineRunner::StepHooks hooks{
-        .loss = [&](const torch::Tensor& loss_sum) { return scaler_.scale(normalised(loss_sum)); },
-        .before_backward = [&](bool last) { strategy_->before_backward(last); }};
-    window_loss_ += pipeline_->train_step(micro, t.label_smoothing, hooks);
+        .loss = [&](const torch::Tensor& loss_sum) { return scaler_.scale(normalised(loss_sum * spiked)); },
+        .before_backward = before_backward};
+    step_loss = pipeline_->train_step(micro, t.label_smoothing, hooks);
+    if (spiked != 1.0) step_loss = step_loss * spiked;
   }
   for (size_t m = 0; m < micro.size() && !pipeline_; ++m) {
     auto& b = micro[m];
@@ -138,6 +161,7 @@ std::optional<double> Trainer::train_step(double lr_factor) {
       AutocastScope autocast(t.precision, device_);
       loss_sum = model_->loss_sum(b, t.label_smoothing, nullptr);
     }
+    if (spiked != 1.0) loss_sum = loss_sum * spiked;
     torch::Tensor loss = normalised(loss_sum);
     // A mixture of experts' load-balancing loss: per micro-batch, as transformers adds it to each
     // forward's mean loss, so divided by the micro-batches and ranks the gradients are summed over.
@@ -146,12 +170,11 @@ std::optional<double> Trainer::train_step(double lr_factor) {
       window_aux_ = window_aux_.defined() ? window_aux_ + aux.detach() : aux.detach();
       ++window_aux_count_;
     }
-    strategy_->before_backward(m + 1 == micro.size());
+    before_backward(m + 1 == micro.size());
     scaler_.scale(loss).backward();
-    window_loss_ += loss_sum.detach();
+    step_loss += loss_sum.detach().to(torch::kFloat32);
   }
   strategy_->after_backward();
-  window_targets_ += step_targets;
   std::function<void(torch::Tensor&)> sum_shards, max_shards;
   if (parallel::Communicator* shards = strategy_->shard_comm()) {
     sum_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kSum)->wait(); };
@@ -180,15 +203,36 @@ std::optional<double> Trainer::train_step(double lr_factor) {
   }
   scaler_.unscale_grads(grads, max_shards);
   grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards, tp_norm_weights_);
-  std::optional<double> overflowed_at;
+  StepOutcome outcome;
   if (scaler_.found_inf()) {
-    overflowed_at = scaler_.current_scale();
+    outcome.overflowed_at = scaler_.current_scale();
+  } else if (judge_each_step_) {
+    // The step's loss over every rank's targets and its gradient norm, alike on every rank, in
+    // one read from the device.
+    torch::Tensor total = step_loss.clone();
+    if (world_->dp_size() > 1) world_->data_parallel().all_reduce(total)->wait();
+    if (pipeline_) world_->pipeline_group().all_reduce(total)->wait();
+    const torch::Tensor host =
+        torch::stack({normalised(total).reshape({}), grad_norm_.to(total.device(), torch::kFloat32).reshape({})})
+            .to(torch::kCPU);
+    outcome.verdict = judge_.judge(host[0].item<double>(), host[1].item<double>());
   } else {
-    strategy_->step();
+    // rollback alone: the first step with a non-finite norm (alike on every rank: a NaN anywhere
+    // reaches every rank's gradients), read with the metrics.
+    const torch::Tensor bad = torch::isfinite(grad_norm_.reshape({})).logical_not().logical_and(first_bad_step_.lt(0));
+    first_bad_step_ = torch::where(bad, torch::full_like(first_bad_step_, this_step), first_bad_step_);
+  }
+  if (outcome.verdict.bad) {
+    outcome.culprit = first_nonfinite();  // before zero_grad
+  } else {
+    if (!outcome.overflowed_at) strategy_->step();
+    // The logging window leaves a bad step out, as it left out its update.
+    window_loss_ += step_loss;
+    window_targets_ += step_targets;
   }
   scaler_.update();
   strategy_->zero_grad();
-  return overflowed_at;
+  return outcome;
 }
 
 StepStats Trainer::close_log_window(double lr_factor) {
@@ -199,14 +243,14 @@ StepStats Trainer::close_log_window(double lr_factor) {
     world_->data_parallel().all_reduce(window_loss_)->wait();
   }
   if (pipeline_) world_->pipeline_group().all_reduce(window_loss_)->wait();  // the last stage's losses
-  s.loss = window_loss_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_targets_));
+  // A window whose every step was skipped has no loss to show.
+  s.loss = window_targets_ > 0 ? window_loss_.item<double>() / static_cast<double>(window_targets_)
+                               : window_skipped_ > 0 ? std::numeric_limits<double>::quiet_NaN() : 0.0;
   s.lr = config_.optimizer.lr * lr_factor;
   s.grad_norm = grad_norm_.item<double>();
   s.peak_mem_mb = peak_memory_mib(device_);
-  if (scaler_.enabled()) {
-    s.loss_scale = scaler_.current_scale();
-    s.skipped_steps = window_skipped_;
-  }
+  if (scaler_.enabled()) s.loss_scale = scaler_.current_scale();
+  s.skipped_steps = window_skipped_;  // fp16's overflows and trainer.on_nonfinite=skip's
   // A mixture's progress through each source (the loader's cursor is global: no reduction).
   const auto& sources = loaders_.datasets.train_sources;
   const std::vector<double> epochs = loaders_.train->source_epochs();
@@ -229,6 +273,9 @@ StepStats Trainer::close_log_window(double lr_factor) {
 void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& result) {
   const std::string reason = ckpt::save_reason(config_.checkpoint, events);
   if (reason.empty()) return;
+  // rollback alone: a non-finite step since the metrics were read rolls back instead of saving
+  // its weights.
+  if (rolled_back_lazily()) return;
   try {
     result.last_checkpoint = save_checkpoint();
     notify("checkpoint saved (" + reason + "): " + result.last_checkpoint->string());
@@ -264,6 +311,11 @@ TrainResult Trainer::train() {
     callbacks_.push_back(std::move(profiler));
   }
   state_.data_wait_s = loaders_.train->data_wait_seconds();
+  // Numeric debugging for the whole loop: autograd's anomaly mode, the modules' trace.
+  std::optional<torch::autograd::DetectAnomalyGuard> anomaly;
+  if (config_.debug.detect_anomaly) anomaly.emplace();
+  std::optional<model::NumericTraceScope> trace;
+  if (config_.debug.underflow_overflow) trace.emplace(static_cast<size_t>(config_.debug.max_frames));
   for (auto& cb : callbacks_) cb->on_train_begin(state_);
   if (loaders_.validation && model_->causal_lm()) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
@@ -282,15 +334,41 @@ TrainResult Trainer::train() {
     const int64_t step = state_.step;
     const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
     const uint64_t epoch_before = loaders_.train->epoch();
-    if (const std::optional<double> overflowed_at = train_step(factor)) {
+    if (trace) trace->trace().set_step(step + 1);
+    StepOutcome outcome;
+    try {
+      outcome = train_step(factor);
+    } catch (const c10::Error& e) {
+      // Autograd's anomaly mode names the operation whose gradient is NaN.
+      std::string what = e.what_without_backtrace();
+      if (!config_.debug.detect_anomaly || what.find("nan values") == std::string::npos) throw;
+      what = what.substr(0, what.find('\n'));
+      // hftrain's own autograd functions by their names, not their C++ wrapper's.
+      const size_t node = what.find("torch::autograd::CppNode<");
+      const size_t close = what.find(">'", node);
+      if (node != std::string::npos && close != std::string::npos) {
+        const std::string inner = what.substr(node, close - node);
+        what.replace(node, close + 1 - node, inner.substr(inner.rfind("::") + 2));
+      }
+      throw util::DivergedError("debug.detect_anomaly: step " + std::to_string(step + 1) + ": " + what,
+                                "that operation's inputs held the inf or NaN first: debug.underflow_overflow=true "
+                                "shows the module whose forward made them");
+    }
+    if (outcome.overflowed_at) {
       ++window_skipped_;
       notify("step " + std::to_string(step + 1) + " skipped: inf/NaN gradients at loss scale " +
-             metrics::format_number(*overflowed_at, 6) + "; the scale is now " +
+             metrics::format_number(*outcome.overflowed_at, 6) + "; the scale is now " +
              metrics::format_number(scaler_.current_scale(), 6));
     }
     state_.step = step + 1;
     state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
     state_.data_wait_s = loaders_.train->data_wait_seconds();
+    if (first_bad_step_.defined()) cursor_after_[state_.step] = loaders_.train->cursor();
+    if (outcome.verdict.bad) {
+      if (handle_bad_step(state_.step, outcome)) continue;  // rolled back: on from the checkpoint's step
+    } else if (judge_each_step_ && !outcome.overflowed_at) {
+      judge_.note_good();
+    }
     for (auto& cb : callbacks_) cb->on_step_end(state_);
     inject_test_fault(world_->rank(), state_.step);
     if (state_.step == start_step_ + 1) {  // the optimizer state exists from the first step
@@ -315,12 +393,14 @@ TrainResult Trainer::train() {
       }
     }
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
+      if (rolled_back_lazily()) continue;
       const StepStats s = close_log_window(factor);
       result.last_loss = s.loss;
       for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
     bool new_best = false;
     if (t.eval_every > 0 && (state_.step % t.eval_every == 0 || state_.step == total_steps_)) {
+      if (rolled_back_lazily()) continue;
       const int64_t best_before = state_.best_step;
       run_evaluation();
       new_best = state_.best_step == state_.step && state_.best_step != best_before;
@@ -340,6 +420,12 @@ TrainResult Trainer::train() {
     if (result.run_dir_lost) {
       notify("the run directory " + run_dir_.string() + " was deleted or moved during step " +
              std::to_string(state_.step) + "; stopping with a checkpoint in a new one at that path");
+    }
+    // rollback alone: a non-finite step since the metrics were read must not reach the save or
+    // final/ that stopping makes (the weights go back to the checkpoint before it).
+    if ((signal != 0 || result.run_dir_lost || state_.should_stop) && rolled_back_lazily() && signal == 0 &&
+        !result.run_dir_lost) {
+      continue;
     }
     checkpoint_if_due({.step = state_.step,
                        .signalled = signal != 0,

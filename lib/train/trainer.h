@@ -1,14 +1,17 @@
 // The training loop for one process on the CPU or one GPU: micro-batches accumulated with the
 // loss normalised by the step's target tokens, global-norm clipping, mixed precision, the LR
-// schedule, periodic evaluation, checkpoints, and callbacks for metrics and early stopping. No
-// host synchronisation inside a step except on logging steps (fp16 needs one to skip overflowed
-// steps). Everything the loop carries from one step to the next is a member, so a checkpoint
+// schedule, periodic evaluation, checkpoints, non-finite and divergent steps skipped, rolled back
+// or stopped on (trainer.on_nonfinite), and callbacks for metrics and early stopping. No host
+// synchronisation inside a step except on logging steps, and one value a step when a bad step's
+// update must be dropped before it is applied (trainer.on_nonfinite skip or stop, spikes; fp16
+// needs one to skip overflowed steps). Everything the loop carries from one step to the next is a member, so a checkpoint
 // (trainer_checkpoint.cpp) saves it and restore() continues bit for bit on the CPU.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@
 #include "parallel/tensor/tp_group.h"
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
+#include "train/divergence.h"
 #include "train/precision.h"
 #include "train/peft_setup.h"
 #include "train/pipeline_runner.h"
@@ -108,9 +112,33 @@ class Trainer {
   void restore_trained(const std::filesystem::path& dir, bool allow_base_change);
   // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
   void save_adapter_dir(const std::filesystem::path& dir) const;
-  // One optimizer step: micro-batches, backward, clipping, the update. When fp16's gradients
-  // overflowed and the update was skipped, returns the loss scale they overflowed at.
-  std::optional<double> train_step(double lr_factor);
+  // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
+  // judged bad (train/divergence.h) with the first non-finite parameter or gradient found. Either
+  // way the update was not applied.
+  struct StepOutcome {
+    std::optional<double> overflowed_at;
+    Verdict verdict;
+    std::string culprit;
+  };
+  // One optimizer step: micro-batches, backward, clipping, the update (unless dropped, above).
+  StepOutcome train_step(double lr_factor);
+  // trainer.on_nonfinite and trainer.spike.* (trainer_divergence.cpp): acts on step `step`'s bad
+  // verdict; true when the run rolled back (the loop goes on from the checkpoint's step). Throws
+  // util::DivergedError to stop.
+  bool handle_bad_step(int64_t step, const StepOutcome& outcome);
+  // rollback without spikes: reads the device's flag of a non-finite gradient norm since the last
+  // read and rolls back when it is set (true). Where the metrics are read, and before saves.
+  bool rolled_back_lazily();
+  // Reloads the newest checkpoint before `bad_step` that verifies and moves the data to
+  // `skip_to`, past the samples that led to it. Throws util::DivergedError when none verifies.
+  void roll_back(int64_t bad_step, const std::string& why, uint64_t skip_to);
+  // Saves the state (the bad update dropped) and throws util::DivergedError naming the step.
+  [[noreturn]] void stop_diverged(int64_t step, const std::string& why, const std::string& culprit, bool save);
+  // The first parameter, then gradient, of this rank holding an inf or NaN ("" when none is found).
+  std::string first_nonfinite() const;
+  // HFTRAIN_TEST_FAULT's nan and nanweight (fault_injection.h): the first trained parameter's
+  // gradient, or the parameter itself, filled with NaN.
+  void poison_first_parameter(int64_t step, bool weight);
   // The logging window's figures (one host sync, and one all-reduce over the ranks); resets it.
   StepStats close_log_window(double lr_factor);
   void run_evaluation();
@@ -150,6 +178,17 @@ class Trainer {
   int64_t window_skipped_ = 0;  // fp16: steps of that window skipped for inf/NaN gradients
   torch::Tensor grad_norm_;
   int64_t start_step_ = 0;      // the restored step (0 for a new run)
+  // trainer.on_nonfinite, trainer.spike.*: the judge; whether it reads each step's loss and norm;
+  // rollback without spikes: the first step since the last read whose gradient norm was not
+  // finite (-1: none; undefined otherwise), on the device, and the data cursor after each step
+  // since then.
+  DivergenceJudge judge_{0, 1, 0};
+  bool judge_each_step_ = false;
+  torch::Tensor first_bad_step_;
+  std::map<int64_t, uint64_t> cursor_after_;
+  uint64_t step_first_sample_ = 0;  // the data cursor before the current step
+  int64_t last_rollback_step_ = -1;  // the checkpoint step the last rollback went to
+  int64_t same_rollbacks_ = 0;       // rollbacks to it so far
 
   // A host value summed (or maxed) over all ranks (no-op for one rank).
   int64_t reduce_over_ranks(int64_t value, parallel::ReduceOp op) {

@@ -44,6 +44,12 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     throw util::ConfigError("trainer.precision=fp16 needs a CUDA device (dynamic loss scaling runs there)",
                             "use trainer.precision=bf16 on the CPU");
   }
+  if (config.debug.underflow_overflow && config.model.arch == config::ModelArch::kBert) {
+    throw util::ConfigError("debug.underflow_overflow traces the decoders' modules; model.arch=bert (an encoder) is "
+                            "not traced",
+                            "set debug.underflow_overflow=false, or debug.detect_anomaly=true to name the backward "
+                            "operation that makes a NaN");
+  }
   // The layout first: a mesh that cannot run stops before the data is prepared.
   check_tensor_parallel(config);
   check_pipeline_parallel(config);

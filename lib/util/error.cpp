@@ -16,6 +16,7 @@ int Error::exit_code() const {
       return kExitBadInput;
     case ErrorKind::kIo:
     case ErrorKind::kDistributed:
+    case ErrorKind::kDiverged:
       return kExitFailure;
   }
   return kExitFailure;

@@ -15,6 +15,7 @@ enum class ErrorKind {
   kCheckpoint,   // checkpoint files
   kIo,           // the filesystem refused (permissions, full disk)
   kDistributed,  // collective timeouts, lost ranks
+  kDiverged,     // training stopped on non-finite or divergent steps (trainer.on_nonfinite, debug.*)
 };
 
 class Error : public std::runtime_error {
@@ -47,6 +48,7 @@ HFTRAIN_DEFINE_ERROR(DataError, kData)
 HFTRAIN_DEFINE_ERROR(CheckpointError, kCheckpoint)
 HFTRAIN_DEFINE_ERROR(IoError, kIo)
 HFTRAIN_DEFINE_ERROR(DistributedError, kDistributed)
+HFTRAIN_DEFINE_ERROR(DivergedError, kDiverged)
 #undef HFTRAIN_DEFINE_ERROR
 
 inline constexpr int kExitOk = 0;

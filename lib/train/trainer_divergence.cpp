@@ -1,0 +1,186 @@
+// Trainer's handling of non-finite and divergent steps (trainer.on_nonfinite, trainer.spike.*):
+// skip the update, roll back to the newest checkpoint before the step that verifies (and skip the
+// data that led there), or stop with a checkpoint; the test hook that poisons a parameter.
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "ckpt/layout.h"
+#include "ckpt/verify.h"
+#include "train/fault_injection.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace hftrain::train {
+namespace {
+
+const char* policy_name(config::OnNonfinite policy) {
+  switch (policy) {
+    case config::OnNonfinite::kSkip: return "skip";
+    case config::OnNonfinite::kRollback: return "rollback";
+    case config::OnNonfinite::kStop: return "stop";
+  }
+  return "skip";
+}
+
+// Whether `t`'s elements can be read: zero3 frees a parameter's storage between its uses.
+bool readable(const torch::Tensor& t) {
+  return t.defined() && t.numel() > 0 && t.has_storage() &&
+         t.storage().nbytes() >= static_cast<size_t>((t.storage_offset() + t.numel()) * t.element_size());
+}
+
+bool finite(const torch::Tensor& t) { return torch::isfinite(t.detach()).all().item<bool>(); }
+
+}  // namespace
+
+std::string Trainer::first_nonfinite() const {
+  const auto params = model_->parameters_by_name();
+  for (const auto& [name, p] : params) {
+    if (readable(p) && !finite(p)) return "parameter " + name;
+  }
+  for (const auto& [name, p] : params) {
+    if (readable(p.grad()) && !finite(p.grad())) return "the gradient of " + name;
+  }
+  // Sharded strategies hold the reduced gradients in their buckets.
+  const std::vector<torch::Tensor> grads = strategy_->grads();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (readable(grads[i]) && !finite(grads[i])) {
+      return "gradient bucket " + std::to_string(i) + " of " + strategy_->name() + " (its parameters' gradients "
+             "are not kept one by one)";
+    }
+  }
+  return "";
+}
+
+void Trainer::poison_first_parameter(int64_t step, bool weight) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : model_->parameters_by_name()) {
+    if (!p.requires_grad()) continue;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (weight) {
+      if (!readable(p)) continue;
+      torch::Tensor(p).detach().fill_(nan);
+    } else if (p.grad().defined()) {
+      torch::Tensor(p).mutable_grad().fill_(nan);
+    } else {
+      torch::Tensor(p).mutable_grad() = torch::full(p.sizes(), nan, p.options());
+    }
+    util::log::warn("HFTRAIN_TEST_FAULT: " + std::string(weight ? "parameter " : "the gradient of ") + name +
+                    " filled with NaN in step " + std::to_string(step));
+    return;
+  }
+}
+
+bool Trainer::handle_bad_step(int64_t step, const StepOutcome& outcome) {
+  const config::OnNonfinite policy = config_.trainer.on_nonfinite;
+  const std::string& why = outcome.verdict.why;
+  if (policy == config::OnNonfinite::kStop) stop_diverged(step, why, outcome.culprit, /*save=*/true);
+  const bool too_many = judge_.note_bad();
+  if (too_many) {
+    stop_diverged(step, why + "; " + std::to_string(judge_.consecutive()) +
+                            " bad steps in a row (trainer.max_consecutive_skips)",
+                  outcome.culprit, /*save=*/true);
+  }
+  if (policy == config::OnNonfinite::kSkip) {
+    ++window_skipped_;
+    notify("step " + std::to_string(step) + " skipped (trainer.on_nonfinite=skip): " + why +
+           (outcome.culprit.empty() ? std::string() : "; the first non-finite: " + outcome.culprit) + "; samples " +
+           std::to_string(step_first_sample_) + "-" + std::to_string(loaders_.train->cursor() - 1) + "; " +
+           std::to_string(judge_.consecutive()) + " in a row");
+    return false;
+  }
+  roll_back(step, why, loaders_.train->cursor());
+  return true;
+}
+
+bool Trainer::rolled_back_lazily() {
+  if (!first_bad_step_.defined()) return false;
+  const int64_t bad = first_bad_step_.item<int64_t>();
+  if (bad < 0) {
+    judge_.note_good();
+    cursor_after_.erase(cursor_after_.begin(), cursor_after_.lower_bound(state_.step));
+    return false;
+  }
+  const std::string why = "the gradient norm is not finite";
+  if (judge_.note_bad()) {
+    stop_diverged(bad, why + "; " + std::to_string(judge_.consecutive()) +
+                           " rollbacks in a row (trainer.max_consecutive_skips)",
+                  "", /*save=*/false);
+  }
+  const auto after = cursor_after_.find(bad);
+  roll_back(bad, why, after != cursor_after_.end() ? after->second : loaders_.train->cursor());
+  return true;
+}
+
+void Trainer::roll_back(int64_t bad_step, const std::string& why, uint64_t skip_to) {
+  // Rank 0 chooses (verifying reads every file once, not once per rank) and tells the others.
+  int64_t chosen = -1;
+  if (world_->is_main()) {
+    if (const auto choice = ckpt::newest_verified(run_dir_, nullptr, bad_step)) chosen = choice->chosen.step;
+  }
+  chosen = reduce_over_ranks(chosen, parallel::ReduceOp::kMax);
+  if (chosen < 0) {
+    throw util::DivergedError("step " + std::to_string(bad_step) + ": " + why + "; trainer.on_nonfinite=rollback " +
+                                  "found no checkpoint before it that verifies in " + run_dir_.string(),
+                              "save checkpoints more often (checkpoint.every_steps), or set "
+                              "trainer.on_nonfinite=skip");
+  }
+  const std::filesystem::path dir = run_dir_ / ckpt::checkpoint_dir_name(chosen);
+  // Divergence that comes back after every rollback to the same checkpoint (good steps between,
+  // so not "in a row") is given up on after as many rollbacks as bad steps in a row would be.
+  same_rollbacks_ = chosen == last_rollback_step_ ? same_rollbacks_ + 1 : 1;
+  last_rollback_step_ = chosen;
+  const int64_t most = config_.trainer.max_consecutive_skips;
+  if (most > 0 && same_rollbacks_ > most) {
+    stop_diverged(bad_step, why + "; rolled back to " + dir.string() + " " + std::to_string(most) +
+                                " times already (trainer.max_consecutive_skips)",
+                  "", /*save=*/false);
+  }
+  restore(dir, /*allow_data_change=*/false);
+  const uint64_t from = loaders_.train->cursor();
+  loaders_.train->seek(skip_to);
+  cursor_after_.clear();
+  if (first_bad_step_.defined()) first_bad_step_.fill_(-1);
+  // The discarded steps' window figures go with them (restore set the loss window).
+  window_skipped_ = 0;
+  window_aux_ = torch::Tensor();
+  window_aux_count_ = 0;
+  notify("step " + std::to_string(bad_step) + ": " + why + "; rolled back to " + dir.string() + " (step " +
+         std::to_string(state_.step) + ") and skipped samples " + std::to_string(from) + "-" +
+         std::to_string(skip_to - 1) + ", the data of steps " + std::to_string(state_.step + 1) + "-" +
+         std::to_string(bad_step) + " (trainer.on_nonfinite=rollback)");
+}
+
+void Trainer::stop_diverged(int64_t step, const std::string& why, const std::string& culprit, bool save) {
+  std::string saved;
+  // Weights that are no longer finite (a NaN in the forward, an update that overflowed) are not
+  // saved: a checkpoint of them would be the newest one a resume picks. Every rank agrees.
+  if (save) {
+    bool finite_weights = true;
+    for (const auto& [name, p] : model_->parameters_by_name()) {
+      if (readable(p) && !finite(p)) finite_weights = false;
+    }
+    save = reduce_over_ranks(finite_weights ? 0 : 1, parallel::ReduceOp::kMax) == 0;
+    if (!save) saved = "; the weights are not finite, so no checkpoint was saved";
+  }
+  if (save) {
+    // The state after the step with its update dropped: what a skip would have left.
+    try {
+      saved = "; saved " + save_checkpoint().string() + " for debugging (the weights before the step)";
+    } catch (const util::IoError& e) {
+      saved = std::string("; the checkpoint for debugging could not be saved: ") + e.what();
+    }
+  }
+  throw util::DivergedError(
+      "step " + std::to_string(step) + ": " + why +
+          (culprit.empty() ? std::string() : "; the first non-finite: " + culprit) + "; stopped (trainer.on_nonfinite=" +
+          policy_name(config_.trainer.on_nonfinite) + ")" + saved,
+      (step == state_.step ? "the step's samples are " + std::to_string(step_first_sample_) + "-" +
+                                 std::to_string(loaders_.train->cursor() - 1) + " of the training data; "
+                           : std::string()) +
+          "lower optimizer.lr or clip harder (trainer.max_grad_norm), or set trainer.on_nonfinite=skip or rollback "
+          "to train past such steps");
+}
+
+}  // namespace hftrain::train
