@@ -7,7 +7,8 @@
 #   and no checkpoint of weights that are not finite);
 # - rollback reloads the newest checkpoint before the bad step and skips the samples that led to it,
 #   read with the metrics (every other step) or, with spikes judged, at the step itself; it finishes
-#   with finite weights; without a checkpoint before the step it stops (exit 1);
+#   with finite weights; without a checkpoint before the step, or back at the same checkpoint too
+#   often, it stops (exit 1);
 # - stop exits 1 naming the step and the poisoned gradient, with a checkpoint that verifies;
 # - a loss spike over trainer.spike.factor x the window's median is skipped;
 # - debug.detect_anomaly names the backward operation; debug.underflow_overflow prints the module
@@ -90,6 +91,11 @@ HFTRAIN_TEST_FAULT=0:5:nan run 0 run quickstart "${common[@]}" trainer.on_nonfin
   has "step 5: the gradient norm is nan; rolled back to $WORK/rollback-now/checkpoint-3 (step 3) and skipped samples 6-9" err
   finite rollback-now
 }
+# divergence that comes back after each rollback to checkpoint-3 (steps 4, 5 and 6 in turn, good
+# steps between): the third rollback there stops the run (trainer.max_consecutive_skips=2)
+HFTRAIN_TEST_FAULT=0:4:nan,0:5:nan,0:6:nan run 1 run quickstart "${common[@]}" trainer.on_nonfinite=rollback \
+  trainer.spike.factor=1000 trainer.spike.window=2 trainer.max_consecutive_skips=2 run.output_dir="$WORK/rollbacks" \
+  && has "step 6: the gradient norm is nan; rolled back to $WORK/rollbacks/checkpoint-3 2 times already (trainer.max_consecutive_skips)" err
 # no checkpoint before the bad step: stop
 HFTRAIN_TEST_FAULT=0:2:nan run 1 run quickstart "${common[@]}" trainer.on_nonfinite=rollback \
   run.output_dir="$WORK/rollback-none" && has "found no checkpoint before it that verifies" err
