@@ -37,7 +37,7 @@ TEST_CASE("divergence: a spike is judged against the median of a full window of 
   CHECK(judge.median() == Approx(5.2));
 }
 
-TEST_CASE("divergence: bad steps in a row stop the run at the limit; a good one resets the count", "[train]") {
+TEST_CASE("divergence: bad steps in a row stop the run at the limit, a good one resets the count", "[train]") {
   DivergenceJudge judge(0, 10, 3);
   CHECK_FALSE(judge.note_bad());
   CHECK_FALSE(judge.note_bad());
