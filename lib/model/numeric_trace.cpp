@@ -14,12 +14,6 @@ namespace {
 
 std::atomic<NumericTrace*> g_trace{nullptr};
 
-// Whether `t`'s elements can be read (zero3 frees a parameter's storage between its uses).
-bool readable(const torch::Tensor& t) {
-  return t.defined() && t.numel() > 0 && t.has_storage() &&
-         t.storage().nbytes() >= static_cast<size_t>((t.storage_offset() + t.numel()) * t.element_size());
-}
-
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3e", v);
@@ -27,6 +21,11 @@ std::string number(double v) {
 }
 
 }  // namespace
+
+bool readable(const torch::Tensor& t) {
+  return t.defined() && t.numel() > 0 && t.has_storage() &&
+         t.storage().nbytes() >= static_cast<size_t>((t.storage_offset() + t.numel()) * t.element_size());
+}
 
 NumericTrace* numeric_trace() { return g_trace.load(std::memory_order_relaxed); }
 

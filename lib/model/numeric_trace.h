@@ -45,6 +45,10 @@ class NumericTrace {
   std::deque<Frame> frames_;
 };
 
+// Whether `t` has elements that can be read: a sharding strategy (zero3) frees a parameter's
+// storage between its uses, leaving its sizes.
+bool readable(const torch::Tensor& t);
+
 // The trace the modules report to, or null (process-wide: a checkpointed block's recomputation
 // runs on autograd's threads).
 NumericTrace* numeric_trace();

@@ -7,6 +7,7 @@
 
 #include "ckpt/layout.h"
 #include "ckpt/verify.h"
+#include "model/numeric_trace.h"
 #include "train/fault_injection.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -24,11 +25,7 @@ const char* policy_name(config::OnNonfinite policy) {
   return "skip";
 }
 
-// Whether `t`'s elements can be read: zero3 frees a parameter's storage between its uses.
-bool readable(const torch::Tensor& t) {
-  return t.defined() && t.numel() > 0 && t.has_storage() &&
-         t.storage().nbytes() >= static_cast<size_t>((t.storage_offset() + t.numel()) * t.element_size());
-}
+using model::readable;
 
 bool finite(const torch::Tensor& t) { return torch::isfinite(t.detach()).all().item<bool>(); }
 
