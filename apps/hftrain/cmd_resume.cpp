@@ -6,10 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ckpt/layout.h"
 #include "ckpt/locate.h"
 #include "commands.h"
 #include "config/resolve.h"
 #include "launcher.h"
+#include "supervisor.h"
 #include "train_job.h"
 #include "util/error.h"
 
@@ -23,6 +25,12 @@ struct ResumeArgs {
   LaunchArgs launch;
 };
 
+// PATH names a checkpoint (runs/NAME/checkpoint-N) or a run directory: the run directory.
+std::filesystem::path run_dir_of(const std::filesystem::path& path) {
+  const std::filesystem::path p = path.filename().empty() ? path.parent_path() : path;
+  return ckpt::parse_checkpoint_step(p.filename().string()) ? p.parent_path() : p;
+}
+
 int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
   for (const auto& o : a.overrides) {
     if (o.find('=') == std::string::npos && o.rfind('~', 0) != 0) {
@@ -30,7 +38,11 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
                              "hftrain resume runs/NAME trainer.max_steps=4000");
     }
   }
-  const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(a.path);
+  note_supervised_attempt(a.launch);
+  // A restart goes on from the run's newest checkpoint that verifies, not the one first named
+  // (which rotation may have removed since).
+  const ckpt::LocatedCheckpoint located =
+      ckpt::locate_checkpoint(a.launch.attempt > 0 ? run_dir_of(a.path) : std::filesystem::path(a.path));
   config::ResolveOptions options;
   options.checkpoint_config = located.dir / "config.yaml";
   // New checkpoints go next to the one resumed from, wherever the run directory has moved,
@@ -40,12 +52,16 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
 
   TrainJob job;
   job.resolved = config::resolve_config(options);
-  // One owner: refused here when the run is still training (or another resume holds it).
-  const std::optional<ckpt::RunDirLock> lock = lock_run_dir(job.resolved.values.run.output_dir, a.launch.node_rank);
+  // One owner: refused here when the run is still training (or another resume holds it). A
+  // supervised attempt's supervisor holds it.
+  const std::filesystem::path run_dir = job.resolved.values.run.output_dir;
+  const std::optional<ckpt::RunDirLock> lock =
+      a.launch.supervised() ? std::nullopt : lock_run_dir(run_dir, a.launch.node_rank);
   job.command_line = command_line;
   job.force = a.force;
   job.resume_notes = plan_resume(located, job.resolved, a.force);
   job.resume_from = located.dir;
+  if (should_supervise(a.launch)) return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
   if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }

@@ -15,6 +15,7 @@
 #include "config/resolve.h"
 #include "launch/launch_env.h"
 #include "launcher.h"
+#include "supervisor.h"
 #include "train_job.h"
 #include "train/model_from.h"
 #include "util/env.h"
@@ -34,26 +35,6 @@ struct RunArgs {
   LaunchArgs launch;
 };
 
-// --overwrite: what an earlier run left that would mix with the new one. train.log is kept (the
-// new run appends to it).
-void start_over(const fs::path& run_dir) {
-  std::vector<fs::path> doomed;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (ckpt::parse_checkpoint_step(name) || name.rfind(".tmp-checkpoint-", 0) == 0 || name == ckpt::kLatestFile ||
-        name == "final" || name == "metrics.jsonl" || name.find("tfevents") != std::string::npos) {
-      doomed.push_back(e.path());
-    }
-  }
-  for (const auto& p : doomed) {
-    fs::remove_all(p, ec);
-    if (ec) throw util::IoError("--overwrite: cannot remove " + p.string() + ": " + ec.message(), "check its permissions");
-  }
-  util::log::info("--overwrite: removed " + std::to_string(doomed.size()) + " entries of the earlier run in " +
-                  run_dir.string());
-}
-
 int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   if (a.resume && a.overwrite) {
     throw util::UsageError("--resume and --overwrite contradict each other", "pick one");
@@ -65,29 +46,35 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   job.command_line = command_line;
   job.force = a.force;
   const fs::path run_dir = job.resolved.values.run.output_dir;
+  note_supervised_attempt(a.launch);
   // One owner: refused here, before anything in the directory changes, when another run holds it.
-  const std::optional<ckpt::RunDirLock> lock = lock_run_dir(run_dir, a.launch.node_rank);
+  // A supervised attempt's supervisor holds it.
+  const std::optional<ckpt::RunDirLock> lock =
+      a.launch.supervised() ? std::nullopt : lock_run_dir(run_dir, a.launch.node_rank);
   // In a multi-process job the launcher (or rank 0 under mpirun) decides about the run directory;
-  // the workers only follow.
+  // the workers only follow. A supervisor decides for its attempts: the first does what the flags
+  // say (--overwrite was done), every later one resumes.
   const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
-  const bool follower = env.launcher == launch::Launcher::kHftrain || env.rank != 0;
+  const bool follower = env.launcher == launch::Launcher::kHftrain || env.rank != 0 || a.launch.supervised();
+  const bool resume = a.resume || a.launch.attempt > 0;
   const auto existing = follower && a.overwrite ? std::vector<ckpt::CheckpointEntry>{} : ckpt::list_checkpoints(run_dir);
   if (!existing.empty()) {
-    if (a.resume) {
+    if (resume) {
       const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(run_dir);
       job.resume_notes = plan_resume(located, job.resolved, a.force);
       job.resume_from = located.dir;
     } else if (a.overwrite) {
-      start_over(run_dir);
+      remove_earlier_run(run_dir);
     } else {
       throw util::UsageError("run directory " + run_dir.string() + " already holds checkpoints (newest: " +
                                  existing.back().dir.filename().string() + ")",
                              "continue it with `hftrain resume " + run_dir.string() +
                                  "` (or add --resume), start over with --overwrite, or set run.output_dir");
     }
-  } else if (a.resume) {
+  } else if (resume) {
     job.resume_notes.push_back("--resume: no checkpoint in " + run_dir.string() + " yet; starting from step 0");
   }
+  if (should_supervise(a.launch)) return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
   if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }

@@ -28,6 +28,20 @@ void add_launch_options(CLI::App* sub, LaunchArgs& a) {
   sub->add_option("--master-port", a.master_port, "Port of the rendezvous store (default: a free port on one node)")
       ->check(CLI::Range(0, 65535))
       ->group("Launcher");
+  sub->add_option("--max-restarts", a.max_restarts,
+                  "Restart the job from its newest checkpoint that verifies, up to N times, when a worker dies or "
+                  "fails for a reason that may pass (not bad input, not divergence)")
+      ->check(CLI::Range(0, 1000))
+      ->group("Restarts");
+  sub->add_option("--restart-backoff", a.restart_backoff, "Seconds before the first restart, doubled for each next (at most 120)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->group("Restarts");
+  sub->add_option("--launch-with", a.launch_with,
+                  "Start the job through this launcher command and restart it as a whole, e.g. \"mpirun -np 8 "
+                  "--hostfile hosts\" or \"srun\" (words split at spaces; hftrain and its arguments follow)")
+      ->group("Restarts");
+  // Set by the supervisor on the processes it starts; not for people.
+  sub->add_option("--supervised-attempt", a.attempt)->check(CLI::NonNegativeNumber)->group("");
 }
 
 bool should_launch(const LaunchArgs& a) {
@@ -35,6 +49,15 @@ bool should_launch(const LaunchArgs& a) {
 }
 
 int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_line) {
+  const launch::SpawnResult r = start_workers(a, command_line);
+  if (!r.failure.empty()) {
+    util::log::error("launcher: " + r.failure);
+  }
+  return r.exit_code;
+}
+
+launch::SpawnResult start_workers(const LaunchArgs& a, const std::vector<std::string>& command_line,
+                                  const std::vector<std::pair<std::string, std::string>>& env_add) {
   if (a.node_rank >= a.nnodes) {
     throw util::UsageError("--node-rank " + std::to_string(a.node_rank) + " is not below --nnodes " + std::to_string(a.nnodes),
                            "number the nodes 0 .. nnodes-1");
@@ -50,6 +73,7 @@ int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_
   o.node_rank = a.node_rank;
   o.num_nodes = a.nnodes;
   o.master_addr = a.master_addr.empty() ? "127.0.0.1" : a.master_addr;
+  o.env = env_add;
   // Threads: as torchrun does, the workers share the cores instead of each taking all of them
   // (LibTorch's intra-op pool, and Open MPI's busy polling, would otherwise fight over them).
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -73,11 +97,7 @@ int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_
   util::log::info("launcher: starting " + std::to_string(a.nproc_per_node) + " workers on node " +
                   std::to_string(a.node_rank) + " of " + std::to_string(a.nnodes) + " (rendezvous " + o.master_addr +
                   ":" + std::to_string(o.master_port) + "); rank 0 logs here, every rank to its log file");
-  const launch::SpawnResult r = launch::run_workers(o);
-  if (!r.failure.empty()) {
-    util::log::error("launcher: " + r.failure);
-  }
-  return r.exit_code;
+  return launch::run_workers(o);
 }
 
 }  // namespace hftrain::app

@@ -1,6 +1,8 @@
 #include "train_job.h"
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <iostream>
 
@@ -9,6 +11,7 @@
 #include "parallel/plan/memory_plan.h"
 #include "parallel/comm/world.h"
 #include "launch/launch_env.h"
+#include "launch/restarts.h"
 #include "train/adapter_model.h"
 #include "train/wiring.h"
 #include "util/env.h"
@@ -78,11 +81,80 @@ std::optional<ckpt::RunDirLock> lock_run_dir(const std::filesystem::path& run_di
   return ckpt::RunDirLock::acquire(run_dir);
 }
 
+void remove_earlier_run(const std::filesystem::path& run_dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> doomed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (ckpt::parse_checkpoint_step(name) || name.rfind(".tmp-checkpoint-", 0) == 0 || name == ckpt::kLatestFile ||
+        name == "final" || name == "metrics.jsonl" || name.find("tfevents") != std::string::npos ||
+        name == launch::kFailuresDir) {
+      doomed.push_back(e.path());
+    }
+  }
+  for (const auto& p : doomed) {
+    fs::remove_all(p, ec);
+    if (ec) throw util::IoError("cannot remove " + p.string() + ": " + ec.message(), "check its permissions");
+  }
+  util::log::info("removed " + std::to_string(doomed.size()) + " entries of the earlier run in " + run_dir.string());
+}
+
+std::vector<int> stop_exit_codes(const config::Config& cfg) {
+  if (cfg.checkpoint.signal_exit_code) return {static_cast<int>(*cfg.checkpoint.signal_exit_code)};
+  return {128 + SIGINT, 128 + SIGTERM};
+}
+
 std::string config_hash(const config::ResolvedConfig& resolved) {
   return util::hash_hex(config::to_yaml(resolved, config::product_schema(), /*provenance=*/false));
 }
 
+namespace {
+
+const char* kind_name(util::ErrorKind kind) {
+  switch (kind) {
+    case util::ErrorKind::kUsage: return "usage";
+    case util::ErrorKind::kConfig: return "config";
+    case util::ErrorKind::kData: return "data";
+    case util::ErrorKind::kCheckpoint: return "checkpoint";
+    case util::ErrorKind::kIo: return "io";
+    case util::ErrorKind::kDistributed: return "distributed";
+    case util::ErrorKind::kDiverged: return "diverged";
+  }
+  return "internal";
+}
+
+// Why this process stopped, for a supervisor deciding about a restart and for `hftrain runs`.
+void record_failure(const TrainJob& job, const std::string& kind, int exit_code, const std::string& message) {
+  launch::FailureRecord r;
+  r.rank = launch::detect_launch_env(util::Environment::process()).rank;
+  r.kind = kind;
+  r.exit_code = exit_code;
+  r.message = message;
+  r.attempt = std::atoi(util::Environment::process().get("HFTRAIN_RESTART_COUNT").value_or("0").c_str());
+  r.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  launch::write_failure_record(job.resolved.values.run.output_dir, r);
+}
+
+int run_train_job_unrecorded(const TrainJob& job);
+
+}  // namespace
+
 int run_train_job(const TrainJob& job) {
+  try {
+    return run_train_job_unrecorded(job);
+  } catch (const util::Error& e) {
+    record_failure(job, kind_name(e.kind()), e.exit_code(), e.describe());
+    throw;
+  } catch (const std::exception& e) {
+    record_failure(job, "internal", util::kExitFailure, std::string("error: ") + e.what());
+    throw;
+  }
+}
+
+namespace {
+
+int run_train_job_unrecorded(const TrainJob& job) {
   const config::Schema& schema = config::product_schema();
   const config::Config& cfg = job.resolved.values;
   util::log::set_level(log_level(cfg.logging.level));
@@ -122,8 +194,6 @@ int run_train_job(const TrainJob& job) {
     throw;
   }
 }
-
-namespace {
 
 int train_with(const TrainJob& job, parallel::World& world, const std::filesystem::path& run_dir,
                const torch::Device& device) {

@@ -35,6 +35,15 @@ std::vector<std::string> plan_resume(const ckpt::LocatedCheckpoint& checkpoint, 
 // under mpirun or srun. nullopt for every other process. Throws what RunDirLock::acquire throws.
 std::optional<ckpt::RunDirLock> lock_run_dir(const std::filesystem::path& run_dir, int node_rank);
 
+// --overwrite, and a restart with no checkpoint to resume from: removes what an earlier run left
+// that would mix with the new one (checkpoints, staging folders, latest, final/, metrics.jsonl,
+// event files). train.log is kept (the new run appends to it). Throws IoError naming the entry.
+void remove_earlier_run(const std::filesystem::path& run_dir);
+
+// The exit codes of a job whose workers stopped on SIGINT/SIGTERM after saving a checkpoint
+// (checkpoint.signal_exit_code, else 128 + the signal).
+std::vector<int> stop_exit_codes(const config::Config& cfg);
+
 // The hash of a config's values that a checkpoint's manifest records.
 std::string config_hash(const config::ResolvedConfig& resolved);
 

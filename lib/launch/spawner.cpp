@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct Stream {
   int fd = -1;
   FILE* out = nullptr;
   std::string pending;
+  bool prefix = true;  // "[rank R] " before each line
 };
 
 struct Worker {
@@ -68,9 +70,13 @@ struct Worker {
   Stream streams[2];
 };
 
-void emit_line(FILE* out, int rank, std::string_view line) {
-  std::fprintf(out, "[rank %d] %.*s\n", rank, static_cast<int>(line.size()), line.data());
-  std::fflush(out);
+void emit_line(const Stream& s, int rank, std::string_view line) {
+  if (s.prefix) {
+    std::fprintf(s.out, "[rank %d] %.*s\n", rank, static_cast<int>(line.size()), line.data());
+  } else {
+    std::fprintf(s.out, "%.*s\n", static_cast<int>(line.size()), line.data());
+  }
+  std::fflush(s.out);
 }
 
 // Reads what is there; returns false once the stream is closed.
@@ -82,7 +88,7 @@ bool pump(Stream& s, int rank) {
       s.pending.append(buffer, static_cast<size_t>(n));
       size_t start = 0, nl;
       while ((nl = s.pending.find('\n', start)) != std::string::npos) {
-        emit_line(s.out, rank, std::string_view(s.pending).substr(start, nl - start));
+        emit_line(s, rank, std::string_view(s.pending).substr(start, nl - start));
         start = nl + 1;
       }
       s.pending.erase(0, start);
@@ -90,7 +96,7 @@ bool pump(Stream& s, int rank) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    if (!s.pending.empty()) emit_line(s.out, rank, s.pending);  // a last line without newline
+    if (!s.pending.empty()) emit_line(s, rank, s.pending);  // a last line without newline
     s.pending.clear();
     close(s.fd);
     s.fd = -1;
@@ -119,7 +125,8 @@ int exit_code_of(int status) {
 std::vector<std::string> worker_environment(const SpawnOptions& o, int local_rank) {
   const int world = o.nproc_per_node * o.num_nodes;
   const int rank = o.node_rank * o.nproc_per_node + local_rank;
-  std::vector<std::pair<std::string, std::string>> set = {
+  std::vector<std::pair<std::string, std::string>> set;
+  if (o.distributed) set = {
       {"RANK", std::to_string(rank)},
       {"LOCAL_RANK", std::to_string(local_rank)},
       {"WORLD_SIZE", std::to_string(world)},
@@ -197,8 +204,8 @@ Worker start_worker(const SpawnOptions& o, int local_rank) {
   close(out[1]);
   close(err[1]);
   w.pid = pid;
-  w.streams[0] = {out[0], stdout, {}};
-  w.streams[1] = {err[0], stderr, {}};
+  w.streams[0] = {out[0], stdout, {}, o.distributed};
+  w.streams[1] = {err[0], stderr, {}, o.distributed};
   for (auto& s : w.streams) fcntl(s.fd, F_SETFL, fcntl(s.fd, F_GETFL) | O_NONBLOCK);
   return w;
 }
@@ -207,6 +214,10 @@ Worker start_worker(const SpawnOptions& o, int local_rank) {
 
 SpawnResult run_workers(const SpawnOptions& o) {
   using Clock = std::chrono::steady_clock;
+  if (!o.distributed && o.nproc_per_node != 1) {
+    throw std::invalid_argument("run_workers: a process outside a distributed job is started alone, not " +
+                                std::to_string(o.nproc_per_node) + " times");
+  }
   SignalScope signals;
   std::vector<Worker> workers;
   try {
@@ -265,12 +276,13 @@ SpawnResult run_workers(const SpawnOptions& o) {
       if (r != w.pid) continue;
       w.running = false;
       w.status = status;
-      const std::string who = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ")";
+      const std::string who = (o.distributed ? "rank " + std::to_string(w.rank) : std::string("the process")) + " (pid " +
+                              std::to_string(w.pid) + ")";
       const int code = exit_code_of(status);
       if (code != 0 && result.exit_code == 0) {
         result.exit_code = code;
         if (forwarded == 0) {
-          result.failure = who + " " + describe_status(status) + "; stopped the other workers";
+          result.failure = who + " " + describe_status(status) + (o.distributed ? "; stopped the other workers" : "");
           signal_all(workers, SIGTERM);
           kill_at = after(o.kill_grace_seconds);
         }
@@ -296,6 +308,7 @@ SpawnResult run_workers(const SpawnOptions& o) {
       killed = true;
     }
   }
+  result.stop_requested = forwarded > 0;
   // Output still buffered in the pipes (a grandchild holding one open is not waited for).
   for (auto& w : workers) {
     for (auto& s : w.streams) {

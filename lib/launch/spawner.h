@@ -26,6 +26,10 @@ struct SpawnOptions {
   // one has exited, the rest get this long before SIGKILL (one stuck in a collective with a
   // departed peer would otherwise keep the launcher waiting forever).
   double stop_grace_seconds = 120;
+  // false: one process that is not part of a distributed job (the restart supervisor's child,
+  // apps/hftrain/supervisor.h): none of the launcher's variables, only `env`, and its lines go
+  // out as they are, without the rank prefix. nproc_per_node must then be 1.
+  bool distributed = true;
 };
 
 struct SpawnResult {
@@ -34,6 +38,8 @@ struct SpawnResult {
   // (Killed); stopped the other workers", or "rank 0 did not stop within 120 s of rank 1 (pid 4242)
   // ending after the signal; killed". Empty when every worker succeeded or stopped on a signal.
   std::string failure;
+  // A signal reached the launcher and was forwarded: the job was asked to stop.
+  bool stop_requested = false;
 };
 
 // Runs the workers to the end. Lines a worker writes to stdout or stderr reach the launcher's

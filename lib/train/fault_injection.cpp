@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -19,7 +20,13 @@ struct Fault {
   int rank = -1;
   long long step = -1;
   std::string what;
+  int attempt = -1;  // what@K: only in attempt K of a supervised job (HFTRAIN_RESTART_COUNT); -1: any
 };
+
+int this_attempt() {
+  const std::optional<std::string> count = util::Environment::process().get("HFTRAIN_RESTART_COUNT");
+  return count ? std::atoi(count->c_str()) : 0;
+}
 
 const std::vector<Fault>& faults() {
   static const std::vector<Fault> parsed = [] {
@@ -33,6 +40,10 @@ const std::vector<Fault>& faults() {
       char what[16] = {};
       if (std::sscanf(item.c_str(), "%d:%lld:%15s", &f.rank, &f.step, what) == 3) {
         f.what = what;
+        if (const size_t at = f.what.find('@'); at != std::string::npos) {
+          f.attempt = std::atoi(f.what.c_str() + at + 1);
+          f.what.erase(at);
+        }
         out.push_back(f);
       }
     }
@@ -43,7 +54,7 @@ const std::vector<Fault>& faults() {
 
 bool due(int rank, int64_t step, const char* what) {
   for (const Fault& f : faults()) {
-    if (f.rank == rank && f.step == step && f.what == what) return true;
+    if (f.rank == rank && f.step == step && f.what == what && (f.attempt < 0 || f.attempt == this_attempt())) return true;
   }
   return false;
 }

@@ -5,7 +5,9 @@
 // carries it to every rank); <rank>:<step>:nanweight fills that parameter itself with NaN before
 // the step's forward; <rank>:<step>:spike multiplies that rank's loss of the step by 1000 (a loss
 // spike, gradients and all); these three happen once per process, not again when a rolled-back run
-// reaches the step. Several faults are separated by commas. Read once per process; without the
+// reaches the step. A fault written what@K (`1:3:kill@0`) happens only in attempt K of a job under
+// --max-restarts (HFTRAIN_RESTART_COUNT, 0 for the first), so a restarted job can be killed
+// at chosen points. Several faults are separated by commas. Read once per process; without the
 // variable it does nothing.
 #pragma once
 

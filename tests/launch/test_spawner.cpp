@@ -107,3 +107,23 @@ TEST_CASE("spawner: a second signal kills the workers at once", "[launch]") {
   CHECK(r.exit_code == 128 + SIGKILL);
   CHECK(seconds_since(start) < 5);
 }
+
+TEST_CASE("spawner: a process outside a distributed job gets no launcher variables and no prefix", "[launch]") {
+  launch::SpawnOptions o = sh_workers("test -z \"$RANK$WORLD_SIZE$HFTRAIN_LAUNCHER\" && test \"$EXTRA\" = 7 && exit 5", 1);
+  o.distributed = false;
+  o.env = {{"EXTRA", "7"}};
+  const auto r = launch::run_workers(o);
+  CHECK(r.exit_code == 5);  // reached the exit: the variables were as expected
+  CHECK(r.failure == "the process (pid " + r.failure.substr(17, r.failure.find(')') - 17) + ") exited with status 5");
+  CHECK_FALSE(r.stop_requested);
+  o.nproc_per_node = 2;
+  CHECK_THROWS_AS(launch::run_workers(o), std::invalid_argument);
+}
+
+TEST_CASE("spawner: a forwarded signal is reported as a stop request", "[launch]") {
+  std::thread sender = signal_later(SIGINT, 0.2);
+  const auto r = launch::run_workers(sh_workers("trap 'exit 130' INT; while :; do sleep 0.05; done"));
+  sender.join();
+  CHECK(r.exit_code == 130);
+  CHECK(r.stop_requested);
+}
