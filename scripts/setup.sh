@@ -37,7 +37,7 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 2; }
 
 # Debian packages the build needs. Tools first, then the libraries (with their -dev halves).
 tool_pkgs=(cmake ninja-build g++ ccache python3 python3-venv)
-lib_pkgs=(libpcre2-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev libopenmpi-dev openmpi-bin)
+lib_pkgs=(libcurl4-openssl-dev libpcre2-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev libopenmpi-dev openmpi-bin)
 # The quickstart's corpus.
 data_pkgs=(fortunes fortunes-min)
 # Only for the tests: the fuzz targets' libFuzzer + sanitizer build (tests/fuzz/libfuzzer).

@@ -26,6 +26,8 @@ int run_app(int argc, char** argv) {
   add_tokenizer_command(app, runner);
   add_plan_command(app, runner);
   add_prepare_command(app, runner);
+  add_runs_command(app, runner);
+  add_sweep_command(app, runner);
   add_config_command(app, runner);
   add_recipes_command(app, runner);
 

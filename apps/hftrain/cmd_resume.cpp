@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "ckpt/layout.h"
 #include "ckpt/locate.h"
 #include "commands.h"
 #include "config/resolve.h"
@@ -25,12 +24,6 @@ struct ResumeArgs {
   LaunchArgs launch;
 };
 
-// PATH names a checkpoint (runs/NAME/checkpoint-N) or a run directory: the run directory.
-std::filesystem::path run_dir_of(const std::filesystem::path& path) {
-  const std::filesystem::path p = path.filename().empty() ? path.parent_path() : path;
-  return ckpt::parse_checkpoint_step(p.filename().string()) ? p.parent_path() : p;
-}
-
 int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
   for (const auto& o : a.overrides) {
     if (o.find('=') == std::string::npos && o.rfind('~', 0) != 0) {
@@ -39,10 +32,10 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
     }
   }
   note_supervised_attempt(a.launch);
-  // A restart goes on from the run's newest checkpoint that verifies, not the one first named
-  // (which rotation may have removed since).
-  const ckpt::LocatedCheckpoint located =
-      ckpt::locate_checkpoint(a.launch.attempt > 0 ? run_dir_of(a.path) : std::filesystem::path(a.path));
+  // A restart goes on from the checkpoint its supervisor chose (the run's newest that verifies),
+  // not the one first named (which rotation may have removed since).
+  const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(
+      a.launch.restart_from.empty() ? std::filesystem::path(a.path) : std::filesystem::path(a.launch.restart_from));
   config::ResolveOptions options;
   options.checkpoint_config = located.dir / "config.yaml";
   // New checkpoints go next to the one resumed from, wherever the run directory has moved,

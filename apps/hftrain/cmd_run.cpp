@@ -57,13 +57,16 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
   const bool follower = env.launcher == launch::Launcher::kHftrain || env.rank != 0 || a.launch.supervised();
   const bool resume = a.resume || a.launch.attempt > 0;
-  const auto existing = follower && a.overwrite ? std::vector<ckpt::CheckpointEntry>{} : ckpt::list_checkpoints(run_dir);
+  const bool overwrite = a.overwrite && !a.launch.supervised();  // a supervisor started over before the first attempt
+  const auto existing = follower && overwrite ? std::vector<ckpt::CheckpointEntry>{} : ckpt::list_checkpoints(run_dir);
   if (!existing.empty()) {
     if (resume) {
-      const ckpt::LocatedCheckpoint located = ckpt::locate_checkpoint(run_dir);
+      // A restart goes on from the checkpoint its supervisor chose (and logged).
+      const ckpt::LocatedCheckpoint located =
+          ckpt::locate_checkpoint(a.launch.restart_from.empty() ? run_dir : fs::path(a.launch.restart_from));
       job.resume_notes = plan_resume(located, job.resolved, a.force);
       job.resume_from = located.dir;
-    } else if (a.overwrite) {
+    } else if (overwrite) {
       remove_earlier_run(run_dir);
     } else {
       throw util::UsageError("run directory " + run_dir.string() + " already holds checkpoints (newest: " +

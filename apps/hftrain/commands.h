@@ -25,6 +25,8 @@ void add_tokenizer_render_command(CLI::App& tokenizer_app, Runner& runner);
 void add_recipes_command(CLI::App& app, Runner& runner);
 void add_plan_command(CLI::App& app, Runner& runner);
 void add_prepare_command(CLI::App& app, Runner& runner);
+void add_runs_command(CLI::App& app, Runner& runner);
+void add_sweep_command(CLI::App& app, Runner& runner);
 
 // Parses argv, runs the chosen verb, maps errors to exit codes (0 ok, 2 bad input, 1 failure).
 int run_app(int argc, char** argv);

@@ -42,6 +42,7 @@ void add_launch_options(CLI::App* sub, LaunchArgs& a) {
       ->group("Restarts");
   // Set by the supervisor on the processes it starts; not for people.
   sub->add_option("--supervised-attempt", a.attempt)->check(CLI::NonNegativeNumber)->group("");
+  sub->add_option("--supervised-from", a.restart_from)->group("");
 }
 
 bool should_launch(const LaunchArgs& a) {

@@ -26,6 +26,7 @@ struct LaunchArgs {
   double restart_backoff = 2;  // seconds before the first restart, doubled each time
   std::string launch_with;     // "mpirun -np 8 ...", "srun": the job is started (and restarted) through it
   int attempt = -1;            // --supervised-attempt K: this process is attempt K of a supervised job
+  std::string restart_from;    // --supervised-from DIR: the checkpoint its supervisor chose for a restart
   bool supervised() const { return attempt >= 0; }
 };
 

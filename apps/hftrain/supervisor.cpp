@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
+#include "ckpt/layout.h"
 #include "ckpt/verify.h"
 #include "launch/launch_env.h"
 #include "launch/restarts.h"
@@ -77,10 +79,12 @@ std::string own_executable() {
 
 // One attempt of the job: the command line with --supervised-attempt K, started the way the
 // flags ask.
-launch::SpawnResult run_attempt(const LaunchArgs& a, const std::vector<std::string>& command_line, int attempt) {
+launch::SpawnResult run_attempt(const LaunchArgs& a, const std::vector<std::string>& command_line, int attempt,
+                                const std::optional<fs::path>& from) {
   std::vector<std::string> argv = command_line;
   argv.push_back("--supervised-attempt");
   argv.push_back(std::to_string(attempt));
+  if (from) argv.insert(argv.end(), {"--supervised-from", from->string()});
   const std::vector<std::pair<std::string, std::string>> env = {{"HFTRAIN_RESTART_COUNT", std::to_string(attempt)}};
   if (a.nproc_per_node > 0) return start_workers(a, argv, env);
   launch::SpawnOptions o;
@@ -105,6 +109,13 @@ std::string seconds_text(double s) { return metrics::format_number(s, 3) + " s";
 bool should_supervise(const LaunchArgs& a) {
   if (a.supervised() || util::Environment::process().get(launch::kLauncherVar)) return false;
   if (a.max_restarts == 0 && a.launch_with.empty()) return false;
+  const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
+  if (env.distributed()) {
+    throw util::UsageError(std::string("--max-restarts and --launch-with supervise a whole job, but this process is rank ") +
+                               std::to_string(env.rank) + " of a job " + launch::launcher_name(env.launcher) + " started",
+                           "run the supervisor outside the job step: hftrain run RECIPE --max-restarts 3 --launch-with \"" +
+                               std::string(env.launcher == launch::Launcher::kSlurm ? "srun" : "mpirun -np N") + "\"");
+  }
   if (!a.launch_with.empty() && a.nproc_per_node > 0) {
     throw util::UsageError("--launch-with and --nproc-per-node both start the workers", "use one of them");
   }
@@ -131,9 +142,10 @@ int supervise(const LaunchArgs& a, const std::vector<std::string>& command_line,
   util::log::info("supervisor: up to " + std::to_string(a.max_restarts) + " restart" + (a.max_restarts == 1 ? "" : "s") +
                   " from the newest checkpoint that verifies" +
                   (a.launch_with.empty() ? std::string() : ", the job started with `" + a.launch_with + "`"));
+  std::optional<fs::path> from;  // where the next attempt resumes (the first: as its flags say)
   for (int attempt = 0;; ++attempt) {
     launch::clear_failure_records(run_dir);
-    const launch::SpawnResult r = run_attempt(a, command_line, attempt);
+    const launch::SpawnResult r = run_attempt(a, command_line, attempt, from);
     launch::AttemptEnd end;
     end.exit_code = r.exit_code;
     end.stop_requested = r.stop_requested;
@@ -157,17 +169,23 @@ int supervise(const LaunchArgs& a, const std::vector<std::string>& command_line,
       return r.exit_code;
     }
     const int restart = attempt + 1;
-    const std::optional<ckpt::ResumeChoice> from = ckpt::newest_verified(run_dir);
+    const std::optional<ckpt::ResumeChoice> choice = ckpt::newest_verified(run_dir);
+    if (!choice && !ckpt::list_checkpoints(run_dir).empty()) {
+      // Checkpoints that do not verify are never deleted to start over: they may be all there is.
+      util::log::error("supervisor: not restarting: no checkpoint of " + run_dir.string() +
+                       " verifies (see `hftrain verify " + run_dir.string() + "`); cause: " + v.cause);
+      return r.exit_code;
+    }
+    from = choice ? std::optional<fs::path>(choice->chosen.dir) : std::nullopt;
     const double delay = launch::restart_delay(policy, restart);
     util::log::warn("supervisor: restart " + std::to_string(restart) + " of " + std::to_string(a.max_restarts) + " in " +
                     seconds_text(delay) + " from " +
-                    (from ? from->chosen.dir.filename().string() : std::string("step 0 (no checkpoint verifies yet)")) +
-                    "; cause: " + v.cause);
+                    (from ? from->filename().string() : std::string("step 0 (no checkpoint yet)")) + "; cause: " + v.cause);
     if (const int sig = interruptible_wait(delay)) {
       util::log::error("supervisor: signal " + std::to_string(sig) + " while waiting to restart; stopped");
       return 128 + sig;
     }
-    if (!from) remove_earlier_run(run_dir);  // what the failed attempt wrote before its first checkpoint
+    if (!from) remove_earlier_run(run_dir);  // what the failed attempt wrote before any checkpoint
   }
 }
 

@@ -20,6 +20,8 @@
 #include "model/hf_export.h"
 #include "model/saved_model.h"
 #include "train/pipeline_setup.h"
+#include "train/run_summary.h"
+#include "metrics/mlflow_tracker.h"
 #include "train/tp_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -89,7 +91,8 @@ void remove_earlier_run(const std::filesystem::path& run_dir) {
     const std::string name = e.path().filename().string();
     if (ckpt::parse_checkpoint_step(name) || name.rfind(".tmp-checkpoint-", 0) == 0 || name == ckpt::kLatestFile ||
         name == "final" || name == "metrics.jsonl" || name.find("tfevents") != std::string::npos ||
-        name == launch::kFailuresDir) {
+        name == launch::kFailuresDir || name == train::kRunStatusFile || name == metrics::kMlflowRunFile ||
+        name == metrics::kMlflowPendingFile) {
       doomed.push_back(e.path());
     }
   }
@@ -195,13 +198,59 @@ int run_train_job_unrecorded(const TrainJob& job) {
   }
 }
 
+// Rank 0's status.json (train/run_summary.h), for `hftrain runs` and `hftrain sweep`.
+class RunStatus {
+ public:
+  RunStatus(const std::filesystem::path& run_dir, bool main) : run_dir_(run_dir), main_(main) {}
+  void start(const train::Trainer& trainer, bool resuming) {
+    if (!main_) return;
+    record_ = train::starting_status(run_dir_, resuming, trainer.state().step, trainer.state().total_steps);
+    train::write_run_status(run_dir_, *record_);
+  }
+  void end(const train::Trainer& trainer, const char* status, const std::string& error = {}) {
+    if (!record_) return;
+    record_->status = status;
+    record_->ended_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    record_->step = trainer.state().step;
+    record_->error = error;
+    train::write_run_status(run_dir_, *record_);
+    record_.reset();
+  }
+
+ private:
+  std::filesystem::path run_dir_;
+  bool main_;
+  std::optional<train::RunStatusRecord> record_;
+};
+
+int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world, const std::filesystem::path& run_dir,
+                   RunStatus& status);
+
 int train_with(const TrainJob& job, parallel::World& world, const std::filesystem::path& run_dir,
                const torch::Device& device) {
+  static_cast<void>(device);
+  train::Trainer trainer(job.resolved.values, run_dir, &g_stop_signal, /*resume_from=*/job.resume_from, &world);
+  RunStatus status(run_dir, world.is_main());
+  // The trackers hear how the run ended (train/tracking.h): its status, the final model.
+  try {
+    return train_and_save(job, trainer, world, run_dir, status);
+  } catch (const util::Error& e) {
+    status.end(trainer, "failed", e.describe());
+    trainer.end_run({train::RunEnd::Status::kFailed, std::nullopt, e.describe()});
+    throw;
+  } catch (const std::exception& e) {
+    status.end(trainer, "failed", std::string("error: ") + e.what());
+    trainer.end_run({train::RunEnd::Status::kFailed, std::nullopt, std::string("error: ") + e.what()});
+    throw;
+  }
+}
+
+int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world, const std::filesystem::path& run_dir,
+                   RunStatus& status) {
   const config::Schema& schema = config::product_schema();
   const config::Config& cfg = job.resolved.values;
-  static_cast<void>(device);
-  train::Trainer trainer(cfg, run_dir, &g_stop_signal, /*resume_from=*/job.resume_from, &world);
   trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
+  status.start(trainer, job.resume_from.has_value());  // before restore: a resume that fails there says so
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();
   if (result.run_dir_lost) {
@@ -219,6 +268,7 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
 
   const auto final_dir = run_dir / "final";
   trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0
+  const train::RunEnd::Status ended = result.interrupted ? train::RunEnd::Status::kInterrupted : train::RunEnd::Status::kFinished;
   if (!world.is_main()) return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;
   std::string summary = "trained to step " + std::to_string(result.state.step) + ", last loss " +
                         std::to_string(result.last_loss);
@@ -236,6 +286,8 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
                      hf_dir, cfg.checkpoint.shard_size);
     util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());
   }
+  status.end(trainer, result.interrupted ? "interrupted" : "finished");
+  trainer.end_run({ended, final_dir, {}});
   if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";
   std::cout << "model: " << final_dir.string() << "\n";
   return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;

@@ -37,7 +37,8 @@ std::optional<ckpt::RunDirLock> lock_run_dir(const std::filesystem::path& run_di
 
 // --overwrite, and a restart with no checkpoint to resume from: removes what an earlier run left
 // that would mix with the new one (checkpoints, staging folders, latest, final/, metrics.jsonl,
-// event files). train.log is kept (the new run appends to it). Throws IoError naming the entry.
+// event files, failures/, status.json, mlflow.json and mlflow-pending.json: a new run is a new
+// MLflow run). train.log is kept (the new run appends to it). Throws IoError naming the entry.
 void remove_earlier_run(const std::filesystem::path& run_dir);
 
 // The exit codes of a job whose workers stopped on SIGINT/SIGTERM after saving a checkpoint

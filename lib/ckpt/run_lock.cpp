@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <ctime>
 
 #include "util/error.h"
@@ -74,9 +76,16 @@ RunDirLock RunDirLock::acquire(const fs::path& run_dir) {
   const fs::path path = run_dir / kRunLockFile;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) refuse("open the run directory's lock file", path, errno);
+  int busy_tries = 0;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     if (err == EINTR) continue;
+    // `hftrain runs` probes the lock with a shared lock held for an instant: a run starting in
+    // that instant tries again, briefly, before it calls the directory taken.
+    if (err == EWOULDBLOCK && ++busy_tries < 20) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      continue;
+    }
     if (err == EWOULDBLOCK) {
       const std::string holder = holder_of(fd);
       ::close(fd);

@@ -353,8 +353,20 @@ struct DistributedConfig {
   double checkpoint_timeout = 0;
 };
 
+// An MLflow tracking server, reached over its REST API (lib/track/mlflow_*).
+struct MlflowConfig {
+  std::string tracking_uri;  // http(s)://host:port; empty: no server
+  std::string experiment;    // created when missing
+  std::string run_name;
+  double flush_every = 0;    // seconds between batches of metrics
+  double timeout = 0;        // seconds for one request
+};
+
 struct LoggingConfig {
   LogLevel level = LogLevel::kInfo;
+  // Where the metrics go: jsonl (metrics.jsonl), tensorboard (the event file), mlflow.
+  std::vector<std::string> report_to;
+  MlflowConfig mlflow;
 };
 
 struct Config {

@@ -148,6 +148,23 @@ void add_run_keys(Schema& s) {
   s.section("logging", "What hftrain prints and records.", ResumeChange::kSafe);
   s.add("logging.level", Type::kChoice, HFTRAIN_FIELD(logging.level))
       .choices({"debug", "info", "warn", "error"}).def("info").doc("Console and log-file verbosity.");
+  s.add("logging.report_to", Type::kStringList, HFTRAIN_FIELD(logging.report_to))
+      .def("[jsonl, tensorboard]")
+      .doc("Where the metrics go, any of: jsonl (metrics.jsonl, which `hftrain runs` and `hftrain sweep` read), "
+           "tensorboard (the event file), mlflow (a tracking server: logging.mlflow.*). A tracker that fails never "
+           "stops training.");
+  s.add("logging.mlflow.tracking_uri", Type::kString, HFTRAIN_FIELD(logging.mlflow.tracking_uri))
+      .def("${env:MLFLOW_TRACKING_URI,}")
+      .doc("The MLflow tracking server, http(s)://host:port (its REST API; a file store is not written). Needed when "
+           "report_to has mlflow.");
+  s.add("logging.mlflow.experiment", Type::kString, HFTRAIN_FIELD(logging.mlflow.experiment))
+      .def("${env:MLFLOW_EXPERIMENT_NAME,hftrain}").doc("The MLflow experiment, created when missing.");
+  s.add("logging.mlflow.run_name", Type::kString, HFTRAIN_FIELD(logging.mlflow.run_name))
+      .def("${run.name}").doc("The MLflow run's name. A resumed run goes on logging to the MLflow run it started.");
+  s.add("logging.mlflow.flush_every", Type::kDuration, HFTRAIN_FIELD(logging.mlflow.flush_every))
+      .def("10s").min(0).doc("Metrics are sent in batches, at most this long after they were logged (0: at once).");
+  s.add("logging.mlflow.timeout", Type::kDuration, HFTRAIN_FIELD(logging.mlflow.timeout))
+      .def("10s").min(1).doc("One request's time limit; a server that does not answer is retried with back-off.");
 
   s.section("debug", "Numeric debugging: where an inf or NaN first appears.", ResumeChange::kSafe);
   s.add("debug.underflow_overflow", Type::kBool, HFTRAIN_FIELD(debug.underflow_overflow))

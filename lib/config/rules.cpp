@@ -1,5 +1,7 @@
 // Cross-field rules: each names every key involved and where its value came from.
+#include <algorithm>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "config/validate.h"
@@ -44,10 +46,42 @@ void check_source_weights(const DataConfig& d, const Node& tree, Diagnostics& di
   }
 }
 
+// logging.report_to: known trackers, each once; mlflow needs a server.
+void check_report_to(const LoggingConfig& l, const Node& tree, Diagnostics& diags) {
+  std::vector<std::string> seen;
+  for (const auto& r : l.report_to) {
+    if (r == "wandb") {
+      diags.add(from(tree, "logging.report_to"),
+                "`logging.report_to` has wandb: hftrain does not write Weights & Biases runs (an offline run is "
+                "protobuf records in wandb's own framing, with no published format; only wandb's own client writes it)",
+                "report to mlflow, tensorboard or jsonl; `wandb sync --sync-tensorboard` uploads the TensorBoard event "
+                "file of a run directory");
+    } else if (r != "jsonl" && r != "tensorboard" && r != "mlflow") {
+      diags.add(from(tree, "logging.report_to"), "`logging.report_to` has `" + r + "`, which is not a tracker",
+                "choose from jsonl, tensorboard, mlflow");
+    } else if (std::find(seen.begin(), seen.end(), r) != seen.end()) {
+      diags.add(from(tree, "logging.report_to"), "`logging.report_to` names " + r + " twice", "name it once");
+    }
+    seen.push_back(r);
+  }
+  const bool mlflow = std::find(seen.begin(), seen.end(), "mlflow") != seen.end();
+  const std::string& uri = l.mlflow.tracking_uri;
+  if (mlflow && uri.empty()) {
+    diags.add(from(tree, "logging.mlflow.tracking_uri"), "`logging.report_to` has mlflow but no tracking server is set",
+              "set logging.mlflow.tracking_uri=http://HOST:5000 (or MLFLOW_TRACKING_URI)");
+  } else if (mlflow && uri.rfind("http://", 0) != 0 && uri.rfind("https://", 0) != 0) {
+    diags.add(from(tree, "logging.mlflow.tracking_uri"),
+              "`logging.mlflow.tracking_uri` is " + uri +
+                  ": hftrain talks to a tracking server over HTTP, not to a file store or a database",
+              "start `mlflow server --backend-store-uri " + uri + "` and point tracking_uri at it (http://HOST:5000)");
+  }
+}
+
 }  // namespace
 
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
   check_source_weights(c.data, tree, diags);
+  check_report_to(c.logging, tree, diags);
   if (c.model.arch != ModelArch::kBert && c.model.task != config::Task::kSequenceClassification) {
     diags.add(from(tree, "model.task"), "`model.task` is token_classification, which an encoder (model.arch=bert) does",
               "unset model.task, or use model.arch=bert");

@@ -99,7 +99,13 @@ AttemptVerdict judge_attempt(const AttemptEnd& end) {
     v.why_final = "the job was asked to stop (a signal)";
     return v;
   }
-  for (const auto& r : end.records) {
+  // The first failure is the cause. A worker killed by a signal writes no record: then every
+  // record is a peer's reaction to the loss and must not veto a restart.
+  const bool stop_code = std::find(end.stop_exit_codes.begin(), end.stop_exit_codes.end(), end.exit_code) !=
+                         end.stop_exit_codes.end();
+  const bool killed = end.exit_code > 128 && !stop_code;
+  if (!end.records.empty() && !killed) {
+    const FailureRecord& r = end.records.front();
     if (r.kind == "diverged") {
       v.why_final = "training diverged (" + describe(r) +
                     "); a restart would meet the same step again: set trainer.on_nonfinite=rollback, or resume with a "
@@ -115,7 +121,7 @@ AttemptVerdict judge_attempt(const AttemptEnd& end) {
     v.why_final = "bad input (exit 2); a restart would fail the same way";
     return v;
   }
-  if (std::find(end.stop_exit_codes.begin(), end.stop_exit_codes.end(), end.exit_code) != end.stop_exit_codes.end()) {
+  if (stop_code) {
     v.why_final = "the workers stopped on a signal (exit " + std::to_string(end.exit_code) +
                   ") after saving a checkpoint; continue with `hftrain resume`";
     return v;

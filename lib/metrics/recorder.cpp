@@ -29,6 +29,13 @@ std::optional<double> eta_from(int64_t step, int64_t total_steps, double step_ti
   return static_cast<double>(left) * step_time_ms / 1000.0;
 }
 
+std::vector<Scalar> as_scalars(const std::vector<NamedValue>& values) {
+  std::vector<Scalar> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back({v.name, static_cast<float>(v.value)});
+  return out;
+}
+
 }  // namespace
 
 Recorder::Recorder(RecorderOptions options) : options_(std::move(options)) {
@@ -87,26 +94,9 @@ void Recorder::log_step(const StepMetrics& m) {
 
   // The JSONL record first: it is the one a crash must not lose.
   if (jsonl_) jsonl_->append(step_record_json(m, now, MfuField{mfu_.has_value(), step_mfu}));
-  if (tensorboard_) {
-    std::vector<Scalar> scalars = {
-        {"train/loss", static_cast<float>(m.loss)},
-        {"train/lr", static_cast<float>(m.lr)},
-        {"train/epoch", static_cast<float>(m.epoch)},
-        {"train/tokens_seen", static_cast<float>(m.tokens_seen)},
-        {"train/tokens_per_s", static_cast<float>(m.tokens_per_s)},
-        {"train/step_time_ms", static_cast<float>(m.step_time_ms)},
-        {"train/data_wait_ms", static_cast<float>(m.data_wait_ms)},
-    };
-    if (m.grad_norm) scalars.push_back({"train/grad_norm", static_cast<float>(*m.grad_norm)});
-    if (m.peak_mem_mb) scalars.push_back({"train/peak_mem_mb", static_cast<float>(*m.peak_mem_mb)});
-    if (step_mfu) scalars.push_back({"train/mfu", static_cast<float>(*step_mfu)});
-    if (m.loss_scale) scalars.push_back({"train/loss_scale", static_cast<float>(*m.loss_scale)});
-    if (m.loss_scale || m.skipped_steps > 0) {
-      scalars.push_back({"train/skipped_steps", static_cast<float>(m.skipped_steps)});
-    }
-    for (const auto& [name, value] : m.extra) scalars.push_back({name, static_cast<float>(value)});
-    tensorboard_->add_scalars(m.step, now, scalars);
-  }
+  const std::vector<NamedValue> values = step_values(m, step_mfu);
+  if (tensorboard_) tensorboard_->add_scalars(m.step, now, as_scalars(values));
+  for (const auto& sink : options_.sinks) sink->on_values(m.step, now, values);
 
   progress_state_.step = m.step;
   progress_state_.loss = m.loss;
@@ -119,16 +109,9 @@ void Recorder::log_step(const StepMetrics& m) {
 void Recorder::log_eval(const EvalMetrics& m) {
   const double now = wall_now();
   if (jsonl_) jsonl_->append(eval_record_json(m, now));
-  if (tensorboard_) {
-    std::vector<Scalar> scalars = {{"eval/loss", static_cast<float>(m.eval_loss)},
-                                   {"eval/ppl", static_cast<float>(perplexity(m.eval_loss))}};
-    for (const auto& [name, value] : m.extra) {
-      // "eval_accuracy" -> "eval/accuracy"; a per-source "eval/<source>/loss" is already a tag.
-      const std::string tag = name.rfind("eval/", 0) == 0 ? name : "eval/" + name.substr(name.rfind('_') + 1);
-      scalars.push_back({tag, static_cast<float>(value)});
-    }
-    tensorboard_->add_scalars(m.step, now, scalars);
-  }
+  const std::vector<NamedValue> values = eval_values(m);
+  if (tensorboard_) tensorboard_->add_scalars(m.step, now, as_scalars(values));
+  for (const auto& sink : options_.sinks) sink->on_values(m.step, now, values);
   print_line(format_eval_line(m));
 }
 

@@ -21,8 +21,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "metrics/clock.h"
 #include "metrics/jsonl_writer.h"
@@ -35,6 +37,15 @@
 namespace hftrain::metrics {
 
 inline constexpr const char* kMetricsFileName = "metrics.jsonl";
+
+// Where a tracker plugs in (MLflow: metrics/mlflow_tracker.h): each logging step's and evaluation's
+// figures by name, after metrics.jsonl and the event file have them. Called on the training
+// thread: an implementation queues and returns at once.
+class MetricsSink {
+ public:
+  virtual ~MetricsSink() = default;
+  virtual void on_values(int64_t step, double wall_time, const std::vector<NamedValue>& values) = 0;
+};
 
 struct RecorderOptions {
   // Where metrics.jsonl and the event file go; created when missing.
@@ -54,6 +65,7 @@ struct RecorderOptions {
   JsonlOptions jsonl_options{};
   TbWriterOptions tensorboard_options{};
   ProgressOptions progress_options{};
+  std::vector<std::shared_ptr<MetricsSink>> sinks{};
   // Clocks, replaceable in tests. Unset: unix_seconds() and monotonic_seconds() (clock.h).
   std::function<double()> wall_clock{};
   std::function<double()> monotonic_clock{};

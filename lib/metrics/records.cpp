@@ -59,4 +59,32 @@ std::string eval_record_json(const EvalMetrics& m, double wall_time) {
   return j.dump();
 }
 
+std::vector<NamedValue> step_values(const StepMetrics& m, std::optional<double> mfu) {
+  std::vector<NamedValue> v = {
+      {"train/loss", m.loss},
+      {"train/lr", m.lr},
+      {"train/epoch", m.epoch},
+      {"train/tokens_seen", static_cast<double>(m.tokens_seen)},
+      {"train/tokens_per_s", m.tokens_per_s},
+      {"train/step_time_ms", m.step_time_ms},
+      {"train/data_wait_ms", m.data_wait_ms},
+  };
+  if (m.grad_norm) v.push_back({"train/grad_norm", *m.grad_norm});
+  if (m.peak_mem_mb) v.push_back({"train/peak_mem_mb", *m.peak_mem_mb});
+  if (mfu) v.push_back({"train/mfu", *mfu});
+  if (m.loss_scale) v.push_back({"train/loss_scale", *m.loss_scale});
+  if (m.loss_scale || m.skipped_steps > 0) v.push_back({"train/skipped_steps", static_cast<double>(m.skipped_steps)});
+  for (const auto& [name, value] : m.extra) v.push_back({name, value});
+  return v;
+}
+
+std::vector<NamedValue> eval_values(const EvalMetrics& m) {
+  std::vector<NamedValue> v = {{"eval/loss", m.eval_loss}, {"eval/ppl", perplexity(m.eval_loss)}};
+  for (const auto& [name, value] : m.extra) {
+    // "eval_accuracy" -> "eval/accuracy"; a per-source "eval/<source>/loss" is already a tag.
+    v.push_back({name.rfind("eval/", 0) == 0 ? name : "eval/" + name.substr(name.rfind('_') + 1), value});
+  }
+  return v;
+}
+
 }  // namespace hftrain::metrics

@@ -48,6 +48,15 @@ struct MfuField {
 // exp(eval_loss); +inf when that overflows (a diverged model).
 double perplexity(double loss);
 
+// A step's or an evaluation's figures by name, as every tracker but metrics.jsonl reports them:
+// "train/loss", "train/lr", ..., "eval/loss", "eval/ppl" (TensorBoard's tags; '/' groups charts).
+struct NamedValue {
+  std::string name;
+  double value = 0;
+};
+std::vector<NamedValue> step_values(const StepMetrics& m, std::optional<double> mfu);
+std::vector<NamedValue> eval_values(const EvalMetrics& m);
+
 // One-line JSON objects for metrics.jsonl. `wall_time` is seconds since the Unix epoch (the
 // "time" field). Non-finite numbers (a NaN loss) are written as null: JSON has no NaN.
 std::string step_record_json(const StepMetrics& m, double wall_time, const MfuField& mfu);

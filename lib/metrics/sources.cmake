@@ -18,3 +18,5 @@ set(HFTRAIN_METRICS_TORCH_SOURCES)
 list(APPEND HFTRAIN_METRICS_CORE_SOURCES classification.cpp)
 # Entity-level precision, recall and F1 of sequence tagging (seqeval's), mergeable counts.
 list(APPEND HFTRAIN_METRICS_CORE_SOURCES entities.cpp)
+# Experiment tracking: an HTTP client over libcurl, MLflow's REST API, the batching tracker.
+list(APPEND HFTRAIN_METRICS_CORE_SOURCES http_client.cpp mlflow_client.cpp mlflow_tracker.cpp)

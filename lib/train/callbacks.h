@@ -47,6 +47,14 @@ struct StepStats {
   int64_t skipped_steps = 0;
 };
 
+// How a run ended, for the callbacks that report it (a tracker's run status).
+struct RunEnd {
+  enum class Status { kFinished, kInterrupted, kFailed };
+  Status status = Status::kFinished;
+  std::optional<std::filesystem::path> final_model;  // the model directory written at the end
+  std::string error;                                 // kFailed: the error as the user saw it
+};
+
 class Callback {
  public:
   virtual ~Callback() = default;
@@ -57,6 +65,9 @@ class Callback {
   virtual void on_save(TrainState&, const std::filesystem::path&) {}
   virtual void on_train_end(TrainState&) {}
   virtual void on_message(TrainState&, const std::string& /*line*/) {}  // things worth telling the user
+  // After on_train_end and the final model's save, or when training failed on an error (then
+  // without on_train_end). Called once, on the process that made the callbacks.
+  virtual void on_run_end(TrainState&, const RunEnd&) {}
 };
 
 // Stops training after `patience` evaluations whose loss did not beat the best by more than

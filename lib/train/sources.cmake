@@ -6,7 +6,9 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   checkpoint_fields.cpp
   divergence.cpp
   fault_injection.cpp
-  metrics_callback.cpp)
+  metrics_callback.cpp
+  tracking.cpp
+  run_summary.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   adapter_model.cpp
   checkpoint_rng.cpp
@@ -22,6 +24,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   profiler_callback.cpp
   step_math.cpp
   trainer.cpp
+  trainer_step.cpp
   trainer_builder.cpp
   trainer_checkpoint.cpp
   trainer_eval.cpp

@@ -89,6 +89,9 @@ class Trainer {
   // Saves the model and its tokenizer as a model directory (what `generate` and model.from read)
   // and tells the callbacks (on_save).
   void save_model(const std::filesystem::path& dir);
+  // Tells the callbacks how the run ended (on_run_end), once: after the final model is saved, or
+  // when training failed. Later calls do nothing.
+  void end_run(const RunEnd& end);
   // Writes <run_dir>/checkpoint-<step>/ crash-safely, updates `latest`, applies keep_last and
   // keep_best, and tells the callbacks. Throws IoError (disk full, read-only) leaving earlier
   // checkpoints intact.
@@ -165,6 +168,7 @@ class Trainer {
   std::optional<PeftRun> peft_;                            // LoRA: adapters on a frozen base
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
+  bool run_ended_ = false;
   RunRecord record_;
 
   // Carried from step to step (and saved in checkpoints).

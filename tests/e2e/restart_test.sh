@@ -91,6 +91,14 @@ has "resuming from $WORK/resumed/checkpoint-8 (step 8)" err
 cmp -s straight/final/model.safetensors resumed/final/model.safetensors && ok \
   || fail "resume with restarts: the final weights differ from the uninterrupted run's"
 
+# --- --overwrite starts over once: the restart resumes the new run, not step 0
+run 0 run quickstart "${common[@]}" trainer.max_steps=6 run.output_dir="$WORK/over"
+HFTRAIN_TEST_FAULT=0:7:kill@0 run 0 run quickstart "${common[@]}" run.output_dir="$WORK/over" --overwrite --max-restarts 1 \
+  "${fast[@]}"
+has "supervisor: restart 1 of 1 in 0.2 s from checkpoint-6" err
+has "resuming from $WORK/over/checkpoint-6 (step 6)" err
+same_run straight over && ok || fail "--overwrite with a restart: the run differs from the uninterrupted one"
+
 # --- more kills than restarts: it gives up with the last cause and the worker's code
 HFTRAIN_TEST_FAULT=0:3:kill@0,0:7:kill@1,0:11:kill@2 run 137 run quickstart "${common[@]}" run.output_dir="$WORK/gaveup" \
   --max-restarts 2 "${fast[@]}"
@@ -130,6 +138,15 @@ code=$?
 grep -q "supervisor: not restarting: the job was asked to stop" stopped.err && ok || fail "no word on the stop request"
 sleep 0.5
 pgrep -f "output_dir=$WORK/stopped" >/dev/null && fail "workers outlived the supervisor" || ok
+
+# --- the supervisor belongs outside an mpirun job, not in each of its ranks
+if command -v mpirun >/dev/null; then
+  code=0
+  timeout 120 mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR "$HFTRAIN" run \
+    quickstart "${common[@]}" run.output_dir="$WORK/inner" --max-restarts 1 >inner.out 2>inner.err || code=$?
+  [ "$code" != 0 ] && [ "$code" != 124 ] && ok || fail "--max-restarts inside mpirun: exit $code"
+  grep -q "run the supervisor outside the job step" inner.err && ok || fail "no word on where the supervisor belongs: $(tail -c 400 inner.err)"
+fi
 
 # --- flags that do not go together, a launcher not on PATH
 run 2 run quickstart "${common[@]}" run.output_dir="$WORK/bad" --max-restarts 1 --nproc-per-node 2 --launch-with srun

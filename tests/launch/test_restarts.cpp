@@ -120,3 +120,18 @@ TEST_CASE("restarts: failure records round-trip, earliest first, and torn ones a
   // A run directory that cannot be written is no error: the record is skipped.
   launch::write_failure_record("/proc/no-such-dir", record(0, "io", 1, "x"));
 }
+
+TEST_CASE("restarts: after a worker was killed, a peer's error does not veto the restart", "[launch]") {
+  launch::AttemptEnd end;
+  end.exit_code = 137;
+  end.launcher_cause = "rank 1 (pid 42) was killed by signal 9 (Killed); stopped the other workers";
+  end.stop_exit_codes = {130, 143};
+  launch::FailureRecord r;
+  r.kind = "checkpoint";
+  r.message = "error: rank 1 did not write its shard";
+  end.records = {r};
+  CHECK(launch::judge_attempt(end).may_restart);
+  // Without a death, the first record decides.
+  end.exit_code = 2;
+  CHECK_FALSE(launch::judge_attempt(end).may_restart);
+}

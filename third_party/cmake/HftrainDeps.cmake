@@ -30,6 +30,9 @@ if(NOT HFTRAIN_XXHASH_INCLUDE_DIR)
   message(FATAL_ERROR "xxhash.h not found: install the Debian package libxxhash-dev "
                       "(scripts/setup.sh does), or pass -DHFTRAIN_XXHASH_INCLUDE_DIR=<dir>")
 endif()
+# libcurl (Debian libcurl4-openssl-dev): the HTTP client of the experiment trackers (MLflow's REST
+# API, lib/metrics/http_client.cpp), HTTPS included.
+find_package(CURL 7.68 REQUIRED)
 if(HFTRAIN_BUILD_TESTS)
   find_package(Catch2 REQUIRED CONFIG)
 endif()
