@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
+#include "util/json_file.h"
 
 namespace hftrain::launch {
 namespace {
@@ -47,19 +46,16 @@ std::vector<FailureRecord> read_failure_records(const fs::path& run_dir) {
   for (const auto& e : fs::directory_iterator(run_dir / kFailuresDir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("rank-", 0) != 0 || e.path().extension() != ".json") continue;
-    std::ifstream in(e.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) continue;
+    const auto j = util::read_json_object(e.path());
+    if (!j) continue;
     try {
       FailureRecord r;
-      r.rank = j.at("rank").get<int>();
-      r.kind = j.at("kind").get<std::string>();
-      r.exit_code = j.at("exit_code").get<int>();
-      r.message = j.at("message").get<std::string>();
-      r.attempt = j.value("attempt", 0);
-      r.time = j.value("time", 0.0);
+      r.rank = j->at("rank").get<int>();
+      r.kind = j->at("kind").get<std::string>();
+      r.exit_code = j->at("exit_code").get<int>();
+      r.message = j->at("message").get<std::string>();
+      r.attempt = j->value("attempt", 0);
+      r.time = j->value("time", 0.0);
       out.push_back(std::move(r));
     } catch (const json::exception&) {
       // a record of another version or a torn one: left out, as the header says

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
+#include "util/json_file.h"
 #include "util/log.h"
 
 namespace hftrain::metrics {
@@ -34,16 +33,6 @@ double number(const json& j) {
   if (s == "Infinity") return std::numeric_limits<double>::infinity();
   if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
   return std::numeric_limits<double>::quiet_NaN();
-}
-
-std::optional<json> read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  return j;
 }
 
 KeyValues pairs(const json& j) {
@@ -76,7 +65,7 @@ void MlflowTracker::Held::put_before(Held newer) {
 MlflowTracker::MlflowTracker(MlflowTrackerOptions options)
     : options_(std::move(options)), shown_uri_(redact_uri(options_.tracking_uri)) {
   client_ = std::make_unique<MlflowClient>(options_.tracking_uri, options_.timeout, options_.auth);
-  if (const auto saved = read_json(options_.run_dir / kMlflowRunFile)) {
+  if (const auto saved = util::read_json_object(options_.run_dir / kMlflowRunFile)) {
     if (saved->value("tracking_uri", "") == redact_uri(client_->tracking_uri())) saved_run_id_ = saved->value("run_id", "");
   }
   for (auto& [k, v] : options_.params) k = mlflow_key(k);
@@ -318,7 +307,7 @@ void MlflowTracker::persist(const Held& held) const {
 MlflowTracker::Held MlflowTracker::load_pending() const {
   Held held;
   const fs::path path = options_.run_dir / kMlflowPendingFile;
-  const auto j = read_json(path);
+  const auto j = util::read_json_object(path);
   if (!j) return held;
   try {
     held.params = pairs(j->value("params", json::array()));

@@ -18,6 +18,7 @@
 #include "ckpt/verify.h"
 #include "launch/restarts.h"
 #include "util/fs.h"
+#include "util/json_file.h"
 #include "util/log.h"
 
 namespace hftrain::train {
@@ -34,16 +35,6 @@ std::string host_name() {
   std::array<char, 256> buf{};
   if (::gethostname(buf.data(), buf.size() - 1) != 0 || buf[0] == '\0') return "unknown";
   return buf.data();
-}
-
-std::optional<json> read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  return j;
 }
 
 // run.name from config.yaml (the emitter writes `  name: VALUE  # origin` under `run:`).
@@ -102,7 +93,7 @@ void write_run_status(const fs::path& run_dir, const RunStatusRecord& r) {
 }
 
 std::optional<RunStatusRecord> read_run_status(const fs::path& run_dir) {
-  const auto j = read_json(run_dir / kRunStatusFile);
+  const auto j = util::read_json_object(run_dir / kRunStatusFile);
   if (!j) return std::nullopt;
   try {
     RunStatusRecord r;

@@ -37,6 +37,14 @@ has() {  # has TEXT out|err
 is() {  # is EXPECTED: stdout is exactly EXPECTED
   if [ "$out" = "$1" ]; then ok; else fail "expected stdout '$1', got '${out:0:600}'"; fi
 }
+# cookie_corpus: corpus/cookies, 160 short documents separated by '%' lines (data.separator='%'),
+# the text most e2e scripts train on.
+cookie_corpus() {
+  mkdir -p "$WORK/corpus"
+  for i in $(seq 1 80); do
+    printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
+  done > "$WORK/corpus/cookies"
+}
 finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]

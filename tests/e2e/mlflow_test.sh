@@ -36,10 +36,7 @@ start_server() {
 }
 trap '[ -n "$server_pid" ] && kill $server_pid 2>/dev/null; pkill -f "port $PORT" 2>/dev/null; chmod -R u+rwx "$WORK"; rm -rf "$WORK"' EXIT
 
-mkdir corpus
-for i in $(seq 1 80); do
-  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
-done > corpus/cookies
+cookie_corpus
 common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.arch=gpt2 model.n_layer=2
         model.n_head=2 model.d_model=32 model.vocab_size=261 model.max_seq_len=64 data.seq_len=32
         trainer.micro_batch_size=2 trainer.max_grad_norm=1.0 optimizer.lr=0.003 trainer.log_every=1

@@ -18,10 +18,7 @@ source "$SRC/tests/e2e/harness.sh"
 export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-mkdir corpus
-for i in $(seq 1 80); do
-  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
-done > corpus/cookies
+cookie_corpus
 common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.arch=gpt2 model.n_layer=2
         model.vocab_size=261 model.max_seq_len=64 data.seq_len=32 trainer.micro_batch_size=2 optimizer.lr=0.003
         trainer.log_every=1 checkpoint.every_steps=2 trainer.device=cpu trainer.eval_every=4 scheduler.warmup_steps=2)
@@ -38,7 +35,7 @@ PY
 HFTRAIN_TEST_FAULT=0:3:pause "$HFTRAIN" sweep quickstart "${common[@]}" trainer.max_steps=8 run.output_dir="$WORK/grid" \
   model.n_head=2,3 model.d_model=32,48 --name g >grid.out 2>grid.err &
 pid=$!
-for _ in $(seq 1 600); do [ -d "grid/sweep-g/n_head=2,d_model=48/checkpoint-2" ] && break; sleep 0.1; done
+for _ in $(seq 1 1800); do [ -d "grid/sweep-g/n_head=2,d_model=48/checkpoint-2" ] && break; sleep 0.1; done
 kill -INT $pid
 wait $pid
 code=$?

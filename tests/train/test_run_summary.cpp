@@ -59,7 +59,7 @@ TEST_CASE("run summary: a finished run's record and metrics", "[train]") {
   CHECK(train::starting_status(d.run(), true, 4, 8).started_at == r.started_at);
 }
 
-TEST_CASE("run summary: running only while the lock is held; a dead runner is a failure with its cause", "[train]") {
+TEST_CASE("run summary: running only while the lock is held, and a dead runner is a failure with its cause", "[train]") {
   RunDir d;
   train::write_run_status(d.run(), train::starting_status(d.run(), false, 0, 10));
   {
