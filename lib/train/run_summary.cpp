@@ -18,6 +18,7 @@
 #include "ckpt/verify.h"
 #include "launch/restarts.h"
 #include "util/fs.h"
+#include "util/host.h"
 #include "util/json_file.h"
 #include "util/log.h"
 
@@ -29,12 +30,6 @@ using nlohmann::json;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  std::array<char, 256> buf{};
-  if (::gethostname(buf.data(), buf.size() - 1) != 0 || buf[0] == '\0') return "unknown";
-  return buf.data();
 }
 
 // run.name from config.yaml (the emitter writes `  name: VALUE  # origin` under `run:`).
@@ -121,7 +116,7 @@ RunStatusRecord starting_status(const fs::path& run_dir, bool resuming, int64_t 
   }
   r.step = step;
   r.total_steps = total_steps;
-  r.host = host_name();
+  r.host = util::host_name();
   r.pid = static_cast<int64_t>(::getpid());
   return r;
 }

@@ -10,15 +10,10 @@
 #include "config/schema.h"
 #include "util/build_info.h"
 #include "util/env.h"
+#include "util/host.h"
 
 namespace hftrain::train {
 namespace {
-
-std::string host_name() {
-  std::array<char, 256> buf{};
-  if (::gethostname(buf.data(), buf.size() - 1) != 0 || buf[0] == '\0') return "unknown";
-  return buf.data();
-}
 
 std::string absolute_text(const std::filesystem::path& p) {
   std::error_code ec;
@@ -60,7 +55,7 @@ MlflowCallback::MlflowCallback(const config::Config& config, const std::filesyst
   for (const auto& [k, v] : config.run.tags) o.tags.emplace_back(k, v);
   o.tags.emplace_back("hftrain.run_dir", absolute_text(run_dir));
   o.tags.emplace_back("hftrain.version", std::string(util::kBuildFlags.version) + " (" + util::kBuildFlags.revision + ")");
-  o.tags.emplace_back("hftrain.host", host_name());
+  o.tags.emplace_back("hftrain.host", util::host_name());
   // MLflow's own clients read these variables too.
   const auto& env = util::Environment::process();
   o.auth.bearer_token = env.get("MLFLOW_TRACKING_TOKEN").value_or("");
