@@ -8,6 +8,10 @@ Models: GPT-2 (learned positions, pre-LayerNorm, tanh GELU, biases, tied embeddi
 the Trainer peer load too); otherwise from GPT-2's initialisation. The step: bf16 autocast on CUDA
 (fp32 on the CPU), the fastest AdamW PyTorch has on the device (fused), weight decay on matrices
 only, global-norm clipping at 1.0, a cosine schedule with linear warmup, gradient accumulation.
+--param-dtype bf16 instead stores the weights and gradients in bf16 with no autocast, and steps
+fp32 master copies (the gradients cast up, the updated masters cast back): what Megatron and llm.c
+do, and what hftrain's trainer.param_dtype=bf16 is measured against. --preset llama-1b is a
+Llama-style model of about 1.1B parameters (d 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192).
 Prints one JSON line: tokens/s over the timed steps, every timed step's seconds, when the first
 step began, peak memory and the last loss. Needs torch (and safetensors for --model-dir).
 """
@@ -201,6 +205,10 @@ def main():
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (not what LibTorch can do)")
+    ap.add_argument("--param-dtype", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: bf16 weights and gradients, fp32 master weights, no autocast")
+    ap.add_argument("--preset", choices=["gpt2-124m", "llama-1b"], default="gpt2-124m",
+                    help="the shape without --model-dir (gpt2-124m takes --layers/--heads/--d-model/--vocab)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -217,6 +225,10 @@ def main():
         cfg = hf_shape(a.model_dir)
         model = (Gpt if cfg["arch"] == "gpt2" else Llama)(cfg)
         load_hf_weights(model, a.model_dir)
+    elif a.preset == "llama-1b":
+        cfg = dict(arch="llama", vocab=32000, max_seq=a.seq, n_layer=16, n_head=32, n_kv_head=8, d_model=2048,
+                   d_ff=8192, eps=1e-5, rope_theta=500000.0)
+        model = Llama(cfg)
     else:
         cfg = dict(arch="gpt2", vocab=a.vocab, max_seq=a.seq, n_layer=a.layers, n_head=a.heads, d_model=a.d_model,
                    d_ff=4 * a.d_model, eps=1e-5)
@@ -224,6 +236,11 @@ def main():
     model.to(dev)
     # hftrain's default groups: no weight decay on biases, norms and embeddings.
     named = list(model.named_parameters())
+    masters = None
+    if a.param_dtype == "bf16":  # the optimizer steps fp32 copies; the model holds bf16
+        masters = [(p, p.detach().clone().requires_grad_(True)) for _, p in named]
+        model.to(torch.bfloat16)
+        named = [(n, m) for (n, _), (_, m) in zip(named, masters)]
     is_matrix = lambda n, p: p.dim() >= 2 and not n.startswith(("wte", "wpe", "embed_tokens"))  # noqa: E731
     decay = [p for n, p in named if is_matrix(n, p)]
     rest = [p for n, p in named if not is_matrix(n, p)]
@@ -253,11 +270,20 @@ def main():
         for _ in range(a.grad_accum):
             ids, targets = batch(n)
             n += 1
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cuda):
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cuda and masters is None):
                 loss = step_fn(ids, targets) / a.grad_accum
             loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if masters is not None:
+            for p, m in masters:
+                m.grad = p.grad.float()
+                p.grad = None
+            torch.nn.utils.clip_grad_norm_([m for _, m in masters], 1.0)
+        else:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if masters is not None:
+            with torch.no_grad():
+                torch._foreach_copy_([p for p, _ in masters], [m for _, m in masters])
         sched.step()
         opt.zero_grad(set_to_none=True)
         if not cuda and step >= a.warmup_steps:
@@ -269,7 +295,9 @@ def main():
         step_seconds = [elapsed / a.steps] * a.steps  # steps are queued, not timed one by one
     tokens_per_step = a.grad_accum * a.micro_batch * a.seq
     print(json.dumps({
-        "peer": "pytorch eager" + (" + torch.compile" if a.compile else ""),
+        "peer": "pytorch eager" + (" + torch.compile" if a.compile else "") +
+                (", bf16 weights + fp32 masters" if masters is not None else ""),
+        "shape": a.model_dir or a.preset,
         "tokens_per_s": tokens_per_step * len(step_seconds) / sum(step_seconds),
         "step_time_ms": 1000 * sum(step_seconds) / len(step_seconds),
         "step_seconds": step_seconds,

@@ -55,7 +55,14 @@ std::pair<int64_t, int64_t> parse_steps(const std::optional<std::string>& value)
 class ProfilerCallback : public Callback {
  public:
   ProfilerCallback(std::filesystem::path dir, int64_t first, int64_t last, bool cuda, int rank)
-      : dir_(std::move(dir)), first_(first), last_(last), cuda_(cuda), rank_(rank), config_(ProfilerState::KINETO) {
+      : dir_(std::move(dir)),
+        first_(first),
+        last_(last),
+        cuda_(cuda),
+        rank_(rank),
+        // Input shapes and dtypes in the trace: bench/cast_census.py counts casts and mixed-dtype
+        // elementwise operators (and the bytes they write) from them.
+        config_(ProfilerState::KINETO, /*report_input_shapes=*/true) {
     activities_.insert(ActivityType::CPU);
     if (cuda_) activities_.insert(ActivityType::CUDA);
   }

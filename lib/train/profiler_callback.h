@@ -3,7 +3,8 @@
 // (1-based, both included; default 10:12). The profiler is prepared at the start of training (the
 // CUDA tracer's set-up is slow), started after step A-1 and stopped after step B, after the device
 // finished its work. It writes, per rank r:
-//   DIR/trace-rank<r>.json  the timeline (chrome://tracing, ui.perfetto.dev)
+//   DIR/trace-rank<r>.json  the timeline (chrome://tracing, ui.perfetto.dev), with each operator's
+//                           input shapes and dtypes
 //   DIR/ops-rank<r>.tsv     per device and name (CPU operators, CUDA kernels and copies): calls,
 //                           total and mean microseconds, the longest total first
 // Without HFTRAIN_PROFILE nothing is installed and nothing costs.
