@@ -17,6 +17,7 @@ import sys
 # The multi-process stage counts as five, in the order its sub-folders depend on each other.
 STAGE_ORDER = [
     "util",
+    "kernels",
     "config",
     "launch",
     "tokenizer",

@@ -6,6 +6,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include "model/fused_classifier.h"
+#include "model/mixed_mm.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -69,7 +71,7 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
       if (compute == torch::kFloat32) {
         torch::mm_out(z, h_rows, w_t);
       } else {
-        z.copy_(torch::mm(h_rows, w_t));
+        mm_into(z, h_rows, w_t);  // fp32 logits in one call on CUDA
       }
       const torch::Tensor y = labels.narrow(0, start, rows);
       const torch::Tensor valid = y.ne(kIgnoreIndex).to(torch::kFloat32);  // (rows)
@@ -88,54 +90,65 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
         c = capped.narrow(0, 0, rows);
         torch::mul_out(c, z, softcap);
       }
-      torch::Tensor lp_target;  // (rows, 1)
-      if (vp) {
-        // log-softmax over the whole vocabulary: the max and the sum of exponentials reduced over
-        // the group, and the target's log-probability from the rank that holds it.
-        torch::Tensor top = std::get<0>(c.max(1, /*keepdim=*/true));
-        vp->group->all_reduce(top, /*max=*/true);
-        torch::Tensor total = (c - top).exp_().sum(1, /*keepdim=*/true);
-        vp->group->all_reduce(total);
-        torch::sub_out(lp, c, total.log_().add_(top));
-        lp_target = lp.gather(1, target).masked_fill_(mine.logical_not(), 0);
-        vp->group->all_reduce(lp_target);
-      } else {
-        at::_log_softmax_out(lp, c, 1, /*half_to_float=*/false);
-        lp_target = lp.gather(1, target);
-      }
-      torch::Tensor row_loss = lp_target.squeeze(1).neg();
-      if (smoothing > 0) {
-        torch::Tensor lp_sum = lp.sum(1);
-        if (vp) vp->group->all_reduce(lp_sum);
-        row_loss = on_target * row_loss - smoothing * lp_sum / static_cast<double>(whole_vocab);
-      }
-      loss.add_((row_loss * valid).sum());
-      if (!need_hidden && !need_weight) continue;
-      // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0
-      // (rows without one are zeroed through `valid` in the products below, not here).
+      // On CUDA with the kernel asked for (model/fused_classifier.h): the row losses and the
+      // gradient in one kernel, the log-softmax buffer never written.
+      torch::Tensor fused_loss;
+      const bool fused = !vp && softcap == 0 && fused_classifier_enabled() &&
+                         classifier_fused(c, target.view({-1}), smoothing,
+                                          need_hidden || need_weight ? grads.narrow(0, 0, rows) : torch::Tensor(),
+                                          fused_loss);
+      if (fused) loss.add_((fused_loss * valid).sum());
+      if (fused && !need_hidden && !need_weight) continue;
       torch::Tensor g = grads.narrow(0, 0, rows);
-      // With soft-capping the gradient of c is formed in fp32 (over c, read already) and then
-      // multiplied by dc/dz = 1 - t^2 before it is cast to the compute dtype.
-      torch::Tensor g_capped = softcap > 0 ? c : g;
-      if (smoothing > 0) {
-        lp.exp_();
-        torch::Tensor hit = torch::full({rows, 1}, -on_target, f32);
-        if (vp) hit.masked_fill_(mine.logical_not(), 0);
-        lp.scatter_add_(1, target, hit);
-        lp.sub_(smoothing / static_cast<double>(whole_vocab));
-        g_capped.copy_(lp);
-      } else {
-        // softmax cast to the compute dtype as it is stored; the target's entry, p - (1 - s),
-        // is formed in fp32 first (in bf16 p rounds before the difference, which loses the
-        // gradient of a confident prediction), then written over it.
-        torch::exp_out(g_capped, lp);
-        torch::Tensor at_target = lp_target.exp().sub_(on_target).to(g_capped.scalar_type());
-        if (vp) at_target = torch::where(mine, at_target, g_capped.gather(1, target));
-        g_capped.scatter_(1, target, at_target);
-      }
-      if (softcap > 0) {
-        g_capped.mul_(z.mul_(z).neg_().add_(1));
-        if (!g.is_same(g_capped)) g.copy_(g_capped);
+      if (!fused) {
+        torch::Tensor lp_target;  // (rows, 1)
+        if (vp) {
+          // log-softmax over the whole vocabulary: the max and the sum of exponentials reduced over
+          // the group, and the target's log-probability from the rank that holds it.
+          torch::Tensor top = std::get<0>(c.max(1, /*keepdim=*/true));
+          vp->group->all_reduce(top, /*max=*/true);
+          torch::Tensor total = (c - top).exp_().sum(1, /*keepdim=*/true);
+          vp->group->all_reduce(total);
+          torch::sub_out(lp, c, total.log_().add_(top));
+          lp_target = lp.gather(1, target).masked_fill_(mine.logical_not(), 0);
+          vp->group->all_reduce(lp_target);
+        } else {
+          at::_log_softmax_out(lp, c, 1, /*half_to_float=*/false);
+          lp_target = lp.gather(1, target);
+        }
+        torch::Tensor row_loss = lp_target.squeeze(1).neg();
+        if (smoothing > 0) {
+          torch::Tensor lp_sum = lp.sum(1);
+          if (vp) vp->group->all_reduce(lp_sum);
+          row_loss = on_target * row_loss - smoothing * lp_sum / static_cast<double>(whole_vocab);
+        }
+        loss.add_((row_loss * valid).sum());
+        if (!need_hidden && !need_weight) continue;
+        // d loss / d z = softmax(z) - (1 - s) onehot(y) - s / V on the rows with a target, else 0
+        // (rows without one are zeroed through `valid` in the products below, not here).
+        // With soft-capping the gradient of c is formed in fp32 (over c, read already) and then
+        // multiplied by dc/dz = 1 - t^2 before it is cast to the compute dtype.
+        torch::Tensor g_capped = softcap > 0 ? c : g;
+        if (smoothing > 0) {
+          lp.exp_();
+          torch::Tensor hit = torch::full({rows, 1}, -on_target, f32);
+          if (vp) hit.masked_fill_(mine.logical_not(), 0);
+          lp.scatter_add_(1, target, hit);
+          lp.sub_(smoothing / static_cast<double>(whole_vocab));
+          g_capped.copy_(lp);
+        } else {
+          // softmax cast to the compute dtype as it is stored; the target's entry, p - (1 - s),
+          // is formed in fp32 first (in bf16 p rounds before the difference, which loses the
+          // gradient of a confident prediction), then written over it.
+          torch::exp_out(g_capped, lp);
+          torch::Tensor at_target = lp_target.exp().sub_(on_target).to(g_capped.scalar_type());
+          if (vp) at_target = torch::where(mine, at_target, g_capped.gather(1, target));
+          g_capped.scatter_(1, target, at_target);
+        }
+        if (softcap > 0) {
+          g_capped.mul_(z.mul_(z).neg_().add_(1));
+          if (!g.is_same(g_capped)) g.copy_(g_capped);
+        }
       }
       const torch::Tensor valid_col = valid.unsqueeze(1);
       if (need_hidden) {
@@ -143,7 +156,7 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
         if (compute == torch::kFloat32) {
           torch::mm_out(out, g, w);
         } else {
-          out.copy_(torch::mm(g, w));
+          mm_into(out, g, w);
         }
         out.mul_(valid_col);
       }
@@ -152,7 +165,7 @@ class LmHeadLoss : public torch::autograd::Function<LmHeadLoss> {
         if (compute == torch::kFloat32) {
           grad_weight.addmm_(g.t(), h_valid);
         } else {
-          grad_weight.add_(torch::mm(g.t(), h_valid));
+          addmm_into(grad_weight, g.t(), h_valid);  // accumulated in place on CUDA
         }
       }
     }

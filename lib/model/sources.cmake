@@ -14,6 +14,8 @@ set(HFTRAIN_MODEL_TORCH_SOURCES
   hf_export.cpp
   hf_weights.cpp
   lm_head_loss.cpp
+  mixed_mm.cpp
+  fused_classifier.cpp
   rope.cpp
   safetensors.cpp
   stored_weights.cpp

@@ -7,6 +7,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "model/lm_head_loss.h"
+#include "model/mixed_mm.h"
 
 using namespace hftrain;
 namespace F = torch::nn::functional;
@@ -184,4 +185,35 @@ TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against lin
   const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 1024); }));
   CHECK(ours[1].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);
+}
+
+TEST_CASE("fp32 products of bf16 matrices: the old pair of passes on the CPU, one call on CUDA", "[model][gpu]") {
+  const auto check_device = [](const torch::Device& device) {
+    const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(device);
+    const torch::Tensor a = torch::randn({37, 64}, bf16);
+    const torch::Tensor b = torch::randn({64, 129}, bf16);
+    torch::Tensor out = torch::empty({37, 129}, bf16.dtype(torch::kFloat32));
+    model::mm_into(out, a, b);
+    torch::Tensor acc = torch::ones({37, 129}, bf16.dtype(torch::kFloat32));
+    model::addmm_into(acc, a, b);
+    if (!model::fp32_output_products(device)) {  // bit for bit what the layer did before
+      CHECK(torch::equal(out, torch::mm(a, b).to(torch::kFloat32)));
+      CHECK(torch::equal(acc, torch::ones_like(acc).add_(torch::mm(a, b))));
+      return;
+    }
+    const torch::Tensor exact = torch::mm(a.to(torch::kFloat64), b.to(torch::kFloat64));
+    const double scale = exact.abs().max().item<double>();
+    CHECK((out.to(torch::kFloat64) - exact).abs().max().item<double>() <= 1e-3 * scale);  // no bf16 rounding
+    CHECK((acc.to(torch::kFloat64) - exact - 1).abs().max().item<double>() <= 1e-3 * scale);
+  };
+  CHECK_FALSE(model::fp32_output_products(torch::kCPU));
+  check_device(torch::kCPU);
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device; the CUDA half skipped");
+    return;
+  }
+  if (!model::fp32_output_products(torch::Device(torch::kCUDA, 0))) {
+    WARN("this build's CUDA mm.dtype_out refused or mis-computed: the output layer copies instead");
+  }
+  check_device(torch::Device(torch::kCUDA, 0));
 }
