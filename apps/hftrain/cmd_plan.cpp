@@ -64,6 +64,7 @@ parallel::ActivationShape activation_shape(const config::Config& cfg, const mode
 int run_plan(const PlanArgs& a) {
   config::ResolveOptions options = recipe_options(a.args, "plan", "hftrain plan gpt2-124m --nproc 8");
   const config::Config cfg = train::resolve_with_model_from(options).values;
+  const bool bf16_params = cfg.trainer.param_dtype == config::ParamDtype::kBf16;
   int64_t psi = 0;
   parallel::UnitSizes units;
   std::vector<model::HfLinear> linears;  // LoRA's candidates
@@ -222,10 +223,13 @@ int run_plan(const PlanArgs& a) {
             << "; optimizer state K = "
             << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
-            << "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through autocast; "
-               "activations after the table):\n\n"
+            << (bf16_params ? "bytes per rank, bf16 weights and gradients with fp32 master weights "
+                              "(trainer.param_dtype=bf16: 2 + 2 + 4 + K bytes a parameter; runs under ddp; "
+                              "activations after the table):\n\n"
+                            : "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through "
+                              "autocast; activations after the table):\n\n")
             << parallel::memory_table(rank_psi(tp, stages), dp, cfg.optimizer, cfg.distributed.bucket_size,
-                                      units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node);
+                                      units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node, bf16_params);
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -292,7 +296,7 @@ int run_plan(const PlanArgs& a) {
     }
     std::cout << "\n"
               << parallel::fitting_layouts(candidates, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
-                                           static_cast<double>(std::get<int64_t>(bytes)));
+                                           static_cast<double>(std::get<int64_t>(bytes)), bf16_params);
   }
   return util::kExitOk;
 }

@@ -40,6 +40,8 @@ enum class RampShape { kLinear, kCosine, kOneMinusSqrt };  // "linear", "cosine"
 enum class PlateauMode { kMin, kMax };
 enum class ThresholdMode { kRel, kAbs };
 enum class Precision { kFp32, kBf16, kFp16 };
+// trainer.param_dtype: how the model's parameters are stored while training (train/master_weights.h).
+enum class ParamDtype { kFp32, kBf16 };
 enum class Strategy { kDdp, kZero1, kZero2, kZero3, kHybrid };
 enum class PipelineSchedule { kGpipe, k1f1b };
 enum class Backend { kAuto, kNccl, kMpi };
@@ -283,6 +285,7 @@ struct TrainerConfig {
   int64_t grad_accum_steps = 0;
   double max_grad_norm = 0;  // +inf: measure and log only
   Precision precision = Precision::kFp32;
+  ParamDtype param_dtype = ParamDtype::kFp32;  // bf16: bf16 weights and gradients, fp32 masters
   int64_t log_every = 0;
   int64_t eval_every = 0;  // 0: never
   std::optional<int64_t> max_tokens;       // stop after this many training tokens

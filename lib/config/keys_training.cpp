@@ -154,6 +154,16 @@ void add_training_keys(Schema& s) {
   s.add("trainer.precision", Type::kChoice, HFTRAIN_FIELD(trainer.precision))
       .on_resume(ResumeChange::kTraining)
       .choices({"fp32", "bf16", "fp16"}).def("fp32").doc("Compute precision.");
+  s.add("trainer.param_dtype", Type::kChoice, HFTRAIN_FIELD(trainer.param_dtype))
+      .on_resume(ResumeChange::kTraining)
+      .choices({"fp32", "bf16"}).def("fp32")
+      .doc("How the model's parameters are stored while training. fp32: fp32 weights, bf16/fp16 compute by "
+           "autocast (trainer.precision). bf16 (needs trainer.precision=bf16): the weights, their gradients and the "
+           "residual stream in bf16 with no autocast, norms computing their statistics in fp32, and fp32 master "
+           "weights that the optimizer steps and writes back to the bf16 weights after each update (gradients "
+           "accumulated in fp32 over micro-batches on one process). Checkpoints and exports hold the fp32 masters, "
+           "so a checkpoint resumes exactly under either setting. One process or ddp; refused with zero1-3, "
+           "hybrid, tensor or pipeline parallelism, LoRA and cpu_offload.");
   s.add("trainer.log_every", Type::kInt, HFTRAIN_FIELD(trainer.log_every))
       .def("10").min(1).unit("steps").doc("Log metrics every N steps.");
   s.add("trainer.eval_every", Type::kInt, HFTRAIN_FIELD(trainer.eval_every))
@@ -187,9 +197,10 @@ void add_training_keys(Schema& s) {
            "overflows), or a loss spike (trainer.spike.factor): skip drops its update and logs it; rollback reloads "
            "the newest checkpoint before it that verifies and skips the data from there to that step, logging the "
            "sample range; stop saves a checkpoint of the state with the update dropped (when its weights are "
-           "finite), names the step and the first non-finite parameter or gradient, and exits 1. skip and stop read "
-           "one value a step from the device; "
-           "rollback without spikes reads a flag where the metrics are read.");
+           "finite), names the step and the first non-finite parameter or gradient, and exits 1. skip with adamw "
+           "(no spikes, no fp16) is judged on the device, its update dropped by the fused kernel, and reported where "
+           "the metrics are read; skip otherwise, and stop, read one value a step from the device; rollback without "
+           "spikes reads a flag where the metrics are read.");
   s.add("trainer.max_consecutive_skips", Type::kInt, HFTRAIN_FIELD(trainer.max_consecutive_skips))
       .on_resume(ResumeChange::kSafe)
       .def("10").min(0).unit("steps")

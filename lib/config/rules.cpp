@@ -79,6 +79,44 @@ void check_report_to(const LoggingConfig& l, const Node& tree, Diagnostics& diag
 
 }  // namespace
 
+namespace {
+
+// trainer.param_dtype=bf16 (train/master_weights.h): what it does not support yet, refused here
+// with the reason rather than trained wrongly.
+void check_param_dtype(const Config& c, const Node& tree, Diagnostics& diags) {
+  if (c.trainer.param_dtype != ParamDtype::kBf16) return;
+  const std::string key = "trainer.param_dtype";
+  if (c.trainer.precision != Precision::kBf16) {
+    diags.add(from(tree, key), "`trainer.param_dtype` is bf16, which computes in bf16, but trainer.precision is " +
+                                   std::string(c.trainer.precision == Precision::kFp16 ? "fp16" : "fp32"),
+              "set trainer.precision=bf16 too, or trainer.param_dtype=fp32");
+  }
+  const auto refuse = [&](const std::string& what, const std::string& hint) {
+    diags.add(from(tree, key), "`trainer.param_dtype=bf16` does not work with " + what + " yet: its fp32 master "
+                                   "weights are kept whole on every rank, and the master-weight scopes of that path "
+                                   "are not written",
+              hint);
+  };
+  if (c.distributed.strategy != Strategy::kDdp) {
+    refuse("distributed.strategy " + std::string(c.distributed.strategy == Strategy::kHybrid ? "hybrid" : "zero1-3"),
+           "use distributed.strategy=ddp, or trainer.param_dtype=fp32 with bf16 autocast (trainer.precision=bf16)");
+  }
+  if (c.distributed.cpu_offload) refuse("distributed.cpu_offload", "set distributed.cpu_offload=false");
+  if (c.distributed.tensor_parallel > 1 || c.distributed.pipeline_parallel > 1) {
+    refuse("tensor or pipeline parallelism", "set distributed.tensor_parallel=1 and distributed.pipeline_parallel=1, "
+                                             "or trainer.param_dtype=fp32");
+  }
+  if (c.model.arch == ModelArch::kBert) {
+    refuse("an encoder (model.arch=bert)", "set trainer.param_dtype=fp32 with trainer.precision=bf16");
+  }
+  if (c.peft.method != PeftMethod::kNone) {
+    refuse("LoRA (peft.method)", "set trainer.param_dtype=fp32: a LoRA run trains few parameters, and autocast "
+                                 "(trainer.precision=bf16) already computes in bf16");
+  }
+}
+
+}  // namespace
+
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
   check_source_weights(c.data, tree, diags);
   check_report_to(c.logging, tree, diags);
@@ -227,6 +265,7 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
     diags.add(from(tree, "optimizer.nesterov"), "`optimizer.nesterov` needs `optimizer.momentum` > 0",
               "set optimizer.momentum, e.g. 0.9");
   }
+  check_param_dtype(c, tree, diags);
   if (c.peft.quantize_base != QuantizeBase::kNone && c.peft.method != PeftMethod::kLora) {
     diags.add(from(tree, "peft.quantize_base"),
               "`peft.quantize_base` quantizes the frozen base of a LoRA run, but peft.method is not lora",

@@ -18,6 +18,8 @@ class FusedAdamW : public Optimizer {
     for (const auto& g : groups_) state_.resize(state_.size() + g.params.size());
   }
 
+  bool skips_on_device() const override { return true; }
+
   void step() override {
     torch::NoGradGuard no_grad;
     size_t k = 0;
@@ -39,8 +41,13 @@ class FusedAdamW : public Optimizer {
       for (auto& set : sets) {
         Lists& l = set.second;
         torch::_foreach_add_(l.steps, 1);  // the kernel reads the incremented count, as PyTorch's AdamW
+        const std::optional<torch::Tensor> found_inf =
+            skip_flag_.defined() ? std::optional<torch::Tensor>(skip_flag_) : std::nullopt;
         at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, g.lr, s_.beta1,
-                          s_.beta2, g.weight_decay, s_.eps, s_.amsgrad, /*maximize=*/false);
+                          s_.beta2, g.weight_decay, s_.eps, s_.amsgrad, /*maximize=*/false, /*grad_scale=*/{},
+                          found_inf);
+        // A skipped step does not count (PyTorch's fused AdamW takes the flag back off the counts).
+        if (found_inf) torch::_foreach_sub_(l.steps, std::vector<torch::Tensor>(l.steps.size(), skip_flag_));
       }
     }
   }
@@ -51,10 +58,13 @@ class FusedAdamW : public Optimizer {
     out.meta["steps"] = detail::export_param_states(
         groups_, state_, [&](const std::string& name, const ParamState& st) -> std::optional<int64_t> {
           if (!st.exp_avg.defined()) return std::nullopt;
+          // Every update so far skipped on the device: zero moments, as if never stepped.
+          const auto steps = static_cast<int64_t>(st.step.item<float>());
+          if (steps == 0) return std::nullopt;
           detail::add_tensor(out, name, "exp_avg", st.exp_avg);
           detail::add_tensor(out, name, "exp_avg_sq", st.exp_avg_sq);
           detail::add_tensor(out, name, "max_exp_avg_sq", st.max_exp_avg_sq);
-          return static_cast<int64_t>(st.step.item<float>());
+          return steps;
         });
     out.meta["hyperparameters"] = {
         {"betas", {s_.beta1, s_.beta2}}, {"eps", s_.eps}, {"amsgrad", s_.amsgrad}, {"fused", true}};

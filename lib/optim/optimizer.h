@@ -81,12 +81,21 @@ class Optimizer {
   // for the optimizers that hold one point).
   virtual bool keeps_two_points() const { return false; }
 
+  // Skipping an update on the device, with no host read (trainer.on_nonfinite=skip): the
+  // optimizers whose kernels take a found-inf flag (ATen's fused AdamW) leave parameters, state and
+  // step counts untouched in the next step() when `flag` (() float32 on the parameters' device)
+  // holds 1, and update as usual when it holds 0. An undefined flag clears it. The others return
+  // false from skips_on_device(), and the trainer reads its verdict on the host before stepping.
+  virtual bool skips_on_device() const { return false; }
+  void skip_next_if(torch::Tensor flag) { skip_flag_ = std::move(flag); }
+
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}
   // Pushes groups_[i].lr into the implementation before a step.
   virtual void apply_lrs() {}
 
   std::vector<ParamGroup> groups_;
+  torch::Tensor skip_flag_;  // skip_next_if's flag, or undefined
 };
 
 // Builds the optimizer named by the config over `params` (names as in the model). `whole_numels`,

@@ -21,9 +21,14 @@ double DivergenceJudge::median() const {
   return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
+std::string nonfinite_why(double loss, double grad_norm) {
+  if (!std::isfinite(loss)) return "the loss is " + metrics::format_number(loss, 6);
+  if (!std::isfinite(grad_norm)) return "the gradient norm is " + metrics::format_number(grad_norm, 6);
+  return "";
+}
+
 Verdict DivergenceJudge::judge(double loss, double grad_norm) {
-  if (!std::isfinite(loss)) return {true, "the loss is " + metrics::format_number(loss, 6)};
-  if (!std::isfinite(grad_norm)) return {true, "the gradient norm is " + metrics::format_number(grad_norm, 6)};
+  if (std::string why = nonfinite_why(loss, grad_norm); !why.empty()) return {true, std::move(why)};
   if (spike_factor_ > 0 && recent_.size() == spike_window_) {
     const double m = median();
     if (m > 0 && loss > spike_factor_ * m) {

@@ -15,6 +15,9 @@ struct Verdict {
   std::string why;  // "the loss is nan", "loss 9.12 is 6.1 x the median 1.5 of the last 20 steps"
 };
 
+// Why a step whose loss or gradient norm is not finite is bad ("the loss is nan"); "" when both are.
+std::string nonfinite_why(double loss, double grad_norm);
+
 class DivergenceJudge {
  public:
   // `spike_factor` 0: spikes are not judged; otherwise a step whose loss exceeds spike_factor x

@@ -16,6 +16,8 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   environment_record.cpp
   peft_setup.cpp
   causal_lm.cpp
+  device_skip.cpp
+  master_weights.cpp
   device_stats.cpp
   evaluation.cpp
   model_from.cpp

@@ -58,9 +58,20 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   }
   const auto& t = config_.trainer;
   judge_ = DivergenceJudge(t.spike_factor, t.spike_window, t.max_consecutive_skips);
-  // skip and stop drop a bad update before it is applied, and spikes need each step's loss: one
-  // read a step. rollback alone flags a non-finite norm on the device, read with the metrics.
-  judge_each_step_ = t.on_nonfinite != config::OnNonfinite::kRollback || t.spike_factor > 0;
+  // skip drops a bad update on the device where the optimizer's kernel takes a flag
+  // (train/device_skip.h); otherwise skip and stop drop it before it is applied, and spikes need
+  // each step's loss: one read a step. rollback alone flags a non-finite norm on the device, read
+  // with the metrics.
+  if (t.on_nonfinite == config::OnNonfinite::kSkip && t.spike_factor <= 0 && !scaler_.enabled() &&
+      optimizer().skips_on_device()) {
+    device_skip_.emplace(device_, t.max_consecutive_skips);
+  }
+  judge_each_step_ = !device_skip_ && (t.on_nonfinite != config::OnNonfinite::kRollback || t.spike_factor > 0);
+  if (t.param_dtype == config::ParamDtype::kBf16) {
+    std::vector<torch::Tensor> trained, frozen;
+    for (const auto& [name, p] : model_->parameters_by_name()) (p.requires_grad() ? trained : frozen).push_back(p);
+    masters_ = std::make_unique<MasterWeights>(std::move(trained), frozen);
+  }
   if (!judge_each_step_) {
     first_bad_step_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(device_));
   }
@@ -83,6 +94,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
   {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     strategy_->set_optimizer_train_mode(false);  // the weights to keep
+    MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the fp32 masters are what is kept
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
     const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
     const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kSave);
@@ -115,7 +127,7 @@ void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& res
   if (reason.empty()) return;
   // rollback alone: a non-finite step since the metrics were read rolls back instead of saving
   // its weights.
-  if (rolled_back_lazily()) return;
+  if (read_lazy_verdicts()) return;
   try {
     result.last_checkpoint = save_checkpoint();
     notify("checkpoint saved (" + reason + "): " + result.last_checkpoint->string());
@@ -181,8 +193,10 @@ TrainResult Trainer::train() {
     const uint64_t epoch_before = loaders_.train->epoch();
     if (trace) trace->trace().set_step(step + 1);
     StepOutcome outcome;
+    const bool reads = (step + 1) % t.log_every == 0 || step + 1 == total_steps_ ||
+                       (t.eval_every > 0 && (step + 1) % t.eval_every == 0);
     try {
-      outcome = train_step(factor);
+      outcome = train_step(factor, reads);
     } catch (const c10::Error& e) {
       // Autograd's anomaly mode names the operation whose gradient is NaN.
       std::string what = e.what_without_backtrace();
@@ -209,6 +223,7 @@ TrainResult Trainer::train() {
     state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
     state_.data_wait_s = loaders_.train->data_wait_seconds();
     if (first_bad_step_.defined()) cursor_after_[state_.step] = loaders_.train->cursor();
+    if (outcome.device_skips) handle_device_skips(*outcome.device_skips, outcome.culprit);
     if (outcome.verdict.bad) {
       if (handle_bad_step(state_.step, outcome)) continue;  // rolled back: on from the checkpoint's step
     } else if (judge_each_step_ && !outcome.overflowed_at) {
@@ -234,18 +249,21 @@ TrainResult Trainer::train() {
       } else {
         util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
                                                 model_->unit_sizes()) +
-                        tp_memory_share() + (pipeline_ ? pipeline_->memory_clause() : std::string()));
+                        tp_memory_share() + (pipeline_ ? pipeline_->memory_clause() : std::string()) +
+                        (masters_ ? "; fp32 master weights " + std::to_string(masters_->numel() * 4) +
+                                        " B (the formula counts them with the optimizer state)"
+                                  : std::string()));
       }
     }
     if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
-      if (rolled_back_lazily()) continue;
+      if (read_lazy_verdicts()) continue;
       const StepStats s = close_log_window(factor);
       result.last_loss = s.loss;
       for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
     bool new_best = false;
     if (t.eval_every > 0 && (state_.step % t.eval_every == 0 || state_.step == total_steps_)) {
-      if (rolled_back_lazily()) continue;
+      if (read_lazy_verdicts()) continue;
       const int64_t best_before = state_.best_step;
       run_evaluation();
       new_best = state_.best_step == state_.step && state_.best_step != best_before;
@@ -268,7 +286,7 @@ TrainResult Trainer::train() {
     }
     // rollback alone: a non-finite step since the metrics were read must not reach the save or
     // final/ that stopping makes (the weights go back to the checkpoint before it).
-    if ((signal != 0 || result.run_dir_lost || state_.should_stop) && rolled_back_lazily() && signal == 0 &&
+    if ((signal != 0 || result.run_dir_lost || state_.should_stop) && read_lazy_verdicts() && signal == 0 &&
         !result.run_dir_lost) {
       continue;
     }

@@ -2,9 +2,11 @@
 // loss normalised by the step's target tokens, global-norm clipping, mixed precision, the LR
 // schedule, periodic evaluation, checkpoints, non-finite and divergent steps skipped, rolled back
 // or stopped on (trainer.on_nonfinite), and callbacks for metrics and early stopping. No host
-// synchronisation inside a step except on logging steps, and one value a step when a bad step's
-// update must be dropped before it is applied (trainer.on_nonfinite skip or stop, spikes; fp16
-// needs one to skip overflowed steps). Everything the loop carries from one step to the next is a member, so a checkpoint
+// synchronisation inside a step except on logging steps: the default trainer.on_nonfinite=skip
+// judges each step on the device and the fused optimizer drops a bad update there
+// (train/device_skip.h); one value a step is read only where a bad step's update must be dropped
+// before it is applied and the device cannot do it (trainer.on_nonfinite=stop, spikes, an optimizer
+// without a device flag; fp16 needs one to skip overflowed steps). Everything the loop carries from one step to the next is a member, so a checkpoint
 // (trainer_checkpoint.cpp) saves it and restore() continues bit for bit on the CPU.
 #pragma once
 
@@ -29,6 +31,8 @@
 #include "parallel/tensor/tp_group.h"
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
+#include "train/device_skip.h"
+#include "train/master_weights.h"
 #include "train/divergence.h"
 #include "train/precision.h"
 #include "train/peft_setup.h"
@@ -118,13 +122,18 @@ class Trainer {
   // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
   // judged bad (train/divergence.h) with the first non-finite parameter or gradient found. Either
   // way the update was not applied.
+  // `device_skips`: what the steps judged on the device did since the last read, when this step
+  // read it (`culprit` then names the first non-finite of this step, if it was bad).
   struct StepOutcome {
     std::optional<double> overflowed_at;
     Verdict verdict;
     std::string culprit;
+    std::optional<DeviceSkipJudge::Report> device_skips;
   };
   // One optimizer step: micro-batches, backward, clipping, the update (unless dropped, above).
-  StepOutcome train_step(double lr_factor);
+  // `read_verdicts`: a step whose figures are read anyway (logging, evaluation) also reads the
+  // device's verdicts, before the gradients are zeroed.
+  StepOutcome train_step(double lr_factor, bool read_verdicts);
   // trainer.on_nonfinite and trainer.spike.* (trainer_divergence.cpp): acts on step `step`'s bad
   // verdict; true when the run rolled back (the loop goes on from the checkpoint's step). Throws
   // util::DivergedError to stop.
@@ -132,6 +141,13 @@ class Trainer {
   // rollback without spikes: reads the device's flag of a non-finite gradient norm since the last
   // read and rolls back when it is set (true). Where the metrics are read, and before saves.
   bool rolled_back_lazily();
+  // Acts on the device's verdicts (on_nonfinite=skip): counts the skipped steps into the logging
+  // window, reports the last one, and stops the run (util::DivergedError) when max_consecutive_skips
+  // was reached. `culprit`: this step's first non-finite, when known.
+  void handle_device_skips(const DeviceSkipJudge::Report& report, const std::string& culprit);
+  // Where figures are read (metrics, evaluation, saves, the end): the device's verdicts since the
+  // last read, then rollback's flag (true when the run rolled back).
+  bool read_lazy_verdicts();
   // Reloads the newest checkpoint before `bad_step` that verifies and moves the data to
   // `skip_to`, past the samples that led to it. Throws util::DivergedError when none verifies.
   void roll_back(int64_t bad_step, const std::string& why, uint64_t skip_to);
@@ -166,6 +182,9 @@ class Trainer {
   std::unique_ptr<TaskModel> model_;
   std::unique_ptr<parallel::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
   std::optional<PeftRun> peft_;                            // LoRA: adapters on a frozen base
+  std::unique_ptr<MasterWeights> masters_;  // trainer.param_dtype=bf16: fp32 masters of bf16 weights
+  // The autocast precision of forwards: none where the weights are bf16 themselves.
+  config::Precision autocast_precision() const { return masters_ ? config::Precision::kFp32 : config_.trainer.precision; }
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   bool run_ended_ = false;
@@ -189,6 +208,9 @@ class Trainer {
   DivergenceJudge judge_{0, 1, 0};
   bool judge_each_step_ = false;
   torch::Tensor first_bad_step_;
+  // skip judged on the device (the default); each unread step's samples (first, end).
+  std::optional<DeviceSkipJudge> device_skip_;
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> unread_samples_;
   std::map<int64_t, uint64_t> cursor_after_;
   uint64_t step_first_sample_ = 0;  // the data cursor before the current step
   int64_t last_rollback_step_ = -1;  // the checkpoint step the last rollback went to

@@ -1,6 +1,9 @@
 #include "train/trainer_builder.h"
 
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -13,11 +16,39 @@
 #include "train/pipeline_setup.h"
 #include "train/tp_setup.h"
 #include "train/wiring.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace hftrain::train {
 namespace {
+
+// HFTRAIN_SDPA_BACKEND=cudnn|flash|efficient: the attention kernel SDPA tries first on CUDA (it
+// falls back in PyTorch's order where that one does not take the shapes); unset: PyTorch's own
+// order. For the GPU windows' A/B (cuDNN attention is often faster than flash on Hopper for
+// training shapes); a config key once the figures choose a default.
+void prefer_attention_backend(const util::Environment& env) {
+  const std::optional<std::string> v = env.get("HFTRAIN_SDPA_BACKEND");
+  if (!v || v->empty()) return;
+  std::vector<at::SDPBackend> first;
+  if (*v == "cudnn") {
+    first = {at::SDPBackend::cudnn_attention};
+  } else if (*v == "flash") {
+    first = {at::SDPBackend::flash_attention};
+  } else if (*v == "efficient") {
+    first = {at::SDPBackend::efficient_attention};
+  } else {
+    throw util::ConfigError("environment variable HFTRAIN_SDPA_BACKEND='" + v->substr(0, 40) + "' is not an attention "
+                            "backend", "use cudnn, flash or efficient, or unset it for PyTorch's order");
+  }
+  std::vector<int64_t> order;
+  for (const at::SDPBackend b : first) order.push_back(static_cast<int64_t>(b));
+  for (const at::SDPBackend b : at::globalContext().sDPPriorityOrder()) {
+    if (b != first.front()) order.push_back(static_cast<int64_t>(b));
+  }
+  at::globalContext().setSDPPriorityOrder(order);
+  util::log::info("HFTRAIN_SDPA_BACKEND: attention tries " + *v + " first");
+}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -62,6 +93,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(t.tf32);
     at::globalContext().setAllowTF32CuDNN(t.tf32);
+    prefer_attention_backend(util::Environment::process());
   }
   TrainerParts parts;
   parts.tokenizer = tokenizer::make_tokenizer(tokenizer_options(config));

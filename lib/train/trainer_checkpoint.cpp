@@ -74,6 +74,7 @@ Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Jso
 }  // namespace
 
 fs::path Trainer::save_checkpoint() {
+  MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the checkpoint holds the fp32 masters
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
   // Weights as they are evaluated and kept (schedule_free_adamw's x; the optimizer state records
   // the mode, and the next step switches back).
@@ -257,6 +258,9 @@ void Trainer::save_adapter_dir(const fs::path& dir) const {
 }
 
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
+  // param_dtype=bf16: the weights and the optimizer state load into the fp32 masters (the bf16 copies
+  // are rounded from them at the end).
+  MasterWeights::Scope masters(masters_.get());
   {
     // Each rank keeps its shard of what is loaded.
     parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());

@@ -91,6 +91,44 @@ bool Trainer::handle_bad_step(int64_t step, const StepOutcome& outcome) {
   return true;
 }
 
+void Trainer::handle_device_skips(const DeviceSkipJudge::Report& r, const std::string& culprit) {
+  window_targets_ -= r.dropped_targets;
+  window_skipped_ += r.skipped;
+  const auto samples = [this](int64_t step) {
+    const auto it = unread_samples_.find(step);
+    if (it == unread_samples_.end() || it->second.second <= it->second.first) return std::string();
+    return "; samples " + std::to_string(it->second.first) + "-" + std::to_string(it->second.second - 1);
+  };
+  const auto named = [&](int64_t step) {
+    return step == state_.step && !culprit.empty() ? "; the first non-finite: " + culprit : std::string();
+  };
+  if (r.last_bad_step >= 0 && r.last_bad_step != r.limit_step) {
+    const int64_t earlier = r.skipped - 1;
+    notify("step " + std::to_string(r.last_bad_step) + " skipped (trainer.on_nonfinite=skip): " +
+           nonfinite_why(r.last_loss, r.last_norm) + named(r.last_bad_step) + samples(r.last_bad_step) +
+           (r.last_bad_step == state_.step ? "; " + std::to_string(r.consecutive) + " in a row" : std::string()) +
+           (earlier > 0 ? "; " + std::to_string(earlier) + " more skipped since step " +
+                              std::to_string(unread_samples_.empty() ? 0 : unread_samples_.begin()->first)
+                        : std::string()));
+  }
+  const std::string limit_samples = samples(r.limit_step);
+  unread_samples_.clear();
+  if (r.limit_step < 0) return;
+  // The step that made max_consecutive_skips in a row latched every later update off: the weights
+  // are that step's, as stopping there would have left them.
+  stop_diverged(r.limit_step,
+                nonfinite_why(r.limit_loss, r.limit_norm) + "; " + std::to_string(config_.trainer.max_consecutive_skips) +
+                    " bad steps in a row (trainer.max_consecutive_skips)" +
+                    (r.limit_step != state_.step ? "; read at step " + std::to_string(state_.step) + limit_samples
+                                                 : std::string()),
+                r.limit_step == state_.step ? culprit : std::string(), /*save=*/true);
+}
+
+bool Trainer::read_lazy_verdicts() {
+  if (device_skip_ && device_skip_->pending()) handle_device_skips(device_skip_->read(), "");
+  return rolled_back_lazily();
+}
+
 bool Trainer::rolled_back_lazily() {
   if (!first_bad_step_.defined()) return false;
   const int64_t bad = first_bad_step_.item<int64_t>();

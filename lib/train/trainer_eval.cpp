@@ -14,7 +14,7 @@ double Trainer::evaluate() {
   const std::vector<std::string>* tags = loaders_.tagging ? &loaders_.labels.names : nullptr;
   if (loaders_.validation_sources.empty()) {
     EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
-                                   config_.trainer.precision, *world_, device_, tags, pipeline_.get());
+                                   autocast_precision(), *world_, device_, tags, pipeline_.get());
     state_.last_eval_metrics = std::move(r.metrics);
     return r.loss;
   }
@@ -24,7 +24,7 @@ double Trainer::evaluate() {
   double loss_sum = 0;
   int64_t targets = 0;
   for (auto& [name, loader] : loaders_.validation_sources) {
-    EvalResult r = train::evaluate(*model_, *loader, config_.trainer.eval_batches, labels, config_.trainer.precision,
+    EvalResult r = train::evaluate(*model_, *loader, config_.trainer.eval_batches, labels, autocast_precision(),
                                    *world_, device_, tags, pipeline_.get());
     state_.last_eval_metrics.emplace_back("eval/" + name + "/loss", r.loss);
     loss_sum += r.loss * static_cast<double>(r.targets);

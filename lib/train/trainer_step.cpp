@@ -25,7 +25,7 @@
 
 namespace hftrain::train {
 
-Trainer::StepOutcome Trainer::train_step(double lr_factor) {
+Trainer::StepOutcome Trainer::train_step(double lr_factor, bool read_verdicts) {
   const auto& t = config_.trainer;
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kTrain);
   const int64_t this_step = state_.step + 1;
@@ -80,7 +80,7 @@ Trainer::StepOutcome Trainer::train_step(double lr_factor) {
     auto& b = micro[m];
     torch::Tensor loss_sum;
     {
-      AutocastScope autocast(t.precision, device_);
+      AutocastScope autocast(autocast_precision(), device_);
       loss_sum = model_->loss_sum(b, t.label_smoothing, nullptr);
     }
     if (spiked != 1.0) loss_sum = loss_sum * spiked;
@@ -95,8 +95,12 @@ Trainer::StepOutcome Trainer::train_step(double lr_factor) {
     before_backward(m + 1 == micro.size());
     scaler_.scale(loss).backward();
     step_loss += loss_sum.detach().to(torch::kFloat32);
+    // param_dtype=bf16 on one process: the micro-batches' gradients add up in fp32 (under ddp the
+    // last backward reduces what autograd accumulated, so they add up in bf16 there).
+    if (masters_ && world_->dp_size() == 1 && m + 1 < micro.size()) masters_->accumulate();
   }
   strategy_->after_backward();
+  if (masters_) masters_->to_masters();  // clipping and the update in fp32
   std::function<void(torch::Tensor&)> sum_shards, max_shards;
   if (parallel::Communicator* shards = strategy_->shard_comm()) {
     sum_shards = [shards](torch::Tensor& x) { shards->all_reduce(x, parallel::ReduceOp::kSum)->wait(); };
@@ -125,18 +129,25 @@ Trainer::StepOutcome Trainer::train_step(double lr_factor) {
   }
   scaler_.unscale_grads(grads, max_shards);
   grad_norm_ = clip_grads(grads, t.max_grad_norm, sum_shards, tp_norm_weights_);
-  StepOutcome outcome;
-  if (scaler_.found_inf()) {
-    outcome.overflowed_at = scaler_.current_scale();
-  } else if (judge_each_step_) {
-    // The step's loss over every rank's targets and its gradient norm, alike on every rank, in
-    // one read from the device.
+  // The step's loss over every rank's targets, alike on every rank (on the device).
+  const auto mean_loss = [&] {
     torch::Tensor total = step_loss.clone();
     if (world_->dp_size() > 1) world_->data_parallel().all_reduce(total)->wait();
     if (pipeline_) world_->pipeline_group().all_reduce(total)->wait();
+    return normalised(total).reshape({});
+  };
+  StepOutcome outcome;
+  torch::Tensor skip;  // on_nonfinite=skip on the device: the optimizer's flag
+  if (scaler_.found_inf()) {
+    outcome.overflowed_at = scaler_.current_scale();
+  } else if (device_skip_) {
+    skip = device_skip_->judge(this_step, mean_loss(), grad_norm_, step_targets);
+    optimizer().skip_next_if(skip);
+    unread_samples_[this_step] = {step_first_sample_, loaders_.train->cursor()};
+  } else if (judge_each_step_) {
+    // The loss and the gradient norm in one read from the device.
     const torch::Tensor host =
-        torch::stack({normalised(total).reshape({}), grad_norm_.to(total.device(), torch::kFloat32).reshape({})})
-            .to(torch::kCPU);
+        torch::stack({mean_loss(), grad_norm_.to(step_loss.device(), torch::kFloat32).reshape({})}).to(torch::kCPU);
     outcome.verdict = judge_.judge(host[0].item<double>(), host[1].item<double>());
   } else {
     // rollback alone: the first step with a non-finite norm (alike on every rank: a NaN anywhere
@@ -148,10 +159,19 @@ Trainer::StepOutcome Trainer::train_step(double lr_factor) {
     outcome.culprit = first_nonfinite();  // before zero_grad
   } else {
     if (!outcome.overflowed_at) strategy_->step();
-    // The logging window leaves a bad step out, as it left out its update.
-    window_loss_ += step_loss;
+    // The logging window leaves a bad step out, as it left out its update (a step skipped on the
+    // device: its loss here, its targets when the verdicts are read).
+    window_loss_ += skip.defined() ? device_skip_->kept(step_loss) : step_loss;
     window_targets_ += step_targets;
   }
+  if (skip.defined()) {
+    optimizer().skip_next_if(torch::Tensor());
+    if (read_verdicts) {  // before zero_grad: a bad step's gradients can still be named
+      outcome.device_skips = device_skip_->read();
+      if (outcome.device_skips->last_bad_step == this_step) outcome.culprit = first_nonfinite();
+    }
+  }
+  if (masters_) masters_->to_bf16();
   scaler_.update();
   strategy_->zero_grad();
   return outcome;

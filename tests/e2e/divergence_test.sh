@@ -43,6 +43,18 @@ bad = [k for k, v in load_file(sys.argv[1]).items() if not torch.isfinite(v).all
 assert not bad, bad
 PY
 }
+# same_weights A B: the final models of runs A and B are equal bit for bit
+same_weights() {
+  "$PY" - "$WORK/$1/final/model.safetensors" "$WORK/$2/final/model.safetensors" <<'PY' && ok || fail "$1 and $2: the final weights differ"
+import sys
+import torch
+from safetensors.torch import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert a.keys() == b.keys()
+bad = [k for k in a if not torch.equal(a[k], b[k])]
+assert not bad, bad
+PY
+}
 # metric NAME STEP KEY: the value of KEY in the metrics record of STEP
 metric() {
   "$PY" - "$WORK/$1/metrics.jsonl" "$2" "$3" <<'PY'
@@ -67,6 +79,16 @@ HFTRAIN_TEST_FAULT=0:5:nan run 0 run quickstart "${common[@]}" run.output_dir="$
 HFTRAIN_TEST_FAULT=1:5:nan run 0 run quickstart "${common[@]}" run.output_dir="$WORK/skip-ddp" --nproc-per-node 2 && {
   has "step 5 skipped (trainer.on_nonfinite=skip): the gradient norm is nan" err
   finite skip-ddp
+}
+# the verdict judged on the device (the default: no host read in the step) equals the one read on
+# the host each step (a spike factor that no loss reaches forces that read): the same weights, bit
+# for bit; read at a later logging step (log_every=4), the skip is reported then, with its samples
+HFTRAIN_TEST_FAULT=0:5:nan run 0 run quickstart "${common[@]}" trainer.spike.factor=1e30 \
+  run.output_dir="$WORK/skip-host" && same_weights skip skip-host
+HFTRAIN_TEST_FAULT=0:5:nan run 0 run quickstart "${common[@]}" trainer.log_every=4 run.output_dir="$WORK/skip-late" && {
+  has "step 5 skipped (trainer.on_nonfinite=skip): the gradient norm is nan; samples 8-9" err
+  [ "$(metric skip-late 8 skipped_steps)" = 1 ] && ok || fail "skip-late: step 8's record does not count 1 skipped step"
+  same_weights skip skip-late
 }
 # a poisoned weight keeps every step bad: 3 in a row stop the run, exit 1; its weights are not
 # finite, so no checkpoint of them is saved (a resume would pick it as the newest)

@@ -217,30 +217,40 @@ ls -d crash/.tmp-checkpoint-* >/dev/null 2>&1 && fail "the torn staging director
 same_history fallback crash 1 12 && ok || fail "the run resumed after a crash in a save diverged"
 
 # --- SIGKILL at random moments, then resume until done: the history equals an uninterrupted run
-run 0 run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/calm"
-for attempt in 1 2 3 4; do
-  if [ "$attempt" = 1 ]; then
-    "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/killed" \
-      >/dev/null 2>&1 &
-  else
-    "$HFTRAIN" resume killed >/dev/null 2>&1 &
+# kill_storm NAME EXTRA...: run NAME-calm straight and NAME killed four times at random moments
+# and resumed, both with the overrides EXTRA; then compare their histories and weights
+kill_storm() {
+  local name=$1
+  shift
+  local runs=("${common[@]}" "$@" trainer.max_steps=24 checkpoint.every_steps=3)
+  run 0 run quickstart "${runs[@]}" run.output_dir="$WORK/$name-calm"
+  for attempt in 1 2 3 4; do
+    if [ "$attempt" = 1 ]; then
+      "$HFTRAIN" run quickstart "${runs[@]}" run.output_dir="$WORK/$name" >/dev/null 2>&1 &
+    else
+      "$HFTRAIN" resume "$name" >/dev/null 2>&1 &
+    fi
+    pid=$!
+    sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 0.8 + rand() * 2.5 }')"
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  # Finish the run unless an attempt already did (a kill can also land after the last save).
+  if [ "$(cat "$name/latest" 2>/dev/null)" != checkpoint-24 ]; then
+    if ls -d "$name"/checkpoint-* >/dev/null 2>&1; then
+      run 0 resume "$name"
+    else
+      run 0 run quickstart "${runs[@]}" run.output_dir="$WORK/$name" --resume
+    fi
   fi
-  pid=$!
-  sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 0.8 + rand() * 2.5 }')"
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-done
-# Finish the run unless an attempt already did (a kill can also land after the last save).
-if [ "$(cat killed/latest 2>/dev/null)" != checkpoint-24 ]; then
-  if ls -d killed/checkpoint-* >/dev/null 2>&1; then
-    run 0 resume killed
-  else
-    run 0 run quickstart "${common[@]}" trainer.max_steps=24 checkpoint.every_steps=3 run.output_dir="$WORK/killed" --resume
-  fi
-fi
-same_history calm killed 1 24 && ok || fail "killed-and-resumed history differs from the uninterrupted run"
-cmp -s calm/checkpoint-24/model.safetensors killed/checkpoint-24/model.safetensors && ok \
-  || fail "killed-and-resumed weights differ"
+  same_history "$name-calm" "$name" 1 24 && ok || fail "$name: killed-and-resumed history differs from the uninterrupted run"
+  cmp -s "$name-calm/checkpoint-24/model.safetensors" "$name/checkpoint-24/model.safetensors" && ok \
+    || fail "$name: killed-and-resumed weights differ"
+}
+kill_storm killed
+# bf16 weights with fp32 masters (trainer.param_dtype=bf16): the checkpoints hold the masters, so
+# the killed run resumes bit for bit too
+kill_storm killed-bf16 trainer.precision=bf16 trainer.param_dtype=bf16
 
 # --- a full disk and a read-only run directory fail cleanly, earlier checkpoints intact
 if unshare -rm true 2>/dev/null; then

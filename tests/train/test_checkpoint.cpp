@@ -72,6 +72,10 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
                                "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
       {"schedule_free_adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true", "scheduler.name=constant",
                                "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      // bf16 weights with fp32 masters: the checkpoint holds the masters, and the bf16 copies are
+      // rounded from them again.
+      {"adamw", {"trainer.param_dtype=bf16", "trainer.precision=bf16"}},
+      {"lion", {"trainer.param_dtype=bf16", "trainer.precision=bf16"}},
   };
   for (const Case& c : cases) {
     INFO(c.optimizer << (c.extra.empty() ? "" : " " + c.extra[0]));

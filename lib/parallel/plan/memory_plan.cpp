@@ -42,37 +42,42 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
 }
 
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
-                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units) {
+                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units,
+                               bool bf16_params) {
   const double psi = static_cast<double>(parameters), n = std::max(1, world_size);
   const double k = static_cast<double>(optimizer_state_bytes_per_parameter(optimizer));
-  const std::string ks = std::to_string(static_cast<int>(k));
+  // The weights' and gradients' bytes, and the fp32 masters' (with the optimizer state).
+  const double w = bf16_params ? 2 : 4, m = bf16_params ? 4 : 0;
+  const std::string ks = std::to_string(static_cast<int>(k)), ws = bf16_params ? "2" : "4";
+  const std::string state = bf16_params ? "(4 + " + ks + ")Ψ" : ks + "Ψ";
   MemoryEstimate e;
   e.strategy = strategy;
-  // Buckets hold fp32 gradients; a bucket is at most bucket_size, or one parameter larger than that.
-  const double bucket = std::min(static_cast<double>(bucket_bytes), 4 * psi);
+  // Buckets hold the gradients; a bucket is at most bucket_size, or one parameter larger than that.
+  const double bucket = std::min(static_cast<double>(bucket_bytes), w * psi);
   switch (strategy) {
     case config::Strategy::kDdp:
-      e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi;
-      e.buffers = 4 * psi;  // every bucket's flat buffer
-      e.formula = "4Ψ + 4Ψ + " + ks + "Ψ";
+      e.parameters = w * psi, e.gradients = w * psi, e.optimizer_state = (k + m) * psi;
+      e.buffers = w * psi;  // every bucket's flat buffer
+      e.formula = ws + "Ψ + " + ws + "Ψ + " + state;
       break;
     case config::Strategy::kZero1:
-      e.parameters = 4 * psi, e.gradients = 4 * psi, e.optimizer_state = k * psi / n;
+      e.parameters = w * psi, e.gradients = w * psi, e.optimizer_state = (k + m) * psi / n;
       // flat buckets (reused for the all-gather), reduce-scatter chunks, this rank's chunks
-      e.buffers = 4 * psi + 8 * psi / n;
-      e.formula = "4Ψ + 4Ψ + " + ks + "Ψ/N";
+      e.buffers = w * psi + 2 * w * psi / n;
+      e.formula = ws + "Ψ + " + ws + "Ψ + " + state + "/N";
       break;
     case config::Strategy::kZero2:
-      e.parameters = 4 * psi, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
-      e.buffers = 4 * psi + 8 * psi / n;  // flat buckets, reduce-scatter chunks, this rank's chunks
-      e.formula = "4Ψ + (4 + " + ks + ")Ψ/N";
+      e.parameters = w * psi, e.gradients = w * psi / n, e.optimizer_state = (k + m) * psi / n;
+      e.buffers = w * psi + 2 * w * psi / n;  // flat buckets, reduce-scatter chunks, this rank's chunks
+      e.formula = ws + "Ψ + (" + ws + (bf16_params ? " + 4" : "") + " + " + ks + ")Ψ/N";
       break;
     case config::Strategy::kZero3:
     case config::Strategy::kHybrid:
-      e.parameters = 4 * psi / n, e.gradients = 4 * psi / n, e.optimizer_state = k * psi / n;
-      // Units whole while in use, and their reductions (fp32; or two buckets when the units are unknown).
-      e.buffers = units.root + units.block > 0 ? zero3_buffer_bytes(units, world_size, 4) : 2 * bucket;
-      e.formula = "(8 + " + ks + ")Ψ/N";
+      e.parameters = w * psi / n, e.gradients = w * psi / n, e.optimizer_state = (k + m) * psi / n;
+      // Units whole while in use, and their reductions (or two buckets when the units are unknown).
+      e.buffers = units.root + units.block > 0 ? zero3_buffer_bytes(units, world_size, static_cast<int64_t>(w))
+                                               : 2 * bucket;
+      e.formula = bf16_params ? "(2 + 2 + 4 + " + ks + ")Ψ/N" : "(8 + " + ks + ")Ψ/N";
       break;
   }
   return e;
@@ -88,10 +93,10 @@ std::string format_bytes(double bytes) {
 }
 
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node) {
+                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node, bool bf16_params) {
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy", "per rank (fp32 master)",
+  std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy", bf16_params ? "per rank (bf16+master)" : "per rank (fp32 master)",
                 "parameters", "gradients", "optimizer", "total", "buffers");
   out << line;
   std::vector<config::Strategy> rows = {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2,
@@ -100,7 +105,7 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
   if (hybrid) rows.push_back(config::Strategy::kHybrid);
   for (auto s : rows) {
     const int n = s == config::Strategy::kHybrid ? ranks_per_node : world_size;
-    const MemoryEstimate e = estimate_memory(s, parameters, n, optimizer, bucket_bytes, units);
+    const MemoryEstimate e = estimate_memory(s, parameters, n, optimizer, bucket_bytes, units, bf16_params);
     std::string name = strategy_name(s);
     // Ψ takes two bytes and one column: pad by columns, not bytes.
     std::string formula = s == config::Strategy::kHybrid ? e.formula + " (N=" + std::to_string(n) + ")" : e.formula;
@@ -117,12 +122,13 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
 }
 
 std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
-                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes) {
+                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes,
+                            bool bf16_params) {
   std::string out;
   for (const LayoutCandidate& c : candidates) {
     const int dp = world_size / (c.tp * c.pp);
     for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
-      const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units);
+      const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units, bf16_params);
       const double total = e.total() + e.buffers + c.activations;
       if (total > device_bytes) continue;
       out += "  tensor_parallel=" + std::to_string(c.tp) +

@@ -9,7 +9,10 @@
 //   zero1  4Psi + 4Psi + K Psi/N
 //   zero2  4Psi + (4 + K) Psi/N
 //   zero3  (8 + K) Psi/N
-// plus bucket and gather buffers, reported separately.
+// plus bucket and gather buffers, reported separately. With trainer.param_dtype=bf16 the weights and
+// gradients take 2 bytes and the fp32 masters count with the optimizer state (the paper's own
+// mixed-precision rows): ddp 2Psi + 2Psi + (4 + K)Psi, zero1 2Psi + 2Psi + (4 + K)Psi/N, zero2
+// 2Psi + (2 + 4 + K)Psi/N, zero3 (2 + 2 + 4 + K)Psi/N.
 #pragma once
 
 #include <cstdint>
@@ -46,15 +49,17 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& optim
 
 // The estimate for one strategy (`bucket_bytes`: distributed.bucket_size).
 // For hybrid, `world_size` is the ranks of one node.
+// `bf16_params`: trainer.param_dtype=bf16.
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
-                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units = {});
+                               const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units = {},
+                               bool bf16_params = false);
 // zero3's gather and reduction buffers for units of these sizes (elements; fp32).
 double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes);
 
 // The table `hftrain plan` prints: one row per strategy (ddp, zero1, zero2, zero3, and hybrid with
 // `ranks_per_node` in each node when that is fewer than world_size).
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0);
+                         int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0, bool bf16_params = false);
 
 // One layout's figures for `hftrain plan --memory`: at tensor parallelism `tp` and pipeline
 // parallelism `pp`, what a rank holds of the model (Ψ elements of its largest stage; zero3's unit
@@ -70,7 +75,8 @@ struct LayoutCandidate {
 // data-parallel ranks) whose parameters, gradients, optimizer state, buffers and activations fit `device_bytes`
 // per rank, smallest tensor parallelism first; a line saying none does otherwise.
 std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
-                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes);
+                            const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes,
+                            bool bf16_params = false);
 
 // "1.23 GiB"
 std::string format_bytes(double bytes);
