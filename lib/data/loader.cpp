@@ -15,6 +15,20 @@ torch::Tensor host_tensor(const std::vector<int64_t>& values, int64_t rows, int6
   return t;
 }
 
+// Where each packed document starts (a position 0; packed rows always begin with one) in the
+// flattened positions, then their count: the cu_seqlens of variable-length attention.
+torch::Tensor document_offsets(const std::vector<int64_t>& positions, bool pinned) {
+  std::vector<int32_t> starts;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] == 0) starts.push_back(static_cast<int32_t>(i));
+  }
+  starts.push_back(static_cast<int32_t>(positions.size()));
+  torch::Tensor t = torch::empty({static_cast<int64_t>(starts.size())},
+                                 torch::TensorOptions().dtype(torch::kInt32).pinned_memory(pinned));
+  std::memcpy(t.data_ptr<int32_t>(), starts.data(), starts.size() * sizeof(int32_t));
+  return t;
+}
+
 LoaderOptions checked(const LoaderOptions& options) {
   if (options.batch_size < 1) throw util::ConfigError("the batch size must be at least 1");
   if (options.prefetch_batches < 0) throw util::ConfigError("prefetch_batches must be 0 or more");
@@ -99,6 +113,7 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
   }
   if (!batch.position_ids.empty()) {
     out.position_ids = host_tensor(batch.position_ids, batch.batch_size, batch.seq_len, pinned);
+    out.document_offsets = document_offsets(batch.position_ids, pinned);
   }
   out.num_target_tokens = batch.num_target_tokens;
   out.cursor = cursor;
@@ -146,6 +161,7 @@ Batch DataLoader::next() {
   batch.attention_mask = host.attention_mask.to(device_, async);
   if (host.token_type_ids.defined()) batch.token_type_ids = host.token_type_ids.to(device_, async);
   if (host.position_ids.defined()) batch.position_ids = host.position_ids.to(device_, async);
+  if (host.document_offsets.defined()) batch.document_offsets = host.document_offsets.to(device_, async);
   batch.num_target_tokens = host.num_target_tokens;
   if (const MixtureSampler* mixture = sampler_.mixture()) {
     batch.source_tokens.assign(mixture->num_sources(), 0);

@@ -55,6 +55,10 @@ struct Batch {
   torch::Tensor token_type_ids;  // (B, T) int64 segment ids (classification of text pairs), or undefined
   torch::Tensor position_ids;    // (B, T) int64 positions restarting at each packed document
                                  // (data.document_mask), or undefined: 0..T-1 in every row
+  torch::Tensor document_offsets;  // (D + 1) int32 with position_ids: where each of the batch's D
+                                   // documents starts in the flattened (B * T) tokens, then B * T;
+                                   // found on the host, so the attention needs no device read
+                                   // (model/document_mask.h's DocumentLayout)
   int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
   // A weighted mixture: the tokens (padding not counted) each source put in the global batch (all
   // ranks' rows), counted on the host from the sample order; empty otherwise.
@@ -100,6 +104,7 @@ class DataLoader {
  private:
   struct HostTensors {
     torch::Tensor input_ids, labels, attention_mask, token_type_ids, position_ids;  // on the host, pinned for CUDA
+    torch::Tensor document_offsets;
     int64_t num_target_tokens = 0;
     uint64_t cursor = 0;
   };

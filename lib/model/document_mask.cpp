@@ -25,7 +25,8 @@ torch::Tensor sliding_window_causal_mask(int64_t length, int64_t window, const t
 DocumentLayout document_layout(const torch::Tensor& position_ids) {
   const int64_t total = position_ids.numel();
   // A document starts at every position 0; packed rows always begin with one (data/packing.h),
-  // so the flattened rows never join two documents. nonzero() is the one host sync per batch.
+  // so the flattened rows never join two documents. nonzero() reads the device: the loader's
+  // batches carry these starts found on the host (data::Batch::document_offsets) instead.
   const torch::Tensor starts = position_ids.reshape({-1}).eq(0).nonzero().view({-1});
   const torch::Tensor end = torch::full({1}, total, starts.options());
   return DocumentLayout{torch::cat({starts, end}).to(torch::kInt32), position_ids.size(1)};

@@ -123,8 +123,9 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
 }
 
 torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
-                                        double label_smoothing, const torch::Tensor& position_ids) {
-  torch::Tensor x = hidden_states(input_ids, nullptr, position_ids);  // (B, T, C)
+                                        double label_smoothing, const torch::Tensor& position_ids,
+                                        const torch::Tensor& document_offsets) {
+  torch::Tensor x = hidden_states(input_ids, nullptr, position_ids, document_offsets);  // (B, T, C)
   if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
                                spec_.final_logit_softcapping, 0, tp_ ? &vocab_ : nullptr);
@@ -143,7 +144,7 @@ void TransformerImpl::traced_head(const torch::Tensor& input, const torch::Tenso
 }
 
 torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvCache* cache,
-                                             const torch::Tensor& position_ids) {
+                                             const torch::Tensor& position_ids, const torch::Tensor& document_offsets) {
   const int64_t T = input_ids.size(1);
   const int64_t offset = cache ? cache->length : 0;
   TORCH_CHECK(offset + T <= spec_.max_seq_len, "sequence of ", offset + T, " positions exceeds model.max_seq_len ",
@@ -154,7 +155,8 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   if (hooks_) hooks_->before_forward(0);
   router_stats_.clear();
   torch::Tensor x = embed(input_ids, offset, position_ids);
-  const auto [attention, sliding] = attention_inputs(position_ids, T, offset, x.scalar_type(), x.device());
+  const auto [attention, sliding] =
+      attention_inputs(position_ids, T, offset, x.scalar_type(), x.device(), document_offsets);
   x = run_blocks(x, *attention, *sliding, cache, offset, input_ids.numel(), 0, spec_.n_layer);
   x = traced("final_norm", final_norm_.get(), x, final_norm_->as<NormImpl>()->forward(x));
   if (cache) cache->length = offset + T;
@@ -189,7 +191,8 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t off
 std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inputs(const torch::Tensor& position_ids,
                                                                                     int64_t T, int64_t offset,
                                                                                     torch::ScalarType dtype,
-                                                                                    const torch::Device& device) {
+                                                                                    const torch::Device& device,
+                                                                                    const torch::Tensor& document_offsets) {
   auto attention = std::make_shared<AttentionInputs>();
   if (position_ids.defined()) {
     // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
@@ -198,7 +201,10 @@ std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inp
                                                                          : dtype;
     // Soft-capped scores have no flash kernel: they take the mask.
     if (spec_.attn_logit_softcapping == 0 && variable_length_attention(device, compute, spec_.head_dim())) {
-      const DocumentLayout layout = document_layout(position_ids);
+      // The documents' starts found on the host where the loader gave them (no device read).
+      const DocumentLayout layout = document_offsets.defined()
+                                        ? DocumentLayout{document_offsets, position_ids.size(1)}
+                                        : document_layout(position_ids);
       attention->cu_seqlens = layout.cu_seqlens;
       attention->max_seqlen = layout.max_seqlen;
       attention->varlen_dtype = compute;

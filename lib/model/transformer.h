@@ -54,8 +54,10 @@ class TransformerImpl : public torch::nn::Module {
                         const torch::Tensor& position_ids = {});
   // The next-token loss summed over the targets of `labels` (B, T) (-100: none), in fp32, without
   // materialising the logits (lm_head_loss.h): what training and evaluation use.
+  // `document_offsets` (optional, with position_ids): the documents' starts found on the host
+  // (data::Batch); without them they are found on the device, which reads it once.
   torch::Tensor loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels, double label_smoothing,
-                         const torch::Tensor& position_ids = {});
+                         const torch::Tensor& position_ids = {}, const torch::Tensor& document_offsets = {});
 
   // The routers' load-balancing loss of the last forward that ran with gradients (mixtures of
   // experts with spec().router_aux_loss_coef > 0; undefined otherwise), unweighted; reading it
@@ -116,14 +118,16 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   // The blocks and the final norm: (B, T) ids -> (B, T, C), the output layer's input.
-  torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids);
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids,
+                              const torch::Tensor& document_offsets = {});
   // The embeddings, positions and dropout of (B, T) ids at positions offset.. (or position_ids).
   torch::Tensor embed(const torch::Tensor& input_ids, int64_t offset, const torch::Tensor& position_ids);
   // What the blocks' attention takes for T positions at offset.. (or position_ids): the full
   // layers' and the sliding layers'.
   std::pair<AttentionInputsPtr, AttentionInputsPtr> attention_inputs(const torch::Tensor& position_ids, int64_t T,
                                                                      int64_t offset, torch::ScalarType dtype,
-                                                                     const torch::Device& device);
+                                                                     const torch::Device& device,
+                                                                     const torch::Tensor& document_offsets = {});
   // The blocks [begin, end) over x (this model holds them).
   torch::Tensor run_blocks(torch::Tensor x, const AttentionInputs& attention, const AttentionInputs& sliding,
                            KvCache* cache, int64_t offset, int64_t tokens, int64_t begin, int64_t end);

@@ -23,7 +23,10 @@ class CausalLm final : public ModuleTask<model::Transformer> {
   torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) override {
     // A padded batch's padding is no token of the load-balancing loss, as in transformers.
     model_->set_router_token_mask(batch.attention_mask);
-    if (!logits) return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing, batch.position_ids);
+    if (!logits) {
+      return model_->loss_sum(batch.input_ids, batch.labels, label_smoothing, batch.position_ids,
+                              batch.document_offsets);
+    }
     *logits = model_->forward(batch.input_ids, nullptr, batch.position_ids);
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }

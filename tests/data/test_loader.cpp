@@ -182,3 +182,22 @@ TEST_CASE("loader: without wrap a pass of batches_per_epoch counts every sample'
     CHECK(total == once);
   }
 }
+
+TEST_CASE("loader: packed documents' starts come with the batch, found on the host", "[data][loader][packing]") {
+  Fixture fx;
+  fx.options.packing.document_mask = true;
+  data::DataLoader loader(fx.options, fx.tok, torch::kCPU);
+  for (int i = 0; i < 3; ++i) {
+    const data::Batch b = loader.next();
+    REQUIRE(b.position_ids.defined());
+    REQUIRE(b.document_offsets.defined());
+    CHECK(b.document_offsets.scalar_type() == torch::kInt32);
+    // What the model would otherwise find on the device: every position 0, then the token count.
+    const torch::Tensor starts = b.position_ids.reshape({-1}).eq(0).nonzero().view({-1});
+    const torch::Tensor expected = torch::cat({starts, torch::full({1}, b.position_ids.numel(), starts.options())});
+    CHECK(b.document_offsets.equal(expected.to(torch::kInt32)));
+  }
+  fx.options.packing.document_mask = false;
+  data::DataLoader plain(fx.options, fx.tok, torch::kCPU);
+  CHECK_FALSE(plain.next().document_offsets.defined());
+}

@@ -25,11 +25,16 @@ class SyncWatch : public train::Callback {
   ~SyncWatch() override { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED); }
 };
 
-void train_without_syncs(const std::vector<std::string>& shape) {
+// `jsonl`: documents as JSONL records, which pack with document masks by default (the attention
+// then runs variable-length over the documents' starts, which the loader finds on the host).
+void train_without_syncs(const std::vector<std::string>& shape, bool jsonl = false) {
   test::TempDir d;
   std::string text;
-  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog, number " + std::to_string(i) + ".\n";
-  const auto corpus = d.write("corpus.txt", text);
+  for (int i = 0; i < 200; ++i) {
+    const std::string line = "the quick brown fox jumps over the lazy dog, number " + std::to_string(i) + ".";
+    text += jsonl ? "{\"text\": \"" + line + "\"}\n" : line + "\n";
+  }
+  const auto corpus = d.write(jsonl ? "corpus.jsonl" : "corpus.txt", text);
   std::vector<std::string> o = {"data.train=" + corpus.string(), "data.cache=false", "data.seq_len=64",
                                 "model.max_seq_len=64", "model.vocab_size=260", "tokenizer.type=byte",
                                 "trainer.device=cuda", "trainer.precision=bf16", "trainer.micro_batch_size=4",
@@ -63,6 +68,10 @@ TEST_CASE("a training step on CUDA does not synchronise with the host", "[train]
   SECTION("gpt2, bf16 weights with fp32 masters") {
     train_without_syncs({"model.arch=gpt2", "model.n_layer=2", "model.n_head=2", "model.d_model=64",
                          "trainer.param_dtype=bf16"});
+  }
+  SECTION("llama, packed JSONL documents with document masks") {
+    train_without_syncs({"model.arch=llama", "model.n_layer=2", "model.n_head=4", "model.n_kv_head=2",
+                         "model.d_model=64"}, /*jsonl=*/true);
   }
   SECTION("llama") {
     train_without_syncs({"model.arch=llama", "model.n_layer=2", "model.n_head=4", "model.n_kv_head=2",
