@@ -40,7 +40,7 @@ if [ "${1:-}" = "--pack" ]; then
   # Every shared library the binaries load from outside the torch wheel and glibc: yaml-cpp, spdlog,
   # fmt, PCRE2, Open MPI, curl and what they need. The device brings torch, CUDA and NCCL itself.
   ldd "$carry"/bin/* | awk '/=> \// {print $3}' | sort -u \
-    | grep -v -E '/(torch|nvidia)/|/lib(c|m|dl|rt|pthread|resolv)\.so|ld-linux|libgcc_s' \
+    | grep -v -E '/(torch|nvidia)/|/lib(c|m|dl|rt|pthread|resolv)\.so|ld-linux|libgcc_s|libcudart|libcuda\.so' \
     | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   du -sh "$carry"
   size=$(du -sm "$carry" | cut -f1)
@@ -148,8 +148,9 @@ for phase in "${phases[@]}"; do
         code=0
         for t in test_train test_optim test_model; do "$bin/$t" "[gpu]" || code=1; done
         # The project's own kernels once under the memory checker.
-        if command -v compute-sanitizer >/dev/null; then
-          compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test_model" "[fused_classifier][gpu]" || code=1
+        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        if [ -x "$sanitizer" ]; then
+          "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_model" "[fused_classifier][gpu]" || code=1
         else
           echo "compute-sanitizer not found: the kernels ran without the memory checker"
         fi

@@ -162,8 +162,9 @@ void add_training_keys(Schema& s) {
            "residual stream in bf16 with no autocast, norms computing their statistics in fp32, and fp32 master "
            "weights that the optimizer steps and writes back to the bf16 weights after each update (gradients "
            "accumulated in fp32 over micro-batches on one process). Checkpoints and exports hold the fp32 masters, "
-           "so a checkpoint resumes exactly under either setting. One process or ddp; refused with zero1-3, "
-           "hybrid, tensor or pipeline parallelism, LoRA and cpu_offload.");
+           "so a checkpoint resumes exactly under either setting. With LoRA the frozen base is stored in bf16 and the "
+           "adapters get masters. One process, ddp, or zero1/2 (their masters sharded with the optimizer state); "
+           "refused with zero3, hybrid, tensor or pipeline parallelism, cpu_offload and encoders.");
   s.add("trainer.log_every", Type::kInt, HFTRAIN_FIELD(trainer.log_every))
       .def("10").min(1).unit("steps").doc("Log metrics every N steps.");
   s.add("trainer.eval_every", Type::kInt, HFTRAIN_FIELD(trainer.eval_every))

@@ -92,14 +92,14 @@ void check_param_dtype(const Config& c, const Node& tree, Diagnostics& diags) {
               "set trainer.precision=bf16 too, or trainer.param_dtype=fp32");
   }
   const auto refuse = [&](const std::string& what, const std::string& hint) {
-    diags.add(from(tree, key), "`trainer.param_dtype=bf16` does not work with " + what + " yet: its fp32 master "
-                                   "weights are kept whole on every rank, and the master-weight scopes of that path "
-                                   "are not written",
+    diags.add(from(tree, key), "`trainer.param_dtype=bf16` does not work with " + what + " yet: the fp32 master "
+                                   "weights of that path are not written",
               hint);
   };
-  if (c.distributed.strategy != Strategy::kDdp) {
-    refuse("distributed.strategy " + std::string(c.distributed.strategy == Strategy::kHybrid ? "hybrid" : "zero1-3"),
-           "use distributed.strategy=ddp, or trainer.param_dtype=fp32 with bf16 autocast (trainer.precision=bf16)");
+  if (c.distributed.strategy == Strategy::kZero3 || c.distributed.strategy == Strategy::kHybrid) {
+    refuse("distributed.strategy " + std::string(c.distributed.strategy == Strategy::kHybrid ? "hybrid" : "zero3"),
+           "use distributed.strategy=ddp, zero1 or zero2, or trainer.param_dtype=fp32 with bf16 autocast "
+           "(trainer.precision=bf16)");
   }
   if (c.distributed.cpu_offload) refuse("distributed.cpu_offload", "set distributed.cpu_offload=false");
   if (c.distributed.tensor_parallel > 1 || c.distributed.pipeline_parallel > 1) {
@@ -108,10 +108,6 @@ void check_param_dtype(const Config& c, const Node& tree, Diagnostics& diags) {
   }
   if (c.model.arch == ModelArch::kBert) {
     refuse("an encoder (model.arch=bert)", "set trainer.param_dtype=fp32 with trainer.precision=bf16");
-  }
-  if (c.peft.method != PeftMethod::kNone) {
-    refuse("LoRA (peft.method)", "set trainer.param_dtype=fp32: a LoRA run trains few parameters, and autocast "
-                                 "(trainer.precision=bf16) already computes in bf16");
   }
 }
 

@@ -92,7 +92,7 @@ void MasterWeights::to_masters() {
 
 void MasterWeights::to_bf16() {
   torch::NoGradGuard no_grad;
-  torch::_foreach_copy_(copies_, masters_);  // rounded to nearest even, one multi-tensor kernel
+  if (!copies_.empty()) torch::_foreach_copy_(copies_, masters_);  // rounded to nearest even, one multi-tensor kernel
   for (size_t i = 0; i < params_.size(); ++i) params_[i].set_data(copies_[i]);
   holds_masters_ = false;
 }

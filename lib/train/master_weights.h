@@ -11,7 +11,9 @@
 // into fp32 accumulators); to_masters() gives every parameter its master and an fp32 gradient
 // (clipping and the update then run in fp32); to_bf16() rounds the updated masters into the bf16
 // copies. Memory per trained parameter: 2 (bf16 weight) + 2 (bf16 gradient) + 4 (master) + the
-// optimizer's state; the fp32 gradients exist between to_masters() and zero_grad().
+// optimizer's state; the fp32 gradients exist between to_masters() and zero_grad(). Under zero1/2
+// the strategy keeps the masters of what it steps instead (its pieces; ShardingStrategy::
+// keeps_fp32_masters), and this class only stores the frozen parameters in bf16.
 #pragma once
 
 #include <cstdint>

@@ -68,8 +68,17 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   }
   judge_each_step_ = !device_skip_ && (t.on_nonfinite != config::OnNonfinite::kRollback || t.spike_factor > 0);
   if (t.param_dtype == config::ParamDtype::kBf16) {
+    // zero1/2 keep the masters of what they step themselves (their pieces, sharded with the
+    // optimizer state) and hold those parameters in bf16 already.
+    const bool strategy_keeps = strategy_->keeps_fp32_masters();
     std::vector<torch::Tensor> trained, frozen;
-    for (const auto& [name, p] : model_->parameters_by_name()) (p.requires_grad() ? trained : frozen).push_back(p);
+    for (const auto& [name, p] : model_->parameters_by_name()) {
+      if (!p.requires_grad()) {
+        frozen.push_back(p);
+      } else if (!strategy_keeps) {
+        trained.push_back(p);
+      }
+    }
     masters_ = std::make_unique<MasterWeights>(std::move(trained), frozen);
   }
   if (!judge_each_step_) {

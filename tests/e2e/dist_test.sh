@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: multi-process training on the CPU with 2 ranks, through hftrain's own launcher and
-# through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2, zero3, with and without
+# through mpirun. The same global batch on 2 ranks (ddp, zero1, zero2, zero3, bf16 weights with fp32
+# masters under ddp, zero1 and zero2, with and without
 # cpu_offload) and on 2 nodes of 2 ranks (hybrid) gives the losses and final weights of 1 rank with
 # grad_accum_steps 2 (1e-5 relative); checkpoints hold one optimizer shard file per rank that holds
 # a distinct shard (none for replicas) and move between world sizes and strategies; a killed rank,
@@ -220,6 +221,27 @@ for s in ddp zero2 zero3; do
     --nproc-per-node 2 || continue
   check "bf16 $s on 2 ranks vs 1 rank: losses within 1e-3" close bf16-ref "bf16-$s" 1 8 1e-3
 done
+
+# --- bf16 weights with fp32 masters (trainer.param_dtype=bf16) under ddp, and under zero1/2, whose
+# masters are their pieces: 2 ranks against 1 rank accumulating 2 micro-batches (in fp32, where
+# the ranks reduce in bf16: a bf16 bound); the final models hold the fp32 masters; zero2's
+# checkpoint resumes on 2 ranks bit for bit and on 1 rank
+bf16p=("${common[@]}" trainer.precision=bf16 trainer.param_dtype=bf16)
+run 0 run quickstart "${bf16p[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/bf16p-ref"
+for s in ddp zero1 zero2; do
+  run 0 run quickstart "${bf16p[@]}" distributed.strategy=$s checkpoint.every_steps=4 run.output_dir="$WORK/bf16p-$s" \
+    --nproc-per-node 2 || continue
+  check "param_dtype=bf16 $s on 2 ranks vs 1 rank: losses within 2e-2" close bf16p-ref "bf16p-$s" 1 8 2e-2
+  check "param_dtype=bf16 $s on 2 ranks vs 1 rank: fp32 weights within 5e-2" same_weights bf16p-ref "bf16p-$s" 5e-2
+done
+if [ -d bf16p-zero2/checkpoint-4 ]; then
+  mkdir bf16p-zero2-again && cp -r bf16p-zero2/checkpoint-4 bf16p-zero2-again/
+  run 0 resume bf16p-zero2-again/checkpoint-4 --nproc-per-node 2 \
+    && check "param_dtype=bf16 zero2 resumed on 2 ranks: weights bit for bit" same_weights bf16p-zero2 bf16p-zero2-again 0
+  mkdir bf16p-zero2-one && cp -r bf16p-zero2/checkpoint-4 bf16p-zero2-one/
+  run 0 resume bf16p-zero2-one/checkpoint-4 distributed.strategy=ddp trainer.grad_accum_steps=2 --force \
+    && check "param_dtype=bf16 zero2's checkpoint resumed on 1 rank: losses within 2e-2" close bf16p-zero2 bf16p-zero2-one 5 8 2e-2
+fi
 
 # --- hybrid on 2 "nodes" of 2 ranks (two launchers on this machine): zero3 inside each node,
 # replicated across them; the same global batch (4 ranks x 2 sequences); only node 0 saves the

@@ -76,6 +76,9 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
       // rounded from them again.
       {"adamw", {"trainer.param_dtype=bf16", "trainer.precision=bf16"}},
       {"lion", {"trainer.param_dtype=bf16", "trainer.precision=bf16"}},
+      // ... and zero2 in one process: the masters are its pieces, gathered whole for the saves and
+      // the load
+      {"adamw", {"distributed.strategy=zero2", "trainer.param_dtype=bf16", "trainer.precision=bf16"}},
   };
   for (const Case& c : cases) {
     INFO(c.optimizer << (c.extra.empty() ? "" : " " + c.extra[0]));

@@ -38,6 +38,14 @@ int64_t GradReducer::buffer_bytes() const {
 
 void GradReducer::arm() {
   armed_ = true;
+  // set_data to another dtype drops a parameter's hooked AccumulateGrad node (trainer.param_dtype=
+  // bf16 swaps its parameters between bf16 copies and fp32 masters): hook the node the last
+  // forward made, or the reduction would wait for finish() instead of overlapping the backward.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!is_grad_accumulator(params_[i], accumulators_[i])) {
+      accumulators_[i] = after_grad_accumulated(params_[i], [this, i] { on_grad_ready(i); });
+    }
+  }
   next_launch_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = static_cast<int64_t>(buckets_[b].entries.size());
   std::fill(works_.begin(), works_.end(), nullptr);

@@ -96,6 +96,10 @@ class ShardingStrategy {
     // Every rank writes them (weights loaded on resume); each then keeps its chunk of them.
     kLoad,
   };
+  // trainer.param_dtype=bf16: whether the strategy keeps the fp32 masters of the parameters it
+  // steps (zero1/2: its pieces) and holds the parameters in bf16 itself; otherwise the trainer's
+  // MasterWeights does (train/master_weights.h).
+  virtual bool keeps_fp32_masters() const { return false; }
   // Makes every parameter whole for `access` (collective under zero3); `main`: this rank saves.
   virtual void gather_parameters(WholeAccess /*access*/, bool /*main*/) {}
   // Ends the scope: keeps what kLoad wrote (each rank copies its chunk back into its shard, or

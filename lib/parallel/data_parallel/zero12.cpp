@@ -12,11 +12,17 @@ namespace hftrain::parallel {
 namespace {
 
 // The optimizer sees only this rank's pieces of each bucket's chunk: views of the parameters,
-// or with cpu_offload copies in CPU memory that the update runs on.
+// or with cpu_offload copies in CPU memory that the update runs on, or with trainer.param_dtype=
+// bf16 fp32 copies (the masters, sharded with the optimizer state) while the parameters hold bf16:
+// the all-gather then sends bf16, and a save or a load gathers the fp32 masters whole for its scope.
 class ZeroStrategy final : public ShardingStrategy {
  public:
   ZeroStrategy(World& world, const config::Config& config, const optim::NamedParams& params, int stage)
-      : comm_(world.data_parallel()), stage_(stage), offload_(config.distributed.cpu_offload), params_(tensors_of(params)) {
+      : comm_(world.data_parallel()),
+        stage_(stage),
+        offload_(config.distributed.cpu_offload),
+        bf16_(config.trainer.param_dtype == config::ParamDtype::kBf16),
+        params_(tensors_of(params)) {
     broadcast_parameters(comm_, params);
     std::vector<int64_t> numels;
     for (const auto& p : params_) numels.push_back(p.numel());
@@ -36,10 +42,11 @@ class ZeroStrategy final : public ShardingStrategy {
     torch::NoGradGuard no_grad;
     for (size_t b = 0; b < reducer_->buckets().size(); ++b) {
       const auto& bucket = reducer_->buckets()[b];
-      const auto options = params_[bucket.entries.front().param].options();
+      auto options = params_[bucket.entries.front().param].options();
+      if (bf16_) options = options.dtype(torch::kBFloat16);  // what the parameters will hold
       owns_.push_back(torch::zeros({bucket.chunk()}, options));
       if (offload_) host_masters_.push_back(offload_copy(owns_.back()));
-      if (dtype != params_.front().scalar_type()) fulls_.push_back(torch::empty({bucket.padded_numel}, options));
+      if (dtype != options.dtype().toScalarType()) fulls_.push_back(torch::empty({bucket.padded_numel}, options));
     }
     for (size_t i = 0; i < params_.size(); ++i) {
       auto flat = params_[i].detach().view(-1);
@@ -49,10 +56,21 @@ class ZeroStrategy final : public ShardingStrategy {
         // The offloaded masters are views of their bucket's host chunk: one copy sends it back.
         masters_.push_back(host_masters_[piece->bucket].narrow(0, piece->chunk_offset, piece->numel));
         masters_.back().copy_(views_.back());
+      } else if (bf16_) {
+        masters_.push_back(views_.back().clone());  // this rank's fp32 piece, its own memory
       } else {
         masters_.push_back(offload_ ? offload_copy(views_.back()) : views_.back());
       }
       shard.emplace_back(params[i].first, masters_.back());
+    }
+    if (bf16_) {
+      // The parameters in bf16 (the fp32 storage goes with the last view of it).
+      for (size_t i = 0; i < params_.size(); ++i) {
+        params_[i].set_data(params_[i].detach().to(torch::kBFloat16));
+        const ShardPiece* piece = layout_->piece_of(i);
+        auto flat = params_[i].detach().view(-1);
+        views_[i] = piece ? flat.narrow(0, piece->param_offset, piece->numel) : flat.narrow(0, 0, 0);
+      }
     }
     optimizer_ = optim::make_optimizer(config.optimizer, shard, numels);
   }
@@ -137,10 +155,50 @@ class ZeroStrategy final : public ShardingStrategy {
     optimizer_->load_state(layout_->read(saved));
     train_mode_.reset();  // the loaded state says which point the pieces hold
   }
-  // The pieces follow parameters loaded after construction (resume).
-  void release_parameters(WholeAccess access) override {
-    if (!offload_ || access != WholeAccess::kLoad) return;
+  bool keeps_fp32_masters() const override { return bf16_; }
+  // bf16: the parameters hold the fp32 masters whole for the scope, gathered from every rank's
+  // pieces (collective; every rank, as the bf16 gather of a step).
+  void gather_parameters(WholeAccess /*access*/, bool /*main*/) override {
+    if (!bf16_) return;
     torch::NoGradGuard no_grad;
+    const auto& buckets = reducer_->buckets();
+    std::vector<torch::Tensor> wholes, mine;
+    std::vector<WorkPtr> works;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      const auto f32 = owns_[b].options().dtype(torch::kFloat32);
+      mine.push_back(torch::zeros({buckets[b].chunk()}, f32));
+      wholes.push_back(torch::empty({buckets[b].padded_numel}, f32));
+    }
+    for (const auto& piece : layout_->pieces()) {
+      mine[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+    }
+    for (size_t b = 0; b < buckets.size(); ++b) works.push_back(comm_.all_gather(wholes[b], mine[b]));
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      works[b]->wait();
+      for (const auto& e : buckets[b].entries) {
+        torch::Tensor& p = params_[e.param];
+        bf16_data_.emplace_back(e.param, p.data());
+        p.set_data(wholes[b].narrow(0, e.offset, e.numel).view(p.sizes()));
+      }
+    }
+  }
+  // The pieces follow parameters loaded after construction (resume); bf16: the masters from the
+  // loaded fp32 values, the parameters back to their bf16 copies rounded from them.
+  void release_parameters(WholeAccess access) override {
+    torch::NoGradGuard no_grad;
+    if (bf16_) {
+      for (auto& [i, data] : bf16_data_) {
+        if (access == WholeAccess::kLoad) {
+          const ShardPiece* piece = layout_->piece_of(i);
+          if (piece) masters_[i].copy_(params_[i].detach().view(-1).narrow(0, piece->param_offset, piece->numel));
+          data.copy_(params_[i].detach());
+        }
+        params_[i].set_data(data);
+      }
+      bf16_data_.clear();
+      return;
+    }
+    if (!offload_ || access != WholeAccess::kLoad) return;
     for (size_t i = 0; i < masters_.size(); ++i) masters_[i].copy_(views_[i]);
   }
 
@@ -153,6 +211,9 @@ class ZeroStrategy final : public ShardingStrategy {
       for (size_t b = 0; b < reducer_->buckets().size(); ++b) m.gradients += bytes_of(reducer_->chunk(b));
     }
     m.optimizer_state = state_bytes(*optimizer_);
+    if (bf16_) {
+      for (const auto& t : masters_) m.optimizer_state += bytes_of(t);  // counted there by the formula
+    }
     m.buffers = reducer_->buffer_bytes();
     for (const auto& t : owns_) m.buffers += bytes_of(t);
     for (const auto& t : fulls_) m.buffers += bytes_of(t);
@@ -168,6 +229,8 @@ class ZeroStrategy final : public ShardingStrategy {
   Communicator& comm_;
   int stage_;
   bool offload_;
+  bool bf16_;  // trainer.param_dtype=bf16: masters_ are fp32 copies, the parameters bf16
+  std::vector<std::pair<size_t, torch::Tensor>> bf16_data_;  // bf16: the parameters' data outside a whole scope
   std::optional<bool> train_mode_;  // the mode set_optimizer_train_mode last set; unknown at first and after a load
   std::vector<torch::Tensor> params_;
   std::unique_ptr<GradReducer> reducer_;
