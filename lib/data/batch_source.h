@@ -1,6 +1,6 @@
 // What a DataLoader draws batches from: a number of samples, and the collate of any of them into
 // a host batch. Language modelling collates packed or padded token blocks (token_batch_source);
-// classification pads labelled examples (classification_data.h). collate() is called from the
+// classification pads labelled examples (classification_batch.h). collate() is called from the
 // loader's worker threads at once, so it must not change the source.
 #pragma once
 

@@ -3,10 +3,10 @@
 // (mpi_communicator.h) and NCCL through LibTorch's c10d ProcessGroupNCCL for CUDA tensors
 // (nccl_communicator.h); a world of one rank needs neither (LocalCommunicator).
 //
-// Every collective runs under the current phase's time budget (phase.h). A collective that does
-// not complete in time throws util::DistributedError naming the phase, the collective and the
-// ranks that did not arrive; the caller must then end the process (a hung collective cannot be
-// cancelled).
+// Every collective runs under the current phase's time budget (monitor.h's Phase). A collective
+// that does not complete in time throws util::DistributedError naming the phase, the collective
+// and the ranks that did not arrive; the caller must then end the process (a hung collective
+// cannot be cancelled).
 #pragma once
 
 #include <cstdint>
