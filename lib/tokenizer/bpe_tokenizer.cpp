@@ -30,7 +30,10 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   h.update(model_.add_prefix_space ? "ps1" : "ps0");
   h.update(model_.byte_level_split ? "bl1" : "bl0");
   h.update("split:" + model_.split_regex + "\x1f");
-  if (!model_.split_regex.empty()) splitter_ = std::make_shared<RegexSplitter>(model_.split_regex, "tokenizer");
+  if (!model_.split_regex.empty()) {
+    splitter_ = std::make_shared<RegexSplitter>(
+        model_.split_regex, model_.split_regex_source.empty() ? std::string("tokenizer") : model_.split_regex_source);
+  }
   for (const BpeMerge& m : model_.merges) {
     for (int32_t id : {m.left, m.right, m.merged}) check_id(id, "merge");
     h.update(std::to_string(m.left) + "," + std::to_string(m.right) + ";");

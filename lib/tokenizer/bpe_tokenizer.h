@@ -31,6 +31,9 @@ struct BpeModel {
   bool byte_level_split = true;   // ByteLevel's use_regex: split by the GPT-2 pattern
   // A Split pre-tokenizer before ByteLevel (Llama-3, Qwen2): its regex, "Isolated"; empty: none.
   std::string split_regex;
+  // Where split_regex was read (the file and the JSON path), for the messages of a regex that
+  // gives up on a text; empty: "tokenizer".
+  std::string split_regex_source;
   // The end-of-text and padding tokens (contents of specials); empty: <|endoftext|>, and <|pad|>
   // or else the end-of-text token.
   std::string eos_token;

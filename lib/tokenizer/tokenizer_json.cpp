@@ -224,7 +224,10 @@ std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::str
   const InJson& pre = doc["pre_tokenizer"];
   const InJson& bl = pre.value("type", "") == "Sequence" ? pre["pretokenizers"][1] : pre;
   model.byte_level_split = hf::get_bool(bl, "use_regex", top / "pre_tokenizer", true);
-  if (pre.value("type", "") == "Sequence") model.split_regex = pre["pretokenizers"][0]["pattern"]["Regex"].get<std::string>();
+  if (pre.value("type", "") == "Sequence") {
+    model.split_regex = pre["pretokenizers"][0]["pattern"]["Regex"].get<std::string>();
+    model.split_regex_source = name + ": pre_tokenizer.pretokenizers[0].pattern.Regex";
+  }
   const InJson& m = doc["model"];
   model.ignore_merges = hf::get_bool(m, "ignore_merges", top / "model", false);
   // The vocabulary, merges and added tokens as HfTokenizer reads them, so that both accept, refuse

@@ -257,3 +257,21 @@ TEST_CASE("BPE: the byte-level and the general tokenizer give identical ids on v
   CHECK(general->eot_id() == fast.eot_id());
   CHECK(general->pad_id() == fast.pad_id());
 }
+
+TEST_CASE("BPE files: a Split regex that backtracks without end is named by file and JSON path in both tokenizers",
+          "[data][bpe]") {
+  // (a+)+$ on a run of a's that ends in b: exponential backtracking, stopped by PCRE2's match limit.
+  hf::Json doc = byte_level_doc(hf::Json::object());
+  doc["pre_tokenizer"] = hf::Json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})");
+  const Both b = load_both(doc);
+  REQUIRE(b.fast);
+  REQUIRE(b.general);
+  const std::string text = std::string(40, 'a') + "b";
+  for (const Tokenizer* t : {b.fast.get(), b.general.get()}) {
+    CHECK_THAT(test::data_error([&] { t->encode(text); }),
+               Catch::Contains("t.json: pre_tokenizer.pretokenizers[0]") &&
+                   Catch::Contains("splitting text with the regex failed"));
+  }
+}
