@@ -10,8 +10,9 @@
 # Here (no GPU), before the window: pack the binaries built here with their shared libraries, to
 # carry to the device (the device tool's `carry: ["gpu-carry"]`; under its 64 MiB):
 #   scripts/gpu-window.sh --pack
-# There (PyTorch 2.11 with CUDA 13 installed, no network):
-#   bash scripts/gpu-window.sh "$OUT" [PHASE...]
+# There (PyTorch 2.11 with CUDA 13 installed, no network), in two calls (one command may run 600 s):
+#   bash scripts/gpu-window.sh "$OUT" device probe tests ab     (about 7 minutes)
+#   bash scripts/gpu-window.sh "$OUT" llama profile             (about 4 minutes)
 # Phases (default: all, in this order):
 #   device   the card, driver, torch and CUDA versions, the commit (into summary.txt)
 #   probe    bench/gpu_probe.py: residual adds, norms, SDPA backends, fp32-output mm, fp8 (PyTorch only)
