@@ -196,16 +196,17 @@ TrainResult Trainer::train() {
   // Collectives between steps (logging, the stop agreement) count as training; evaluation and
   // checkpoints set their own phases.
   parallel::PhaseScope training(world_->monitor(), parallel::Phase::kTrain);
+  // Whether step s (counted from 1) logs or evaluates: where figures are read from the device.
+  const auto logs_at = [&](int64_t s) { return s % t.log_every == 0 || s == total_steps_; };
+  const auto evaluates_at = [&](int64_t s) { return t.eval_every > 0 && (s % t.eval_every == 0 || s == total_steps_); };
   while (state_.step < total_steps_) {
     const int64_t step = state_.step;
     const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
     const uint64_t epoch_before = loaders_.train->epoch();
     if (trace) trace->trace().set_step(step + 1);
     StepOutcome outcome;
-    const bool reads = (step + 1) % t.log_every == 0 || step + 1 == total_steps_ ||
-                       (t.eval_every > 0 && (step + 1) % t.eval_every == 0);
     try {
-      outcome = train_step(factor, reads);
+      outcome = train_step(factor, /*read_verdicts=*/logs_at(step + 1) || evaluates_at(step + 1));
     } catch (const c10::Error& e) {
       // Autograd's anomaly mode names the operation whose gradient is NaN.
       std::string what = e.what_without_backtrace();
@@ -264,14 +265,14 @@ TrainResult Trainer::train() {
                                   : std::string()));
       }
     }
-    if (state_.step % t.log_every == 0 || state_.step == total_steps_) {
+    if (logs_at(state_.step)) {
       if (read_lazy_verdicts()) continue;
       const StepStats s = close_log_window(factor);
       result.last_loss = s.loss;
       for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
     bool new_best = false;
-    if (t.eval_every > 0 && (state_.step % t.eval_every == 0 || state_.step == total_steps_)) {
+    if (evaluates_at(state_.step)) {
       if (read_lazy_verdicts()) continue;
       const int64_t best_before = state_.best_step;
       run_evaluation();
