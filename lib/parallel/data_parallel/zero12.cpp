@@ -1,5 +1,6 @@
 #include "parallel/data_parallel/zero12.h"
 
+#include <functional>
 #include <optional>
 
 #include <torch/torch.h>
@@ -124,19 +125,29 @@ class ZeroStrategy final : public ShardingStrategy {
   // or, when that holds another dtype, a buffer of the parameters' own; then into the parameters.
   void publish_masters() {
     const auto& buckets = reducer_->buckets();
-    if (!offload_) {
+    std::vector<torch::Tensor> wholes;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      if (offload_) owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
+      wholes.push_back(gathered(b));
+    }
+    gather_chunks(owns_, wholes, /*fill=*/!offload_, [&](size_t b) {
+      for (const auto& e : buckets[b].entries) params_[e.param].view(-1).copy_(wholes[b].narrow(0, e.offset, e.numel));
+    });
+  }
+  // Each bucket's chunk (filled with this rank's pieces of the masters when `fill`) all-gathered
+  // into `wholes`, every bucket in flight at once; `take(b)` as bucket b arrives.
+  void gather_chunks(const std::vector<torch::Tensor>& chunks, std::vector<torch::Tensor>& wholes, bool fill,
+                     const std::function<void(size_t)>& take) {
+    if (fill) {
       for (const auto& piece : layout_->pieces()) {
-        owns_[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
+        chunks[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
       }
     }
     std::vector<WorkPtr> works;
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      if (offload_) owns_[b].copy_(host_masters_[b], /*non_blocking=*/true);  // pinned: queued, not waited for
-      works.push_back(comm_.all_gather(gathered(b), owns_[b]));
-    }
-    for (size_t b = 0; b < buckets.size(); ++b) {
+    for (size_t b = 0; b < chunks.size(); ++b) works.push_back(comm_.all_gather(wholes[b], chunks[b]));
+    for (size_t b = 0; b < chunks.size(); ++b) {
       works[b]->wait();
-      for (const auto& e : buckets[b].entries) params_[e.param].view(-1).copy_(gathered(b).narrow(0, e.offset, e.numel));
+      take(b);
     }
   }
   void zero_grad() override {
@@ -163,24 +174,18 @@ class ZeroStrategy final : public ShardingStrategy {
     torch::NoGradGuard no_grad;
     const auto& buckets = reducer_->buckets();
     std::vector<torch::Tensor> wholes, mine;
-    std::vector<WorkPtr> works;
     for (size_t b = 0; b < buckets.size(); ++b) {
       const auto f32 = owns_[b].options().dtype(torch::kFloat32);
       mine.push_back(torch::zeros({buckets[b].chunk()}, f32));
       wholes.push_back(torch::empty({buckets[b].padded_numel}, f32));
     }
-    for (const auto& piece : layout_->pieces()) {
-      mine[piece.bucket].narrow(0, piece.chunk_offset, piece.numel).copy_(masters_[piece.param]);
-    }
-    for (size_t b = 0; b < buckets.size(); ++b) works.push_back(comm_.all_gather(wholes[b], mine[b]));
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      works[b]->wait();
+    gather_chunks(mine, wholes, /*fill=*/true, [&](size_t b) {
       for (const auto& e : buckets[b].entries) {
         torch::Tensor& p = params_[e.param];
         bf16_data_.emplace_back(e.param, p.data());
         p.set_data(wholes[b].narrow(0, e.offset, e.numel).view(p.sizes()));
       }
-    }
+    });
   }
   // The pieces follow parameters loaded after construction (resume); bf16: the masters from the
   // loaded fp32 values, the parameters back to their bf16 copies rounded from them.
