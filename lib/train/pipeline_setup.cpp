@@ -163,10 +163,10 @@ parallel::PipelineSchedule pipeline_schedule(const config::Config& config) {
                                                                                     : parallel::PipelineSchedule::k1f1b;
 }
 
-config::Config stage_config(const config::Config& config, const std::vector<std::string>& whole,
-                            const std::vector<std::string>& stage) {
-  (void)optim::group_parameters(whole, config.optimizer);  // its errors, as one process gives them
-  config::Config out = config;
+config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer, const std::vector<std::string>& whole,
+                                               const std::vector<std::string>& stage) {
+  (void)optim::group_parameters(whole, optimizer);  // its errors, as one process gives them
+  config::OptimizerConfig out = optimizer;
   const auto keep_used = [&](std::map<std::string, double>& globs) {
     for (auto it = globs.begin(); it != globs.end();) {
       bool used = false;
@@ -174,8 +174,8 @@ config::Config stage_config(const config::Config& config, const std::vector<std:
       it = used ? std::next(it) : globs.erase(it);
     }
   };
-  keep_used(out.optimizer.group_lr);
-  keep_used(out.optimizer.group_weight_decay);
+  keep_used(out.group_lr);
+  keep_used(out.group_weight_decay);
   return out;
 }
 

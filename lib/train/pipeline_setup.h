@@ -42,10 +42,10 @@ parallel::PipelineSchedule pipeline_schedule(const config::Config& config);
 // interleaved, "0-1, 4-5".
 std::string stage_blocks(const std::vector<int64_t>& boundaries, int stage, int stages);
 
-// The config a stage's optimizer is built from: optimizer.group_lr and group_weight_decay checked
-// against the whole model's parameter names `whole` (a glob that matches none is refused, as
-// without stages), then only the globs that match one of the stage's names `stage` kept.
-config::Config stage_config(const config::Config& config, const std::vector<std::string>& whole,
+// The optimizer config a stage's optimizer is built from: optimizer.group_lr and group_weight_decay
+// checked against the whole model's parameter names `whole` (a glob that matches none is refused,
+// as without stages), then only the globs that match one of the stage's names `stage` kept.
+config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer, const std::vector<std::string>& whole,
                             const std::vector<std::string>& stage);
 
 // Keeps this rank's stage of `model` (World::pp_rank); nothing without pipeline parallelism.

@@ -4,6 +4,7 @@
 
 #include <torch/cuda.h>
 
+#include "optim/optimizer.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -219,6 +220,27 @@ uint64_t default_stream_seed(const config::Config& config, int tp_group, int64_t
 uint64_t own_stream_seed(const config::Config& config, int tp_group, int tp_rank) {
   return static_cast<uint64_t>(config.run.seed) + 7919u * static_cast<uint64_t>(tp_group) +
          15485863u * static_cast<uint64_t>(tp_rank + 1);
+}
+
+parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer) {
+  parallel::StrategyOptions o;
+  o.distributed = config.distributed;
+  o.reduce_dtype = torch::kFloat32;
+  if (config.distributed.reduce_dtype != config::ReduceDtype::kFp32) {
+    if (config.trainer.precision == config::Precision::kBf16) o.reduce_dtype = torch::kBFloat16;
+    if (config.trainer.precision == config::Precision::kFp16) o.reduce_dtype = torch::kFloat16;
+  }
+  o.bf16_params = config.trainer.param_dtype == config::ParamDtype::kBf16;
+  o.state_blocks = optim::state_blocks(optimizer);
+  switch (optimizer.name) {
+    case config::OptimizerName::kAdafactor: o.whole_state = "adafactor factors whole weight matrices"; break;
+    case config::OptimizerName::kGaloreAdamW: o.whole_state = "galore_adamw projects each whole weight matrix's gradient"; break;
+    default: break;
+  }
+  o.make_optimizer = [optimizer](const optim::NamedParams& params, const std::vector<int64_t>& whole_numels) {
+    return optim::make_optimizer(optimizer, params, whole_numels);
+  };
+  return o;
 }
 
 }  // namespace hftrain::train

@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "tokenizer/tokenizer.h"
 #include "model/bert_spec.h"
+#include "parallel/data_parallel/strategy.h"
 #include "train/model_from.h"
 
 namespace hftrain::train {
@@ -40,6 +41,11 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 
 // trainer.device: auto picks CUDA when visible, device `local_rank` (one process per GPU).
 // Throws ConfigError for cuda without a GPU, or fewer GPUs than local processes.
+// The sharding strategy's options: distributed.*, the reductions' dtype (distributed.reduce_dtype:
+// fp32, or the compute dtype of trainer.precision), trainer.param_dtype, and the optimizer of
+// `optimizer` (the config's, or a pipeline stage's) as its factory.
+parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer);
+
 torch::Device pick_device(const config::Config& config, int local_rank = 0);
 
 // The seeds of a rank's random streams once the weights are initialised (dropout): the default

@@ -17,15 +17,6 @@
 
 namespace hftrain::parallel {
 
-torch::ScalarType reduce_dtype(const config::Config& c) {
-  if (c.distributed.reduce_dtype == config::ReduceDtype::kFp32) return torch::kFloat32;
-  switch (c.trainer.precision) {
-    case config::Precision::kBf16: return torch::kBFloat16;
-    case config::Precision::kFp16: return torch::kFloat16;
-    case config::Precision::kFp32: break;
-  }
-  return torch::kFloat32;
-}
 
 std::vector<torch::Tensor> tensors_of(const optim::NamedParams& params) {
   std::vector<torch::Tensor> out;
@@ -103,18 +94,18 @@ namespace {
 // broadcasts them.
 class ReplicatedStrategy final : public ShardingStrategy {
  public:
-  ReplicatedStrategy(World& world, const config::Config& config, const optim::NamedParams& params,
+  ReplicatedStrategy(World& world, const StrategyOptions& options, const optim::NamedParams& params,
                      bool partition_state = false)
       : rank_(world.dp_rank()), world_size_(world.dp_size()), comm_(&world.data_parallel()),
-        params_(tensors_of(params)), optimizer_(optim::make_optimizer(config.optimizer, params)) {
+        params_(tensors_of(params)), optimizer_(options.make_optimizer(params, {})) {
     if (world_size_ > 1) {
       broadcast_parameters(*comm_, params);
       std::vector<int64_t> numels;
       for (const auto& p : params_) numels.push_back(p.numel());
-      const auto dtype = reduce_dtype(config);
+      const auto dtype = options.reduce_dtype;
       reducer_ = std::make_unique<GradReducer>(
           *comm_, params_,
-          plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size, 1),
+          plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), options.distributed.bucket_size, 1),
           GradReducer::Mode::kAllReduce, dtype);
       if (partition_state) {
         owners_ = partition_by_size(numels, world_size_);
@@ -201,46 +192,40 @@ class ReplicatedStrategy final : public ShardingStrategy {
 
 }  // namespace
 
-std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const config::Config& config,
+std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const StrategyOptions& options,
                                                            const optim::NamedParams& params,
                                                            const model::ParameterUnits& units) {
   using config::Strategy;
-  const Strategy s = config.distributed.strategy;
-  const bool offload = config.distributed.cpu_offload;
+  const Strategy s = options.distributed.strategy;
+  const bool offload = options.distributed.cpu_offload;
   if (s == Strategy::kDdp || (world.dp_size() == 1 && !offload)) {
     if (offload) {
       throw util::ConfigError("distributed.cpu_offload needs a zero strategy: ddp keeps the optimizer state on every rank",
                               "use distributed.strategy=zero1, zero2, zero3 or hybrid, or distributed.cpu_offload=false");
     }
-    return std::make_unique<ReplicatedStrategy>(world, config, params);
+    return std::make_unique<ReplicatedStrategy>(world, options, params);
   }
   // Optimizers whose state is neither element-wise nor block-wise (adamw_8bit's scales, which
   // the chunks follow: optim::state_blocks) cannot follow flat chunks: zero1 partitions their
   // state by whole parameters instead (param_partition.h); the other strategies split matrices.
-  const char* whole_state = nullptr;
-  switch (config.optimizer.name) {
-    case config::OptimizerName::kAdafactor: whole_state = "adafactor factors whole weight matrices"; break;
-    case config::OptimizerName::kGaloreAdamW: whole_state = "galore_adamw projects each whole weight matrix's gradient"; break;
-    default: break;
-  }
-  if (whole_state) {
+  if (!options.whole_state.empty()) {
     if (s == Strategy::kZero1 && !offload) {
-      return std::make_unique<ReplicatedStrategy>(world, config, params, /*partition_state=*/true);
+      return std::make_unique<ReplicatedStrategy>(world, options, params, /*partition_state=*/true);
     }
     const std::string what = offload ? "distributed.cpu_offload, which keeps flat pieces of every parameter"
                                      : "distributed.strategy=" + strategy_name(s) + ", which splits parameters across ranks";
-    throw util::ConfigError("optimizer.name=" + std::string(whole_state) + ": that does not go with " + what,
+    throw util::ConfigError("optimizer.name=" + options.whole_state + ": that does not go with " + what,
                             "use distributed.strategy=zero1 (its state partitioned by whole parameters) or ddp, "
                             "without distributed.cpu_offload; or optimizer.name=adamw");
   }
   switch (s) {
-    case Strategy::kZero1: return make_zero12_strategy(world, config, params, 1);
-    case Strategy::kZero2: return make_zero12_strategy(world, config, params, 2);
-    case Strategy::kZero3: return make_zero3_strategy(world, config, params, units, /*hybrid=*/false);
-    case Strategy::kHybrid: return make_zero3_strategy(world, config, params, units, /*hybrid=*/true);
+    case Strategy::kZero1: return make_zero12_strategy(world, options, params, 1);
+    case Strategy::kZero2: return make_zero12_strategy(world, options, params, 2);
+    case Strategy::kZero3: return make_zero3_strategy(world, options, params, units, /*hybrid=*/false);
+    case Strategy::kHybrid: return make_zero3_strategy(world, options, params, units, /*hybrid=*/true);
     case Strategy::kDdp: break;
   }
-  return std::make_unique<ReplicatedStrategy>(world, config, params);
+  return std::make_unique<ReplicatedStrategy>(world, options, params);
 }
 
 }  // namespace hftrain::parallel

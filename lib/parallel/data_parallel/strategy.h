@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,15 +45,34 @@ struct MemoryReport {
   int64_t host = 0;             // of the above, bytes in CPU memory (distributed.cpu_offload)
 };
 
+// What a strategy is built from: the distributed.* settings, the dtypes of its reductions and of
+// the parameters, and the optimizer, made by the caller's factory over what this rank steps (the
+// training stage's; it knows the optimizer's config and, under pipeline parallelism, the stage's
+// parameter groups).
+struct StrategyOptions {
+  config::DistributedConfig distributed;
+  torch::ScalarType reduce_dtype = torch::kFloat32;  // of the gradient reductions
+  bool bf16_params = false;                          // trainer.param_dtype=bf16
+  optim::StateBlocks state_blocks;                   // how the optimizer's state follows pieces
+  // Why the optimizer's state needs whole weight matrices ("adafactor factors whole weight
+  // matrices"), or empty when pieces do.
+  std::string whole_state;
+  // The optimizer over `params`; `whole_numels`: parallel to them when they are pieces, the element
+  // count of the parameter each is a piece of (empty otherwise).
+  std::function<std::unique_ptr<optim::Optimizer>(const optim::NamedParams& params,
+                                                  const std::vector<int64_t>& whole_numels)>
+      make_optimizer;
+};
+
 class ShardingStrategy {
  public:
   virtual ~ShardingStrategy() = default;
 
-  // Builds the strategy named by config.distributed (single when the world has one rank).
+  // Builds the strategy named by options.distributed (single when the world has one rank).
   // Throws ConfigError for combinations it does not support, with a hint.
   // `units`: the model's parameter units (model/parameter_units.h), which zero3 and hybrid shard
   // one by one.
-  static std::unique_ptr<ShardingStrategy> create(World& world, const config::Config& config,
+  static std::unique_ptr<ShardingStrategy> create(World& world, const StrategyOptions& options,
                                                   const optim::NamedParams& params, const model::ParameterUnits& units);
 
   virtual std::string name() const = 0;

@@ -23,9 +23,6 @@ inline int64_t state_bytes(const optim::Optimizer& optimizer) {
   return bytes;
 }
 
-// distributed.reduce_dtype: fp32, or the compute dtype of trainer.precision ("param").
-torch::ScalarType reduce_dtype(const config::Config& c);
-
 std::vector<torch::Tensor> tensors_of(const optim::NamedParams& params);
 std::vector<std::string> names_of(const optim::NamedParams& params);
 std::vector<std::vector<int64_t>> shapes_of(const optim::NamedParams& params);

@@ -18,18 +18,18 @@ namespace {
 // the all-gather then sends bf16, and a save or a load gathers the fp32 masters whole for its scope.
 class ZeroStrategy final : public ShardingStrategy {
  public:
-  ZeroStrategy(World& world, const config::Config& config, const optim::NamedParams& params, int stage)
+  ZeroStrategy(World& world, const StrategyOptions& so, const optim::NamedParams& params, int stage)
       : comm_(world.data_parallel()),
         stage_(stage),
-        offload_(config.distributed.cpu_offload),
-        bf16_(config.trainer.param_dtype == config::ParamDtype::kBf16),
+        offload_(so.distributed.cpu_offload),
+        bf16_(so.bf16_params),
         params_(tensors_of(params)) {
     broadcast_parameters(comm_, params);
     std::vector<int64_t> numels;
     for (const auto& p : params_) numels.push_back(p.numel());
-    const auto dtype = reduce_dtype(config);
-    const optim::StateBlocks blocks = optim::state_blocks(config.optimizer);
-    auto buckets = plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), config.distributed.bucket_size,
+    const auto dtype = so.reduce_dtype;
+    const optim::StateBlocks blocks = so.state_blocks;
+    auto buckets = plan_buckets(numels, static_cast<int64_t>(c10::elementSize(dtype)), so.distributed.bucket_size,
                                 comm_.size(), blocks.block);
     // Both stages reduce-scatter (each rank steps only with its chunk): the communication of an
     // all-reduce halved. zero1 keeps its full gradients until the step ends.
@@ -73,7 +73,7 @@ class ZeroStrategy final : public ShardingStrategy {
         views_[i] = piece ? flat.narrow(0, piece->param_offset, piece->numel) : flat.narrow(0, 0, 0);
       }
     }
-    optimizer_ = optim::make_optimizer(config.optimizer, shard, numels);
+    optimizer_ = so.make_optimizer(shard, numels);
   }
 
   std::string name() const override { return stage_ == 1 ? "zero1" : "zero2"; }
@@ -255,9 +255,9 @@ class ZeroStrategy final : public ShardingStrategy {
 
 }  // namespace
 
-std::unique_ptr<ShardingStrategy> make_zero12_strategy(World& world, const config::Config& config,
+std::unique_ptr<ShardingStrategy> make_zero12_strategy(World& world, const StrategyOptions& so,
                                                        const optim::NamedParams& params, int stage) {
-  return std::make_unique<ZeroStrategy>(world, config, params, stage);
+  return std::make_unique<ZeroStrategy>(world, so, params, stage);
 }
 
 }  // namespace hftrain::parallel

@@ -8,7 +8,7 @@
 
 namespace hftrain::parallel {
 
-std::unique_ptr<ShardingStrategy> make_zero12_strategy(World& world, const config::Config& config,
+std::unique_ptr<ShardingStrategy> make_zero12_strategy(World& world, const StrategyOptions& options,
                                                        const optim::NamedParams& params, int stage);
 
 }  // namespace hftrain::parallel

@@ -19,18 +19,18 @@ namespace {
 
 class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
  public:
-  Zero3Strategy(World& world, const config::Config& config, const optim::NamedParams& params,
+  Zero3Strategy(World& world, const StrategyOptions& so, const optim::NamedParams& params,
                 const model::ParameterUnits& units, bool hybrid)
       : shards_(hybrid ? world.intra_node() : world.data_parallel()),
         hybrid_(hybrid),
-        offload_(config.distributed.cpu_offload),
-        reduce_dtype_(reduce_dtype(config)),
+        offload_(so.distributed.cpu_offload),
+        reduce_dtype_(so.reduce_dtype),
         params_(tensors_of(params)) {
     broadcast_parameters(world.data_parallel(), params);
     if (hybrid && world.inter_node().size() > 1) replicas_ = &world.inter_node();
     const int n = shards_.size();
     std::vector<Bucket> groups;
-    const optim::StateBlocks blocks = optim::state_blocks(config.optimizer);
+    const optim::StateBlocks blocks = so.state_blocks;
     unit_of_.assign(params_.size(), 0);
     for (size_t u = 0; u < units.size(); ++u) {
       Bucket g;
@@ -74,7 +74,7 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
       pieces_.push_back(piece ? unit.shard.narrow(0, piece->chunk_offset, piece->numel) : unit.shard.narrow(0, 0, 0));
       pieces.emplace_back(params[i].first, pieces_.back());
     }
-    optimizer_ = optim::make_optimizer(config.optimizer, pieces, whole_numels);
+    optimizer_ = so.make_optimizer(pieces, whole_numels);
     // Backward order: the blocks from the last, then the root.
     for (size_t u = units_.size(); u-- > 1;) order_.push_back(u);
     order_.push_back(0);
@@ -370,10 +370,10 @@ class Zero3Strategy final : public ShardingStrategy, public model::UnitHooks {
 
 }  // namespace
 
-std::unique_ptr<ShardingStrategy> make_zero3_strategy(World& world, const config::Config& config,
+std::unique_ptr<ShardingStrategy> make_zero3_strategy(World& world, const StrategyOptions& so,
                                                       const optim::NamedParams& params,
                                                       const model::ParameterUnits& units, bool hybrid) {
-  return std::make_unique<Zero3Strategy>(world, config, params, units, hybrid);
+  return std::make_unique<Zero3Strategy>(world, so, params, units, hybrid);
 }
 
 }  // namespace hftrain::parallel

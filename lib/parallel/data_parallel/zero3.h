@@ -25,7 +25,7 @@
 
 namespace hftrain::parallel {
 
-std::unique_ptr<ShardingStrategy> make_zero3_strategy(World& world, const config::Config& config,
+std::unique_ptr<ShardingStrategy> make_zero3_strategy(World& world, const StrategyOptions& options,
                                                       const optim::NamedParams& params,
                                                       const model::ParameterUnits& units, bool hybrid);
 
