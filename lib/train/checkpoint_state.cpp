@@ -1,5 +1,6 @@
 #include "train/checkpoint_state.h"
 
+#include <cmath>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -30,12 +31,61 @@ bool is_cpu_state(const std::string& name) {
 
 }  // namespace
 
+namespace {
+Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+}  // namespace
+
+Json trainer_state_record(const SavedTrainerState& s) {
+  const TrainState& t = s.state;
+  Json ts;
+  ts["step"] = t.step;
+  ts["total_steps"] = t.total_steps;
+  ts["epoch"] = t.epoch;
+  ts["tokens_seen"] = t.tokens_seen;
+  if (s.source_tokens) {
+    // By source name, so that a resume matches counts to sources, not to positions.
+    Json counts = Json::object();
+    for (const auto& [name, count] : *s.source_tokens) counts[name] = count;
+    ts["source_tokens"] = counts;
+  }
+  ts["best_eval_loss"] = optional_number(t.best_eval_loss);
+  ts["best_step"] = t.best_step;
+  ts["last_eval_loss"] = optional_number(t.last_eval_loss);
+  ts["last_eval_step"] = t.last_eval_step;
+  ts["early_stopping_best"] = optional_number(t.early_stopping_best);
+  ts["early_stopping_bad"] = t.early_stopping_bad;
+  // The running loss of the logging window: a float32 sum, exact in a double.
+  ts["window_loss_sum"] = s.window_loss_sum;
+  ts["window_targets"] = s.window_targets;
+  if (s.divergence) ts["divergence"] = {{"recent", s.divergence->recent}, {"consecutive", s.divergence->consecutive}};
+  return ts;
+}
+
+Json data_state_record(const SavedDataState& s) {
+  return {{"cursor", s.cursor},   {"epoch", s.epoch},           {"seed", s.seed},
+          {"num_samples", s.num_samples}, {"batch_size", s.batch_size}, {"document_mask", s.document_mask}};
+}
+
+Json scheduler_record(int64_t step, const std::optional<SavedPlateau>& plateau) {
+  Json scheduler = {{"name", plateau ? "reduce_lr_on_plateau" : "stateless"}, {"step", step}};
+  if (plateau) {
+    scheduler["plateau"] = {{"factor", plateau->factor}, {"best", optional_number(plateau->best)},
+                            {"num_bad", plateau->num_bad}, {"cooldown_left", plateau->cooldown_left}};
+  }
+  return scheduler;
+}
+
+Json scaler_record(const SavedScaler& s) {
+  return {{"enabled", s.enabled}, {"scale", s.scale}, {"growth_tracker", s.growth_tracker}};
+}
+
 SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
   const fs::path file = checkpoint / kTrainerStateFile;
   const Json ts = read_json(file);
   SavedTrainerState s;
   TrainState& t = s.state;
   t.step = count_field(ts, "step", file);
+  if (ts.contains("total_steps")) t.total_steps = count_field(ts, "total_steps", file);
   t.epoch = real_field(ts, "epoch", file, 0.0, 1e15);
   t.tokens_seen = count_field(ts, "tokens_seen", file);
   if (ts.contains("source_tokens")) {
@@ -63,6 +113,24 @@ SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
   t.early_stopping_bad = count_field(ts, "early_stopping_bad", file);
   s.window_loss_sum = real_field(ts, "window_loss_sum", file, -1e30, 1e30);
   s.window_targets = count_field(ts, "window_targets", file);
+  if (ts.contains("divergence")) {
+    const Json& d = ts["divergence"];
+    if (!d.is_object() || !d.contains("recent") || !d["recent"].is_array()) {
+      throw util::CheckpointError(file.string() + ": `divergence` is not an object with a `recent` list of losses",
+                                  kDamaged);
+    }
+    DivergenceJudge::State judge;
+    for (const Json& loss : d["recent"]) {
+      if (!loss.is_number() || !std::isfinite(loss.get<double>())) {
+        throw util::CheckpointError(file.string() + ": `divergence.recent` holds " + util::clip(loss.dump(), 40) +
+                                        ", not a finite loss",
+                                    kDamaged);
+      }
+      judge.recent.push_back(loss.get<double>());
+    }
+    judge.consecutive = count_field(d, "consecutive", file);
+    s.divergence = std::move(judge);
+  }
   return s;
 }
 
@@ -73,6 +141,9 @@ SavedDataState read_data_state(const fs::path& checkpoint) {
   s.num_samples = count_field(data, "num_samples", file);
   s.cursor = count_field(data, "cursor", file);
   if (data.contains("document_mask")) s.document_mask = field<bool>(data, "document_mask", file);
+  if (data.contains("epoch")) s.epoch = count_field(data, "epoch", file);
+  if (data.contains("seed")) s.seed = field<int64_t>(data, "seed", file);
+  if (data.contains("batch_size")) s.batch_size = count_field(data, "batch_size", file);
   return s;
 }
 

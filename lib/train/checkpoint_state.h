@@ -1,6 +1,8 @@
 // The trainer's own state files in a checkpoint (trainer_state.json, data.json, scheduler.json,
-// scaler.json, rng.safetensors) read into typed values, every field checked for type and range
-// (checkpoint_fields.h) before anything uses it. A resume restores from these; `hftrain verify`
+// scaler.json, rng.safetensors): each file's writer (a record of a typed value) beside its reader
+// (the typed value again, every field checked for type and range, checkpoint_fields.h, before
+// anything uses it), so that a field added to one is added to the other (tests/train/
+// test_checkpoint_state.cpp round-trips each). A resume restores from these; `hftrain verify`
 // runs the same reads, so it reports what a resume would refuse, without a config or the data.
 #pragma once
 
@@ -11,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/safetensors.h"
 #include "train/callbacks.h"
+#include "train/divergence.h"
 
 namespace hftrain::train {
 
@@ -33,6 +38,9 @@ struct SavedTrainerState {
   std::optional<std::map<std::string, int64_t>> source_tokens;
   double window_loss_sum = 0;  // the logging window, summed over ranks
   int64_t window_targets = 0;
+  // The divergence judge's window and bad steps in a row (trainer.spike.*); nullopt in checkpoints
+  // from before it was kept.
+  std::optional<DivergenceJudge::State> divergence;
 };
 
 // data.json: where the sampler stands.
@@ -40,9 +48,13 @@ struct SavedDataState {
   int64_t num_samples = 0;
   int64_t cursor = 0;
   bool document_mask = false;  // false in checkpoints from before it was recorded
+  // For people reading the file (a resume takes these from its config): 0 when absent.
+  int64_t epoch = 0;
+  int64_t seed = 0;
+  int64_t batch_size = 0;
 };
 
-// scheduler.json's reduce_lr_on_plateau state.
+// scheduler.json: the schedule's name and step, and reduce_lr_on_plateau's state.
 struct SavedPlateau {
   double factor = 1;
   std::optional<double> best;  // nullopt: no evaluation yet (the initial infinity, saved as null)
@@ -56,6 +68,13 @@ struct SavedScaler {
   double scale = 0;
   int64_t growth_tracker = 0;
 };
+
+// The records the files hold (nlohmann::ordered_json keeps the fields in this order).
+nlohmann::json trainer_state_record(const SavedTrainerState& s);
+nlohmann::json data_state_record(const SavedDataState& s);
+// `plateau`: reduce_lr_on_plateau's state (the name "reduce_lr_on_plateau"), or none ("stateless").
+nlohmann::json scheduler_record(int64_t step, const std::optional<SavedPlateau>& plateau);
+nlohmann::json scaler_record(const SavedScaler& s);
 
 // Each throws util::CheckpointError naming the file and the field: missing, of another type, or
 // out of its range.

@@ -50,4 +50,10 @@ bool DivergenceJudge::note_bad() {
   return max_consecutive_ > 0 && consecutive_ >= max_consecutive_;
 }
 
+void DivergenceJudge::restore(const State& s) {
+  const size_t keep = std::min(s.recent.size(), spike_window_);
+  recent_.assign(s.recent.end() - static_cast<std::ptrdiff_t>(keep), s.recent.end());
+  consecutive_ = s.consecutive;
+}
+
 }  // namespace hftrain::train

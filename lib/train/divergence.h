@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <vector>
 
 namespace hftrain::train {
 
@@ -36,6 +37,16 @@ class DivergenceJudge {
   bool judges_spikes() const { return spike_factor_ > 0; }
   // The median of the window's losses (needs a full window).
   double median() const;
+
+  // What a checkpoint keeps of the judge, so that a resumed run judges as the run alone would: the
+  // window of good steps' losses (oldest first) and the bad steps in a row.
+  struct State {
+    std::vector<double> recent;
+    int64_t consecutive = 0;
+  };
+  State state() const { return {{recent_.begin(), recent_.end()}, consecutive_}; }
+  // The newest spike_window losses of `s` are kept.
+  void restore(const State& s);
 
  private:
   double spike_factor_;
