@@ -30,6 +30,7 @@ STAGE_ORDER = [
     "parallel/plan",
     "parallel/data_parallel",
     "parallel/tensor",
+    "parallel/seam",
     "ckpt",
     "metrics",
     "train",

@@ -23,6 +23,7 @@
 #include "train/run_summary.h"
 #include "metrics/mlflow_tracker.h"
 #include "train/tp_setup.h"
+#include "train/fault_injection.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -230,6 +231,7 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
                const torch::Device& device) {
   static_cast<void>(device);
   train::Trainer trainer(job.resolved.values, run_dir, &g_stop_signal, /*resume_from=*/job.resume_from, &world);
+  if (auto faults = train::make_test_faults(world.rank())) trainer.add_step_hooks(std::move(faults));  // HFTRAIN_TEST_FAULT
   RunStatus status(run_dir, world.is_main());
   // The trackers hear how the run ended (train/tracking.h): its status, the final model.
   try {

@@ -8,6 +8,8 @@
 #                   parameters and optimizer state a checkpoint moves (the layers are model/'s)
 #   pipeline/       pipeline parallelism's plan: the stages' blocks, the schedules (gpipe, 1f1b)
 #                   and the transfers around each op (the loop that follows it is train/'s)
+#   seam/           the training loop's one seam with all of the above (Parallelism): a step's
+#                   reductions, the whole model for saves and loads, the optimizer's pieces
 set(HFTRAIN_PARALLEL_CORE_SOURCES
   comm/monitor.cpp
   comm/ompi_server.cpp
@@ -31,4 +33,6 @@ set(HFTRAIN_PARALLEL_TORCH_SOURCES
   data_parallel/unit_storage.cpp
   data_parallel/zero12.cpp
   data_parallel/zero3.cpp
-  tensor/tp_group.cpp)
+  tensor/tp_group.cpp
+  seam/parallelism.cpp
+  seam/stage_optimizer.cpp)

@@ -5,13 +5,18 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <torch/torch.h>
+
+#include "model/numeric_trace.h"
 #include "util/env.h"
+#include "util/log.h"
 
 namespace hftrain::train {
 namespace {
@@ -69,23 +74,53 @@ bool due_once(int rank, int64_t step, const char* what) {
   return true;
 }
 
+// The first trained parameter's gradient (or the parameter itself) filled with NaN.
+void poison_first_parameter(TaskModel& model, int64_t step, bool weight) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : model.parameters_by_name()) {
+    if (!p.requires_grad()) continue;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (weight) {
+      if (!model::readable(p)) continue;
+      torch::Tensor(p).detach().fill_(nan);
+    } else if (p.grad().defined()) {
+      torch::Tensor(p).mutable_grad().fill_(nan);
+    } else {
+      torch::Tensor(p).mutable_grad() = torch::full(p.sizes(), nan, p.options());
+    }
+    util::log::warn("HFTRAIN_TEST_FAULT: " + std::string(weight ? "parameter " : "the gradient of ") + name +
+                    " filled with NaN in step " + std::to_string(step));
+    return;
+  }
+}
+
+class TestFaults final : public StepHooks {
+ public:
+  explicit TestFaults(int rank) : rank_(rank) {}
+  void before_forward(int64_t step, TaskModel& model) override {
+    if (due_once(rank_, step, "nanweight")) poison_first_parameter(model, step, /*weight=*/true);
+  }
+  void before_last_backward(int64_t step, TaskModel& model) override {
+    if (due_once(rank_, step, "nan")) poison_first_parameter(model, step, /*weight=*/false);
+  }
+  double loss_factor(int64_t step) override { return due_once(rank_, step, "spike") ? 1000.0 : 1.0; }
+  void after_step(int64_t step) override {
+    if (due(rank_, step, "kill")) std::raise(SIGKILL);
+    if (due(rank_, step, "stall")) {
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    if (due(rank_, step, "pause")) std::this_thread::sleep_for(std::chrono::seconds(8));  // then carries on
+  }
+
+ private:
+  int rank_;
+};
+
 }  // namespace
 
-void inject_test_fault(int rank, int64_t step) {
-  if (faults().empty()) return;
-  if (due(rank, step, "kill")) std::raise(SIGKILL);
-  if (due(rank, step, "stall")) {
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
-  if (due(rank, step, "pause")) std::this_thread::sleep_for(std::chrono::seconds(8));  // then carries on
+std::shared_ptr<StepHooks> make_test_faults(int rank) {
+  if (faults().empty()) return nullptr;
+  return std::make_shared<TestFaults>(rank);
 }
-
-bool test_fault_poisons_gradient(int rank, int64_t step) { return !faults().empty() && due_once(rank, step, "nan"); }
-
-bool test_fault_poisons_weight(int rank, int64_t step) {
-  return !faults().empty() && due_once(rank, step, "nanweight");
-}
-
-bool test_fault_spikes_loss(int rank, int64_t step) { return !faults().empty() && due_once(rank, step, "spike"); }
 
 }  // namespace hftrain::train

@@ -1,4 +1,4 @@
-// A test hook for the end-to-end tests (tests/e2e/dist_test.sh, resume_test.sh, divergence_test.sh):
+// Test faults for the end-to-end tests (tests/e2e/dist_test.sh, resume_test.sh, divergence_test.sh):
 // HFTRAIN_TEST_FAULT=<rank>:<step>:kill|stall|pause makes that rank SIGKILL itself, stop
 // answering, or sleep 8 s and go on, after that step; <rank>:<step>:nan makes that rank's first
 // trained parameter's gradient NaN in that step (before its last backward, so the reduction
@@ -11,14 +11,13 @@
 // variable it does nothing.
 #pragma once
 
-#include <cstdint>
+#include <memory>
+
+#include "train/step_hooks.h"
 
 namespace hftrain::train {
 
-// Steps are counted from 1 (the step being run, or just finished).
-void inject_test_fault(int rank, int64_t step);
-bool test_fault_poisons_gradient(int rank, int64_t step);
-bool test_fault_poisons_weight(int rank, int64_t step);
-bool test_fault_spikes_loss(int rank, int64_t step);
+// The faults of HFTRAIN_TEST_FAULT for `rank`, as step hooks; null without the variable.
+std::shared_ptr<StepHooks> make_test_faults(int rank);
 
 }  // namespace hftrain::train

@@ -8,7 +8,9 @@
 
 namespace hftrain::train {
 
-MasterWeights::MasterWeights(std::vector<torch::Tensor> params, const std::vector<torch::Tensor>& frozen) {
+MasterWeights::MasterWeights(std::vector<torch::Tensor> params, const std::vector<torch::Tensor>& frozen,
+                             bool fp32_accumulation)
+    : fp32_accumulation_(fp32_accumulation) {
   torch::NoGradGuard no_grad;
   std::set<const void*> seen;  // a tied weight is listed under each of its names, kept once
   for (auto& p : params) {
@@ -30,6 +32,10 @@ MasterWeights::MasterWeights(std::vector<torch::Tensor> params, const std::vecto
     }
   }
   for (size_t i = 0; i < params_.size(); ++i) params_[i].set_data(copies_[i]);
+}
+
+std::string MasterWeights::memory_clause() const {
+  return "; fp32 master weights " + std::to_string(numel() * 4) + " B (the formula counts them with the optimizer state)";
 }
 
 int64_t MasterWeights::numel() const {

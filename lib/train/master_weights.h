@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -27,13 +28,20 @@ class MasterWeights {
  public:
   // `params`: the trained parameters, fp32, holding the weights to start from; afterwards they
   // hold their bf16 copies. `frozen`: floating parameters that do not train, stored in bf16.
-  MasterWeights(std::vector<torch::Tensor> params, const std::vector<torch::Tensor>& frozen);
+  // `fp32_accumulation`: after_backward() adds the micro-batches' gradients up in fp32.
+  MasterWeights(std::vector<torch::Tensor> params, const std::vector<torch::Tensor>& frozen,
+                bool fp32_accumulation = true);
   MasterWeights(const MasterWeights&) = delete;
   MasterWeights& operator=(const MasterWeights&) = delete;
 
   // One process, after a micro-batch's backward that is not the step's last: its bf16 gradients
   // added into the fp32 accumulators, and freed.
   void accumulate();
+  // After each backward: accumulate() where the micro-batches add up in fp32 (one process; under
+  // ddp the last backward reduces what autograd accumulated, so they add up in bf16 there).
+  void after_backward(bool last) {
+    if (fp32_accumulation_ && !last) accumulate();
+  }
   // Before clipping and the update: each parameter holds its master, its gradient in fp32 (the
   // accumulators plus the last bf16 gradient).
   void to_masters();
@@ -41,6 +49,8 @@ class MasterWeights {
   void to_bf16();
   bool holds_masters() const { return holds_masters_; }
   int64_t numel() const;
+  // The memory report's clause on the masters.
+  std::string memory_clause() const;
 
   // The masters in the parameters for a save, a load or an export; on leaving, the bf16 copies
   // are rounded from them again (a load may have changed them). Nests.
@@ -62,6 +72,7 @@ class MasterWeights {
   std::vector<torch::Tensor> copies_;   // bf16 data
   std::vector<torch::Tensor> sums_;     // fp32 gradient accumulators (undefined until needed)
   bool holds_masters_ = false;
+  bool fp32_accumulation_ = true;
 };
 
 }  // namespace hftrain::train

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include "model/safetensors_header.h"
+#include "parallel/plan/memory_plan.h"
+#include "peft/quantized_linear.h"
 #include "train/model_from.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -164,6 +166,21 @@ TrainableParams trainable_params(const std::vector<std::pair<std::string, torch:
     }
     out.units.push_back(std::move(kept));
   }
+  return out;
+}
+
+PeftMemory peft_memory(const PeftRun& peft, TaskModel& model) {
+  TrainableParams trained = trainable_params(model.parameters_by_name(), model.parameter_units());
+  PeftMemory out;
+  for (size_t u = 0; u < trained.units.size(); ++u) {
+    int64_t n = 0;
+    for (size_t i : trained.units[u]) n += trained.params[i].second.numel();
+    if (u == 0) out.units.root = n; else out.units.block = std::max(out.units.block, n);
+  }
+  out.trained = std::move(trained.params);
+  const double frozen = static_cast<double>(peft::frozen_bytes(model.module()));
+  out.frozen_clause = "; frozen base: " + std::to_string(peft.lora.frozen_parameters) + " parameters, " +
+                      parallel::format_bytes(frozen) + " on every rank";
   return out;
 }
 

@@ -51,4 +51,13 @@ struct TrainableParams {
 TrainableParams trainable_params(const std::vector<std::pair<std::string, torch::Tensor>>& params,
                                  const model::ParameterUnits& units);
 
+// What the memory formulas count in a LoRA run: the trained tensors by unit (the frozen base is
+// replicated on every rank), and the clause on the frozen base (quantized layers at their size).
+struct PeftMemory {
+  std::vector<std::pair<std::string, torch::Tensor>> trained;
+  parallel::UnitSizes units;
+  std::string frozen_clause;
+};
+PeftMemory peft_memory(const PeftRun& peft, TaskModel& model);
+
 }  // namespace hftrain::train

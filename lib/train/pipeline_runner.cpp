@@ -11,88 +11,7 @@ namespace {
 
 constexpr const char* kEmbedding = "embed_tokens.weight";
 
-class StageState final : public parallel::SavedOptimizerState {
- public:
-  StageState(const parallel::SavedOptimizerState& saved, const std::vector<std::string>& params)
-      : saved_(saved), meta_(saved.meta()) {
-    const std::set<std::string> keep(params.begin(), params.end());
-    for (const std::string& name : saved.names()) {
-      if (keep.count(name.substr(0, name.rfind('/')))) names_.push_back(name);
-    }
-    // The optimizer's groups list every stage's parameters (pipeline_optimizer_meta): this stage's.
-    if (meta_.is_object() && meta_.contains("groups") && meta_["groups"].is_array()) {
-      for (auto& group : meta_["groups"]) {
-        if (!group.is_object() || !group.contains("params") || !group["params"].is_array()) continue;
-        nlohmann::json kept = nlohmann::json::array();
-        for (const auto& name : group["params"]) {
-          if (name.is_string() && keep.count(name.get<std::string>())) kept.push_back(name);
-        }
-        group["params"] = std::move(kept);
-      }
-    }
-    if (meta_.is_object() && meta_.contains("steps") && meta_["steps"].is_object()) {
-      nlohmann::json steps = nlohmann::json::object();
-      for (const auto& [name, count] : meta_["steps"].items()) {
-        if (keep.count(name)) steps[name] = count;
-      }
-      meta_["steps"] = std::move(steps);
-    }
-  }
-  const nlohmann::json& meta() const override { return meta_; }
-  std::string source() const override { return saved_.source(); }
-  std::vector<std::string> names() const override { return names_; }
-  std::vector<int64_t> shape(const std::string& name) const override { return saved_.shape(name); }
-  torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const override {
-    return saved_.read(name, offset, count);
-  }
-
- private:
-  const parallel::SavedOptimizerState& saved_;
-  nlohmann::json meta_;
-  std::vector<std::string> names_;  // sorted, as the saved state's
-};
-
 }  // namespace
-
-nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Communicator& pipeline,
-                                       const torch::Device& device) {
-  const std::vector<std::string> all = parallel::all_gather_text(pipeline, meta.dump(), device);
-  nlohmann::json merged = meta;
-  if (!merged.is_object() || !merged.contains("groups") || !merged["groups"].is_array()) return merged;
-  // Each stage numbers its groups by the order its own parameters meet them: the groups are
-  // matched by their settings (a group's schedule-free state, when there is one, goes with it).
-  const bool schedule_free = merged.contains("schedule_free") && merged["schedule_free"].is_array();
-  nlohmann::json groups = nlohmann::json::array(), free_state = nlohmann::json::array();
-  for (const std::string& text : all) {  // in stage order: the whole model's order within a group
-    const nlohmann::json stage = nlohmann::json::parse(text);
-    const nlohmann::json& stage_groups = stage.at("groups");
-    for (size_t g = 0; g < stage_groups.size(); ++g) {
-      const nlohmann::json& group = stage_groups[g];
-      size_t at = groups.size();
-      for (size_t k = 0; k < groups.size(); ++k) {
-        if (groups[k].at("base_lr") == group.at("base_lr") &&
-            groups[k].at("weight_decay") == group.at("weight_decay")) {
-          at = k;
-        }
-      }
-      if (at == groups.size()) {
-        nlohmann::json fresh = group;
-        fresh["params"] = nlohmann::json::array();
-        groups.push_back(std::move(fresh));
-        if (schedule_free) free_state.push_back(stage.at("schedule_free").at(g));
-      }
-      for (const auto& name : group.at("params")) groups[at]["params"].push_back(name);
-    }
-  }
-  merged["groups"] = std::move(groups);
-  if (schedule_free) merged["schedule_free"] = std::move(free_state);
-  return merged;
-}
-
-std::unique_ptr<parallel::SavedOptimizerState> stage_optimizer_state(const parallel::SavedOptimizerState& saved,
-                                                                     const std::vector<std::string>& params) {
-  return std::make_unique<StageState>(saved, params);
-}
 
 PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config,
                                const torch::Device& device, model::UnitHooks* hooks)
@@ -105,7 +24,8 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
       stage_(world.pp_rank()),
       stages_(world.pp_size()),
       chunks_(static_cast<int>(config.distributed.pipeline_virtual_stages)),
-      precision_(config.trainer.precision) {
+      precision_(config.trainer.precision),
+      label_smoothing_(config.trainer.label_smoothing) {
   const model::ModelSpec* spec = model.decoder_spec();
   TORCH_CHECK(spec && model.pipeline_stage(), "PipelineRunner: a pipelined decoder");
   d_model_ = spec->d_model;
@@ -139,8 +59,7 @@ torch::Tensor PipelineRunner::tied_embedding() const {
   return embedding_;
 }
 
-torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, double label_smoothing,
-                                         const StepHooks& hooks) {
+StepRunner::Losses PipelineRunner::forward_backward(const std::vector<data::Batch>& micro, const Hooks& hooks) {
   const int count = static_cast<int>(micro.size());
   const std::vector<parallel::PipelineOp> ops = parallel::stage_schedule(schedule_, stage_, stages_, count, chunks_);
   const auto exchanges = parallel::stage_exchanges(ops, stage_, stages_, chunks_, tied_);
@@ -201,11 +120,12 @@ torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, 
       torch::Tensor out;
       {
         AutocastScope autocast(precision_, device_);
-        out = model_.stage_forward(micro[static_cast<size_t>(op.micro)], inputs[i], label_smoothing, op.chunk);
+        out = model_.stage_forward(micro[static_cast<size_t>(op.micro)], inputs[i], label_smoothing_, op.chunk);
       }
       if (at.heads(op.chunk)) {
+        if (hooks.loss_factor != 1.0) out = out * hooks.loss_factor;
         loss_total += out.detach();
-        outputs[i] = hooks.loss(out);
+        outputs[i] = hooks.scale(hooks.normalise(out));
       } else {
         outputs[i] = out;
       }
@@ -230,13 +150,16 @@ torch::Tensor PipelineRunner::train_step(const std::vector<data::Batch>& micro, 
     } else {
       torch::autograd::backward({outputs[i]}, {output_grads[i]});
     }
+    hooks.after_backward(last_backward);
     outputs[i] = torch::Tensor();
     output_grads[i] = torch::Tensor();
     if (at.embeds(op.chunk)) inputs[i] = torch::Tensor();
   }
   run_exchange(ops.size());
   if (copy.defined()) torch::Tensor(copy).mutable_grad() = torch::Tensor();
-  return loss_total;
+  Losses out;
+  out.sum = loss_total;
+  return out;
 }
 
 torch::Tensor PipelineRunner::forward_only(const data::Batch& batch) {

@@ -7,7 +7,6 @@
 
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -16,29 +15,26 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "parallel/comm/world.h"
-#include "parallel/data_parallel/optimizer_pieces.h"
+#include "parallel/seam/parallelism.h"
 #include "parallel/pipeline/schedule.h"
+#include "train/step_runner.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
 
-class PipelineRunner {
+class PipelineRunner final : public StepRunner {
  public:
   // `hooks`: the strategy's unit hooks (zero3's gathering), or null.
   PipelineRunner(TaskModel& model, parallel::World& world, const config::Config& config, const torch::Device& device,
                  model::UnitHooks* hooks);
 
-  // What the loop does around each micro-batch: the loss to back-propagate from a micro-batch's
-  // loss sum (last stage: normalised, scaled), and the strategy's before_backward(last).
-  struct StepHooks {
-    std::function<torch::Tensor(const torch::Tensor& loss_sum)> loss;
-    std::function<void(bool last)> before_backward;
-  };
   // Every micro-batch of a step, forward and backward, in the schedule's order (collective over
-  // the pipeline). Returns the micro-batches' loss sums added up on the last stage (detached), 0
-  // on the others. A tied embedding's gradient from the head reaches the first stage's before its
-  // last backward, so the strategy reduces the whole gradient.
-  torch::Tensor train_step(const std::vector<data::Batch>& micro, double label_smoothing, const StepHooks& hooks);
+  // the pipeline). The loss sums are the last stage's (0 on the others). A tied embedding's
+  // gradient from the head reaches the first stage's before its last backward, so the strategy
+  // reduces the whole gradient.
+  Losses forward_backward(const std::vector<data::Batch>& micro, const Hooks& hooks) override;
+  // The tied embedding made alike (sync_tied).
+  void prepare() override { sync_tied(); }
   // The batch's loss sum through the pipeline without gradients: on the last stage; 0 elsewhere.
   torch::Tensor forward_only(const data::Batch& batch);
   // A tied embedding: the first stage's weight into the last stage's copy (collective over the
@@ -66,30 +62,21 @@ class PipelineRunner {
   bool tied_ = false;
   torch::ScalarType dtype_ = torch::kFloat32;
   config::Precision precision_ = config::Precision::kFp32;
+  double label_smoothing_ = 0;
   torch::Tensor embedding_;  // the first stage's tied embedding, found once
 };
-
-// This stage's optimizer meta with every stage's parameters in its groups (collective over the
-// pipeline), as a checkpoint records it; the groups' other fields are this stage's (alike on all).
-nlohmann::json pipeline_optimizer_meta(const nlohmann::json& meta, parallel::Communicator& pipeline,
-                                       const torch::Device& device);
-
-// A saved optimizer state as one pipeline stage sees it: the tensors (and step counts) of the
-// parameters in `params` alone; the other stages' are left out.
-std::unique_ptr<parallel::SavedOptimizerState> stage_optimizer_state(const parallel::SavedOptimizerState& saved,
-                                                                     const std::vector<std::string>& params);
 
 // The whole model present for a scope, on top of the strategy's and tensor parallelism's whole
 // parameters: for a save, on the main rank, every other stage's parameters received from its
 // stage's first rank (collective over the pipeline of data- and tensor-parallel rank 0); for a
 // load, every parameter allocated on every rank, to be filled. Ends by freeing what is not this
 // stage's again. Nothing without pipeline parallelism.
-class PipelineWhole {
+class PipelineWhole final : public parallel::ScopeGuard {
  public:
-  enum class Access { kSave, kLoad };
+  using Access = parallel::Parallelism::Access;
   PipelineWhole(TaskModel& model, parallel::World& world, const std::vector<int64_t>& boundaries, Access access,
                 const torch::Device& device);
-  ~PipelineWhole();
+  ~PipelineWhole() override;
   PipelineWhole(const PipelineWhole&) = delete;
   PipelineWhole& operator=(const PipelineWhole&) = delete;
 

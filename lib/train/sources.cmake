@@ -5,7 +5,6 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
   callbacks.cpp
   checkpoint_fields.cpp
   divergence.cpp
-  fault_injection.cpp
   metrics_callback.cpp
   tracking.cpp
   run_summary.cpp)
@@ -17,6 +16,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   peft_setup.cpp
   causal_lm.cpp
   device_skip.cpp
+  fault_injection.cpp
   master_weights.cpp
   device_stats.cpp
   evaluation.cpp
@@ -25,13 +25,15 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   precision.cpp
   profiler_callback.cpp
   step_math.cpp
+  step_runner.cpp
+  stop_agreement.cpp
+  numeric_debug.cpp
   trainer.cpp
   trainer_step.cpp
   trainer_builder.cpp
   trainer_checkpoint.cpp
   trainer_eval.cpp
   trainer_divergence.cpp
-  trainer_tp.cpp
   tp_setup.cpp
   pipeline_setup.cpp
   pipeline_runner.cpp

@@ -27,4 +27,14 @@ torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_nor
                          const std::function<void(torch::Tensor&)>& sum_over_ranks = {},
                          const std::vector<torch::Tensor>& weights = {});
 
+// A micro-batch's loss sum divided by the step's target count: the global one (a device scalar,
+// over every data-parallel rank) where there is one, this rank's otherwise.
+struct LossNormaliser {
+  double local = 1;
+  torch::Tensor global;
+  torch::Tensor operator()(const torch::Tensor& loss_sum) const {
+    return global.defined() ? loss_sum / global : loss_sum / local;
+  }
+};
+
 }  // namespace hftrain::train

@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/torch.h>
 
 #include "metrics/format.h"
@@ -13,7 +12,7 @@
 #include "train/baseline.h"
 #include "train/device_stats.h"
 #include "train/evaluation.h"
-#include "train/fault_injection.h"
+#include "train/numeric_debug.h"
 #include "train/tracking.h"
 #include "train/metrics_callback.h"
 #include "train/profiler_callback.h"
@@ -37,25 +36,23 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
       device_(pick_device(config, world_->local_rank())),
       scaler_(config.trainer.precision == config::Precision::kFp16, config.trainer.fp16_init_scale,
               config.trainer.fp16_growth_interval, device_) {
-  if (world_->is_main()) run_dir_id_ = ckpt::identify_dir(run_dir_);
   TrainerParts parts = build_trainer_parts(config_, *world_, device_, resume_from);
   tokenizer_ = std::move(parts.tokenizer);
   loaders_ = std::move(parts.loaders);
   model_ = std::move(parts.model);
   strategy_ = std::move(parts.strategy);
   peft_ = std::move(parts.peft);
+  masters_ = std::move(parts.masters);
+  parallel_ = std::move(parts.parallel);
+  runner_ = std::move(parts.runner);
+  pipeline_ = parts.pipeline;
+  stop_.emplace(*world_, stop_signal_, run_dir_, device_);
   total_steps_ = plan_total_steps(config_, *loaders_.train, world_->dp_size());
   state_.total_steps = total_steps_;
   if (config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau) {
     plateau_.emplace(config_.scheduler.plateau, config_.optimizer.lr);
   }
   window_loss_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-  if (world_->tp_size() > 1) {
-    tp_group_ = parallel::make_tp_group(world_->tensor_parallel_group(), config_.distributed.sequence_parallel);
-  }
-  if (world_->pp_size() > 1) {
-    pipeline_ = std::make_unique<PipelineRunner>(*model_, *world_, config_, device_, strategy_->unit_hooks());
-  }
   const auto& t = config_.trainer;
   judge_ = DivergenceJudge(t.spike_factor, t.spike_window, t.max_consecutive_skips);
   // skip drops a bad update on the device where the optimizer's kernel takes a flag
@@ -67,28 +64,9 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
     device_skip_.emplace(device_, t.max_consecutive_skips);
   }
   judge_each_step_ = !device_skip_ && (t.on_nonfinite != config::OnNonfinite::kRollback || t.spike_factor > 0);
-  if (t.param_dtype == config::ParamDtype::kBf16) {
-    // zero1/2 keep the masters of what they step themselves (their pieces, sharded with the
-    // optimizer state) and hold those parameters in bf16 already.
-    const bool strategy_keeps = strategy_->keeps_fp32_masters();
-    std::vector<torch::Tensor> trained, frozen;
-    for (const auto& [name, p] : model_->parameters_by_name()) {
-      if (!p.requires_grad()) {
-        frozen.push_back(p);
-      } else if (!strategy_keeps) {
-        trained.push_back(p);
-      }
-    }
-    masters_ = std::make_unique<MasterWeights>(std::move(trained), frozen);
-  }
   if (!judge_each_step_) {
     first_bad_step_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(device_));
   }
-}
-
-std::unique_ptr<PipelineWhole> Trainer::pipeline_whole(PipelineWhole::Access access) {
-  if (!pipeline_) return nullptr;
-  return std::make_unique<PipelineWhole>(*model_, *world_, pipeline_->boundaries(), access, device_);
 }
 
 Trainer::~Trainer() {
@@ -104,9 +82,7 @@ void Trainer::save_model(const std::filesystem::path& dir) {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
     strategy_->set_optimizer_train_mode(false);  // the weights to keep
     MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the fp32 masters are what is kept
-    parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
-    const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
-    const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kSave);
+    const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kSave, state_.step);
     if (world_->is_main()) {
       if (peft_) {
         save_adapter_dir(dir);
@@ -147,16 +123,8 @@ void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& res
   }
 }
 
-namespace {
-// Above every signal number: the reduced stop value that says rank 0 lost the run directory.
-constexpr int kRunDirLost = 1 << 12;
-}  // namespace
-
-TrainResult Trainer::train() {
+void Trainer::add_run_callbacks() {
   const auto& t = config_.trainer;
-  TrainResult result;
-  model_->module().train();
-  const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
   if (t.early_stopping_patience) {
     callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
   }
@@ -176,13 +144,9 @@ TrainResult Trainer::train() {
   if (auto profiler = make_profiler_callback(util::Environment::process(), device_.is_cuda(), world_->rank())) {
     callbacks_.push_back(std::move(profiler));
   }
-  state_.data_wait_s = loaders_.train->data_wait_seconds();
-  // Numeric debugging for the whole loop: autograd's anomaly mode, the modules' trace.
-  std::optional<torch::autograd::DetectAnomalyGuard> anomaly;
-  if (config_.debug.detect_anomaly) anomaly.emplace();
-  std::optional<model::NumericTraceScope> trace;
-  if (config_.debug.underflow_overflow) trace.emplace(static_cast<size_t>(config_.debug.max_frames));
-  for (auto& cb : callbacks_) cb->on_train_begin(state_);
+}
+
+void Trainer::announce_start(TrainResult& result) {
   if (loaders_.validation && model_->causal_lm()) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
@@ -191,8 +155,60 @@ TrainResult Trainer::train() {
   util::log::info("training " + std::to_string(model_->non_embedding_parameters()) + " non-embedding parameters on " +
                   device_.str() + (start_step_ > 0 ? " from step " + std::to_string(start_step_) : std::string()) +
                   " to step " + std::to_string(total_steps_));
+}
 
+void Trainer::report_memory() {
+  std::string line;
+  if (peft_) {  // the formulas count what trains; the frozen base is replicated on every rank
+    const PeftMemory m = peft_memory(*peft_, *model_);
+    line = parallel_->memory_report(config_, m.trained, m.units) + m.frozen_clause;
+  } else {
+    line = parallel_->memory_report(config_, model_->parameters_by_name(), model_->unit_sizes());
+  }
+  util::log::info(line + (masters_ ? masters_->memory_clause() : std::string()));
+}
+
+void Trainer::note_step(int64_t step, const StepOutcome& outcome) {
+  if (outcome.overflowed_at) {
+    ++window_skipped_;
+    notify("step " + std::to_string(step) + " skipped: inf/NaN gradients at loss scale " +
+           metrics::format_number(*outcome.overflowed_at, 6) + "; the scale is now " +
+           metrics::format_number(scaler_.current_scale(), 6));
+  }
+  state_.step = step;
   const double samples = static_cast<double>(std::max<uint64_t>(1, loaders_.train->num_samples()));
+  state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
+  state_.data_wait_s = loaders_.train->data_wait_seconds();
+  if (first_bad_step_.defined()) cursor_after_[step] = loaders_.train->cursor();
+  if (outcome.device_skips) handle_device_skips(*outcome.device_skips, outcome.culprit);
+}
+
+bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result) {
+  if (stop.run_dir_lost) return true;
+  if (stop.signal != 0) {
+    result.interrupted = true;
+    result.signal = stop.signal;
+    notify("signal " + std::to_string(stop.signal) + ": stopped after step " + std::to_string(state_.step));
+    return true;
+  }
+  if (state_.should_stop) {
+    notify("early stopping at step " + std::to_string(state_.step) + " (best eval loss at step " +
+           std::to_string(state_.best_step) + ")");
+    return true;
+  }
+  return false;
+}
+
+TrainResult Trainer::train() {
+  const auto& t = config_.trainer;
+  TrainResult result;
+  model_->module().train();
+  const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
+  add_run_callbacks();
+  state_.data_wait_s = loaders_.train->data_wait_seconds();
+  NumericDebug debug(config_.debug);  // for the whole loop
+  for (auto& cb : callbacks_) cb->on_train_begin(state_);
+  announce_start(result);
   // Collectives between steps (logging, the stop agreement) count as training; evaluation and
   // checkpoints set their own phases.
   parallel::PhaseScope training(world_->monitor(), parallel::Phase::kTrain);
@@ -200,125 +216,49 @@ TrainResult Trainer::train() {
   const auto logs_at = [&](int64_t s) { return s % t.log_every == 0 || s == total_steps_; };
   const auto evaluates_at = [&](int64_t s) { return t.eval_every > 0 && (s % t.eval_every == 0 || s == total_steps_); };
   while (state_.step < total_steps_) {
-    const int64_t step = state_.step;
-    const double factor = optim::lr_factor(schedule, step) * (plateau_ ? plateau_->factor() : 1.0);
+    const int64_t step = state_.step + 1;
+    const double factor = optim::lr_factor(schedule, step - 1) * (plateau_ ? plateau_->factor() : 1.0);
     const uint64_t epoch_before = loaders_.train->epoch();
-    if (trace) trace->trace().set_step(step + 1);
-    StepOutcome outcome;
-    try {
-      outcome = train_step(factor, /*read_verdicts=*/logs_at(step + 1) || evaluates_at(step + 1));
-    } catch (const c10::Error& e) {
-      // Autograd's anomaly mode names the operation whose gradient is NaN.
-      std::string what = e.what_without_backtrace();
-      if (!config_.debug.detect_anomaly || what.find("nan values") == std::string::npos) throw;
-      what = what.substr(0, what.find('\n'));
-      // hftrain's own autograd functions by their names, not their C++ wrapper's.
-      const size_t node = what.find("torch::autograd::CppNode<");
-      const size_t close = what.find(">'", node);
-      if (node != std::string::npos && close != std::string::npos) {
-        const std::string inner = what.substr(node, close - node);
-        what.replace(node, close + 1 - node, inner.substr(inner.rfind("::") + 2));
-      }
-      throw util::DivergedError("debug.detect_anomaly: step " + std::to_string(step + 1) + ": " + what,
-                                "that operation's inputs held the inf or NaN first: debug.underflow_overflow=true "
-                                "shows the module whose forward made them");
-    }
-    if (outcome.overflowed_at) {
-      ++window_skipped_;
-      notify("step " + std::to_string(step + 1) + " skipped: inf/NaN gradients at loss scale " +
-             metrics::format_number(*outcome.overflowed_at, 6) + "; the scale is now " +
-             metrics::format_number(scaler_.current_scale(), 6));
-    }
-    state_.step = step + 1;
-    state_.epoch = static_cast<double>(loaders_.train->cursor()) / samples;
-    state_.data_wait_s = loaders_.train->data_wait_seconds();
-    if (first_bad_step_.defined()) cursor_after_[state_.step] = loaders_.train->cursor();
-    if (outcome.device_skips) handle_device_skips(*outcome.device_skips, outcome.culprit);
+    const bool reads = logs_at(step) || evaluates_at(step);
+    debug.set_step(step);
+    const StepOutcome outcome = debug.run(step, [&] { return train_step(factor, reads); });
+    note_step(step, outcome);
     if (outcome.verdict.bad) {
-      if (handle_bad_step(state_.step, outcome)) continue;  // rolled back: on from the checkpoint's step
+      if (handle_bad_step(step, outcome)) continue;  // rolled back: on from the checkpoint's step
     } else if (judge_each_step_ && !outcome.overflowed_at) {
       judge_.note_good();
     }
     for (auto& cb : callbacks_) cb->on_step_end(state_);
-    inject_test_fault(world_->rank(), state_.step);
-    if (state_.step == start_step_ + 1) {  // the optimizer state exists from the first step
-      if (peft_) {
-        // The formulas count what trains; the frozen base is replicated on every rank.
-        const auto trained = trainable_params(model_->parameters_by_name(), model_->parameter_units());
-        parallel::UnitSizes sizes;
-        for (size_t u = 0; u < trained.units.size(); ++u) {
-          int64_t n = 0;
-          for (size_t i : trained.units[u]) n += trained.params[i].second.numel();
-          if (u == 0) sizes.root = n; else sizes.block = std::max(sizes.block, n);
-        }
-        // Quantized layers (peft.quantize_base) at their quantized size.
-        const double frozen = static_cast<double>(peft::frozen_bytes(model_->module()));
-        util::log::info(parallel::memory_report(*strategy_, *world_, config_, trained.params, sizes) +
-                        "; frozen base: " + std::to_string(peft_->lora.frozen_parameters) + " parameters, " +
-                        parallel::format_bytes(frozen) + " on every rank");
-      } else {
-        util::log::info(parallel::memory_report(*strategy_, *world_, config_, model_->parameters_by_name(),
-                                                model_->unit_sizes()) +
-                        tp_memory_share() + (pipeline_ ? pipeline_->memory_clause() : std::string()) +
-                        (masters_ ? "; fp32 master weights " + std::to_string(masters_->numel() * 4) +
-                                        " B (the formula counts them with the optimizer state)"
-                                  : std::string()));
-      }
-    }
-    if (logs_at(state_.step)) {
+    for (auto& h : step_hooks_) h->after_step(step);
+    if (step == start_step_ + 1) report_memory();  // the optimizer state exists from the first step
+    if (logs_at(step)) {
       if (read_lazy_verdicts()) continue;
       const StepStats s = close_log_window(factor);
       result.last_loss = s.loss;
       for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
-    bool new_best = false;
-    if (evaluates_at(state_.step)) {
+    const int64_t best_before = state_.best_step;
+    if (evaluates_at(step)) {
       if (read_lazy_verdicts()) continue;
-      const int64_t best_before = state_.best_step;
       run_evaluation();
-      new_best = state_.best_step == state_.step && state_.best_step != best_before;
     }
-    int signal = stop_signal_ ? stop_signal_->load() : 0;
-    // Rank 0 notices a run directory deleted or moved under it (one stat a step), and makes a
-    // new one at its path before the others hear of it (they write optimizer shards there).
-    if (world_->is_main() && !ckpt::still_there(run_dir_, run_dir_id_)) {
-      signal = std::max(signal, kRunDirLost);
-      std::error_code ec;
-      std::filesystem::create_directories(run_dir_, ec);
-      run_dir_id_ = ckpt::identify_dir(run_dir_);
-    }
-    // The ranks must stop after the same step: a signal any rank saw counts for all.
-    signal = static_cast<int>(reduce_over_ranks(signal, parallel::ReduceOp::kMax));
-    result.run_dir_lost = signal >= kRunDirLost;
-    if (result.run_dir_lost) {
+    const StopAgreement::Decision stop = stop_->after_step(step, /*now=*/reads);
+    result.run_dir_lost = stop.run_dir_lost;
+    if (stop.run_dir_lost) {
       notify("the run directory " + run_dir_.string() + " was deleted or moved during step " +
-             std::to_string(state_.step) + "; stopping with a checkpoint in a new one at that path");
+             std::to_string(stop.noticed_after) + "; stopping with a checkpoint in a new one at that path");
     }
     // rollback alone: a non-finite step since the metrics were read must not reach the save or
     // final/ that stopping makes (the weights go back to the checkpoint before it).
-    if ((signal != 0 || result.run_dir_lost || state_.should_stop) && read_lazy_verdicts() && signal == 0 &&
-        !result.run_dir_lost) {
-      continue;
-    }
-    checkpoint_if_due({.step = state_.step,
-                       .signalled = signal != 0,
-                       .last_step = state_.step == total_steps_ || state_.should_stop,
+    if ((stop.stop() || state_.should_stop) && read_lazy_verdicts() && !stop.stop()) continue;
+    checkpoint_if_due({.step = step,
+                       .signalled = stop.signal != 0,
+                       .last_step = step == total_steps_ || state_.should_stop,
                        .epoch_ended = loaders_.train->epoch() != epoch_before,
-                       .new_best_eval = new_best,
-                       .run_dir_lost = result.run_dir_lost},
+                       .new_best_eval = state_.best_step == step && state_.best_step != best_before,
+                       .run_dir_lost = stop.run_dir_lost},
                       result);
-    if (result.run_dir_lost) break;
-    if (signal != 0) {
-      result.interrupted = true;
-      result.signal = signal;
-      notify("signal " + std::to_string(signal) + ": stopped after step " + std::to_string(state_.step));
-      break;
-    }
-    if (state_.should_stop) {
-      notify("early stopping at step " + std::to_string(state_.step) + " (best eval loss at step " +
-             std::to_string(state_.best_step) + ")");
-      break;
-    }
+    if (ends_here(stop, result)) break;
   }
   for (auto& cb : callbacks_) cb->on_train_end(state_);
   result.state = state_;

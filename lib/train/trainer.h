@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,7 +29,7 @@
 #include "optim/optimizer.h"
 #include "parallel/comm/world.h"
 #include "parallel/data_parallel/strategy.h"
-#include "parallel/tensor/tp_group.h"
+#include "parallel/seam/parallelism.h"
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
 #include "train/device_skip.h"
@@ -37,6 +38,9 @@
 #include "train/precision.h"
 #include "train/peft_setup.h"
 #include "train/pipeline_runner.h"
+#include "train/step_hooks.h"
+#include "train/step_runner.h"
+#include "train/stop_agreement.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -76,6 +80,8 @@ class Trainer {
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
+  // What acts inside each step from outside the loop (train/step_hooks.h: the tests' faults).
+  void add_step_hooks(std::shared_ptr<StepHooks> hooks) { step_hooks_.push_back(std::move(hooks)); }
   void set_run_record(RunRecord record) { record_ = std::move(record); }
 
   // Continues from a checkpoint directory (verified by the caller): weights, optimizer, loss
@@ -155,9 +161,6 @@ class Trainer {
   [[noreturn]] void stop_diverged(int64_t step, const std::string& why, const std::string& culprit, bool save);
   // The first parameter, then gradient, of this rank holding an inf or NaN ("" when none is found).
   std::string first_nonfinite() const;
-  // HFTRAIN_TEST_FAULT's nan and nanweight (fault_injection.h): the first trained parameter's
-  // gradient, or the parameter itself, filled with NaN.
-  void poison_first_parameter(int64_t step, bool weight);
   // The logging window's figures (one host sync, and one all-reduce over the ranks); resets it.
   StepStats close_log_window(double lr_factor);
   void run_evaluation();
@@ -172,7 +175,6 @@ class Trainer {
 
   config::Config config_;
   std::filesystem::path run_dir_;
-  ckpt::DirIdentity run_dir_id_;  // rank 0: the run directory as found at start
   const std::atomic<int>* stop_signal_;
   std::unique_ptr<parallel::World> own_world_;  // when constructed without one: a world of one
   parallel::World* world_ = nullptr;
@@ -183,6 +185,11 @@ class Trainer {
   std::unique_ptr<parallel::ShardingStrategy> strategy_;  // owns the optimizer (sharded under zero)
   std::optional<PeftRun> peft_;                            // LoRA: adapters on a frozen base
   std::unique_ptr<MasterWeights> masters_;  // trainer.param_dtype=bf16: fp32 masters of bf16 weights
+  std::unique_ptr<parallel::Parallelism> parallel_;  // the one seam with the parallel layout
+  std::unique_ptr<StepRunner> runner_;               // forward and backward of a step's micro-batches
+  PipelineRunner* pipeline_ = nullptr;               // `runner_` under pipeline parallelism (evaluation's)
+  std::vector<std::shared_ptr<StepHooks>> step_hooks_;
+  std::optional<StopAgreement> stop_;  // whether (and after which step) every rank stops
   // The autocast precision of forwards: none where the weights are bf16 themselves.
   config::Precision autocast_precision() const { return masters_ ? config::Precision::kFp32 : config_.trainer.precision; }
   int64_t total_steps_ = 0;
@@ -215,33 +222,26 @@ class Trainer {
   uint64_t step_first_sample_ = 0;  // the data cursor before the current step
   int64_t last_rollback_step_ = -1;  // the checkpoint step the last rollback went to
   int64_t same_rollbacks_ = 0;       // rollbacks to it so far
+  bool rolling_back_ = false;        // restore() called by roll_back()
 
   // A host value summed (or maxed) over all ranks (no-op for one rank).
-  int64_t reduce_over_ranks(int64_t value, parallel::ReduceOp op) {
-    return parallel::all_reduce_value(world_->comm(), value, op, device_);
-  }
+  int64_t reduce_over_ranks(int64_t value, parallel::ReduceOp op) { return parallel_->agree(value, op); }
   optim::Optimizer& optimizer() { return strategy_->optimizer(); }
-  // Tensor parallelism: the weight of each parameter's squared gradient norm in the group's sum (1
-  // for a piece, 1 / tp for a parameter every rank holds whole), in the strategy's order.
-  std::vector<double> tp_norm_weights() const;
-  // Tensor parallelism: the memory report's clause on this rank's share; empty without it.
-  std::string tp_memory_share() const;
-  // Tensor parallelism: where rank r's piece of a parameter lies (for the checkpoint's gathering).
-  parallel::SplitOf tp_split_of() const;
-  // Tensor parallelism: every split parameter whole for the scope (save: gathered over the group
-  // of data-parallel rank 0, collective there; load: to be filled, on every rank); null without
-  // tensor parallelism and, for a save, on the other groups.
-  std::unique_ptr<parallel::TpWholeParameters> tp_whole(parallel::TpWholeParameters::Access access);
-  // Tensor parallelism, after a resume: the group's default generators set from its rank 0's.
-  void share_default_generators();
-  // Tensor parallelism, at a save (collective over the group): warns when the ranks' copies of
-  // the parameters they hold whole differ.
-  void check_replicas_agree();
-  std::shared_ptr<model::TpGroup> tp_group_;  // the world's tensor-parallel group, or null
-  std::unique_ptr<PipelineRunner> pipeline_;  // pipeline parallelism: this rank's stage, or null
-  // Pipeline parallelism: the whole model for a save or load scope (null without it).
-  std::unique_ptr<PipelineWhole> pipeline_whole(PipelineWhole::Access access);
-  std::vector<torch::Tensor> tp_norm_weights_;  // strategy_->norm_weights(tp_norm_weights()), made once
+  // train()'s parts: the run's callbacks (metrics first, trackers, profiler, early stopping); the
+  // baseline and the first line; the step's outcome noted in the state and told; whether the loop
+  // ends after this step (a signal, a lost run directory, early stopping), said.
+  void add_run_callbacks();
+  void announce_start(TrainResult& result);
+  void note_step(int64_t step, const StepOutcome& outcome);
+  bool ends_here(const StopAgreement::Decision& stop, TrainResult& result);
+  // After the first step, when the optimizer state exists: the memory this rank holds beside the
+  // formulas, in one log line.
+  void report_memory();
+  // The step's micro-batches, counted into the trainer state; their target count.
+  std::vector<data::Batch> next_micro_batches(int64_t& targets);
+  // The verdict on this step (train_step's): fp16's overflow, the device's flag of a bad step, a
+  // judge that reads each step, or rollback's flag; `loss` gives the step's mean loss over all ranks.
+  StepOutcome judge_step(int64_t step, const std::function<torch::Tensor()>& loss, int64_t targets);
 };
 
 }  // namespace hftrain::train

@@ -66,6 +66,46 @@ void check_vocabulary(const config::Config& config, const tokenizer::Tokenizer& 
                           "set model.vocab_size=" + std::to_string(tokenizer.vocab_size()) + " or more");
 }
 
+// The master weights, the seam and the runner (the model and strategy built).
+void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel::World& world,
+                    const torch::Device& device) {
+  TaskModel* model = parts.model.get();
+  if (config.trainer.param_dtype == config::ParamDtype::kBf16) {
+    // zero1/2 keep the masters of what they step themselves (their pieces, sharded with the
+    // optimizer state) and hold those parameters in bf16 already.
+    const bool strategy_keeps = parts.strategy->keeps_fp32_masters();
+    std::vector<torch::Tensor> trained, frozen;
+    for (const auto& [name, p] : model->parameters_by_name()) {
+      if (!p.requires_grad()) {
+        frozen.push_back(p);
+      } else if (!strategy_keeps) {
+        trained.push_back(p);
+      }
+    }
+    parts.masters = std::make_unique<MasterWeights>(std::move(trained), frozen, /*fp32_accumulation=*/world.dp_size() == 1);
+  }
+  std::optional<parallel::Parallelism::Stages> stages;
+  if (world.pp_size() > 1) {
+    auto pipeline = std::make_unique<PipelineRunner>(*model, world, config, device, parts.strategy->unit_hooks());
+    parts.pipeline = pipeline.get();
+    stages = parallel::Parallelism::Stages{
+        .whole = [model, &world, boundaries = pipeline->boundaries(), device](parallel::Parallelism::Access access) {
+          return std::unique_ptr<parallel::ScopeGuard>(
+              std::make_unique<PipelineWhole>(*model, world, boundaries, access, device));
+        },
+        .memory_clause = pipeline->memory_clause()};
+    parts.runner = std::move(pipeline);
+  } else {
+    // Weights in bf16 themselves (param_dtype=bf16) compute without autocast.
+    const config::Precision autocast = parts.masters ? config::Precision::kFp32 : config.trainer.precision;
+    parts.runner = std::make_unique<PlainRunner>(*model, autocast, device, config.trainer.label_smoothing, world.dp_size());
+  }
+  parts.parallel = std::make_unique<parallel::Parallelism>(
+      world, *parts.strategy, device, [model] { return model->parameters_by_name(); },
+      [model](const std::string& name, int rank) { return model->tp_split(name, rank); }, std::move(stages),
+      config.distributed.sequence_parallel);
+}
+
 }  // namespace
 
 TrainerParts build_trainer_parts(const config::Config& config, parallel::World& world, const torch::Device& device,
@@ -182,19 +222,19 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
     TrainableParams trained{parts.model->parameters_by_name(), parts.model->parameter_units()};
     if (parts.peft) trained = trainable_params(trained.params, trained.units);
-    if (world.pp_size() > 1) {  // the stage's optimizer, its globs checked against the whole model
-      std::vector<std::string> stage_names;
-      for (const auto& [name, p] : trained.params) stage_names.push_back(name);
-      parts.strategy = parallel::ShardingStrategy::create(world, stage_config(config, whole_names, stage_names),
-                                                          trained.params, trained.units);
-    } else {
-      parts.strategy = parallel::ShardingStrategy::create(world, config, trained.params, trained.units);
-    }
+    // Under pipeline parallelism the stage's optimizer, its globs checked against the whole model.
+    std::vector<std::string> stage_names;
+    for (const auto& [name, p] : trained.params) stage_names.push_back(name);
+    const config::OptimizerConfig optimizer =
+        world.pp_size() > 1 ? stage_optimizer_config(config.optimizer, whole_names, stage_names) : config.optimizer;
+    parts.strategy = parallel::ShardingStrategy::create(world, strategy_options(config, optimizer), trained.params,
+                                                        trained.units);
     parts.model->set_unit_hooks(parts.strategy->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each
   // data-parallel rank draws its own numbers (a tensor-parallel group draws the same).
   if (world.size() > 1) torch::manual_seed(default_stream_seed(config, world.tp_group_index()));
+  add_loop_parts(parts, config, world, device);
   return parts;
 }
 

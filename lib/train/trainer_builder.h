@@ -1,6 +1,8 @@
 // What a Trainer trains with, built from the config in one fixed order: device settings and
 // seed, tokenizer, data (rank 0 tokenizes first, the other ranks then map its token cache), the
-// model (its weights from model.from), then the sharding strategy that owns the optimizer.
+// model (its weights from model.from), the sharding strategy that owns the optimizer, then what
+// the loop steps through: the master weights, the seam with the parallel layout, the runner of
+// forward and backward.
 // Bad input throws ConfigError/DataError here, before any training.
 #pragma once
 
@@ -13,8 +15,12 @@
 #include "data/loader.h"
 #include "parallel/comm/world.h"
 #include "parallel/data_parallel/strategy.h"
+#include "parallel/seam/parallelism.h"
 #include "tokenizer/tokenizer.h"
+#include "train/master_weights.h"
 #include "train/peft_setup.h"
+#include "train/pipeline_runner.h"
+#include "train/step_runner.h"
 #include "train/task_model.h"
 
 namespace hftrain::train {
@@ -25,6 +31,10 @@ struct TrainerParts {
   std::unique_ptr<TaskModel> model;
   std::unique_ptr<parallel::ShardingStrategy> strategy;  // owns the optimizer (sharded under zero)
   std::optional<PeftRun> peft;                           // LoRA adapters on a frozen base (peft.*)
+  std::unique_ptr<MasterWeights> masters;  // trainer.param_dtype=bf16: fp32 masters of bf16 weights
+  std::unique_ptr<parallel::Parallelism> parallel;  // the loop's one seam with the layout
+  std::unique_ptr<StepRunner> runner;               // forward and backward: the plain or the pipelined
+  PipelineRunner* pipeline = nullptr;               // `runner` under pipeline parallelism (evaluation's)
 };
 
 // `resume_from`: the checkpoint that will be restored, so model.from is not read (its weights

@@ -69,8 +69,6 @@ bool adapter_keeps(const std::string& name, bool causal_lm) {
   return util::starts_with(name, "tokenizer") || (!causal_lm && name == model::kHfConfigFile);
 }
 
-Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
-
 }  // namespace
 
 fs::path Trainer::save_checkpoint() {
@@ -84,29 +82,14 @@ fs::path Trainer::save_checkpoint() {
   // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.
   const model::TensorList rng = gather_rng_states(*world_, device_);
   torch::Tensor window = window_loss_.clone();
-  int64_t window_targets = window_targets_;
-  if (world_->dp_size() > 1) {  // a tensor-parallel group shares its batches
-    world_->data_parallel().all_reduce(window)->wait();
-    window_targets = parallel::all_reduce_value(world_->data_parallel(), window_targets_, parallel::ReduceOp::kSum,
-                                                device_);
-  }
-  if (pipeline_) world_->pipeline_group().all_reduce(window)->wait();  // the last stage's losses
-  parallel::LocalOptimizerState local = strategy_->local_optimizer_state();
-  if (tp_group_) {  // each tensor-parallel rank its own pieces (tensor_parallel.json places them)
-    local = parallel::tp_optimizer_pieces(std::move(local), tp_split_of(), world_->tp_rank(), world_->tp_size());
-  }
-  if (pipeline_) {  // each stage's files of its own; the groups name every stage's parameters
-    if (local.file >= 0) local.file += world_->pp_rank() * local.num_files;
-    local.meta = pipeline_optimizer_meta(local.meta, world_->pipeline_group(), device_);
-  }
-  local.num_files *= world_->pp_size();
-  const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, local);
+  parallel_->sum_loss(window);
+  const int64_t window_targets = parallel_->sum_targets(window_targets_);
+  const ckpt::StagedOptimizer staged =
+      ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, parallel_->optimizer_pieces_to_save());
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
-  // parallelism: the pieces gathered whole on every rank of the group.
-  parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kSave, world_->dp_rank() == 0);
-  if (tp_group_ && world_->dp_rank() == 0) check_replicas_agree();  // the parameters are whole here
-  const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kSave);
-  const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kSave);  // on rank 0: every stage's
+  // parallelism: the pieces gathered whole on every rank of the group; pipeline parallelism:
+  // every stage's parameters on rank 0.
+  const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kSave, state_.step);
   if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
 
   // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
@@ -155,54 +138,41 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 
   ckpt::adopt_optimizer_shards(writer, staged.handoff());  // the shard files the ranks staged
 
-  Json scheduler = {{"name", config_.scheduler.name == config::SchedulerName::kReduceLrOnPlateau ? "reduce_lr_on_plateau" : "stateless"},
-                    {"step", state_.step}};
+  std::optional<SavedPlateau> plateau;
   if (plateau_) {
     const auto& p = plateau_->state();
-    scheduler["plateau"] = {{"factor", p.factor}, {"best", p.best}, {"num_bad", p.num_bad}, {"cooldown_left", p.cooldown_left}};
+    plateau = SavedPlateau{p.factor, std::isfinite(p.best) ? std::optional<double>(p.best) : std::nullopt, p.num_bad,
+                           p.cooldown_left};
   }
-  writer.add_json(kSchedulerFile, scheduler);
+  writer.add_json(kSchedulerFile, scheduler_record(state_.step, plateau));
   const GradScaler::State sc = scaler_.state();
-  writer.add_json(kScalerFile, {{"enabled", scaler_.enabled()}, {"scale", sc.scale}, {"growth_tracker", sc.growth_tracker}});
+  writer.add_json(kScalerFile, scaler_record({scaler_.enabled(), sc.scale, sc.growth_tracker}));
   writer.add_safetensors(kRngFile, rng);
 
   const auto& loader = *loaders_.train;
-  writer.add_json(kDataFile, {{"cursor", loader.cursor()},
-                              {"epoch", loader.epoch()},
-                              {"seed", config_.run.seed},
-                              {"num_samples", loader.num_samples()},
-                              {"batch_size", loader.batch_size()},
-                              {"document_mask", loaders_.packing.document_mask}});
-  Json ts;
-  ts["step"] = state_.step;
-  ts["total_steps"] = total_steps_;
-  ts["epoch"] = state_.epoch;
-  ts["tokens_seen"] = state_.tokens_seen;
+  writer.add_json(kDataFile, data_state_record({.num_samples = static_cast<int64_t>(loader.num_samples()),
+                                                .cursor = static_cast<int64_t>(loader.cursor()),
+                                                .document_mask = loaders_.packing.document_mask,
+                                                .epoch = static_cast<int64_t>(loader.epoch()),
+                                                .seed = static_cast<int64_t>(config_.run.seed),
+                                                .batch_size = static_cast<int64_t>(loader.batch_size())}));
+  SavedTrainerState saved;
+  saved.state = state_;
+  saved.window_loss_sum = window_loss_sum;
+  saved.window_targets = window_targets;
+  saved.state.total_steps = total_steps_;
+  saved.divergence = judge_.state();
   if (!state_.source_tokens.empty()) {
-    // By source name, so that a resume matches counts to sources, not to positions.
-    Json counts = Json::object();
     const auto& sources = loaders_.datasets.train_sources;
+    saved.source_tokens.emplace();
     for (size_t i = 0; i < sources.size() && i < state_.source_tokens.size(); ++i) {
-      counts[sources[i].name] = state_.source_tokens[i];
+      (*saved.source_tokens)[sources[i].name] = state_.source_tokens[i];
     }
-    ts["source_tokens"] = counts;
   }
-  ts["best_eval_loss"] = optional_number(state_.best_eval_loss);
-  ts["best_step"] = state_.best_step;
-  ts["last_eval_loss"] = optional_number(state_.last_eval_loss);
-  ts["last_eval_step"] = state_.last_eval_step;
-  ts["early_stopping_best"] = optional_number(state_.early_stopping_best);
-  ts["early_stopping_bad"] = state_.early_stopping_bad;
-  // The running loss of the logging window: a float32 sum, exact in a double.
-  ts["window_loss_sum"] = window_loss_sum;
-  ts["window_targets"] = window_targets;
-  writer.add_json(kTrainerStateFile, ts);
+  writer.add_json(kTrainerStateFile, trainer_state_record(saved));
   writer.add_bytes(kConfigFile, record_.config_yaml);
   writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line, world_->size()));
-  if (tp_group_) {
-    writer.add_json(kTensorParallelFile,
-                    parallel::tp_layout_record(model_->parameters_by_name(), tp_split_of(), world_->tp_size()));
-  }
+  if (const auto tp_layout = parallel_->tp_layout_record()) writer.add_json(kTensorParallelFile, *tp_layout);
 
   const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
   std::optional<int64_t> keep;
@@ -263,9 +233,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   MasterWeights::Scope masters(masters_.get());
   {
     // Each rank keeps its shard of what is loaded.
-    parallel::WholeParameters whole(*strategy_, parallel::WholeParameters::Access::kLoad, world_->is_main());
-    const auto tp_whole_params = tp_whole(parallel::TpWholeParameters::Access::kLoad);  // each rank its pieces after
-    const auto pp_whole_params = pipeline_whole(PipelineWhole::Access::kLoad);  // each stage its own after
+    const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kLoad, state_.step);
     if (peft_) {
       restore_trained(dir, allow_data_change);
     } else {
@@ -282,27 +250,9 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
 
   const auto saved_optimizer = ckpt::open_saved_optimizer(dir);  // its own errors name its files
   try {
-    // A tensor-parallel checkpoint's pieces put together whole, then (tensor parallel now) read
-    // as this rank's pieces.
-    std::unique_ptr<parallel::SavedOptimizerState> assembled, sliced;
-    const parallel::SavedOptimizerState* state = saved_optimizer.get();
-    if (fs::exists(dir / kTensorParallelFile)) {
-      assembled = parallel::assembled_optimizer_state(*state, read_json(dir / kTensorParallelFile),
-                                                      (dir / kTensorParallelFile).string());
-      state = assembled.get();
-    }
-    std::unique_ptr<parallel::SavedOptimizerState> staged_state;
-    if (pipeline_) {  // this stage's parameters' state
-      std::vector<std::string> mine;
-      for (const auto& [name, p] : model_->parameters_by_name()) mine.push_back(name);
-      staged_state = stage_optimizer_state(*state, mine);
-      state = staged_state.get();
-    }
-    if (tp_group_) {
-      sliced = parallel::sliced_optimizer_state(*state, tp_split_of(), world_->tp_rank());
-      state = sliced.get();
-    }
-    strategy_->load_optimizer_state(*state);  // each rank reads its pieces
+    std::optional<Json> tp_record;
+    if (fs::exists(dir / kTensorParallelFile)) tp_record = read_json(dir / kTensorParallelFile);
+    parallel_->load_optimizer_state(*saved_optimizer, tp_record, (dir / kTensorParallelFile).string());
   } catch (const util::CheckpointError& e) {
     // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
     throw util::CheckpointError(saved_optimizer->source() + ": " + e.what(), e.hint());
@@ -326,7 +276,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   }
   // A tensor-parallel group draws alike from its default generators (the regions it computes
   // whole): the group's rank 0's, whatever rank held which state in the saving job.
-  if (tp_group_) share_default_generators();
+  parallel_->share_default_generators();
 
   if (static_cast<uint64_t>(data.num_samples) != loaders_.train->num_samples() && !allow_data_change) {
     throw util::CheckpointError("the training data changed since " + dir.string() + " was saved: " +
@@ -370,6 +320,8 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     }
   }
   state_ = std::move(restored);
+  // A resume judges on from the saved window; a rollback keeps counting its bad steps in a row.
+  if (ts.divergence && !rolling_back_) judge_.restore(*ts.divergence);
   // The window is the sum over all ranks; rank 0 carries it on.
   window_loss_.fill_(world_->is_main() ? ts.window_loss_sum : 0.0);
   window_targets_ = world_->is_main() ? ts.window_targets : 0;

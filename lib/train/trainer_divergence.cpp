@@ -1,6 +1,6 @@
 // Trainer's handling of non-finite and divergent steps (trainer.on_nonfinite, trainer.spike.*):
 // skip the update, roll back to the newest checkpoint before the step that verifies (and skip the
-// data that led there), or stop with a checkpoint; the test hook that poisons a parameter.
+// data that led there), or stop with a checkpoint.
 #include <limits>
 
 #include <torch/torch.h>
@@ -8,7 +8,6 @@
 #include "ckpt/layout.h"
 #include "ckpt/verify.h"
 #include "model/numeric_trace.h"
-#include "train/fault_injection.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -48,25 +47,6 @@ std::string Trainer::first_nonfinite() const {
     }
   }
   return "";
-}
-
-void Trainer::poison_first_parameter(int64_t step, bool weight) {
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, p] : model_->parameters_by_name()) {
-    if (!p.requires_grad()) continue;
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    if (weight) {
-      if (!readable(p)) continue;
-      torch::Tensor(p).detach().fill_(nan);
-    } else if (p.grad().defined()) {
-      torch::Tensor(p).mutable_grad().fill_(nan);
-    } else {
-      torch::Tensor(p).mutable_grad() = torch::full(p.sizes(), nan, p.options());
-    }
-    util::log::warn("HFTRAIN_TEST_FAULT: " + std::string(weight ? "parameter " : "the gradient of ") + name +
-                    " filled with NaN in step " + std::to_string(step));
-    return;
-  }
 }
 
 bool Trainer::handle_bad_step(int64_t step, const StepOutcome& outcome) {
@@ -172,7 +152,14 @@ void Trainer::roll_back(int64_t bad_step, const std::string& why, uint64_t skip_
                                 " times already (trainer.max_consecutive_skips)",
                   "", /*save=*/false);
   }
-  restore(dir, /*allow_data_change=*/false);
+  rolling_back_ = true;
+  try {
+    restore(dir, /*allow_data_change=*/false);
+  } catch (...) {
+    rolling_back_ = false;
+    throw;
+  }
+  rolling_back_ = false;
   const uint64_t from = loaders_.train->cursor();
   loaders_.train->seek(skip_to);
   cursor_after_.clear();

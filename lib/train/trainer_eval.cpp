@@ -9,12 +9,12 @@ namespace hftrain::train {
 
 double Trainer::evaluate() {
   strategy_->set_optimizer_train_mode(false);  // the point to evaluate (optim::Optimizer::set_train_mode)
-  if (pipeline_) pipeline_->sync_tied();
+  runner_->prepare();
   const int64_t labels = model_->causal_lm() ? 0 : static_cast<int64_t>(loaders_.labels.names.size());
   const std::vector<std::string>* tags = loaders_.tagging ? &loaders_.labels.names : nullptr;
   if (loaders_.validation_sources.empty()) {
     EvalResult r = train::evaluate(*model_, *loaders_.validation, config_.trainer.eval_batches, labels,
-                                   autocast_precision(), *world_, device_, tags, pipeline_.get());
+                                   autocast_precision(), *world_, device_, tags, pipeline_);
     state_.last_eval_metrics = std::move(r.metrics);
     return r.loss;
   }
@@ -25,7 +25,7 @@ double Trainer::evaluate() {
   int64_t targets = 0;
   for (auto& [name, loader] : loaders_.validation_sources) {
     EvalResult r = train::evaluate(*model_, *loader, config_.trainer.eval_batches, labels, autocast_precision(),
-                                   *world_, device_, tags, pipeline_.get());
+                                   *world_, device_, tags, pipeline_);
     state_.last_eval_metrics.emplace_back("eval/" + name + "/loss", r.loss);
     loss_sum += r.loss * static_cast<double>(r.targets);
     targets += r.targets;
