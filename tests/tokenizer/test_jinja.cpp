@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tokenizer/jinja/chat_context.h"
 #include "tokenizer/jinja/template.h"
@@ -342,4 +344,157 @@ TEST_CASE("jinja: hostile templates hit the limits cleanly", "[tokenizer][jinja]
                "{% set ns.m = m %}{{ ns.m() }}") == "True");
   CHECK(render_error("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor %}")
             .cause() == TemplateError::Cause::kRuntime);
+}
+
+// What the chat template fuzzer (tests/fuzz/chat_template_fuzz.cpp) found; each input is also a seed in
+// tests/fuzz/corpus-chat-template. The expected results are what transformers renders.
+TEST_CASE("jinja: generation spans come in the order their blocks finished, as in transformers", "[tokenizer][jinja]") {
+  using Spans = std::vector<std::pair<size_t, size_t>>;
+  // Inside a macro nothing reaches the top level before the macro returns: both blocks start at 0.
+  RenderResult r = render_full(
+      "{% macro m() %}{% generation %}ab{% endgeneration %}{% generation %}c{% endgeneration %}{% endmacro %}"
+      "{{ m() }}");
+  CHECK(r.text == "abc");
+  CHECK(r.generation_spans == Spans{{0, 2}, {0, 1}});
+  // A nested block finishes before the block around it.
+  r = render_full("{% generation %}a{% generation %}b{% endgeneration %}c{% endgeneration %}");
+  CHECK(r.generation_spans == Spans{{0, 1}, {0, 3}});
+  r = render_full(
+      "x{% set s %}{% generation %}ab{% endgeneration %}{% endset %}{% generation %}c{% endgeneration %}{{ s }}");
+  CHECK(r.text == "xcab");
+  CHECK(r.generation_spans == Spans{{1, 3}, {1, 2}});
+}
+
+TEST_CASE("jinja: numbers past 64 bits in format fields, attribute paths, ranges and slices", "[tokenizer][jinja]") {
+  // str.format reads a field's index as Python does (a Py_ssize_t).
+  CHECK(render_error("{{ '{99999999999999999999999}'.format(1) }}").message() ==
+        "Too many decimal digits in format string");
+  CHECK(render_error("{{ '{9223372036854775807}'.format(1) }}").message() ==
+        "Replacement index 9223372036854775807 out of range");
+  CHECK(render("{{ '{01}{0}'.format('a', 'b') }}") == "ba");
+  // A part of digits in an attribute path is an int: past 64 bits, the interpreter's integer limit.
+  const TemplateError attr = render_error("{{ messages | map(attribute='99999999999999999999') | list }}", kMessages);
+  CHECK(attr.cause() == TemplateError::Cause::kUnsupported);
+  CHECK_THAT(attr.message(), Catch::Contains("integer overflow") && Catch::Contains("'99999999999999999999'"));
+  CHECK(render("{{ messages | map(attribute='0') | list }}", kMessages) == "[Undefined, Undefined, Undefined]");
+  // range() counts its items without overflowing, at the extremes of int64 too.
+  CHECK_THAT(render_error("{{ range(-9223372036854775807, 9223372036854775807) }}").message(),
+             Catch::Contains("Range too big"));
+  CHECK(render("{{ range(9223372036854775807, -9223372036854775807, -9223372036854775807) | list }}") ==
+        "[9223372036854775807, 0]");
+  CHECK(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 9223372036854775807) | list }}") ==
+        "[-9223372036854775808, -1, 9223372036854775806]");
+  CHECK(render("{{ range(5, -9223372036854775807 - 1, -9223372036854775807 - 1) | list }}") ==
+        "[5, -9223372036854775803]");
+  // Slices with huge steps and bounds select what Python selects.
+  CHECK(render("{{ [1, 2, 3][1::9223372036854775807] }}{{ [1, 2, 3][::-9223372036854775807 - 1] }}"
+               "{{ 'abc'[::-9223372036854775807] }}") == "[2][3]c");
+  CHECK(render("{{ 'abcdef'[-9223372036854775807 - 1:9223372036854775807:2] }}"
+               "{{ 'abcdef'[9223372036854775807:-9223372036854775807 - 1:-2] }}"
+               "{{ [1, 2, 3, 4, 5][4:0:-3] }}{{ [1, 2, 3, 4, 5][1:5:3] }}") == "acefdb[5, 2][2, 5]");
+  CHECK(render("{{ messages[1::9223372036854775807] | map(attribute='role') | list }}", kMessages) == "['user']");
+}
+
+TEST_CASE("jinja: a namespace that holds itself prints as Python prints it", "[tokenizer][jinja]") {
+  CHECK(render("{% set ns = namespace(x=1) %}{% set ns.x = ns %}{{ ns }}") == "<Namespace {'x': <Namespace {...}>}>");
+  CHECK(render("{% set ns = namespace(x=1) %}{% set l = [ns] %}{% set ns.x = l %}{{ l }}|{{ ns }}") ==
+        "[<Namespace {'x': [...]}>]|<Namespace {'x': [<Namespace {...}>]}>");
+  CHECK(render("{% set ns = namespace(x=1) %}{% set ns.t = (ns, 1) %}{% set ns.d = {'a': ns} %}"
+               "{% set ns.v = ns.d.values() %}{{ ns }}") ==
+        "<Namespace {'x': 1, 't': (<Namespace {...}>, 1), 'd': {'a': <Namespace {...}>}, "
+        "'v': dict_values([<Namespace {...}>])}>");
+  CHECK(render("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}{{ [a, b] }}") ==
+        "[<Namespace {'b': <Namespace {'a': <Namespace {...}>}>}>, "
+        "<Namespace {'a': <Namespace {'b': <Namespace {...}>}>}>]");
+  // copy() makes a new list or dict, as in Python (a copy is not the same object).
+  CHECK(render("{% set ns = namespace(l=[1]) %}{% set ns.c = ns.l.copy() %}{{ ns.c is sameas ns.l }}"
+               "{% set d = {'a': 1} %}{{ d.copy() is sameas d }}{{ d.copy() }}") == "FalseFalse{'a': 1}");
+  // A chain of namespaces prints up to the value depth limit, and frees without recursion.
+  const std::string chain =
+      "{% set ns = namespace(v=none) %}{% for i in range(100000) %}{% set ns.v = namespace(p=ns.v) %}{% endfor %}";
+  CHECK(render(chain + "{{ ns.v.p.p.p.p.p is defined }}") == "True");
+  CHECK(render_error(chain + "{{ ns }}").message() == "value nests too deep to print");
+}
+
+TEST_CASE("jinja: loop variables and bound methods count in the value depth limit", "[tokenizer][jinja]") {
+  // Lists that hold loop variables or bound methods, which hold lists again: without the limit a
+  // chain of 100000 overflowed the stack when it was freed.
+  const std::string kTooDeep = "value nests deeper than 512 levels";
+  CHECK_THAT(render_error("{% set ns = namespace(v=[]) %}{% for i in range(100000) %}{% for x in [ns.v] %}"
+                          "{% set ns.v = [loop] %}{% endfor %}{% endfor %}")
+                 .message(),
+             Catch::StartsWith(kTooDeep));
+  CHECK_THAT(render_error("{% set ns = namespace(v=[]) %}{% for i in range(100000) %}{% set ns.v = [ns.v.count] %}"
+                          "{% endfor %}")
+                 .message(),
+             Catch::StartsWith(kTooDeep));
+  CHECK_THAT(render_error("{% set ns = namespace(v=[]) %}{% for i in range(100000) %}{% for x in [ns.v] %}"
+                          "{% set ns.v = [loop.cycle] %}{% endfor %}{% endfor %}")
+                 .message(),
+             Catch::StartsWith(kTooDeep));
+  CHECK(render("{% set ns = namespace(v=[]) %}{% for i in range(100) %}{% set ns.v = [ns.v.count] %}{% endfor %}"
+               "{{ ns.v | length }}") == "1");
+  // loop.changed() remembers what it saw; values nesting past the loop's depth are refused, the loop
+  // variable itself among them (it would hold itself).
+  CHECK(render("{% for x in [1, 1, 2] %}{{ loop.changed(x) }}{% endfor %}") == "TrueFalseTrue");
+  CHECK(render("{% for i in range(2) %}{{ loop.changed(messages[0]) }}{% endfor %}", kMessages) == "TrueFalse");
+  const TemplateError changed = render_error("{% for x in [1] %}{{ loop.changed(loop) }}{% endfor %}");
+  CHECK(changed.cause() == TemplateError::Cause::kUnsupported);
+  CHECK_THAT(changed.message(), Catch::StartsWith("loop.changed() remembers values nesting at most 31 levels"));
+}
+
+TEST_CASE("jinja: map() applying map() recursively hits the nesting limit", "[tokenizer][jinja]") {
+  std::string source = "{{ ['a'] | map('upper'";
+  for (int i = 0; i < 1100; ++i) source.insert(source.size() - 7, "'map', ");
+  source += ") | list }}";
+  const TemplateError e = render_error(source);
+  CHECK(e.cause() == TemplateError::Cause::kLimit);
+  CHECK_THAT(e.message(), Catch::StartsWith("rendering nests deeper than 1024 levels"));
+  CHECK(render("{{ ['ab'] | map('map', 'upper') | map('list') | list }}") == "[['A', 'B']]");
+}
+
+TEST_CASE("jinja: round() with negative digits rounds as Python does", "[tokenizer][jinja]") {
+  CHECK(render("{{ 15 | round(-1) }}|{{ 25 | round(-1) }}|{{ -25 | round(-1) }}|{{ -35 | round(-1) }}") ==
+        "20|20|-20|-40");
+  CHECK(render("{{ 9223372036854775807 | round(-18) }}|{{ (-9223372036854775807 - 1) | round(-18) }}|"
+               "{{ 5000000000000000000 | round(-19) }}|{{ 5 | round(-30) }}|{{ true | round(-1) }}") ==
+        "9000000000000000000|-9000000000000000000|0|0|0");
+  CHECK(render("{{ 5 | round(-9223372036854775807 - 1) }}|{{ 1.5 | round(-9223372036854775807 - 1) }}") == "0|0.0");
+  CHECK(render("{{ 1.5 | round(-400) }}|{{ -1.5 | round(-400) }}|{{ 1234.5 | round(-2) }}") == "0.0|-0.0|1200.0");
+  // Python's int gives 10000000000000000000; the interpreter's ints are 64-bit.
+  CHECK_THAT(render_error("{{ 9000000000000000000 | round(-19) }}").message(), Catch::StartsWith("integer overflow"));
+  CHECK(render_error("{{ 1.7e308 | round(-308) }}").message() == "rounded value too large to represent");
+}
+
+TEST_CASE("jinja: builders refuse results past the size limits", "[tokenizer][jinja]") {
+  const auto limit = [](const std::string& source) {
+    const TemplateError e = render_error(source);
+    CHECK(e.cause() == TemplateError::Cause::kUnsupported);
+    return e.message();
+  };
+  const std::string kTooLong = "(the limit is 268435456)";
+  // The padding width was multiplied by the fill's size and wrapped around.
+  CHECK_THAT(limit("{{ 'a'.center(4611686018427387904, 'é') }}"), Catch::EndsWith(kTooLong));
+  CHECK_THAT(limit("{{ 'a'.ljust(4611686018427387904) }}"), Catch::EndsWith(kTooLong));
+  CHECK(render("{{ 'ab'.center(7, 'é') }}|{{ 'ab'.rjust(5, '-') }}|{{ 'ab'.ljust(3) }}|") == "éééabéé|---ab|ab |");
+  CHECK_THAT(limit("{{ range(1000) | list | tojson(indent=200000000) }}"), Catch::EndsWith(kTooLong));
+  CHECK(render("{{ [[1, [2]], {'a': [3]}] | tojson(indent='\\t', separators=(',', ':')) }}") ==
+        "[\n\t[\n\t\t1,\n\t\t[\n\t\t\t2\n\t\t]\n\t],\n\t{\n\t\t\"a\":[\n\t\t\t3\n\t\t]\n\t}\n]");
+  CHECK(limit("{% set l = [0] * 8388609 %}{{ (l + l) | length }}") == "a list of more than 16777216 items");
+  CHECK_THAT(limit("{% set s = 'x' * 90000000 %}{{ (s ~ ',').join([s, s, s]) }}"), Catch::EndsWith(kTooLong));
+  CHECK_THAT(limit("{% set s = 'x' * 90000000 %}{{ '{0}{0}{0}'.format(s) }}"), Catch::EndsWith(kTooLong));
+  CHECK_THAT(limit("{{ ('a\\n' * 1000) | indent(1000000) }}"), Catch::EndsWith(kTooLong));
+  CHECK(render("{{ ('a\\n' * 1000) | indent(100, true, true) | length }}") == "102100");
+  CHECK(render("{{ 'a\\n\\nb' | indent(2, true, true) }}|{{ 'a\\n\\nb' | indent('>') }}") == "  a\n  \n  b|a\n\n>b");
+  CHECK_THAT(limit("{% set s = 'x' * 90000000 %}{{ [s, s, s] }}"), Catch::EndsWith(kTooLong));
+  CHECK_THAT(limit("{{ (['x' * 90000000] * 3) | tojson }}"), Catch::EndsWith(kTooLong));
+  // sum() of lists adds them up in one buffer (`+` would copy the sum at every item).
+  CHECK(render("{{ [[1], [2, 3], []] | sum(start=[]) }}{{ [(1,), (2,)] | sum(start=()) }}") == "[1, 2, 3](1, 2)");
+  CHECK(render_error("{{ [[1], [2], (3,)] | sum(start=[]) }}").message() ==
+        "can only concatenate list (not \"tuple\") to list");
+  // strftime: a field width makes a short format long; an empty result is not a result too long.
+  CHECK(limit("{{ strftime_now('%_999999999Y') }}") == "strftime_now() result longer than 268435456 bytes");
+  CHECK(render("{{ strftime_now('') | length }}|{{ strftime_now('%Y-%m') | length }}|{{ strftime_now('%%') }}") ==
+        "0|7|%");
+  CHECK(render_error("{{ strftime_now('x\\x00y') }}").message() == "embedded null character");
 }

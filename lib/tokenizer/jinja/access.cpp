@@ -42,6 +42,7 @@ class BoundMethod final : public Callable {
   Value call(Interpreter& interp, CallArgs& args) const override { return call_method(interp, self_, name_, args); }
   std::string repr() const override { return "<built-in method " + name_ + " of " + self_.type_name() + " object>"; }
   std::string type_name() const override { return "builtin_function_or_method"; }
+  uint32_t depth() const override { return value_depth(self_); }
 
  private:
   Value self_;
@@ -84,8 +85,14 @@ std::vector<size_t> slice_positions(int64_t len, const Value& start, const Value
   };
   const int64_t b = adjust(start, st > 0 ? 0 : len - 1);
   const int64_t e = adjust(stop, st > 0 ? len : -1);
+  // How many, as Python's PySlice_AdjustIndices counts them (b and e lie in [-1, len], so neither
+  // the differences nor b + k * st can overflow; the step's magnitude is taken unsigned).
+  uint64_t n = 0;
+  if (st > 0 && b < e) n = (static_cast<uint64_t>(e - b) - 1) / static_cast<uint64_t>(st) + 1;
+  if (st < 0 && b > e) n = (static_cast<uint64_t>(b - e) - 1) / (0 - static_cast<uint64_t>(st)) + 1;
   std::vector<size_t> out;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(static_cast<size_t>(i));
+  out.reserve(static_cast<size_t>(n));
+  for (uint64_t k = 0; k < n; ++k) out.push_back(static_cast<size_t>(b + static_cast<int64_t>(k) * st));
   return out;
 }
 

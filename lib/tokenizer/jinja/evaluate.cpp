@@ -21,6 +21,7 @@ Value Interpreter::call(const Value& callee, CallArgs& args) {
 }
 
 Value Interpreter::filter(const std::string& name, const Value& input, CallArgs& args) {
+  DepthGuard guard(*this);  // map() applies filters, map() among them
   step();
   return apply_filter(*this, name, input, args);
 }

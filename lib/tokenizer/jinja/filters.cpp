@@ -151,6 +151,7 @@ Value f_float(Interpreter&, const Value& v, CallArgs& args) {
   return a.get_or(0, Value::from_float(0.0));
 }
 
+// Python's round(x, ndigits) for a float.
 double round_half_even_digits(double x, int64_t ndigits) {
   if (!std::isfinite(x) || ndigits > 300) return x;
   if (ndigits >= 0) {
@@ -158,8 +159,28 @@ double round_half_even_digits(double x, int64_t ndigits) {
     std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(ndigits), x);
     return std::strtod(buf, nullptr);
   }
+  if (ndigits < -308) return 0.0 * x;  // float.__round__: 10**-ndigits is past any float (a signed zero)
   const double scale = std::pow(10.0, static_cast<double>(-ndigits));
-  return std::nearbyint(x / scale) * scale;
+  const double r = std::nearbyint(x / scale) * scale;
+  if (std::isinf(r)) eval_fail("rounded value too large to represent");
+  return r;
+}
+
+// Python's round(x, ndigits) for an int and ndigits < 0: the nearest multiple of 10**-ndigits, ties
+// to the even multiple, in integer arithmetic (the magnitude unsigned: round half to even is
+// symmetric).
+int64_t round_int_digits(int64_t x, int64_t ndigits) {
+  if (ndigits < -19) return 0;  // 10**20 / 2 is past any int64
+  uint64_t p = 1;
+  for (int64_t i = 0; i < -ndigits; ++i) p *= 10;  // at most 10**19 < 2**64
+  const uint64_t m = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  uint64_t q = m / p;
+  const uint64_t r = m % p;
+  if (r > p - r || (r == p - r && (q & 1))) ++q;
+  uint64_t rounded = 0;
+  const uint64_t limit = x < 0 ? uint64_t{1} << 63 : static_cast<uint64_t>(INT64_MAX);
+  if (__builtin_mul_overflow(q, p, &rounded) || rounded > limit) fail_int_overflow();
+  return x < 0 ? static_cast<int64_t>(0 - rounded) : static_cast<int64_t>(rounded);
 }
 
 Value f_round(Interpreter&, const Value& v, CallArgs& args) {
@@ -172,7 +193,7 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
   if (method == "common") {
     if (v.is_integral()) {
       if (precision >= 0) return Value::from_int(v.get_int());
-      return Value::from_int(static_cast<int64_t>(round_half_even_digits(static_cast<double>(v.get_int()), precision)));
+      return Value::from_int(round_int_digits(v.get_int(), precision));
     }
     return Value::from_float(round_half_even_digits(v.get_float(), precision));
   }

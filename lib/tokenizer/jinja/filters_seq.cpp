@@ -3,6 +3,8 @@
 // selectattr/rejectattr/unique/items/batch return generators (single pass, no len()), and reverse
 // returns an iterator for lists.
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 #include <unordered_set>
 
 #include "tokenizer/jinja/args.h"
@@ -166,7 +168,22 @@ Value f_sum(Interpreter&, const Value& v, CallArgs& args) {
   const AttrGetter getter(a.get_or(0, Value::none()), false);
   Value total = a.get_or(1, Value::from_int(0));
   if (total.is_string()) eval_fail("sum() can't sum strings [use ''.join(seq) instead]");
-  for (const auto& item : iterate(v)) total = binary_op(BinaryOp::kAdd, total, by_attr ? getter(item) : item);
+  const std::vector<Value> items = iterate(v);
+  size_t i = 0;
+  if (total.is_list() || total.is_tuple()) {
+    // Lists (or tuples) add up in one buffer: `+` would copy the sum so far at every item.
+    const SeqKind kind = total.seq().kind;
+    std::vector<Value> sum = total.seq().items;
+    for (; i < items.size(); ++i) {
+      const Value x = by_attr ? getter(items[i]) : items[i];
+      if (!x.is_seq() || x.seq().kind != kind) break;  // `+` raises Python's error below
+      if (sum.size() + x.seq().items.size() > kMaxBuiltItems)
+        eval_fail_unsupported("a " + total.type_name() + " of more than " + std::to_string(kMaxBuiltItems) + " items");
+      sum.insert(sum.end(), x.seq().items.begin(), x.seq().items.end());
+    }
+    total = Value::from_seq(std::move(sum), kind);
+  }
+  for (; i < items.size(); ++i) total = binary_op(BinaryOp::kAdd, total, by_attr ? getter(items[i]) : items[i]);
   return total;
 }
 
@@ -194,13 +211,13 @@ Value f_map(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value name = args.positional[0];
   if (!name.is_string() || !is_known_filter(name.str()))
     eval_fail_unsupported("unsupported filter `" + to_str(name) + "` in map()");
+  // The filter's arguments, copied once (filters do not change their arguments) and counted as work:
+  // map('map', 'map', ...) copies them again at each level.
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + 1, args.positional.end());
   rest.keyword = args.keyword;
-  for (const auto& item : items) {
-    CallArgs call = rest;
-    out.push_back(interp.filter(name.str(), item, call));
-  }
+  interp.step(rest.positional.size() + rest.keyword.size());
+  for (const auto& item : items) out.push_back(interp.filter(name.str(), item, rest));
   return generator(std::move(out));
 }
 
@@ -229,8 +246,7 @@ Value select_or_reject(Interpreter& interp, const Value& v, CallArgs& args, bool
     const Value x = getter ? (*getter)(item) : item;
     bool pass;
     if (test) {
-      CallArgs call = rest;
-      pass = interp.test(*test, x, call);
+      pass = interp.test(*test, x, rest);  // tests do not change their arguments
     } else {
       pass = truthy(x);
     }
@@ -309,7 +325,16 @@ AttrGetter::AttrGetter(const Value& attribute, bool lower, Value fallback)
     const std::string sep = ".";
     for (auto& part : text::split(attribute.str(), &sep, -1, false)) {
       const bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
-      parts_.push_back(digits ? Value::from_int(std::stoll(part)) : Value::from_string(std::move(part)));
+      if (!digits) {
+        parts_.push_back(Value::from_string(std::move(part)));
+        continue;
+      }
+      int64_t index = 0;  // jinja2 looks a part of digits up as an int
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc() || end != part.data() + part.size())
+        eval_fail_unsupported("integer overflow: the attribute part '" + part +
+                              "' is beyond 64 bits (the interpreter's integers are 64-bit)");
+      parts_.push_back(Value::from_int(index));
     }
   } else if (!attribute.is_none()) {
     parts_.push_back(attribute);

@@ -74,6 +74,7 @@ Value f_escape(Interpreter&, const Value& v, CallArgs& args) {
   BoundArgs("escape", args, {});
   std::string out;
   for (char c : to_str(v)) {
+    if (out.size() > kMaxBuiltSize) check_built_size(out.size());  // entities grow it up to 5 times
     switch (c) {
       case '&':
         out += "&amp;";
@@ -123,17 +124,24 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
     indention = std::string(static_cast<size_t>(std::max<int64_t>(width, 0)), ' ');
   }
   const std::vector<std::string> lines = text::splitlines(v.str() + "\n");
-  std::string rv;
-  if (a.bool_or(2, false)) {
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (i) rv += "\n" + indention;
-      rv += lines[i];
-    }
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? lines[i] : indention + lines[i]);
+  const bool first = a.bool_or(1, false), blank = a.bool_or(2, false);
+  // The indention repeats on every line: refuse a result past kMaxBuiltSize before building it.
+  uint64_t size = first ? indention.size() : 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    size += lines[i].size() + (i ? 1 : 0);
+    if (i && (blank || !lines[i].empty())) size += indention.size();
+    check_built_size(size);
   }
-  if (a.bool_or(1, false)) rv = indention + rv;
+  std::string rv;
+  rv.reserve(static_cast<size_t>(size));
+  if (first) rv += indention;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i) {
+      rv += '\n';
+      if (blank || !lines[i].empty()) rv += indention;
+    }
+    rv += lines[i];
+  }
   return str_value(std::move(rv));
 }
 

@@ -1,6 +1,8 @@
 // The globals transformers gives chat templates: range (capped at 100000 items, as jinja2's sandbox
 // caps it), dict, namespace, raise_exception(message) and strftime_now(format) (local time).
+#include <algorithm>
 #include <ctime>
+#include <memory>
 
 #include "tokenizer/jinja/args.h"
 #include "tokenizer/jinja/builtins.h"
@@ -39,14 +41,18 @@ Value g_range(Interpreter&, CallArgs& args) {
   const int64_t stop = p.size() == 1 ? p[0].get_int() : p[1].get_int();
   const int64_t step = p.size() == 3 ? p[2].get_int() : 1;
   if (step == 0) eval_fail("range() arg 3 must not be zero");
-  int64_t n = 0;
-  if (step > 0 && start < stop) n = (stop - start - 1) / step + 1;
-  if (step < 0 && start > stop) n = (start - stop - 1) / -step + 1;
-  if (n > kMaxRange)
+  // The length in unsigned arithmetic: stop - start and -step overflow int64 at the extremes.
+  const auto ustart = static_cast<uint64_t>(start), ustop = static_cast<uint64_t>(stop);
+  const auto ustep = static_cast<uint64_t>(step);
+  uint64_t n = 0;
+  if (step > 0 && start < stop) n = (ustop - ustart - 1) / ustep + 1;
+  if (step < 0 && start > stop) n = (ustart - ustop - 1) / (0 - ustep) + 1;
+  if (n > static_cast<uint64_t>(kMaxRange))
     eval_fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (" + std::to_string(kMaxRange) + ").");
   std::vector<Value> out;
   out.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out.push_back(Value::from_int(start + i * step));
+  // start + i * step lies between start and stop; computed modulo 2^64, it converts back exactly.
+  for (uint64_t i = 0; i < n; ++i) out.push_back(Value::from_int(static_cast<int64_t>(ustart + i * ustep)));
   return Value::from_seq(std::move(out));
 }
 
@@ -105,10 +111,20 @@ Value g_strftime_now(Interpreter&, CallArgs& args) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
-  std::string buf(format->size() * 8 + 64, '\0');
-  const size_t n = std::strftime(buf.data(), buf.size(), format->c_str(), &local);
-  buf.resize(n);
-  return Value::from_string(std::move(buf));
+  // strftime returns 0 both for a result that does not fit and for an empty one: a trailing byte
+  // makes the result never empty. The buffer doubles until the result fits, up to kMaxBuiltSize
+  // (a field width, `%1000000000Y`, makes a short format long).
+  if (format->find('\0') != std::string::npos) eval_fail("embedded null character");
+  const std::string marked = *format + "|";
+  check_built_size(marked.size());
+  constexpr size_t kMaxBuffer = kMaxBuiltSize + 2;  // the result, the marker and the terminating NUL
+  for (size_t size = std::min(marked.size() * 2 + 64, kMaxBuffer);; size = std::min(size * 2, kMaxBuffer)) {
+    const std::unique_ptr<char[]> buf(new char[size]);
+    const size_t n = std::strftime(buf.get(), size, marked.c_str(), &local);
+    if (n > 0) return Value::from_string(std::string(buf.get(), n - 1));
+    if (size >= kMaxBuffer)
+      eval_fail_unsupported("strftime_now() result longer than " + std::to_string(kMaxBuiltSize) + " bytes");
+  }
 }
 
 class UnsupportedGlobal final : public Callable {

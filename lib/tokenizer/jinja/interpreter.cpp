@@ -2,6 +2,7 @@
 // evaluate.cpp.
 #include "tokenizer/jinja/interpreter.h"
 
+#include <algorithm>
 #include <new>
 
 #include "tokenizer/jinja/builtins.h"
@@ -23,6 +24,7 @@ class LoopMethod final : public Callable {
     return cycle_ ? "<bound method LoopContext.cycle>" : "<bound method LoopContext.changed>";
   }
   std::string type_name() const override { return "method"; }
+  uint32_t depth() const override { return loop_.depth(); }
 
  private:
   LoopObject loop_;
@@ -65,6 +67,9 @@ Value LoopObject::cycle(const CallArgs& args) const {
 
 Value LoopObject::changed(const CallArgs& args) const {
   Value now = Value::from_seq(args.positional, SeqKind::kTuple);
+  if (value_depth(now) > state_->depth)
+    eval_fail_unsupported("loop.changed() remembers values nesting at most " + std::to_string(state_->depth - 1) +
+                          " levels deep (lists, dicts, loop variables, ...)");
   if (state_->last_changed && equals(*state_->last_changed, now)) return Value::from_bool(false);
   state_->last_changed = std::move(now);
   return Value::from_bool(true);
@@ -79,8 +84,9 @@ Interpreter::~Interpreter() {
   for (auto& ns : namespaces_) ns->clear();
 }
 
-void Interpreter::step() {
-  if (++steps_ > kMaxRenderSteps)
+void Interpreter::step(uint64_t n) {
+  steps_ += std::min<uint64_t>(n, kMaxRenderSteps + 1);
+  if (steps_ > kMaxRenderSteps)
     throw EvalError{TemplateError::Cause::kLimit,
                     "rendering ran more than " + std::to_string(kMaxRenderSteps) + " statements and loop iterations"};
 }
@@ -218,6 +224,7 @@ void Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope) {
     }
     state->items = std::move(kept);
   }
+  state->depth = std::max(items_depth(state->items), kLoopChangedDepth);
   if (state->items.empty()) {
     exec_body(s.else_body, Scope::child(scope));
     return;

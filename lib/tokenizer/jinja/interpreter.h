@@ -49,8 +49,8 @@ class Interpreter {
   Value call(const Value& callee, CallArgs& args);
   Value filter(const std::string& name, const Value& input, CallArgs& args);
   bool test(const std::string& name, const Value& input, CallArgs& args);
-  // Counts one unit of work against kMaxRenderSteps.
-  void step();
+  // Counts `n` units of work against kMaxRenderSteps.
+  void step(uint64_t n = 1);
   // Registers a namespace so that reference cycles through it are broken after the render.
   void track_namespace(const std::shared_ptr<Namespace>& ns) { namespaces_.push_back(ns); }
 

@@ -52,10 +52,18 @@ class MacroValue final : public Callable {
   std::shared_ptr<Interpreter::Scope> closure_;
 };
 
+// loop.changed() remembers values nesting at most this deep (more when the loop's items nest deeper).
+inline constexpr uint32_t kLoopChangedDepth = 32;
+
 // State shared by the loop objects of one {% for %}: its items and what loop.changed() last saw.
+// `depth` is fixed before the first loop object exists (a list holding a loop object counts it):
+// one deeper than the items, and at least kLoopChangedDepth so that loop.changed() has room; a
+// loop.changed() argument nesting deeper is refused, so that a chain of loop states through
+// loop.changed() cannot grow past kMaxValueDepth behind the depths already counted.
 struct LoopState {
   std::vector<Value> items;
   std::optional<Value> last_changed;
+  uint32_t depth = kLoopChangedDepth;
 };
 
 // The `loop` variable of one iteration.
@@ -65,6 +73,7 @@ class LoopObject final : public Object {
   std::optional<Value> attribute(std::string_view name) const override;
   std::string repr() const override;
   std::string type_name() const override { return "LoopContext"; }
+  uint32_t depth() const override { return state_->depth; }
   Value cycle(const CallArgs& args) const;
   Value changed(const CallArgs& args) const;
 

@@ -56,7 +56,15 @@ void append_hex4(std::string& out, uint32_t v) {
 
 void dump_string(std::string& out, std::string_view s, bool ensure_ascii) {
   out += '"';
+  const auto plain = [](char b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; };
   for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if (out.size() > kMaxBuiltSize) check_built_size(out.size());  // escapes grow it up to 6 times
+    len = 0;  // printable ASCII other than the quote and the backslash, copied as a run
+    while (i + len < s.size() && plain(s[i + len])) ++len;
+    if (len) {
+      out.append(s, i, len);
+      continue;
+    }
     const uint32_t c = text::decode(s, i, len);
     switch (c) {
       case '"':
@@ -114,6 +122,7 @@ class Dumper {
   }
 
   void dump(std::string& out, const Value& v, int level) {
+    check_built_size(out.size());
     switch (v.kind()) {
       case Value::Kind::kNone:
         out += "null";
@@ -148,8 +157,16 @@ class Dumper {
  private:
   void newline(std::string& out, int level) {
     if (!o_.indent) return;
+    // The indent repeats once per level on every line: tojson(indent=N) multiplies the text.
+    check_built_size(uint64_t{out.size()} + 1 + static_cast<uint64_t>(level) * o_.indent->size());
     out += '\n';
     for (int i = 0; i < level; ++i) out += *o_.indent;
+  }
+
+  // A separator (separators=(item, key) can be long strings).
+  void separator(std::string& out, const std::string& sep) {
+    check_built_size(uint64_t{out.size()} + sep.size());
+    out += sep;
   }
 
   void dump_list(std::string& out, const std::vector<Value>& items, int level) {
@@ -161,7 +178,7 @@ class Dumper {
     newline(out, level + 1);
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) {
-        out += item_sep_;
+        separator(out, item_sep_);
         newline(out, level + 1);
       }
       dump(out, items[i], level + 1);
@@ -202,12 +219,12 @@ class Dumper {
     bool first = true;
     for (const auto* e : entries) {
       if (!first) {
-        out += item_sep_;
+        separator(out, item_sep_);
         newline(out, level + 1);
       }
       first = false;
       dump_string(out, key_string(e->first), o_.ensure_ascii);
-      out += key_sep_;
+      separator(out, key_sep_);
       dump(out, e->second, level + 1);
     }
     newline(out, level);
@@ -228,6 +245,7 @@ Value from_json(const nlohmann::ordered_json& j) {
 std::string json_dumps(const Value& v, const JsonDumpOptions& options) {
   std::string out;
   Dumper(options).dump(out, v, 0);
+  check_built_size(out.size());
   return out;
 }
 

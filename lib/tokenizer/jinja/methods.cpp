@@ -1,6 +1,9 @@
 // The methods templates call on values: Python's str methods (indices in code points), dict.get/
 // items/keys/values/copy, list and tuple count/index/copy. str.format supports `{}`, `{0}` and `{name}`
 // fields without format specs.
+#include <charconv>
+#include <system_error>
+
 #include "tokenizer/jinja/args.h"
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/error.h"
@@ -37,6 +40,7 @@ int64_t cp_index(const std::string& s, size_t byte) {
 std::string pad(const std::string& s, int64_t width, const std::string& fill, int where) {
   const auto len = static_cast<int64_t>(text::length(s));
   if (width <= len) return s;
+  check_built_size(static_cast<uint64_t>(width));  // first, so that the product below cannot wrap
   check_built_size(static_cast<uint64_t>(width) * fill.size());
   const int64_t total = width - len;
   int64_t left = 0;
@@ -110,15 +114,21 @@ std::string format_string(const std::string& fmt, const CallArgs& args) {
         eval_fail("Replacement index " + std::to_string(auto_index) + " out of range");
       v = &args.positional[auto_index++];
     } else if (field.find_first_not_of("0123456789") == std::string::npos) {
-      const size_t k = std::stoul(field);
-      if (k >= args.positional.size()) eval_fail("Replacement index " + field + " out of range");
-      v = &args.positional[k];
+      int64_t k = 0;  // Python reads the index as a Py_ssize_t
+      const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), k);
+      if (ec != std::errc() || end != field.data() + field.size())
+        eval_fail("Too many decimal digits in format string");
+      if (static_cast<uint64_t>(k) >= args.positional.size())
+        eval_fail("Replacement index " + std::to_string(k) + " out of range");
+      v = &args.positional[static_cast<size_t>(k)];
     } else {
       for (const auto& [key, value] : args.keyword)
         if (key == field) v = &value;
       if (!v) eval_fail("KeyError: '" + field + "'");
     }
-    out += to_str(*v);
+    const std::string text = to_str(*v);
+    check_built_size(uint64_t{out.size()} + text.size());
+    out += text;
     i = close;
   }
   return out;
@@ -186,6 +196,7 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     for (const auto& item : iterate(a.get(0))) {
       if (!item.is_string())
         eval_fail("sequence item " + std::to_string(i) + ": expected str instance, " + item.type_name() + " found");
+      check_built_size(uint64_t{out.size()} + (i ? s.size() : 0) + item.str().size());
       if (i++) out += s;
       out += item.str();
     }
@@ -246,7 +257,7 @@ Value dict_method(const Value& self, const std::string& name, CallArgs& args) {
     return v ? *v : a.get_or(1, Value::none());
   }
   BoundArgs a("dict." + name, args, {});
-  if (name == "copy") return self;
+  if (name == "copy") return Value::from_dict(d);  // a new dict, as Python's (`is sameas`, printing)
   std::vector<Value> out;
   for (const auto& [k, v] : d.entries()) {
     if (name == "keys") out.push_back(k);
@@ -263,7 +274,7 @@ Value seq_method(const Value& self, const std::string& name, CallArgs& args) {
   const auto& items = self.seq().items;
   if (name == "copy") {
     BoundArgs a("list.copy", args, {});
-    return self;
+    return Value::from_seq(items, self.seq().kind);  // a new list, as Python's
   }
   BoundArgs a(self.type_name() + "." + name, args, {"value"});
   const Value& x = a.get(0);

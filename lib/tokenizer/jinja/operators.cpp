@@ -51,28 +51,24 @@ const char* cmp_symbol(CompareOp op) {
             b.type_name() + "'");
 }
 
-[[noreturn]] void fail_overflow() {
-  eval_fail_unsupported("integer overflow: the interpreter's integers are 64-bit (Python's are unbounded)");
-}
-
 int64_t add_checked(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) fail_overflow();
+  if (__builtin_add_overflow(a, b, &r)) fail_int_overflow();
   return r;
 }
 int64_t sub_checked(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) fail_overflow();
+  if (__builtin_sub_overflow(a, b, &r)) fail_int_overflow();
   return r;
 }
 int64_t mul_checked(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) fail_overflow();
+  if (__builtin_mul_overflow(a, b, &r)) fail_int_overflow();
   return r;
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
-  if (a == INT64_MIN && b == -1) fail_overflow();
+  if (a == INT64_MIN && b == -1) fail_int_overflow();
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -113,9 +109,14 @@ Value repeat(const Value& seq, int64_t n) {
   if (seq.is_string()) {
     const std::string& s = seq.str();
     if (!s.empty() && count > kMaxBuiltSize / s.size()) eval_fail_unsupported("string repetition result too large");
+    const size_t total = s.size() * count;
     std::string out;
-    out.reserve(s.size() * count);
-    for (size_t i = 0; i < count; ++i) out += s;
+    out.reserve(total);
+    if (total > 0) {  // doubling: 'x' * 100000000 is a few copies, not 10^8 appends
+      out = s;
+      while (out.size() <= total / 2) out.append(out, 0, out.size());
+      out.append(out, 0, total - out.size());
+    }
     return Value::from_string(std::move(out));
   }
   const auto& items = seq.seq().items;
@@ -175,6 +176,10 @@ void fail_undefined(const Value& v) {
   eval_fail(v.undefined_message());
 }
 
+void fail_int_overflow() {
+  eval_fail_unsupported("integer overflow: the interpreter's integers are 64-bit (Python's are unbounded)");
+}
+
 void check_built_size(uint64_t bytes) {
   if (bytes > kMaxBuiltSize)
     eval_fail_unsupported("a string of " + std::to_string(bytes) + " bytes (the limit is " +
@@ -207,6 +212,8 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
         return Value::from_string(a.str() + b.str());
       }
       if (is_list_or_tuple(a) && is_list_or_tuple(b) && a.seq().kind == b.seq().kind) {
+        if (a.seq().items.size() + b.seq().items.size() > kMaxBuiltItems)
+          eval_fail_unsupported("a " + a.type_name() + " of more than " + std::to_string(kMaxBuiltItems) + " items");
         std::vector<Value> items = a.seq().items;
         items.insert(items.end(), b.seq().items.begin(), b.seq().items.end());
         return Value::from_seq(std::move(items), a.seq().kind);

@@ -28,6 +28,8 @@ void check_built_size(uint64_t bytes);
 std::string bounded_replace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
 
 [[noreturn]] void fail_undefined(const Value& v);
+// The error for an int result beyond 64 bits (Python's ints are unbounded; these are not).
+[[noreturn]] void fail_int_overflow();
 // Throws the undefined's error when `v` is undefined.
 inline void require_defined(const Value& v) {
   if (v.is_undefined()) fail_undefined(v);

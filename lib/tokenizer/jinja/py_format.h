@@ -12,7 +12,11 @@ namespace hftrain::tokenizer::jinja {
 
 std::string float_repr(double d);
 std::string string_repr(std::string_view s);
+// repr(v); throws EvalError for a value nesting deeper than kMaxValueDepth (namespaces included) or
+// printing longer than kMaxBuiltSize.
 std::string repr(const Value& v);
+// jinja2's Namespace.__repr__.
+std::string namespace_repr(const Namespace& ns);
 // str(v): the string itself for a string, "" for undefined, repr otherwise.
 std::string to_str(const Value& v);
 // What jinja2 calls object_type_repr ("dict object", "None", ...), for error messages.

@@ -25,15 +25,19 @@ bool seq_family_equal(SeqKind a, SeqKind b) {
   return a == b;
 }
 
-uint32_t items_depth(const std::vector<Value>& items) {
-  uint32_t depth = 0;
-  for (const auto& item : items) depth = std::max(depth, value_depth(item));
-  if (depth + 1 > kMaxValueDepth)
-    eval_fail("value nests deeper than " + std::to_string(kMaxValueDepth) + " lists or dicts");
-  return depth + 1;
+[[noreturn]] void fail_too_deep() {
+  eval_fail("value nests deeper than " + std::to_string(kMaxValueDepth) +
+            " levels (lists, dicts, tuples, generators, loop variables, bound methods)");
 }
 
 }  // namespace
+
+uint32_t items_depth(const std::vector<Value>& items) {
+  uint32_t depth = 0;
+  for (const auto& item : items) depth = std::max(depth, value_depth(item));
+  if (depth + 1 > kMaxValueDepth) fail_too_deep();
+  return depth + 1;
+}
 
 uint32_t value_depth(const Value& v) {
   switch (v.kind()) {
@@ -43,6 +47,10 @@ uint32_t value_depth(const Value& v) {
       return v.dict().depth();
     case Value::Kind::kIterator:
       return v.iterator().depth;
+    case Value::Kind::kCallable:
+      return v.callable().depth();
+    case Value::Kind::kObject:
+      return v.object().depth();
     default:
       return 0;
   }
@@ -252,8 +260,7 @@ const Value* Dict::find(std::string_view key) const {
 
 void Dict::set(const Value& key, Value value) {
   const uint32_t depth = std::max(value_depth(key), value_depth(value)) + 1;
-  if (depth > kMaxValueDepth)
-    eval_fail("value nests deeper than " + std::to_string(kMaxValueDepth) + " lists or dicts");
+  if (depth > kMaxValueDepth) fail_too_deep();
   depth_ = std::max(depth_, depth);
   std::string k = hash_key(key);
   const auto it = index_.find(k);
@@ -271,7 +278,7 @@ std::optional<Value> Namespace::attribute(std::string_view name) const {
 }
 
 std::string Namespace::repr() const {
-  return "<Namespace " + jinja::repr(Value::from_dict(attrs_)) + ">";
+  return namespace_repr(*this);
 }
 
 void Namespace::set(const std::string& name, Value value) {

@@ -31,8 +31,9 @@ class Object;
 
 enum class SeqKind : uint8_t { kList, kTuple, kDictKeys, kDictValues, kDictItems };
 
-// Values nest at most this deep (lists, dicts, tuples, generators), so that printing, comparing
-// and freeing them cannot overflow the stack.
+// Values nest at most this deep (lists, dicts, tuples, generators, and the callables and objects
+// that hold values: bound methods, loop variables), so that printing, comparing and freeing them
+// cannot overflow the stack.
 inline constexpr uint32_t kMaxValueDepth = 512;
 
 class Value {
@@ -152,6 +153,10 @@ class Callable {
   virtual Value call(Interpreter& interp, CallArgs& args) const = 0;
   virtual std::string repr() const = 0;
   virtual std::string type_name() const { return "function"; }
+  // How deep the values it holds nest (see value_depth): a bound method as deep as its `self`; 0
+  // for one that holds no values, or only through what the interpreter frees itself (a macro's
+  // scope).
+  virtual uint32_t depth() const { return 0; }
 };
 
 class Object {
@@ -162,6 +167,11 @@ class Object {
   virtual std::string repr() const = 0;
   virtual std::string type_name() const = 0;
   virtual bool is_namespace() const { return false; }
+  // How deep the values it holds nest (see value_depth), fixed when it is built: a list that holds
+  // the object is one deeper. A namespace is 0: it is mutable (it can even hold itself), so the
+  // interpreter keeps every namespace until the render ends and then clears them one by one, and
+  // printing stops at a namespace already being printed, as Python does.
+  virtual uint32_t depth() const { return 0; }
 };
 
 inline bool Value::is_list() const {
@@ -171,8 +181,12 @@ inline bool Value::is_tuple() const {
   return is_seq() && seq().kind == SeqKind::kTuple;
 }
 
-// How deep `v` nests (0 for scalars and objects).
+// How deep `v` nests: 0 for scalars, a list, dict, tuple or generator one deeper than its deepest
+// item, a callable or object its depth().
 uint32_t value_depth(const Value& v);
+// One deeper than the deepest of `items` (1 when there are none); throws EvalError past
+// kMaxValueDepth.
+uint32_t items_depth(const std::vector<Value>& items);
 // Python truthiness (undefined is false, a generator always true).
 bool truthy(const Value& v);
 // Python ==.
