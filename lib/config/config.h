@@ -14,7 +14,13 @@ namespace hftrain::config {
 // Enumerations mirror the allowed strings of their keys, in the same order (see keys_*.cpp).
 enum class ModelArch { kGpt2, kLlama, kBert };
 enum class Encoder { kBert, kRoberta, kModernBert, kDebertaV2 };
-enum class Task { kSequenceClassification, kTokenClassification };  // model.arch=bert: what the classifier labels  // model.arch=bert: whose encoder (BERT's, RoBERTa's positions and head)
+// llama: the Hugging Face family an export names where the shape fits more than one.
+enum class HfFamily { kAuto, kMistral };
+enum class Task {
+  kSequenceClassification,
+  kTokenClassification
+};  // model.arch=bert: what the classifier labels  // model.arch=bert: whose encoder (BERT's, RoBERTa's positions and
+    // head)
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 enum class AttentionBias { kNone, kQkv, kAll };  // "none", "qkv" (Qwen2), "all" (GPT-2)
 // "none", "head" (RMSNorm over each head of q and k: Qwen3), "projection" (over all of q, of k: OLMo 2)
@@ -40,7 +46,7 @@ enum class RampShape { kLinear, kCosine, kOneMinusSqrt };  // "linear", "cosine"
 enum class PlateauMode { kMin, kMax };
 enum class ThresholdMode { kRel, kAbs };
 enum class Precision { kFp32, kBf16, kFp16 };
-// trainer.param_dtype: how the model's parameters are stored while training (train/master_weights.h).
+// trainer.param_dtype: how the model's parameters are stored while training (train/step/master_weights.h).
 enum class ParamDtype { kFp32, kBf16 };
 enum class Strategy { kDdp, kZero1, kZero2, kZero3, kHybrid };
 enum class PipelineSchedule { kGpipe, k1f1b };
@@ -77,6 +83,7 @@ struct RopeScalingConfig {
 struct ModelConfig {
   ModelArch arch = ModelArch::kGpt2;
   Encoder encoder = Encoder::kBert;  // bert
+  HfFamily hf_family = HfFamily::kAuto;  // llama: the family an export names (model.from's)
   Task task = Task::kSequenceClassification;  // bert
   std::optional<std::string> from;
   int64_t n_layer = 0;
@@ -297,7 +304,7 @@ struct TrainerConfig {
   double early_stopping_threshold = 0;
   double fp16_init_scale = 0;
   int64_t fp16_growth_interval = 0;
-  // Non-finite and divergent steps (train/divergence.h): what a bad step does, how many in a row
+  // Non-finite and divergent steps (train/step/divergence.h): what a bad step does, how many in a row
   // stop the run, and the loss spike that counts as one (factor 0: spikes are not judged).
   OnNonfinite on_nonfinite = OnNonfinite::kSkip;
   int64_t max_consecutive_skips = 0;

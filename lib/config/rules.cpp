@@ -81,7 +81,7 @@ void check_report_to(const LoggingConfig& l, const Node& tree, Diagnostics& diag
 
 namespace {
 
-// trainer.param_dtype=bf16 (train/master_weights.h): what it does not support yet, refused here
+// trainer.param_dtype=bf16 (train/step/master_weights.h): what it does not support yet, refused here
 // with the reason rather than trained wrongly.
 void check_param_dtype(const Config& c, const Node& tree, Diagnostics& diags) {
   if (c.trainer.param_dtype != ParamDtype::kBf16) return;
@@ -120,8 +120,15 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
     diags.add(from(tree, "model.task"), "`model.task` is token_classification, which an encoder (model.arch=bert) does",
               "unset model.task, or use model.arch=bert");
   }
+  if (c.model.arch != ModelArch::kLlama && c.model.hf_family != config::HfFamily::kAuto) {
+    diags.add(from(tree, "model.hf_family"),
+              "`model.hf_family` names the Hugging Face family of a llama-block export, but "
+              "model.arch is not llama",
+              "unset model.hf_family, or use model.arch=llama");
+  }
   if (c.model.arch != ModelArch::kBert && c.model.encoder != config::Encoder::kBert) {
-    diags.add(from(tree, "model.encoder"), "`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert",
+    diags.add(from(tree, "model.encoder"),
+              "`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert",
               "unset model.encoder, or use model.arch=bert");
   }
   if (c.model.arch == ModelArch::kBert) {
@@ -139,7 +146,9 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
     }
   }
   if (!c.trainer.max_steps && !c.trainer.max_epochs && !c.trainer.max_tokens) {
-    diags.add("", "none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set, so training would never stop",
+    diags.add("",
+              "none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set, so training would "
+              "never stop",
               "set one, e.g. trainer.max_steps=1000");
   }
   if (c.trainer.max_steps && c.scheduler.warmup_steps >= *c.trainer.max_steps) {
@@ -161,8 +170,8 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "name validation data in data.validation");
   }
   if (c.trainer.early_stopping_patience && c.trainer.eval_every == 0) {
-    diags.add(from(tree, "trainer.early_stopping_patience"), "early stopping needs evaluation, but `trainer.eval_every` is 0",
-              "set trainer.eval_every");
+    diags.add(from(tree, "trainer.early_stopping_patience"),
+              "early stopping needs evaluation, but `trainer.eval_every` is 0", "set trainer.eval_every");
   }
   if (c.trainer.eval_every > 0 && c.data.validation.empty() && c.data.validation_fraction == 0) {
     diags.add(from(tree, "trainer.eval_every"),
@@ -224,8 +233,8 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
   }
   if (c.model.n_experts > 0 && c.model.experts_per_token > c.model.n_experts) {
     diags.add(from(tree, "model.experts_per_token"),
-              "`model.experts_per_token` (" + std::to_string(c.model.experts_per_token) + ") exceeds `model.n_experts` (" +
-                  std::to_string(c.model.n_experts) + ")",
+              "`model.experts_per_token` (" + std::to_string(c.model.experts_per_token) +
+                  ") exceeds `model.n_experts` (" + std::to_string(c.model.n_experts) + ")",
               "route each token to at most model.n_experts experts");
   }
   if (c.model.n_kv_head && c.model.n_head % *c.model.n_kv_head != 0) {
@@ -283,8 +292,9 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "optimizer.schedule_free.warmup_steps");
   }
   if (sc.min_lr && sc.min_lr_rate) {
-    diags.add(from(tree, "scheduler.min_lr"), "`scheduler.min_lr` and `scheduler.min_lr_rate` are both set (the rate from " +
-                                                  from(tree, "scheduler.min_lr_rate") + ")",
+    diags.add(from(tree, "scheduler.min_lr"),
+              "`scheduler.min_lr` and `scheduler.min_lr_rate` are both set (the rate from " +
+                  from(tree, "scheduler.min_lr_rate") + ")",
               "set only one");
   }
   if (sc.name == SchedulerName::kCosineWithMinLr && !sc.min_lr && !sc.min_lr_rate) {

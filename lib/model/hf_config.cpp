@@ -26,8 +26,9 @@ void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
   s.moe_renormalize = mixtral || r.flag("norm_topk_prob", false);
   s.moe_every = mixtral ? 1 : r.integer("decoder_sparse_step", 1);
   if (s.experts_per_token > s.n_experts) r.fail("`num_experts_per_tok` exceeds the number of experts");
-  r.unsupported_if(r.has("mlp_only_layers") && !(r.j.at("mlp_only_layers").is_array() && r.j.at("mlp_only_layers").empty()),
-                   "`mlp_only_layers` (dense layers named one by one)");
+  r.unsupported_if(
+      r.has("mlp_only_layers") && !(r.j.at("mlp_only_layers").is_array() && r.j.at("mlp_only_layers").empty()),
+      "`mlp_only_layers` (dense layers named one by one)");
   r.unsupported_if(r.number("router_jitter_noise", 0) != 0, "router_jitter_noise");
   // transformers adds router_aux_loss_coef x the load-balancing loss to the training loss only when
   // output_router_logits is on.
@@ -68,7 +69,8 @@ void read_sliding_window(const Reader& r, ModelSpec& s, LlamaFamily moe_family) 
     const int64_t first = m.get<int64_t>();
     // Qwen2: the layers from max_window_layers on; Qwen2-MoE: the odd ones (from 1) below it.
     const bool moe = moe_family == LlamaFamily::kQwen2Moe;
-    for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = moe ? (i + 1) % 2 != 0 && i < first : i >= first;
+    for (int64_t i = 0; i < s.n_layer; ++i)
+      slides[static_cast<size_t>(i)] = moe ? (i + 1) % 2 != 0 && i < first : i >= first;
   } else if (gemma) {
     const int64_t every = family == LlamaFamily::kGemma2 ? 2 : r.integer("sliding_window_pattern", 6);
     for (int64_t i = 0; i < s.n_layer; ++i) slides[static_cast<size_t>(i)] = (i + 1) % every != 0;
@@ -162,7 +164,8 @@ ModelSpec read_llama(const Reader& r, LlamaFamily moe_family) {
       s.scale_embeddings = true;
       s.activation = config::Activation::kGeluTanh;
       s.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 256);
-      s.final_logit_softcapping = r.number_or_off("final_logit_softcapping", family == LlamaFamily::kGemma2 ? 30.0 : 0.0);
+      s.final_logit_softcapping =
+          r.number_or_off("final_logit_softcapping", family == LlamaFamily::kGemma2 ? 30.0 : 0.0);
       // Gemma 3's config has attn_logit_softcapping too, but transformers' Gemma3Attention never
       // applies it: read as transformers computes, without.
       if (family == LlamaFamily::kGemma2) s.attn_logit_softcapping = r.number_or_off("attn_logit_softcapping", 50.0);
@@ -205,8 +208,9 @@ ModelSpec read_llama(const Reader& r, LlamaFamily moe_family) {
                        "), not an even number (RoPE rotates pairs)");
   if (s.rope_scaling.type == RopeType::kLongrope) {
     const auto pairs = static_cast<size_t>(s.rotary_dim() / 2);
-    for (const auto& [key, factors] : {std::pair<const char*, const std::vector<double>*>{"short_factor", &s.rope_scaling.short_factor},
-                                       {"long_factor", &s.rope_scaling.long_factor}}) {
+    for (const auto& [key, factors] :
+         {std::pair<const char*, const std::vector<double>*>{"short_factor", &s.rope_scaling.short_factor},
+          {"long_factor", &s.rope_scaling.long_factor}}) {
       if (factors->size() != pairs) {
         r.fail("longrope's `" + std::string(key) + "` has " + std::to_string(factors->size()) +
                " factors, but RoPE rotates " + std::to_string(pairs) + " pairs of each head");
@@ -235,6 +239,10 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     s = read_gpt2(r);
   } else if (family) {
     s = read_llama(r, family->family);
+    // A Mistral block is a Llama block without biases: the name is kept for the export.
+    if (family->family == LlamaFamily::kMistral) {
+      s.hf_family = config::HfFamily::kMistral;
+    }
   } else {
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
@@ -294,7 +302,8 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
     if (s.rope_scaling.type != RopeType::kDefault) j["rope_scaling"] = rope_json(s, false);  // 4.x
     // Which layers slide: transformers 5 reads layer_types, Mistral and Phi-3 slide everywhere.
     OrderedJson layer_types = OrderedJson::array();
-    for (int64_t i = 0; i < s.n_layer; ++i) layer_types.push_back(s.layer_slides(i) ? "sliding_attention" : "full_attention");
+    for (int64_t i = 0; i < s.n_layer; ++i)
+      layer_types.push_back(s.layer_slides(i) ? "sliding_attention" : "full_attention");
     const OrderedJson window = s.sliding_window > 0 ? OrderedJson(s.sliding_window) : OrderedJson(nullptr);
     if (qwen) {
       j["use_sliding_window"] = s.sliding_window > 0;

@@ -9,12 +9,13 @@ namespace hftrain::model::hf {
 using config::AttentionBias;
 
 namespace {
-const FamilyName kFamilies[] = {{"Llama", "llama", LlamaFamily::kLlama},    {"Mistral", "mistral", LlamaFamily::kMistral},
-                                {"Qwen2", "qwen2", LlamaFamily::kQwen2},    {"Qwen3", "qwen3", LlamaFamily::kQwen3},
-                                {"Olmo2", "olmo2", LlamaFamily::kOlmo2},    {"Phi3", "phi3", LlamaFamily::kPhi3},
-                                {"Gemma2", "gemma2", LlamaFamily::kGemma2}, {"Gemma3", "gemma3_text", LlamaFamily::kGemma3},
-                                {"Mixtral", "mixtral", LlamaFamily::kMixtral}, {"Qwen2Moe", "qwen2_moe", LlamaFamily::kQwen2Moe},
-                                {"Qwen3Moe", "qwen3_moe", LlamaFamily::kQwen3Moe}};
+const FamilyName kFamilies[] = {
+    {"Llama", "llama", LlamaFamily::kLlama},          {"Mistral", "mistral", LlamaFamily::kMistral},
+    {"Qwen2", "qwen2", LlamaFamily::kQwen2},          {"Qwen3", "qwen3", LlamaFamily::kQwen3},
+    {"Olmo2", "olmo2", LlamaFamily::kOlmo2},          {"Phi3", "phi3", LlamaFamily::kPhi3},
+    {"Gemma2", "gemma2", LlamaFamily::kGemma2},       {"Gemma3", "gemma3_text", LlamaFamily::kGemma3},
+    {"Mixtral", "mixtral", LlamaFamily::kMixtral},    {"Qwen2Moe", "qwen2_moe", LlamaFamily::kQwen2Moe},
+    {"Qwen3Moe", "qwen3_moe", LlamaFamily::kQwen3Moe}};
 
 }  // namespace
 
@@ -25,7 +26,8 @@ std::string number(double v) {
 }
 
 const FamilyName& family_name(LlamaFamily family) {
-  return *std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const FamilyName& f) { return f.family == family; });
+  return *std::find_if(std::begin(kFamilies), std::end(kFamilies),
+                       [&](const FamilyName& f) { return f.family == family; });
 }
 
 const FamilyName* find_family(const std::string& arch) {
@@ -123,13 +125,17 @@ LlamaFamily export_family(const ModelSpec& s) {
                              : s.fused_projections ? LlamaFamily::kPhi3
                              : qwen2             ? LlamaFamily::kQwen2
                                                  : LlamaFamily::kLlama;
-  if (s.sliding_window == 0) return family;
+  // A Llama block without biases is Mistral's too: a model read as Mistral exports as one.
+  const bool mistral_block =
+      family == LlamaFamily::kLlama && s.attention_biases() == AttentionBias::kNone && !s.mlp_biases();
+  if (s.sliding_window == 0) {
+    return mistral_block && s.hf_family == config::HfFamily::kMistral ? LlamaFamily::kMistral : family;
+  }
   // Sliding windows: Qwen's on any layers, Mistral's and Phi-3's on all, OLMo 2 and Llama none
   // (a Llama without biases is a Mistral).
   if (family == LlamaFamily::kQwen2 || family == LlamaFamily::kQwen3) return family;
-  const bool mistral = family == LlamaFamily::kLlama && s.attention_biases() == AttentionBias::kNone && !s.mlp_biases();
-  if ((mistral || family == LlamaFamily::kPhi3) && s.sliding_window_pattern == 0) {
-    return mistral ? LlamaFamily::kMistral : family;
+  if ((mistral_block || family == LlamaFamily::kPhi3) && s.sliding_window_pattern == 0) {
+    return mistral_block ? LlamaFamily::kMistral : family;
   }
   no_family(std::string("a sliding window (model.sliding_window) ") +
                 (s.sliding_window_pattern != 0 ? "on some layers only" : "") + " in " + family_name(family).name +

@@ -19,13 +19,15 @@ std::string shape_overrides(const ModelSpec& s) {
   out += std::string(" model.attention_bias=") + attention_bias_name(s.attention_biases()) +
          " model.mlp_bias=" + (s.mlp_biases() ? "true" : "false");
   if (s.explicit_head_dim > 0) out += " model.head_dim=" + std::to_string(s.explicit_head_dim);
+  if (s.hf_family == config::HfFamily::kMistral) out += " model.hf_family=mistral";
   if (s.qk_norm != config::QkNorm::kNone) out += std::string(" model.qk_norm=") + qk_norm_name(s.qk_norm);
   if (s.norm_placement != config::NormPlacement::kPre) {
     out += std::string(" model.norm_placement=") + norm_placement_name(s.norm_placement);
   }
   if (s.partial_rotary_factor != 1.0) out += " model.partial_rotary_factor=" + number(s.partial_rotary_factor);
   if (s.fused_projections) out += " model.fused_projections=true";
-  if (s.activation != config::Activation::kSilu) out += std::string(" model.activation=") + activation_name(s.activation);
+  if (s.activation != config::Activation::kSilu)
+    out += std::string(" model.activation=") + activation_name(s.activation);
   if (s.norm_unit_offset) out += " model.norm_unit_offset=true";
   if (s.scale_embeddings) out += " model.scale_embeddings=true";
   if (s.query_pre_attn_scalar > 0) out += " model.query_pre_attn_scalar=" + number(s.query_pre_attn_scalar);

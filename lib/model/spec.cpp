@@ -32,7 +32,8 @@ E named(const std::string& text, const E (&values)[N], NameOf name_of, const std
   for (E v : values) {
     if (text == name_of(v)) return v;
   }
-  throw util::CheckpointError(source + ": unknown " + field + " '" + text + "'", "the checkpoint is damaged; use another one");
+  throw util::CheckpointError(source + ": unknown " + field + " '" + text + "'",
+                              "the checkpoint is damaged; use another one");
 }
 
 // Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
@@ -76,8 +77,9 @@ void check_rope(const ModelSpec& s, Fail fail) {
   }
   if (r.type == RopeType::kLongrope) {
     const auto pairs = static_cast<size_t>(s.rotary_dim() / 2);
-    for (const auto& [key, factors] : {std::pair<const char*, const std::vector<double>*>{"model.rope_scaling.short_factor", &r.short_factor},
-                                       {"model.rope_scaling.long_factor", &r.long_factor}}) {
+    for (const auto& [key, factors] :
+         {std::pair<const char*, const std::vector<double>*>{"model.rope_scaling.short_factor", &r.short_factor},
+          {"model.rope_scaling.long_factor", &r.long_factor}}) {
       if (factors->size() != pairs) {
         fail(key, "longrope needs one factor per rotated pair of each head: " + std::to_string(pairs) + ", not " +
                       std::to_string(factors->size()));
@@ -170,7 +172,8 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   if (c.attention_bias) s.attention_bias = *c.attention_bias;
   if (c.mlp_bias) s.mlp_bias = *c.mlp_bias;
   // Kept only where it differs from d_model / n_head, so that specs of one shape compare equal.
-  if (c.head_dim && (c.d_model % c.n_head != 0 || *c.head_dim != c.d_model / c.n_head)) s.explicit_head_dim = *c.head_dim;
+  if (c.head_dim && (c.d_model % c.n_head != 0 || *c.head_dim != c.d_model / c.n_head))
+    s.explicit_head_dim = *c.head_dim;
   s.qk_norm = c.qk_norm;
   s.norm_placement = c.norm_placement;
   s.partial_rotary_factor = c.partial_rotary_factor;
@@ -182,6 +185,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
   s.attn_logit_softcapping = c.attn_logit_softcapping.value_or(0);
   s.final_logit_softcapping = c.final_logit_softcapping.value_or(0);
   s.sliding_window = c.sliding_window.value_or(0);
+  s.hf_family = c.hf_family;
   s.sliding_window_pattern = s.sliding_window > 0 ? c.sliding_window_pattern : 0;
   s.rope_local_theta = s.sliding_window > 0 ? c.rope_local_theta.value_or(0) : 0;
   if (c.n_experts > 0) {  // kept only for MoE models, so that dense specs of one shape compare equal
@@ -327,7 +331,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
           named(j.at("attention_bias").get<std::string>(), kBiases, attention_bias_name, source, "attention_bias");
       s.mlp_bias = j.at("mlp_bias").get<bool>();
       const auto& r = j.at("rope_scaling");
-      s.rope_scaling.type = named(r.at("type").get<std::string>(), kRopeTypes, rope_type_name, source, "rope_scaling type");
+      s.rope_scaling.type =
+          named(r.at("type").get<std::string>(), kRopeTypes, rope_type_name, source, "rope_scaling type");
       r.at("factor").get_to(s.rope_scaling.factor);
       r.at("original_max_seq_len").get_to(s.rope_scaling.original_max_seq_len);
       r.at("low_freq_factor").get_to(s.rope_scaling.low_freq_factor);
@@ -406,8 +411,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
                                            {"max_seq_len", s.max_seq_len, int64_t{1} << 24},
                                            {"vocab_size", s.vocab_size, int64_t{1} << 24}}) {
       if (value > limit) {
-        throw util::CheckpointError(source + ": " + key + " is " + std::to_string(value) + ", above hftrain's limit of " +
-                                        std::to_string(limit) + " (model." + key + ")",
+        throw util::CheckpointError(source + ": " + key + " is " + std::to_string(value) +
+                                        ", above hftrain's limit of " + std::to_string(limit) + " (model." + key + ")",
                                     damaged);
       }
     }

@@ -71,6 +71,9 @@ struct ModelSpec {
   int64_t sliding_window = 0;
   int64_t sliding_window_pattern = 0;
   double rope_local_theta = 0;
+  // The Hugging Face family an export names where the block fits more than one (model.hf_family;
+  // a Mistral directory read). Not part of the shape.
+  config::HfFamily hf_family = config::HfFamily::kAuto;
   // A mixture of experts in place of the MLP (Mixtral, Qwen3-MoE; llama): n_experts gated MLPs of
   // expert_d_ff, a router choosing experts_per_token of them per token, its top-k weights
   // renormalised or not; layers N, 2N, ... (moe_every) are MoE, the others dense MLPs of d_ff.

@@ -68,11 +68,13 @@ TEST_CASE("Qwen2, Mistral and Llama biases", "[model][hf]") {
 TEST_CASE("sliding windows: which layers slide, from each family's keys", "[model][hf]") {
   CHECK(read(family("MistralForCausalLM", R"(, "sliding_window": null)")).sliding_window == 0);
   // Mistral slides on every layer.
-  const auto mistral = read(family("MistralForCausalLM", R"(, "sliding_window": 4096, "max_position_embeddings": 32768)"));
+  const auto mistral =
+      read(family("MistralForCausalLM", R"(, "sliding_window": 4096, "max_position_embeddings": 32768)"));
   CHECK(mistral.sliding_window == 4096);
   CHECK(mistral.sliding_window_pattern == 0);
   CHECK((mistral.layer_slides(0) && mistral.layer_slides(1)));
-  CHECK_THAT(model::hf_config_json(mistral, {}), Contains("\"MistralForCausalLM\"") && Contains("\"sliding_window\": 4096"));
+  CHECK_THAT(model::hf_config_json(mistral, {}),
+             Contains("\"MistralForCausalLM\"") && Contains("\"sliding_window\": 4096"));
   // Llama has no sliding window: a Llama with one exports as Mistral; with biases, as nothing.
   auto biased = mistral;
   biased.attention_bias = AttentionBias::kAll;
@@ -81,12 +83,14 @@ TEST_CASE("sliding windows: which layers slide, from each family's keys", "[mode
   CHECK(read(family("Qwen2ForCausalLM", R"(, "sliding_window": 8)")).sliding_window == 0);
   CHECK(read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)"))
             .sliding_window == 0);
-  const auto all = read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 0)"));
+  const auto all =
+      read(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 0)"));
   CHECK(all.sliding_window == 8);
   CHECK(read(model::hf_config_json(all, {})).same_shape(all));
   // Layer 0 global and layer 1 sliding: no "every N-th layer global" pattern.
-  CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1)")),
-             Contains("layer 1 breaks the pattern"));
+  CHECK_THAT(
+      error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1)")),
+      Contains("layer 1 breaks the pattern"));
   CHECK_THAT(error(family("Qwen2ForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 8,
                                                  "layer_types": ["full_attention", "sliding_attention"])")),
              Contains("layer_types"));
@@ -109,13 +113,15 @@ TEST_CASE("sliding windows: which layers slide, from each family's keys", "[mode
 }
 
 TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (4.x)", "[model][hf]") {
-  const auto llama3 = read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
+  const auto llama3 =
+      read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
       "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16})"));
   CHECK(llama3.rope_theta == 500000.0);
   CHECK(llama3.rope_scaling.type == RopeType::kLlama3);
   CHECK(llama3.rope_scaling.factor == 8.0);
   CHECK(llama3.rope_scaling.original_max_seq_len == 16);
-  const auto linear = read(family("LlamaForCausalLM", R"(, "rope_theta": 5000.0, "rope_scaling": {"type": "linear", "factor": 2.0})"));
+  const auto linear =
+      read(family("LlamaForCausalLM", R"(, "rope_theta": 5000.0, "rope_scaling": {"type": "linear", "factor": 2.0})"));
   CHECK(linear.rope_theta == 5000.0);
   CHECK(linear.rope_scaling.type == RopeType::kLinear);
   CHECK(linear.rope_scaling.factor == 2.0);
@@ -153,15 +159,17 @@ TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (
   CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0],
                                                 "long_factor": [1.0, 1.0]})")),
              Contains("longrope's `short_factor` has 2 factors, but RoPE rotates 4 pairs"));
-  CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 0],
+  CHECK_THAT(
+      error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 0],
                                                 "long_factor": [1.0, 1.0, 1.0, 1.0]})")),
-             Contains("holds 0, not a positive number"));
+      Contains("holds 0, not a positive number"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "ntk-by-parts", "factor": 2.0})")),
              Contains("RoPE scaling type `ntk-by-parts`"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "linear"})")),
              Contains("`rope_scaling.factor` is missing"));
-  CHECK(read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"))
-            .rotary_dim() == 4);
+  CHECK(
+      read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"))
+          .rotary_dim() == 4);
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "partial_rotary_factor": 1.5)")), Contains("partial_rotary_factor"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_parameters": {"full_attention": {"rope_type": "default"}})")),
              Contains("per layer type"));
@@ -177,7 +185,8 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
        "model.rope_scaling.type=llama3", "model.rope_scaling.factor=8", "model.rope_scaling.original_max_seq_len=256",
        "model.rope_scaling.high_freq_factor=3.5"},
       {"model.arch=llama", "model.rope_scaling.type=yarn", "model.rope_scaling.factor=4",
-       "model.rope_scaling.beta_fast=16", "model.rope_scaling.truncate=false", "model.rope_scaling.attention_factor=1.25"},
+       "model.rope_scaling.beta_fast=16", "model.rope_scaling.truncate=false",
+       "model.rope_scaling.attention_factor=1.25"},
       {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2.5", "model.norm_eps=1e-5"},
       {"model.arch=llama", "model.rope_scaling.type=dynamic", "model.rope_scaling.factor=3"},
       {"model.arch=llama", "model.head_dim=16"},
@@ -188,17 +197,17 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
       {"model.arch=llama", "model.attention_bias=qkv", "model.sliding_window=8", "model.sliding_window_pattern=3",
        "model.n_layer=5"},
       // Gemma 2 (soft-caps, every other layer global) and Gemma 3 (q/k norms, the sliding layers' own RoPE base).
-      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
-       "model.activation=gelu_tanh", "model.query_pre_attn_scalar=24", "model.attn_logit_softcapping=50",
-       "model.final_logit_softcapping=30", "model.sliding_window=8", "model.sliding_window_pattern=2",
-       "model.head_dim=16", "model.tie_embeddings=true"},
-      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
-       "model.activation=gelu_tanh", "model.qk_norm=head", "model.sliding_window=8", "model.sliding_window_pattern=6",
-       "model.n_layer=7", "model.rope_theta=1000000", "model.rope_local_theta=10000", "model.rope_scaling.type=linear",
-       "model.rope_scaling.factor=8", "model.final_logit_softcapping=30"},
-      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true", "model.scale_embeddings=true",
-       "model.activation=gelu_tanh", "model.qk_norm=head", "model.rope_scaling.type=linear",
-       "model.rope_scaling.factor=2"},
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true",
+       "model.scale_embeddings=true", "model.activation=gelu_tanh", "model.query_pre_attn_scalar=24",
+       "model.attn_logit_softcapping=50", "model.final_logit_softcapping=30", "model.sliding_window=8",
+       "model.sliding_window_pattern=2", "model.head_dim=16", "model.tie_embeddings=true"},
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true",
+       "model.scale_embeddings=true", "model.activation=gelu_tanh", "model.qk_norm=head", "model.sliding_window=8",
+       "model.sliding_window_pattern=6", "model.n_layer=7", "model.rope_theta=1000000", "model.rope_local_theta=10000",
+       "model.rope_scaling.type=linear", "model.rope_scaling.factor=8", "model.final_logit_softcapping=30"},
+      {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true",
+       "model.scale_embeddings=true", "model.activation=gelu_tanh", "model.qk_norm=head",
+       "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"},
       // Mixtral (every layer MoE, intermediate_size is the experts') and Qwen3-MoE (dense layers between).
       {"model.arch=llama", "model.n_experts=4", "model.experts_per_token=2", "model.d_ff=64", "model.expert_d_ff=64",
        "model.sliding_window=16"},
@@ -234,7 +243,8 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
   CHECK(mixtral.attention_biases() == AttentionBias::kNone);
   CHECK(model::hf_sources(mixtral).at("layers.1.moe.experts_gate_up").names[1] ==
         "layers.1.block_sparse_moe.experts.0.w3.weight");
-  CHECK_THAT(model::hf_config_json(mixtral, {}), Contains("\"MixtralForCausalLM\"") && Contains("\"num_local_experts\": 8"));
+  CHECK_THAT(model::hf_config_json(mixtral, {}),
+             Contains("\"MixtralForCausalLM\"") && Contains("\"num_local_experts\": 8"));
   // Qwen3-MoE: 4.x's num_experts, or 5's num_local_experts; norm_topk_prob off by default.
   const auto qwen = read(family("Qwen3MoeForCausalLM", R"(, "num_experts": 16, "num_experts_per_tok": 4,
                                                         "moe_intermediate_size": 12, "decoder_sparse_step": 2)"));
@@ -255,10 +265,10 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
   CHECK_THAT(model::hf_config_json(aux, {}), Contains("\"output_router_logits\": true"));
   CHECK(read(model::hf_config_json(aux, {})).router_aux_loss_coef == 0.001);
   // What hftrain does not compute: jitter, dense layers listed, shared experts.
-  for (const auto& [extra, needle] :
-       std::vector<std::pair<std::string, std::string>>{{R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
-                                                        {R"(, "shared_expert_intermediate_size": 16)", "shared experts outside Qwen2-MoE"},
-                                                        {R"(, "num_experts": 2, "num_experts_per_tok": 4)", "num_experts_per_tok"}}) {
+  for (const auto& [extra, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"(, "mlp_only_layers": [0])", "mlp_only_layers"},
+           {R"(, "shared_expert_intermediate_size": 16)", "shared experts outside Qwen2-MoE"},
+           {R"(, "num_experts": 2, "num_experts_per_tok": 4)", "num_experts_per_tok"}}) {
     CHECK_THAT(error(family("Qwen3MoeForCausalLM", extra)), Contains(needle));
   }
   CHECK_THAT(error(family("MixtralForCausalLM", R"(, "router_jitter_noise": 0.1)")), Contains("router_jitter_noise"));
@@ -273,7 +283,7 @@ TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is r
 
 TEST_CASE("Qwen2-MoE configs: the shared expert, qkv_bias, its sliding layers, and what is refused", "[model][hf]") {
   const auto q = read(family("Qwen2MoeForCausalLM", R"(, "num_experts": 8, "num_experts_per_tok": 2,
-                                                     "moe_intermediate_size": 12, "shared_expert_intermediate_size": 20)"));
+        "moe_intermediate_size": 12, "shared_expert_intermediate_size": 20)"));
   CHECK((q.n_experts == 8 && q.experts_per_token == 2 && q.expert_d_ff == 12 && q.shared_expert_d_ff == 20));
   CHECK_FALSE(q.moe_renormalize);
   CHECK(q.attention_biases() == AttentionBias::kQkv);  // qkv_bias defaults on
@@ -281,7 +291,8 @@ TEST_CASE("Qwen2-MoE configs: the shared expert, qkv_bias, its sliding layers, a
   const auto sources = model::hf_sources(q);
   CHECK(sources.at("layers.0.moe.router").names[0] == "layers.0.mlp.gate.weight");
   CHECK(sources.at("layers.0.moe.shared.gate_up_proj.weight").names ==
-        std::vector<std::string>{"layers.0.mlp.shared_expert.gate_proj.weight", "layers.0.mlp.shared_expert.up_proj.weight"});
+        std::vector<std::string>{"layers.0.mlp.shared_expert.gate_proj.weight",
+                                 "layers.0.mlp.shared_expert.up_proj.weight"});
   CHECK(sources.at("layers.1.moe.shared_gate.weight").names[0] == "layers.1.mlp.shared_expert_gate.weight");
   // LoRA can target the shared expert's linear layers, with their own sizes.
   bool found_down = false, found_gate = false;
@@ -310,7 +321,7 @@ TEST_CASE("Qwen2-MoE configs: the shared expert, qkv_bias, its sliding layers, a
   CHECK(read(model::hf_config_json(unbiased, {})).same_shape(unbiased));
   // Sliding windows on the odd layers (from 1) below max_window_layers: every 2nd layer global.
   const auto sliding = read(family("Qwen2MoeForCausalLM", R"(, "use_sliding_window": true, "sliding_window": 5,
-                                                           "max_window_layers": 2, "num_experts": 4, "num_experts_per_tok": 2)"));
+        "max_window_layers": 2, "num_experts": 4, "num_experts_per_tok": 2)"));
   CHECK((sliding.sliding_window == 5 && sliding.sliding_window_pattern == 2));
   CHECK(read(model::hf_config_json(sliding, {})).same_shape(sliding));
   // No class holds a shared expert with q/k norms (Qwen3-MoE has none) or with all attention biases.
@@ -336,9 +347,11 @@ TEST_CASE("Gemma 2 and Gemma 3 configs: the block's options, defaults, and what 
   CHECK(g2.tie_embeddings);
   CHECK(g2.qk_norm == config::QkNorm::kNone);
   // null turns a cap off; Gemma 3's attention cap is never applied by transformers, so never read.
-  const auto uncapped = read(family("Gemma2ForCausalLM", R"(, "final_logit_softcapping": null, "attn_logit_softcapping": null)"));
+  const auto uncapped =
+      read(family("Gemma2ForCausalLM", R"(, "final_logit_softcapping": null, "attn_logit_softcapping": null)"));
   CHECK((uncapped.final_logit_softcapping == 0 && uncapped.attn_logit_softcapping == 0));
-  const auto g3 = read(family("Gemma3ForCausalLM", R"(, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0)"));
+  const auto g3 =
+      read(family("Gemma3ForCausalLM", R"(, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0)"));
   CHECK((g3.attn_logit_softcapping == 0 && g3.final_logit_softcapping == 30));
   CHECK(g3.qk_norm == config::QkNorm::kHead);
   CHECK((g3.rope_theta == 1e6 && g3.rope_local_theta == 10000));  // Gemma3TextConfig's defaults
@@ -351,11 +364,13 @@ TEST_CASE("Gemma 2 and Gemma 3 configs: the block's options, defaults, and what 
       "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
       "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0}})")),
              Contains("`rope_parameters.sliding_attention` scales RoPE"));
-  CHECK_THAT(error(family("Gemma2ForCausalLM", R"(, "hidden_activation": "gelu")")), Contains("hidden_activation is gelu"));
+  CHECK_THAT(error(family("Gemma2ForCausalLM", R"(, "hidden_activation": "gelu")")),
+             Contains("hidden_activation is gelu"));
   CHECK_THAT(error(family("Gemma2ForCausalLM", R"(, "use_bidirectional_attention": true)")),
              Contains("use_bidirectional_attention"));
   // Exported under the family's own names and config.
-  CHECK_THAT(model::hf_config_json(g2, {}), Contains("\"Gemma2ForCausalLM\"") && Contains("\"model_type\": \"gemma2\"") &&
+  CHECK_THAT(model::hf_config_json(g2, {}), Contains("\"Gemma2ForCausalLM\"") &&
+                                                Contains("\"model_type\": \"gemma2\"") &&
                                                 Contains("\"query_pre_attn_scalar\": 256") &&
                                                 Contains("\"hidden_activation\": \"gelu_pytorch_tanh\""));
   CHECK_THAT(model::hf_config_json(g3, {}), Contains("\"model_type\": \"gemma3_text\"") &&
@@ -420,7 +435,8 @@ TEST_CASE("explicit head_dim (Mistral-NeMo, Llama) and Qwen3's per-head q/k norm
   CHECK(phi.rotary_dim() == 4);
   CHECK(model::hf_sources(phi).at("layers.0.attn.qkv_proj.weight").names ==
         std::vector<std::string>{"layers.0.self_attn.qkv_proj.weight"});
-  CHECK_THAT(model::hf_config_json(phi, {}), Contains("\"Phi3ForCausalLM\"") && Contains("\"partial_rotary_factor\": 0.5"));
+  CHECK_THAT(model::hf_config_json(phi, {}),
+             Contains("\"Phi3ForCausalLM\"") && Contains("\"partial_rotary_factor\": 0.5"));
   CHECK(read(model::hf_config_json(phi, {})).same_shape(phi));
   CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "partial_rotary_factor": 0.375)")), Contains("RoPE rotates pairs"));
   // A hidden size that heads do not divide is fine with a head_dim.
@@ -445,7 +461,8 @@ TEST_CASE("shape_overrides name the biases and RoPE scaling", "[model][hf]") {
 }
 
 TEST_CASE("model.* combinations a family cannot have are refused by key", "[model][config]") {
-  CHECK_THAT(config_error({"model.arch=gpt2", "model.attention_bias=qkv"}), Contains("model.arch=gpt2 always has biases"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.attention_bias=qkv"}),
+             Contains("model.arch=gpt2 always has biases"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.mlp_bias=false"}), Contains("model.mlp_bias=false"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}),
              Contains("model.rope_scaling.type"));
@@ -459,44 +476,52 @@ TEST_CASE("model.* combinations a family cannot have are refused by key", "[mode
   CHECK(config_error({"model.arch=llama", "model.d_model=30", "model.n_head=4", "model.head_dim=8"}) == "no error");
   CHECK_THAT(config_error({"model.arch=gpt2", "model.head_dim=16"}), Contains("model.head_dim") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.qk_norm=head"}), Contains("model.qk_norm") && Contains("llama"));
-  CHECK_THAT(config_error({"model.arch=gpt2", "model.sliding_window=8"}), Contains("model.sliding_window") && Contains("llama"));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.sliding_window=8"}),
+             Contains("model.sliding_window") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.final_logit_softcapping=30"}),
              Contains("model.final_logit_softcapping") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=llama", "model.rope_local_theta=10000"}),
              Contains("`model.rope_local_theta` describes the sliding layers, but `model.sliding_window` is unset"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.sliding_window_pattern=2"}), Contains("model.sliding_window_pattern"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.sliding_window_pattern=2"}),
+             Contains("model.sliding_window_pattern"));
   CHECK_THAT(config_error({"model.arch=gpt2", "model.n_experts=4"}), Contains("model.n_experts") && Contains("llama"));
   CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=2", "model.experts_per_token=3"}),
              Contains("`model.experts_per_token` (3) exceeds `model.n_experts` (2)"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}), Contains("experts have no biases"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
-             Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.n_experts=4", "model.mlp_bias=true"}),
+             Contains("experts have no biases"));
+  CHECK_THAT(
+      config_error({"model.arch=llama", "model.router_aux_loss_coef=0.01"}),
+      Contains("`model.router_aux_loss_coef` weighs the routers' load-balancing loss, but the model has no experts"));
   CHECK_THAT(config_error({"model.arch=llama", "model.task=token_classification"}),
              Contains("`model.task` is token_classification, which an encoder (model.arch=bert) does"));
   CHECK(config_error({"model.arch=bert", "model.task=token_classification"}) == "no error");
   CHECK_THAT(config_error({"model.arch=gpt2", "model.encoder=roberta"}),
              Contains("`model.encoder` chooses a BERT-style encoder's family, but model.arch is not bert"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.shared_expert_d_ff=16"}),
-             Contains("`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
-                      "experts"));
+  CHECK_THAT(
+      config_error({"model.arch=llama", "model.shared_expert_d_ff=16"}),
+      Contains("`model.shared_expert_d_ff` sizes the shared expert of a mixture of experts, but the model has no "
+               "experts"));
   CHECK(config_error({"model.arch=llama", "model.n_experts=4", "model.shared_expert_d_ff=16"}) == "no error");
   CHECK(config_error({"model.arch=llama", "model.n_experts=4", "model.router_aux_loss_coef=0.01",
                       "model.activation_checkpointing=true"}) == "no error");
   // longrope: one factor per rotated pair (d_model 768 / 12 heads: 32 pairs).
-  CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope", "model.rope_scaling.short_factor=[1, 2]",
-                           "model.rope_scaling.original_max_seq_len=512"}),
+  CHECK_THAT(config_error({"model.arch=llama", "model.rope_scaling.type=longrope",
+                           "model.rope_scaling.short_factor=[1, 2]", "model.rope_scaling.original_max_seq_len=512"}),
              Contains("model.rope_scaling.short_factor") && Contains("32, not 2"));
-  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}), Contains("would rotate 7 dimensions of each head (head size 7,"));
+  CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=7"}),
+             Contains("would rotate 7 dimensions of each head (head size 7,"));
   CHECK(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.4"}) == "no error");
   CHECK_THAT(config_error({"model.arch=llama", "model.head_dim=10", "model.partial_rotary_factor=0.3"}),
              Contains("model.partial_rotary_factor") && Contains("would rotate 3 dimensions"));
   // Fields of other types do not make two specs differ.
-  const auto a = model::ModelSpec::from_config(
-      test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear", "model.rope_scaling.factor=2"}).values.model);
-  const auto b = model::ModelSpec::from_config(test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear",
-                                                                              "model.rope_scaling.factor=2",
-                                                                              "model.rope_scaling.beta_fast=3"})
-                                                   .values.model);
+  const auto a =
+      model::ModelSpec::from_config(test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear",
+                                                                   "model.rope_scaling.factor=2"})
+                                        .values.model);
+  const auto b = model::ModelSpec::from_config(
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.rope_scaling.type=linear",
+                                     "model.rope_scaling.factor=2", "model.rope_scaling.beta_fast=3"})
+          .values.model);
   CHECK(a.same_shape(b));
 }
 
@@ -579,4 +604,31 @@ TEST_CASE("RoPE inverse frequencies of each scaling type", "[model][rope]") {
   CHECK(both.long_cos.sizes().vec() == std::vector<int64_t>{64, 16});
   CHECK((both.cos[0][0].item<float>() == 1.25f && both.long_cos[0][0].item<float>() == 1.25f));
   CHECK_FALSE(tables.long_cos.defined());  // other types have one set
+}
+
+TEST_CASE("a Mistral directory without sliding windows exports as Mistral, not Llama", "[model][hf]") {
+  // Mistral 7B v0.2 and later: sliding_window null, the block a Llama block without biases.
+  const auto mistral = read(family("MistralForCausalLM", R"(, "sliding_window": null)"));
+  CHECK(mistral.sliding_window == 0);
+  CHECK(mistral.hf_family == config::HfFamily::kMistral);
+  CHECK_THAT(model::hf_config_json(mistral, {}), Contains("\"MistralForCausalLM\"") && Contains("\"mistral\""));
+  // Through a run's config (model.from's shape as overrides) the name survives too.
+  CHECK_THAT(model::shape_overrides(mistral), Contains("model.hf_family=mistral"));
+  const auto from_config = model::ModelSpec::from_config(
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.hf_family=mistral"}).values.model);
+  CHECK_THAT(model::hf_config_json(from_config, {}), Contains("\"MistralForCausalLM\""));
+  CHECK(from_config.same_shape(
+      model::ModelSpec::from_config(test::resolve(test::kMinimal, {"model.arch=llama"}).values.model)));
+  // A Llama stays a Llama, and a Mistral name on a block with biases is not Mistral's.
+  const auto llama = read(family("LlamaForCausalLM"));
+  CHECK(llama.hf_family == config::HfFamily::kAuto);
+  CHECK_THAT(model::hf_config_json(llama, {}), Contains("\"LlamaForCausalLM\""));
+  CHECK_THAT(
+      model::hf_config_json(
+          model::ModelSpec::from_config(
+              test::resolve(test::kMinimal, {"model.arch=llama", "model.hf_family=mistral", "model.attention_bias=all"})
+                  .values.model),
+          {}),
+      Contains("\"LlamaForCausalLM\""));
+  CHECK_THAT(config_error({"model.arch=gpt2", "model.hf_family=mistral"}), Contains("model.hf_family"));
 }
