@@ -10,50 +10,17 @@
 #include <torch/torch.h>
 
 #include "optim/state_io.h"
+#include "peft/quantize.h"
 #include "util/error.h"
 
 namespace hftrain::optim {
 
 // ---- Block-wise 8-bit quantization -------------------------------------------------------------
-// Private to this optimizer for now; lib/peft's quantization (written in parallel) may later share
-// it. Written from bitsandbytes' definitions (functional.create_dynamic_map, the quantize_blockwise
-// and dequantize_blockwise kernels) with the same fp32 arithmetic: the maps, absmax and
-// dequantized values agree with bitsandbytes' bit for bit, the codes are the exact nearest ones
+// The code maps are peft's (peft/quantize.h: bitsandbytes' create_dynamic_map). Written from
+// bitsandbytes' quantize_blockwise and dequantize_blockwise kernels with the same fp32
+// arithmetic: absmax and dequantized values agree with bitsandbytes' bit for bit, the codes are the exact nearest ones
 // (as its CUDA kernels round; its CPU build approximates, see adamw_8bit.h).
 namespace detail {
-
-torch::Tensor dynamic_map(bool is_signed) {
-  // Exponent decades 1e-6 .. 1e0; in decade i, 2^i (signed: and their negatives) or 2^(i+1)
-  // (unsigned) values: the midpoints of an fp32 linspace(0.1, 1) scaled by 10^(i-6). Plus 0 and 1.
-  // (bitsandbytes' "additional items" are none for 8 bits and 7 exponent bits.)
-  constexpr int kExponentBits = 7;
-  std::vector<double> values;
-  for (int i = 0; i < kExponentBits; ++i) {
-    const int64_t items = (int64_t{1} << (is_signed ? i : i + 1)) + 1;
-    const torch::Tensor bounds = torch::linspace(0.1, 1.0, items, torch::kFloat32);
-    const torch::Tensor means =
-        (bounds.narrow(0, 0, items - 1) + bounds.narrow(0, 1, items - 1)) / 2.0;
-    // 10^0 is the integer 1 in bitsandbytes (an exact product); the other powers are doubles.
-    const int exponent = -(kExponentBits - 1) + i;
-    const torch::Tensor scaled =
-        exponent == 0 ? means * int64_t{1} : means * std::pow(10.0, static_cast<double>(exponent));
-    const torch::Tensor negated = exponent == 0
-                                      ? means * int64_t{-1}
-                                      : means * -std::pow(10.0, static_cast<double>(exponent));
-    const auto* s = scaled.data_ptr<float>();
-    const auto* n = negated.data_ptr<float>();
-    for (int64_t k = 0; k < scaled.numel(); ++k) {
-      values.push_back(s[k]);
-      if (is_signed) values.push_back(n[k]);
-    }
-  }
-  values.push_back(0.0);
-  values.push_back(1.0);
-  values.resize(256, 0.0);  // (already 256 for 8 bits)
-  std::sort(values.begin(), values.end());
-  std::vector<float> out(values.begin(), values.end());
-  return torch::tensor(out, torch::kFloat32);
-}
 
 namespace {
 
@@ -210,8 +177,8 @@ class AdamW8bit : public Optimizer {
   AdamW8bit(std::vector<ParamGroup> groups, const AdamW8bitSettings& settings)
       : Optimizer(std::move(groups)),
         settings_(settings),
-        signed_map_(detail::dynamic_map(true)),
-        unsigned_map_(detail::dynamic_map(false)) {
+        signed_map_(peft::dynamic_map(true)),
+        unsigned_map_(peft::dynamic_map(false)) {
     // Whether each parameter keeps 8-bit moments: by the whole parameter's size, also where the
     // optimizer holds a piece of it (ZeRO), so that every rank decides as one process would.
     for (const auto& g : groups_) {
@@ -264,8 +231,9 @@ class AdamW8bit : public Optimizer {
   }
 
   void load_state(const OptimizerState& state) override {
-    detail::StateLayout layout{kName, /*counts_steps=*/true,
-                               [&](size_t, size_t index, const torch::Tensor& p) { return specs(p, eight_bit_[index]); }};
+    detail::StateLayout layout{kName, /*counts_steps=*/true, [&](size_t, size_t index, const torch::Tensor& p) {
+                                 return specs(p, eight_bit_[index]);
+                               }};
     std::vector<detail::LoadedParam> loaded = detail::check_and_copy(state, groups_, layout);
 
     std::vector<ParamState> fresh(loaded.size());

@@ -66,12 +66,8 @@ std::unique_ptr<Optimizer> make_adamw_8bit(std::vector<ParamGroup> groups,
 
 namespace detail {
 
-// The block-wise 8-bit quantization behind make_adamw_8bit, exposed for its tests. lib/peft's
-// quantization (written separately) may later share these; until then they belong to this file.
-
-// bitsandbytes' create_dynamic_map(signed, max_exponent_bits=7, total_bits=8): 256 sorted fp32
-// values in [-1, 1] (signed) or [0, 1], on the CPU, equal bit for bit to bitsandbytes'.
-torch::Tensor dynamic_map(bool is_signed);
+// The block-wise 8-bit quantization behind make_adamw_8bit, exposed for its tests. Its code maps
+// are peft::dynamic_map (peft/quantize.h), the one copy of bitsandbytes' create_dynamic_map.
 
 // Quantizes the fp32 tensor `x` in blocks of `block_size` consecutive elements (row-major): codes
 // (uint8, x's shape) index `map`'s nearest value to x / absmax, absmax (fp32, ceil(numel /

@@ -12,6 +12,7 @@
 
 #include "model/safetensors.h"
 #include "optim/adamw_8bit.h"
+#include "peft/quantize.h"
 #include "helpers.h"
 #include "optim/fused_adamw.h"
 #include "util/error.h"
@@ -116,7 +117,7 @@ TEST_CASE("8-bit AdamW dynamic maps equal bitsandbytes create_dynamic_map", "[op
   auto maps = fixture("maps.safetensors");
   for (const bool is_signed : {true, false}) {
     INFO((is_signed ? "signed" : "unsigned"));
-    const auto mine = optim::detail::dynamic_map(is_signed);
+    const auto mine = peft::dynamic_map(is_signed);
     const auto& theirs = maps.at(is_signed ? "signed" : "unsigned");
     REQUIRE(mine.sizes() == theirs.sizes());
     CHECK(mine.scalar_type() == torch::kFloat32);
@@ -129,7 +130,7 @@ TEST_CASE("8-bit AdamW block-wise quantization round trips equal bitsandbytes",
           "[optim][adamw_8bit]") {
   auto q = fixture("quantize.safetensors");
   for (const std::string kind : {"signed", "unsigned"}) {
-    const auto map = optim::detail::dynamic_map(kind == "signed");
+    const auto map = peft::dynamic_map(kind == "signed");
     const auto& x = q.at("x_" + kind);
     for (const int64_t block : {256, 2048}) {
       INFO(kind << " map, blocks of " << block);
@@ -183,7 +184,7 @@ TEST_CASE("8-bit AdamW rounds every fp32 value to its nearest code", "[optim][ad
   // midpoints (ties to the lower code), whatever shortcut the quantizer takes.
   for (const bool is_signed : {true, false}) {
     INFO((is_signed ? "signed" : "unsigned"));
-    const auto map = optim::detail::dynamic_map(is_signed);
+    const auto map = peft::dynamic_map(is_signed);
     const auto mid = (map.narrow(0, 0, 255) + map.narrow(0, 1, 255)) * 0.5;
     const auto mid_bits = mid.abs().view(torch::kInt32).to(torch::kInt64);
     const auto around =
