@@ -4,7 +4,7 @@ plain PyTorch loop (bench/peer_eager.py's model, bf16 autocast on the CPU), from
 with input shapes and dtypes. Time on the CPU says little about a GPU, but these passes are memory
 traffic on any device: a change that adds some shows here before a GPU window sees it (issue 38).
 
-hftrain runs under HFTRAIN_PROFILE (train/profiler_callback.h) for steps 3-4; the peer under
+hftrain runs under HFTRAIN_PROFILE (train/report/profiler_callback.h) for steps 3-4; the peer under
 torch.profiler for two steps after two untimed ones. Counted per step, at the leaves (aten::copy_,
 not the aten::to / _to_copy that wrap it):
   casts       copy_ between two dtypes (autocast's weight and activation casts, .float() of logits)

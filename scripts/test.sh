@@ -5,6 +5,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 
+# The column limit first: seconds, before a build of half an hour (scripts/check-columns.py).
+python3 "$root/scripts/check-columns.py" --root "$root"
 "$root/scripts/setup.sh" --no-build --test-tools
 # Python test oracles (transformers, tokenizers, tensorboard, ...) live in the project's .venv.
 if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi

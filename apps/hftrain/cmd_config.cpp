@@ -10,7 +10,7 @@
 #include "config/overrides.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 #include "util/error.h"
 
 namespace hftrain::app {

@@ -14,7 +14,7 @@
 #include "config/units.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
-#include "train/adapter_model.h"
+#include "train/task/adapter_model.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -45,7 +45,8 @@ int64_t shard_bytes(const ExportArgs& a, const fs::path& model_dir) {
   if (!a.shard_size.empty()) {
     const auto parsed = config::parse_size(a.shard_size);
     if (const auto* why = std::get_if<std::string>(&parsed)) {
-      throw util::UsageError("--shard-size " + a.shard_size + ": " + *why, "give a size such as 2GB, 500MiB or 1000000");
+      throw util::UsageError("--shard-size " + a.shard_size + ": " + *why,
+                             "give a size such as 2GB, 500MiB or 1000000");
     }
     const int64_t bytes = std::get<int64_t>(parsed);
     if (bytes < 1) throw util::UsageError("--shard-size must be at least 1 byte", "give a size such as 2GB");
@@ -72,13 +73,15 @@ int export_model(const ExportArgs& a) {
   std::error_code ec;
   if (fs::exists(out, ec) && !a.force) {
     if (!fs::is_directory(out, ec) || !fs::is_empty(out, ec)) {
-      throw util::UsageError(out.string() + " already exists", "choose another --hf folder, or add --force to replace it");
+      throw util::UsageError(out.string() + " already exists",
+                             "choose another --hf folder, or add --force to replace it");
     }
   }
   const std::optional<fs::path> adapter = adapter_dir_of(a.path);
   if (adapter && !a.merge) {
-    throw util::UsageError(adapter->string() + " holds LoRA adapters in peft's format (peft.PeftModel loads them as they are)",
-                           "add --merge to write the base model with the adapters merged into its weights");
+    throw util::UsageError(
+        adapter->string() + " holds LoRA adapters in peft's format (peft.PeftModel loads them as they are)",
+        "add --merge to write the base model with the adapters merged into its weights");
   }
   if (!adapter && a.merge) {
     throw util::UsageError("--merge: " + a.path + " holds no LoRA adapter (adapter_config.json)",
@@ -91,7 +94,8 @@ int export_model(const ExportArgs& a) {
               << "\"))\n";
     return util::kExitOk;
   }
-  const model::LoadedModel loaded = adapter ? train::load_adapter_model(*adapter, /*merge=*/true) : model::load_model_dir(a.path);
+  const model::LoadedModel loaded =
+      adapter ? train::load_adapter_model(*adapter, /*merge=*/true) : model::load_model_dir(a.path);
   model::export_hf(loaded, out, shard_bytes(a, loaded.dir));
   std::cout << "exported " << loaded.dir.string() << " to " << out.string()
             << " (load it with transformers: AutoModelForCausalLM.from_pretrained(\"" << out.string() << "\"))\n";
@@ -102,15 +106,19 @@ int export_model(const ExportArgs& a) {
 
 void add_export_command(CLI::App& app, Runner& runner) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* sub = app.add_subcommand("export", "Write a model directory in the Hugging Face layout (from_pretrained loads it)");
-  sub->add_option("path", a->path, "A model directory: a run's final/, a checkpoint-N/, or a run directory")->required();
-  sub->add_option("--hf", a->hf_dir, "The folder to write (config.json, model.safetensors, tokenizer files)")->required();
+  CLI::App* sub =
+      app.add_subcommand("export", "Write a model directory in the Hugging Face layout (from_pretrained loads it)");
+  sub->add_option("path", a->path, "A model directory: a run's final/, a checkpoint-N/, or a run directory")
+      ->required();
+  sub->add_option("--hf", a->hf_dir, "The folder to write (config.json, model.safetensors, tokenizer files)")
+      ->required();
   sub->add_option("--shard-size", a->shard_size,
                   "Split the weights into safetensors shards of at most this size (e.g. 2GB) with an index; "
                   "default: the run's checkpoint.shard_size");
   sub->add_flag("--force", a->force, "Replace the folder if it exists");
-  sub->add_flag("--merge", a->merge,
-                "For a LoRA run (peft.method=lora): merge the adapters into the base model's weights and write that model");
+  sub->add_flag(
+      "--merge", a->merge,
+      "For a LoRA run (peft.method=lora): merge the adapters into the base model's weights and write that model");
   sub->callback([a, &runner] { runner = [a] { return export_model(*a); }; });
 }
 

@@ -18,7 +18,7 @@
 
 #include "commands.h"
 #include "data/source.h"
-#include "train/adapter_model.h"
+#include "train/task/adapter_model.h"
 #include "model/sampling.h"
 #include "model/saved_model.h"
 #include "tokenizer/chat_template.h"

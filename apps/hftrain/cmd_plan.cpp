@@ -1,8 +1,8 @@
 // `hftrain plan RECIPE [overrides] --nproc N [--memory 80GB]`: what each rank would hold under every
 // sharding strategy (parameters, gradients, optimizer state by the ZeRO formulas, and the buffers),
 // at the recipe's tensor and pipeline parallelism, without training; with --memory, every layout
-// (tensor parallelism x pipeline parallelism x strategy) that fits a device. The parameter count comes from the model's shape
-// (nothing is allocated).
+// (tensor parallelism x pipeline parallelism x strategy) that fits a device. The parameter count comes from the model's
+// shape (nothing is allocated).
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -24,10 +24,10 @@
 #include "model/spec.h"
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
-#include "train/model_from.h"
-#include "train/pipeline_setup.h"
-#include "train/tp_setup.h"
-#include "train/wiring.h"
+#include "train/build/model_from.h"
+#include "train/build/pipeline_setup.h"
+#include "train/build/tp_setup.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -216,12 +216,13 @@ int run_plan(const PlanArgs& a) {
   }
   const int dp = a.nproc / (tp * pp);
   std::cout << "ranks: " << a.nproc
-            << (tp > 1 || pp > 1 ? std::string(" = ") + (tp > 1 ? "tensor parallel " + std::to_string(tp) + " x " : "") +
-                                       (pp > 1 ? "pipeline parallel " + std::to_string(pp) + " x " : "") +
-                                       "data parallel N = " + std::to_string(dp)
-                                 : "; N = " + std::to_string(a.nproc))
-            << "; optimizer state K = "
-            << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer) << " bytes per parameter; buckets of "
+            << (tp > 1 || pp > 1
+                    ? std::string(" = ") + (tp > 1 ? "tensor parallel " + std::to_string(tp) + " x " : "") +
+                          (pp > 1 ? "pipeline parallel " + std::to_string(pp) + " x " : "") +
+                          "data parallel N = " + std::to_string(dp)
+                    : "; N = " + std::to_string(a.nproc))
+            << "; optimizer state K = " << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer)
+            << " bytes per parameter; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << (bf16_params ? "bytes per rank, bf16 weights and gradients with fp32 master weights "
                               "(trainer.param_dtype=bf16: 2 + 2 + 4 + K bytes a parameter; runs under ddp; "
@@ -234,7 +235,8 @@ int run_plan(const PlanArgs& a) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
       // ShardingStrategy::create refuses the strategies that cut parameters for these.
-      std::cout << "(optimizer.name's state is neither element-wise nor block-wise: it runs under ddp and zero1, the zero1 row "
+      std::cout << "(optimizer.name's state is neither element-wise nor block-wise: it runs under ddp and zero1, the "
+                   "zero1 row "
                    "partitioned by whole parameters; the other rows do not apply)\n";
       break;
     default: break;

@@ -14,8 +14,8 @@
 #include "config/recipe.h"
 #include "config/resolve.h"
 #include "data/dataset.h"
-#include "train/model_from.h"
-#include "train/wiring.h"
+#include "train/build/model_from.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 

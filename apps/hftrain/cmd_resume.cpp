@@ -54,7 +54,8 @@ int resume(const ResumeArgs& a, const std::vector<std::string>& command_line) {
   job.force = a.force;
   job.resume_notes = plan_resume(located, job.resolved, a.force);
   job.resume_from = located.dir;
-  if (should_supervise(a.launch)) return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
+  if (should_supervise(a.launch))
+    return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
   if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }
@@ -65,7 +66,8 @@ void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::st
   auto a = std::make_shared<ResumeArgs>();
   CLI::App* sub = app.add_subcommand("resume", "Continue training from a checkpoint or a run directory");
   sub->add_option("path", a->path, "A checkpoint (runs/NAME/checkpoint-N) or a run directory (runs/NAME)")->required();
-  sub->add_option("overrides", a->overrides, "Overrides: a.b=VALUE, ~a.b, +a.b=VALUE (checked against the resume policy)");
+  sub->add_option("overrides", a->overrides,
+                  "Overrides: a.b=VALUE, ~a.b, +a.b=VALUE (checked against the resume policy)");
   sub->add_flag("--force", a->force, "Accept changes that alter the data order (data, batch size, seed)");
   add_launch_options(sub, a->launch);
   sub->callback([a, &runner, command_line] { runner = [a, command_line] { return resume(*a, command_line); }; });

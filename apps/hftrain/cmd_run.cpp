@@ -17,7 +17,7 @@
 #include "launcher.h"
 #include "supervisor.h"
 #include "train_job.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -77,7 +77,8 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
   } else if (resume) {
     job.resume_notes.push_back("--resume: no checkpoint in " + run_dir.string() + " yet; starting from step 0");
   }
-  if (should_supervise(a.launch)) return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
+  if (should_supervise(a.launch))
+    return supervise(a.launch, command_line, run_dir, stop_exit_codes(job.resolved.values));
   if (should_launch(a.launch)) return launch_workers(a.launch, command_line);
   return run_train_job(job);
 }
@@ -87,7 +88,8 @@ int run(const RunArgs& a, const std::vector<std::string>& command_line) {
 void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Train: resolve a recipe plus overrides and run it");
-  sub->add_option("args", a->args, "RECIPE (a file or a shipped recipe name), then overrides: a.b=VALUE, ~a.b, +a.b=VALUE");
+  sub->add_option("args", a->args,
+                  "RECIPE (a file or a shipped recipe name), then overrides: a.b=VALUE, ~a.b, +a.b=VALUE");
   sub->add_flag("--resume", a->resume, "If the run directory has checkpoints, continue from the newest that verifies");
   sub->add_flag("--overwrite", a->overwrite, "If the run directory has checkpoints, delete them and start over");
   sub->add_flag("--force", a->force, "With --resume: accept config changes that alter the data order");

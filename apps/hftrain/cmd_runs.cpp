@@ -18,7 +18,7 @@
 #include "config/schema.h"
 #include "metrics/format.h"
 #include "run_table.h"
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -48,7 +48,8 @@ int list_runs(const RunsArgs& a) {
   const fs::path root(a.dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    throw util::UsageError("`" + a.dir + "` is not a folder", "hftrain runs runs/   (the folder that holds run directories)");
+    throw util::UsageError("`" + a.dir + "` is not a folder",
+                           "hftrain runs runs/   (the folder that holds run directories)");
   }
   const auto dirs = train::find_runs(root);
   if (a.json) {
@@ -105,7 +106,8 @@ fs::path config_of(const std::string& arg) {
   const fs::path p = fs::path(arg) / "config.yaml";
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) {
-    throw util::UsageError("`" + arg + "` holds no config.yaml", "name a run directory (runs/NAME) or a checkpoint of one");
+    throw util::UsageError("`" + arg + "` holds no config.yaml",
+                           "name a run directory (runs/NAME) or a checkpoint of one");
   }
   return p;
 }
@@ -149,11 +151,13 @@ int diff_runs(const RunsArgs& a) {
 
 void add_runs_command(CLI::App& app, Runner& runner) {
   auto a = std::make_shared<RunsArgs>();
-  CLI::App* sub = app.add_subcommand("runs", "A table of the runs below a folder; `runs diff A B` compares two configs");
+  CLI::App* sub =
+      app.add_subcommand("runs", "A table of the runs below a folder; `runs diff A B` compares two configs");
   sub->add_option("dir", a->dir, "The folder holding run directories (default: runs)");
   sub->add_flag("--json", a->json, "One JSON object per run instead of the table");
   sub->add_flag("--no-verify", a->no_verify, "Show the newest checkpoint without reading its checksums");
-  CLI::App* diff = sub->add_subcommand("diff", "The config keys whose values differ between two runs, with their origins");
+  CLI::App* diff =
+      sub->add_subcommand("diff", "The config keys whose values differ between two runs, with their origins");
   diff->add_option("a", a->a, "A run directory or checkpoint")->required();
   diff->add_option("b", a->b, "Another one")->required();
   sub->callback([a, sub, diff, &runner] {

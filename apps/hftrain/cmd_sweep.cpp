@@ -35,7 +35,7 @@
 #include "recipe_options.h"
 #include "run_table.h"
 #include "sweep_table.h"
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -110,7 +110,8 @@ pid_t start_point(const std::vector<std::string>& argv, const fs::path& log,
   for (auto& a : copy) args.push_back(a.data());
   args.push_back(nullptr);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw util::IoError("cannot write " + log.string(), "check the sweep folder's permissions and free space");
+  if (fd < 0)
+    throw util::IoError("cannot write " + log.string(), "check the sweep folder's permissions and free space");
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -165,7 +166,8 @@ int run_sweep(const Sweep& s, const std::vector<bool>& resume_point) {
   const size_t total = s.points.size();
   size_t next = 0, running = 0, done = 0;
   for (const auto& st : states) done += st.status == "finished";
-  if (done > 0) util::log::info("sweep: " + std::to_string(done) + " of " + std::to_string(total) + " points already finished");
+  if (done > 0)
+    util::log::info("sweep: " + std::to_string(done) + " of " + std::to_string(total) + " points already finished");
   int forwarded = 0;
   auto restore_handlers = [&] {
     sigaction(SIGINT, &old_int, nullptr);
@@ -179,7 +181,8 @@ int run_sweep(const Sweep& s, const std::vector<bool>& resume_point) {
         for (auto& st : states) {
           if (st.status == "running") kill(-st.pid, signals >= 2 ? SIGKILL : SIGINT);
         }
-        if (forwarded == 0) util::log::warn("sweep: stopping; the running points save a checkpoint (Ctrl-C again kills them)");
+        if (forwarded == 0)
+          util::log::warn("sweep: stopping; the running points save a checkpoint (Ctrl-C again kills them)");
         forwarded = signals;
       }
       while (forwarded == 0 && running < static_cast<size_t>(parallel) && next < total) {
@@ -197,7 +200,8 @@ int run_sweep(const Sweep& s, const std::vector<bool>& resume_point) {
         states[i].started = now_seconds();
         ++running;
         util::log::info("sweep: [" + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + p.name + " started" +
-                        (resume_point[i] ? " (--resume)" : "") + "; its output: " + (s.dir / "logs" / (p.name + ".log")).string());
+                        (resume_point[i] ? " (--resume)" : "") +
+                        "; its output: " + (s.dir / "logs" / (p.name + ".log")).string());
         write_table(s, states);
       }
       if (running == 0) break;
@@ -211,16 +215,18 @@ int run_sweep(const Sweep& s, const std::vector<bool>& resume_point) {
         st.ended = now_seconds();
         st.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         // A point stopped by the signal saves a checkpoint and exits 128 + the signal (or is killed).
-        const bool stopped = forwarded > 0 && (st.exit_code == 128 + SIGINT || st.exit_code == 128 + SIGKILL || st.exit_code == 128 + SIGTERM);
+        const bool stopped = forwarded > 0 && (st.exit_code == 128 + SIGINT || st.exit_code == 128 + SIGKILL ||
+                                               st.exit_code == 128 + SIGTERM);
         st.status = st.exit_code == 0 ? "finished" : stopped ? "interrupted" : "failed";
         if (st.status == "failed") st.cause = last_error(s.dir / "logs" / (s.points[i].name + ".log"));
         if (st.status == "failed" && st.cause.empty()) st.cause = "exit " + std::to_string(st.exit_code);
         const auto rows = write_table(s, states);
         const json& r = rows[i];
-        util::log::info("sweep: [" + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + s.points[i].name + " " +
-                        st.status + " (exit " + std::to_string(st.exit_code) + ") after " + duration_text(st.ended - st.started) +
-                        (r["best_eval_loss"].is_number() ? "; best eval loss " + number_or_dash(r["best_eval_loss"]) : "") +
-                        (st.cause.empty() ? "" : "; " + st.cause));
+        util::log::info(
+            "sweep: [" + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + s.points[i].name + " " +
+            st.status + " (exit " + std::to_string(st.exit_code) + ") after " + duration_text(st.ended - st.started) +
+            (r["best_eval_loss"].is_number() ? "; best eval loss " + number_or_dash(r["best_eval_loss"]) : "") +
+            (st.cause.empty() ? "" : "; " + st.cause));
       }
     }
   } catch (...) {
@@ -261,7 +267,8 @@ int sweep(const SweepArgs& a) {
     if (a.parallel_given) s.parallel = a.parallel;
     return run_sweep(s, std::vector<bool>(s.points.size(), true));
   }
-  const config::ResolveOptions base = recipe_options(a.args, "sweep", "hftrain sweep quickstart optimizer.lr=1e-4,3e-4 run.seed=1,2");
+  const config::ResolveOptions base =
+      recipe_options(a.args, "sweep", "hftrain sweep quickstart optimizer.lr=1e-4,3e-4 run.seed=1,2");
   const launch::SweepSpec spec = launch::parse_sweep(base.overrides, a.trials, a.seed);
   // The overrides every point shares must resolve: a mistake there would fail every point.
   config::ResolveOptions shared = base;
@@ -276,11 +283,14 @@ int sweep(const SweepArgs& a) {
   s.dir = fs::path(resolved.values.run.output_dir) / ("sweep-" + (a.name.empty() ? sweep_id() : a.name));
   std::error_code ec;
   if (fs::exists(s.dir, ec)) {
-    throw util::UsageError("the sweep folder " + s.dir.string() + " already exists",
-                           "continue it with `hftrain sweep --resume " + s.dir.string() + "`, or choose another --name");
+    throw util::UsageError(
+        "the sweep folder " + s.dir.string() + " already exists",
+        "continue it with `hftrain sweep --resume " + s.dir.string() + "`, or choose another --name");
   }
   fs::create_directories(s.dir, ec);
-  if (ec) throw util::IoError("cannot create " + s.dir.string() + ": " + ec.message(), "check the permissions of run.output_dir");
+  if (ec)
+    throw util::IoError("cannot create " + s.dir.string() + ": " + ec.message(),
+                        "check the permissions of run.output_dir");
   save_sweep(s);
   util::log::info("sweep: " + std::to_string(s.points.size()) + " points in " + s.dir.string() + ", " +
                   std::to_string(a.parallel) + " at a time");
@@ -291,7 +301,8 @@ int sweep(const SweepArgs& a) {
 
 void add_sweep_command(CLI::App& app, Runner& runner) {
   auto a = std::make_shared<SweepArgs>();
-  CLI::App* sub = app.add_subcommand("sweep", "Run a recipe over a grid or a random search of overrides, one run per point");
+  CLI::App* sub =
+      app.add_subcommand("sweep", "Run a recipe over a grid or a random search of overrides, one run per point");
   sub->add_option("args", a->args,
                   "RECIPE, then overrides; key=a,b,c sweeps the values, key=uniform(lo,hi) | loguniform(lo,hi) | "
                   "randint(lo,hi) draws them (with --trials)");

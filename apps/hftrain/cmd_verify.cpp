@@ -1,7 +1,7 @@
 // `hftrain verify PATH`: checks a checkpoint (or every checkpoint of a run directory) against its
 // manifest: every file present with its size and checksum, every tensor's name, dtype and shape;
 // then, when those hold, every field of the trainer's state files as a resume reads them (steps,
-// cursor, counters, scaler, generator states: train/checkpoint_state.h). Exit 0 when all verify,
+// cursor, counters, scaler, generator states: train/state/checkpoint_state.h). Exit 0 when all verify,
 // 2 otherwise.
 #include <filesystem>
 #include <iostream>
@@ -12,7 +12,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/verify.h"
 #include "commands.h"
-#include "train/checkpoint_state.h"
+#include "train/state/checkpoint_state.h"
 #include "util/error.h"
 
 namespace hftrain::app {
@@ -35,7 +35,8 @@ bool report(const fs::path& dir) {
     std::cout << dir.string() << ": OK (step " << r.manifest->step << ", " << r.manifest->files.size() << " files, "
               << bytes << " bytes)\n";
   } else {
-    std::cout << dir.string() << ": " << r.problems.size() << (r.problems.size() == 1 ? " problem" : " problems") << "\n";
+    std::cout << dir.string() << ": " << r.problems.size() << (r.problems.size() == 1 ? " problem" : " problems")
+              << "\n";
     for (const auto& p : r.problems) std::cout << "  - " << p << "\n";
   }
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
@@ -47,14 +48,16 @@ int verify(const VerifyArgs& a) {
   if (!path.has_filename() && path.has_parent_path()) path = path.parent_path();
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    throw util::UsageError(a.path + " is not a directory", "name a checkpoint (runs/NAME/checkpoint-N) or a run directory");
+    throw util::UsageError(a.path + " is not a directory",
+                           "name a checkpoint (runs/NAME/checkpoint-N) or a run directory");
   }
   if (fs::exists(path / ckpt::kManifestFile, ec) || ckpt::parse_checkpoint_step(path.filename().string())) {
     return report(path) ? util::kExitOk : util::kExitBadInput;
   }
   const auto entries = ckpt::list_checkpoints(path);
   if (entries.empty()) {
-    throw util::UsageError(path.string() + " holds no checkpoint-N directories", "name a checkpoint or a run directory");
+    throw util::UsageError(path.string() + " holds no checkpoint-N directories",
+                           "name a checkpoint or a run directory");
   }
   size_t bad = 0;
   for (const auto& e : entries) bad += report(e.dir) ? 0 : 1;
@@ -69,7 +72,8 @@ int verify(const VerifyArgs& a) {
 
 void add_verify_command(CLI::App& app, Runner& runner) {
   auto a = std::make_shared<VerifyArgs>();
-  CLI::App* sub = app.add_subcommand("verify", "Check checkpoints against their manifests (files, sizes, checksums, tensors)");
+  CLI::App* sub =
+      app.add_subcommand("verify", "Check checkpoints against their manifests (files, sizes, checksums, tensors)");
   sub->add_option("path", a->path, "A checkpoint or a run directory (then every checkpoint in it)")->required();
   sub->callback([a, &runner] { runner = [a] { return verify(*a); }; });
 }

@@ -23,8 +23,11 @@ void add_launch_options(CLI::App* sub, LaunchArgs& a) {
   sub->add_option("--nnodes", a.nnodes, "Number of nodes (run the same command on each, with its --node-rank)")
       ->check(CLI::Range(1, 100000))
       ->group("Launcher");
-  sub->add_option("--node-rank", a.node_rank, "This node's index, 0 .. nnodes-1")->check(CLI::NonNegativeNumber)->group("Launcher");
-  sub->add_option("--master-addr", a.master_addr, "Address of node 0, where the rendezvous store listens")->group("Launcher");
+  sub->add_option("--node-rank", a.node_rank, "This node's index, 0 .. nnodes-1")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Launcher");
+  sub->add_option("--master-addr", a.master_addr, "Address of node 0, where the rendezvous store listens")
+      ->group("Launcher");
   sub->add_option("--master-port", a.master_port, "Port of the rendezvous store (default: a free port on one node)")
       ->check(CLI::Range(0, 65535))
       ->group("Launcher");
@@ -33,7 +36,8 @@ void add_launch_options(CLI::App* sub, LaunchArgs& a) {
                   "fails for a reason that may pass (not bad input, not divergence)")
       ->check(CLI::Range(0, 1000))
       ->group("Restarts");
-  sub->add_option("--restart-backoff", a.restart_backoff, "Seconds before the first restart, doubled for each next (at most 120)")
+  sub->add_option("--restart-backoff", a.restart_backoff,
+                  "Seconds before the first restart, doubled for each next (at most 120)")
       ->check(CLI::Range(0.0, 3600.0))
       ->group("Restarts");
   sub->add_option("--launch-with", a.launch_with,
@@ -60,8 +64,9 @@ int launch_workers(const LaunchArgs& a, const std::vector<std::string>& command_
 launch::SpawnResult start_workers(const LaunchArgs& a, const std::vector<std::string>& command_line,
                                   const std::vector<std::pair<std::string, std::string>>& env_add) {
   if (a.node_rank >= a.nnodes) {
-    throw util::UsageError("--node-rank " + std::to_string(a.node_rank) + " is not below --nnodes " + std::to_string(a.nnodes),
-                           "number the nodes 0 .. nnodes-1");
+    throw util::UsageError(
+        "--node-rank " + std::to_string(a.node_rank) + " is not below --nnodes " + std::to_string(a.nnodes),
+        "number the nodes 0 .. nnodes-1");
   }
   if (a.nnodes > 1 && (a.master_addr.empty() || a.master_port == 0)) {
     throw util::UsageError("--nnodes " + std::to_string(a.nnodes) + " needs --master-addr and --master-port",

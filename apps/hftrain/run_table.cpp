@@ -52,7 +52,8 @@ nlohmann::json summary_json(const train::RunSummary& s, const std::filesystem::p
           {"final_eval_loss", opt(s.final_eval_loss)},
           {"last_loss", opt(s.last_loss)},
           {"tokens_per_s", opt(s.tokens_per_s)},
-          {"newest_checkpoint", s.newest_checkpoint ? nlohmann::json(s.newest_checkpoint->string()) : nlohmann::json(nullptr)},
+          {"newest_checkpoint",
+           s.newest_checkpoint ? nlohmann::json(s.newest_checkpoint->string()) : nlohmann::json(nullptr)},
           {"started_at", opt(s.started_at)},
           {"duration_s", opt(s.duration_s)}};
 }

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 
 namespace hftrain::app {
 

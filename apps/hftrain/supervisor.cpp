@@ -64,7 +64,8 @@ std::vector<std::string> launcher_words(const std::string& command) {
   for (const std::string& w : util::split(command, ' ')) {
     if (!util::trim(w).empty()) words.push_back(util::trim(w));
   }
-  if (words.empty()) throw util::UsageError("--launch-with is empty", "--launch-with \"mpirun -np 8\" or --launch-with srun");
+  if (words.empty())
+    throw util::UsageError("--launch-with is empty", "--launch-with \"mpirun -np 8\" or --launch-with srun");
   return words;
 }
 
@@ -111,10 +112,11 @@ bool should_supervise(const LaunchArgs& a) {
   if (a.max_restarts == 0 && a.launch_with.empty()) return false;
   const launch::LaunchEnv env = launch::detect_launch_env(util::Environment::process());
   if (env.distributed()) {
-    throw util::UsageError(std::string("--max-restarts and --launch-with supervise a whole job, but this process is rank ") +
-                               std::to_string(env.rank) + " of a job " + launch::launcher_name(env.launcher) + " started",
-                           "run the supervisor outside the job step: hftrain run RECIPE --max-restarts 3 --launch-with \"" +
-                               std::string(env.launcher == launch::Launcher::kSlurm ? "srun" : "mpirun -np N") + "\"");
+    throw util::UsageError(
+        std::string("--max-restarts and --launch-with supervise a whole job, but this process is rank ") +
+            std::to_string(env.rank) + " of a job " + launch::launcher_name(env.launcher) + " started",
+        "run the supervisor outside the job step: hftrain run RECIPE --max-restarts 3 --launch-with \"" +
+            std::string(env.launcher == launch::Launcher::kSlurm ? "srun" : "mpirun -np N") + "\"");
   }
   if (!a.launch_with.empty() && a.nproc_per_node > 0) {
     throw util::UsageError("--launch-with and --nproc-per-node both start the workers", "use one of them");
@@ -139,8 +141,8 @@ int supervise(const LaunchArgs& a, const std::vector<std::string>& command_line,
   launch::RestartOptions policy;
   policy.max_restarts = a.max_restarts;
   policy.backoff_seconds = a.restart_backoff;
-  util::log::info("supervisor: up to " + std::to_string(a.max_restarts) + " restart" + (a.max_restarts == 1 ? "" : "s") +
-                  " from the newest checkpoint that verifies" +
+  util::log::info("supervisor: up to " + std::to_string(a.max_restarts) + " restart" +
+                  (a.max_restarts == 1 ? "" : "s") + " from the newest checkpoint that verifies" +
                   (a.launch_with.empty() ? std::string() : ", the job started with `" + a.launch_with + "`"));
   std::optional<fs::path> from;  // where the next attempt resumes (the first: as its flags say)
   for (int attempt = 0;; ++attempt) {
@@ -178,9 +180,10 @@ int supervise(const LaunchArgs& a, const std::vector<std::string>& command_line,
     }
     from = choice ? std::optional<fs::path>(choice->chosen.dir) : std::nullopt;
     const double delay = launch::restart_delay(policy, restart);
-    util::log::warn("supervisor: restart " + std::to_string(restart) + " of " + std::to_string(a.max_restarts) + " in " +
-                    seconds_text(delay) + " from " +
-                    (from ? from->filename().string() : std::string("step 0 (no checkpoint yet)")) + "; cause: " + v.cause);
+    util::log::warn("supervisor: restart " + std::to_string(restart) + " of " + std::to_string(a.max_restarts) +
+                    " in " + seconds_text(delay) + " from " +
+                    (from ? from->filename().string() : std::string("step 0 (no checkpoint yet)")) +
+                    "; cause: " + v.cause);
     if (const int sig = interruptible_wait(delay)) {
       util::log::error("supervisor: signal " + std::to_string(sig) + " while waiting to restart; stopped");
       return 128 + sig;

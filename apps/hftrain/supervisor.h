@@ -25,8 +25,8 @@ bool should_supervise(const LaunchArgs& args);
 // Runs the job to its end and returns its exit code (the last attempt's). `run_dir` holds the
 // checkpoints and the workers' failure records; `stop_exit_codes` are the codes of workers that
 // stopped on a signal after saving a checkpoint (no restart for those).
-int supervise(const LaunchArgs& args, const std::vector<std::string>& command_line, const std::filesystem::path& run_dir,
-              const std::vector<int>& stop_exit_codes);
+int supervise(const LaunchArgs& args, const std::vector<std::string>& command_line,
+              const std::filesystem::path& run_dir, const std::vector<int>& stop_exit_codes);
 
 // For a supervised attempt (K = args.attempt): makes HFTRAIN_RESTART_COUNT=K visible to the
 // process (and anything it starts), and logs that it is a restart.

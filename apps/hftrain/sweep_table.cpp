@@ -5,7 +5,7 @@
 
 #include "metrics/format.h"
 #include "run_table.h"
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -65,7 +65,8 @@ Sweep load_sweep(const fs::path& dir) {
     s.fixed = j.at("fixed").get<std::vector<std::string>>();
     s.nproc_per_node = j.value("nproc_per_node", 0);
     s.parallel = j.value("parallel", 1);
-    for (const auto& p : j.at("points")) s.points.push_back({p.at("name").get<std::string>(), p.at("overrides").get<std::vector<std::string>>()});
+    for (const auto& p : j.at("points"))
+      s.points.push_back({p.at("name").get<std::string>(), p.at("overrides").get<std::vector<std::string>>()});
   } catch (const json::exception&) {
     throw not_ours;
   }
@@ -79,7 +80,8 @@ std::map<std::string, json> recorded_rows(const fs::path& dir) {
   std::string line;
   while (std::getline(in, line)) {
     const json r = json::parse(line, nullptr, false);
-    if (r.is_object() && r.contains("point") && r["point"].is_string() && r.contains("status")) out[r["point"].get<std::string>()] = r;
+    if (r.is_object() && r.contains("point") && r["point"].is_string() && r.contains("status"))
+      out[r["point"].get<std::string>()] = r;
   }
   return out;
 }
@@ -102,13 +104,17 @@ void print_table(const std::vector<json>& rows) {
   for (const auto& r : rows) {
     t.add({r["point"].get<std::string>(), r["status"].get<std::string>(),
            std::to_string(r["step"].get<int64_t>()) + "/" + std::to_string(r["total_steps"].get<int64_t>()),
-           number_or_dash(r["final_eval_loss"]), number_or_dash(r["best_eval_loss"]), number_or_dash(r["tokens_per_s"], 4), r["cause"].get<std::string>().substr(0, 80)});
-    if (r["best_eval_loss"].is_number() && (!best || r["best_eval_loss"].get<double>() < (*best)["best_eval_loss"].get<double>())) {
+           number_or_dash(r["final_eval_loss"]), number_or_dash(r["best_eval_loss"]),
+           number_or_dash(r["tokens_per_s"], 4), r["cause"].get<std::string>().substr(0, 80)});
+    if (r["best_eval_loss"].is_number() &&
+        (!best || r["best_eval_loss"].get<double>() < (*best)["best_eval_loss"].get<double>())) {
       best = &r;
     }
   }
   std::cout << t.text();
-  if (best) std::cout << "best: " << (*best)["point"].get<std::string>() << " (eval loss " << number_or_dash((*best)["best_eval_loss"]) << ")\n";
+  if (best)
+    std::cout << "best: " << (*best)["point"].get<std::string>() << " (eval loss "
+              << number_or_dash((*best)["best_eval_loss"]) << ")\n";
 }
 
 }  // namespace hftrain::app

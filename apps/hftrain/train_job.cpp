@@ -12,18 +12,18 @@
 #include "parallel/comm/world.h"
 #include "launch/launch_env.h"
 #include "launch/restarts.h"
-#include "train/adapter_model.h"
-#include "train/wiring.h"
+#include "train/task/adapter_model.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "ckpt/resume_policy.h"
 #include "config/emit.h"
 #include "model/hf_export.h"
 #include "model/saved_model.h"
-#include "train/pipeline_setup.h"
-#include "train/run_summary.h"
+#include "train/build/pipeline_setup.h"
+#include "train/report/run_summary.h"
 #include "metrics/mlflow_tracker.h"
-#include "train/tp_setup.h"
-#include "train/fault_injection.h"
+#include "train/build/tp_setup.h"
+#include "train/step/fault_injection.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -174,7 +174,8 @@ int run_train_job_unrecorded(const TrainJob& job) {
   const std::filesystem::path run_dir = cfg.run.output_dir;
   if (main_rank) config::write_resolved_config(job.resolved, schema, run_dir);
   std::filesystem::create_directories(run_dir);
-  LogFileScope log_file(run_dir / (main_rank ? std::string("train.log") : "train-rank" + std::to_string(env.rank) + ".log"));
+  LogFileScope log_file(run_dir /
+                        (main_rank ? std::string("train.log") : "train-rank" + std::to_string(env.rank) + ".log"));
   if (main_rank) util::log::info("run " + cfg.run.name + ": config written to " + (run_dir / "config.yaml").string());
   for (const auto& note : job.resume_notes) util::log::info(note);
   if (main_rank) ckpt::remove_stale_staging(run_dir);  // what a crash in an earlier save left behind
@@ -199,7 +200,7 @@ int run_train_job_unrecorded(const TrainJob& job) {
   }
 }
 
-// Rank 0's status.json (train/run_summary.h), for `hftrain runs` and `hftrain sweep`.
+// Rank 0's status.json (train/report/run_summary.h), for `hftrain runs` and `hftrain sweep`.
 class RunStatus {
  public:
   RunStatus(const std::filesystem::path& run_dir, bool main) : run_dir_(run_dir), main_(main) {}
@@ -224,16 +225,17 @@ class RunStatus {
   std::optional<train::RunStatusRecord> record_;
 };
 
-int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world, const std::filesystem::path& run_dir,
-                   RunStatus& status);
+int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world,
+                   const std::filesystem::path& run_dir, RunStatus& status);
 
 int train_with(const TrainJob& job, parallel::World& world, const std::filesystem::path& run_dir,
                const torch::Device& device) {
   static_cast<void>(device);
   train::Trainer trainer(job.resolved.values, run_dir, &g_stop_signal, /*resume_from=*/job.resume_from, &world);
-  if (auto faults = train::make_test_faults(world.rank())) trainer.add_step_hooks(std::move(faults));  // HFTRAIN_TEST_FAULT
+  if (auto faults = train::make_test_faults(world.rank()))
+    trainer.add_step_hooks(std::move(faults));  // HFTRAIN_TEST_FAULT
   RunStatus status(run_dir, world.is_main());
-  // The trackers hear how the run ended (train/tracking.h): its status, the final model.
+  // The trackers hear how the run ended (train/report/tracking.h): its status, the final model.
   try {
     return train_and_save(job, trainer, world, run_dir, status);
   } catch (const util::Error& e) {
@@ -247,11 +249,12 @@ int train_with(const TrainJob& job, parallel::World& world, const std::filesyste
   }
 }
 
-int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world, const std::filesystem::path& run_dir,
-                   RunStatus& status) {
+int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World& world,
+                   const std::filesystem::path& run_dir, RunStatus& status) {
   const config::Schema& schema = config::product_schema();
   const config::Config& cfg = job.resolved.values;
-  trainer.set_run_record({config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
+  trainer.set_run_record(
+      {config::resolved_config_text(job.resolved, schema), config_hash(job.resolved), job.command_line});
   status.start(trainer, job.resume_from.has_value());  // before restore: a resume that fails there says so
   if (job.resume_from) trainer.restore(*job.resume_from, job.force);
   train::TrainResult result = trainer.train();
@@ -260,17 +263,20 @@ int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World
     if (!world.is_main()) return util::kExitFailure;
     const int64_t step = result.state.step;
     const bool saved = result.last_checkpoint && result.last_checkpoint->filename() == ckpt::checkpoint_dir_name(step);
-    throw util::IoError("the run directory " + run_dir.string() + " was deleted or moved while training (noticed after step " +
-                            std::to_string(step) + "); the metrics, logs and checkpoints written before went with it",
-                        saved ? "a checkpoint of step " + std::to_string(step) + " is in " + result.last_checkpoint->string() +
-                                    ": continue with `hftrain resume " + run_dir.string() + "`"
-                              : "the checkpoint of step " + std::to_string(step) + " could not be saved either; "
-                                "restore the directory and resume from its last checkpoint");
+    throw util::IoError(
+        "the run directory " + run_dir.string() + " was deleted or moved while training (noticed after step " +
+            std::to_string(step) + "); the metrics, logs and checkpoints written before went with it",
+        saved ? "a checkpoint of step " + std::to_string(step) + " is in " + result.last_checkpoint->string() +
+                    ": continue with `hftrain resume " + run_dir.string() + "`"
+              : "the checkpoint of step " + std::to_string(step) +
+                    " could not be saved either; "
+                    "restore the directory and resume from its last checkpoint");
   }
 
   const auto final_dir = run_dir / "final";
   trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0
-  const train::RunEnd::Status ended = result.interrupted ? train::RunEnd::Status::kInterrupted : train::RunEnd::Status::kFinished;
+  const train::RunEnd::Status ended =
+      result.interrupted ? train::RunEnd::Status::kInterrupted : train::RunEnd::Status::kFinished;
   if (!world.is_main()) return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;
   std::string summary = "trained to step " + std::to_string(result.state.step) + ", last loss " +
                         std::to_string(result.last_loss);

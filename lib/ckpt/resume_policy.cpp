@@ -49,10 +49,12 @@ ResumePlan check_resume_changes(const std::vector<ConfigChange>& changes, bool f
         break;
       case ResumeChange::kDataOrder:
         if (force) {
-          plan.notes.push_back("resume (--force): " + describe(c) +
-                               " changes which samples come next; the run is no longer a continuation of the saved one");
+          plan.notes.push_back(
+              "resume (--force): " + describe(c) +
+              " changes which samples come next; the run is no longer a continuation of the saved one");
         } else {
-          refused.push_back(describe(c) + " changes the data order, so the resumed run would not continue the saved one");
+          refused.push_back(describe(c) +
+                            " changes the data order, so the resumed run would not continue the saved one");
           hint = "drop the override, or pass --force to accept a different data order";
         }
         break;
@@ -65,7 +67,8 @@ ResumePlan check_resume_changes(const std::vector<ConfigChange>& changes, bool f
   }
   if (!refused.empty()) {
     std::string msg = "cannot resume from " + checkpoint + " with " +
-                      (refused.size() == 1 ? std::string("this change") : std::to_string(refused.size()) + " changes") + ":";
+                      (refused.size() == 1 ? std::string("this change") : std::to_string(refused.size()) + " changes") +
+                      ":";
     for (const auto& r : refused) msg += "\n  " + r;
     throw util::ConfigError(msg, hint);
   }

@@ -99,7 +99,8 @@ RunDirLock RunDirLock::acquire(const fs::path& run_dir) {
                         "put the run directory on a filesystem that supports flock (local disk, NFSv4)");
   }
   // Ours: record who holds it, for the message another process would get.
-  const std::string record = "host " + host_name() + "\npid " + std::to_string(::getpid()) + "\nsince " + now_utc() + "\n";
+  const std::string record =
+      "host " + host_name() + "\npid " + std::to_string(::getpid()) + "\nsince " + now_utc() + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, record.data(), record.size(), 0) != static_cast<ssize_t>(record.size())) {
     // The lock holds all the same; only the holder's record is missing.
   }

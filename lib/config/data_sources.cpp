@@ -22,7 +22,8 @@ bool convert_item(const Schema& schema, const Node& item, const std::string& whe
     return true;
   }
   if (!item.is_map()) {
-    diags.add(item.origin().describe(), where_key + " must be a path or a mapping with a `path`, not a " + item.kind_name());
+    diags.add(item.origin().describe(),
+              where_key + " must be a path or a mapping with a `path`, not a " + item.kind_name());
     return false;
   }
   bool ok = true;

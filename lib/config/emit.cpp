@@ -290,7 +290,8 @@ std::string schema_markdown(const Schema& schema) {
     if (!spec.range_text().empty()) type += ", " + spec.range_text();
     if (!spec.unit.empty()) type += " " + spec.unit;
     std::string def = spec.nullable && spec.default_yaml == "null" ? "unset" : "`" + spec.default_yaml + "`";
-    out += "| `" + spec.path + "` | " + md_cell(type) + " | " + md_cell(def) + " | " + std::string(resume_change_name(spec.on_resume)) + " | " + md_cell(spec.doc) + " |\n";
+    out += "| `" + spec.path + "` | " + md_cell(type) + " | " + md_cell(def) + " | " +
+           std::string(resume_change_name(spec.on_resume)) + " | " + md_cell(spec.doc) + " |\n";
   }
   return out;
 }

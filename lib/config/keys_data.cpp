@@ -16,21 +16,34 @@ void add_data_keys(Schema& s) {
       .def("${model.max_seq_len}").min(1).unit("tokens")
       .doc("Tokens per training sequence; at most model.max_seq_len.");
   s.add("data.validation_fraction", Type::kFloat, HFTRAIN_FIELD(data.validation_fraction))
-      .def("0.0").min(0).max(0.5).doc("Without data.validation: the share of training documents held out for validation.");
+      .def("0.0")
+      .min(0)
+      .max(0.5)
+      .doc("Without data.validation: the share of training documents held out for validation.");
   s.add("data.format", Type::kChoice, HFTRAIN_FIELD(data.format))
       .choices({"auto", "text", "jsonl", "chat", "tokens"}).def("auto")
       .doc("Source format; auto goes by extension: .jsonl/.json JSONL, .bin token shards, else text.");
   s.add("data.exclude", Type::kStringList, HFTRAIN_FIELD(data.exclude))
       .def("[]").doc("File-name globs to skip, e.g. ['*.dat', '*.u8'] for fortune folders.");
   s.add("data.separator", Type::kString, HFTRAIN_FIELD(data.separator))
-      .def("''").doc("Text files: a line equal to this ends a document ('%' for fortunes); '' = one document per file.");
+      .def("''")
+      .doc("Text files: a line equal to this ends a document ('%' for fortunes); '' = one document per file.");
   s.add("data.text_field", Type::kString, HFTRAIN_FIELD(data.text_field))
-      .def("text").doc("JSONL: the text field; classification (model.arch=bert): the text column or field; token classification: the field listing the words (e.g. tokens).");
+      .def("text")
+      .doc(
+          "JSONL: the text field; classification (model.arch=bert): the text column or field; token classification: "
+          "the field listing the words (e.g. tokens).");
   s.add("data.text_pair_field", Type::kString, HFTRAIN_FIELD(data.text_pair_field))
-      .def("''").doc("Classification: the column or field of a pair's second text (e.g. sentence2); empty for single texts.");
+      .def("''")
+      .doc("Classification: the column or field of a pair's second text (e.g. sentence2); empty for single texts.");
   s.add("data.label_field", Type::kString, HFTRAIN_FIELD(data.label_field))
-      .def("label").doc("Classification: the label column or field (names or integer class ids); token classification: the field listing one tag per word (e.g. ner_tags).");
-  s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field)).def("prompt").doc("Chat JSONL: the prompt field (no loss).");
+      .def("label")
+      .doc(
+          "Classification: the label column or field (names or integer class ids); token classification: the field "
+          "listing one tag per word (e.g. ner_tags).");
+  s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field))
+      .def("prompt")
+      .doc("Chat JSONL: the prompt field (no loss).");
   s.add("data.response_field", Type::kString, HFTRAIN_FIELD(data.response_field))
       .def("response").doc("Chat JSONL: the response field (carries the loss).");
   s.add("data.messages_field", Type::kString, HFTRAIN_FIELD(data.messages_field))
@@ -51,7 +64,9 @@ void add_data_keys(Schema& s) {
            "never cross a boundary); unset: true when every training source is JSONL or chat, else false.");
   s.add("data.pad_to_multiple_of", Type::kInt, HFTRAIN_FIELD(data.pad_to_multiple_of))
       .def("1").min(1).max(4096).doc("pad: round the batch length up to a multiple of this.");
-  s.add("data.shuffle", Type::kBool, HFTRAIN_FIELD(data.shuffle)).def("true").doc("Shuffle the sample order every epoch.");
+  s.add("data.shuffle", Type::kBool, HFTRAIN_FIELD(data.shuffle))
+      .def("true")
+      .doc("Shuffle the sample order every epoch.");
   s.add("data.prefetch_batches", Type::kInt, HFTRAIN_FIELD(data.prefetch_batches))
       .on_resume(ResumeChange::kSafe)
       .def("4").min(0).max(1024).doc("Batches prepared ahead by background threads; 0 loads synchronously.");

@@ -1,5 +1,5 @@
-// Config keys of checkpoint, distributed, peft and logging: how the run is carried out. Each key enters together with the code
-// that reads it (see keys.cpp).
+// Config keys of checkpoint, distributed, peft and logging: how the run is carried out. Each key enters together with
+// the code that reads it (see keys.cpp).
 #include "config/keys.h"
 
 namespace hftrain::config {
@@ -16,7 +16,8 @@ void add_run_keys(Schema& s) {
       .def("3").min(0).unit("checkpoints")
       .doc("Keep the newest N checkpoints (by step); 0 keeps all. The newest and the best are never deleted.");
   s.add("checkpoint.keep_best", Type::kBool, HFTRAIN_FIELD(checkpoint.keep_best))
-      .def("false").doc("Save on every new best eval loss and never delete that checkpoint (needs trainer.eval_every).");
+      .def("false")
+      .doc("Save on every new best eval loss and never delete that checkpoint (needs trainer.eval_every).");
   s.add("checkpoint.shard_size", Type::kSize, HFTRAIN_FIELD(checkpoint.shard_size))
       .def("5GB").min(1).unit("bytes")
       .doc("Model weights above this size are split into safetensors shards with an index (Hugging Face layout).");
@@ -110,7 +111,9 @@ void add_run_keys(Schema& s) {
       .on_resume(ResumeChange::kSafe)
       .def("30m").min(1).unit("seconds").doc("The same budget while a checkpoint is written.");
 
-  s.section("peft", "Parameter-efficient fine-tuning: LoRA adapters trained on a frozen base model, saved as the peft library saves them.",
+  s.section("peft",
+            "Parameter-efficient fine-tuning: LoRA adapters trained on a frozen base model, saved as the peft library "
+            "saves them.",
             ResumeChange::kImpossible);
   s.add("peft.method", Type::kChoice, HFTRAIN_FIELD(peft.method))
       .choices({"none", "lora"}).def("none")
@@ -123,9 +126,12 @@ void add_run_keys(Schema& s) {
       .def("0.0").min(0).max(0.999).doc("Dropout on the adapters' input (peft's lora_dropout).");
   s.add("peft.lora.target_modules", Type::kStringList, HFTRAIN_FIELD(peft.lora.target_modules))
       .def("[]")
-      .doc("Hugging Face module names or globs to adapt (q_proj, v_proj, 'model.layers.*.mlp.*', c_attn); a name matches "
-           "the whole module name or its last parts, as in peft; ['all-linear']: every linear layer but the output "
-           "layer; []: peft's default for the architecture (q_proj and v_proj; c_attn for gpt2; query and value for bert).");
+      .doc(
+          "Hugging Face module names or globs to adapt (q_proj, v_proj, 'model.layers.*.mlp.*', c_attn); a name "
+          "matches "
+          "the whole module name or its last parts, as in peft; ['all-linear']: every linear layer but the output "
+          "layer; []: peft's default for the architecture (q_proj and v_proj; c_attn for gpt2; query and value for "
+          "bert).");
   s.add("peft.lora.use_rslora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_rslora))
       .def("false").doc("Rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r.");
   s.add("peft.lora.use_dora", Type::kBool, HFTRAIN_FIELD(peft.lora.use_dora))
@@ -133,12 +139,21 @@ void add_run_keys(Schema& s) {
       .doc("DoRA (weight-decomposed LoRA, peft's use_dora): each adapted layer's output rows rescaled by a trained "
            "magnitude over the norm of W + scale B A (the norm held constant in the backward, as peft does).");
   s.add("peft.lora.init", Type::kChoice, HFTRAIN_FIELD(peft.lora.init))
-      .choices({"default", "gaussian"}).def("default")
-      .doc("Adapter A's initial values: default as peft (kaiming-uniform, bound 1/sqrt(in)), gaussian N(0, 1/r); B starts at 0.");
+      .choices({"default", "gaussian"})
+      .def("default")
+      .doc(
+          "Adapter A's initial values: default as peft (kaiming-uniform, bound 1/sqrt(in)), gaussian N(0, 1/r); B "
+          "starts at 0.");
   s.add("peft.modules_to_save", Type::kStringList, HFTRAIN_FIELD(peft.modules_to_save))
-      .def("[]").doc("Hugging Face modules trained in full next to the adapters and saved with them, e.g. ['lm_head'] or a classifier.");
+      .def("[]")
+      .doc(
+          "Hugging Face modules trained in full next to the adapters and saved with them, e.g. ['lm_head'] or a "
+          "classifier.");
   s.add("peft.from", Type::kString, HFTRAIN_FIELD(peft.from))
-      .nullable().doc("Continue training a peft adapter directory (adapter_config.json + adapter_model.safetensors) on model.from.");
+      .nullable()
+      .doc(
+          "Continue training a peft adapter directory (adapter_config.json + adapter_model.safetensors) on "
+          "model.from.");
   s.add("peft.quantize_base", Type::kChoice, HFTRAIN_FIELD(peft.quantize_base))
       .choices({"none", "nf4", "int8"}).def("none")
       .doc("QLoRA: keep the frozen base's linear layers quantized and dequantize them per product: nf4 as "

@@ -11,22 +11,35 @@ void add_training_keys(Schema& s) {
       .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit", "adagrad", "rmsprop", "schedule_free_adamw",
                 "galore_adamw"})
       .def("adamw")
-      .doc("Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
-           "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state. adagrad, rmsprop: "
-           "torch.optim's rules, weight decay added to the gradient (L2) as theirs. schedule_free_adamw: the "
-           "schedulefree package's AdamWScheduleFree, no schedule (scheduler.name=constant; its warmup is "
-           "optimizer.schedule_free.warmup_steps); evaluation and saved weights use its averaged point. galore_adamw: AdamW on gradients projected to a low "
-           "rank per weight matrix (optimizer.galore.*), as galore_torch's GaLoreAdamW.");
+      .doc(
+          "Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
+          "parameters under 4096 elements keep fp32 moments), about a quarter of adamw's state. adagrad, rmsprop: "
+          "torch.optim's rules, weight decay added to the gradient (L2) as theirs. schedule_free_adamw: the "
+          "schedulefree package's AdamWScheduleFree, no schedule (scheduler.name=constant; its warmup is "
+          "optimizer.schedule_free.warmup_steps); evaluation and saved weights use its averaged point. galore_adamw: "
+          "AdamW on gradients projected to a low "
+          "rank per weight matrix (optimizer.galore.*), as galore_torch's GaLoreAdamW.");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
-      .def("0.0").min(0).max(10).doc("Weight decay: decoupled (adamw, lion, adafactor), added to the gradient (sgd, adagrad, rmsprop).");
+      .def("0.0")
+      .min(0)
+      .max(10)
+      .doc("Weight decay: decoupled (adamw, lion, adafactor), added to the gradient (sgd, adagrad, rmsprop).");
   s.add("optimizer.beta1", Type::kFloat, HFTRAIN_FIELD(optimizer.beta1))
       .nullable().min(0).max(0.999999).doc("adamw and its variants, lion: first-moment decay; unset: 0.9.");
   s.add("optimizer.beta2", Type::kFloat, HFTRAIN_FIELD(optimizer.beta2))
-      .nullable().min(0).max(0.999999).doc("adamw and its variants, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
+      .nullable()
+      .min(0)
+      .max(0.999999)
+      .doc("adamw and its variants, lion: second-moment decay; unset: 0.999 (adamw), 0.99 (lion).");
   s.add("optimizer.eps", Type::kFloat, HFTRAIN_FIELD(optimizer.eps))
-      .def("1.0e-8").min(0).max(1).doc("adamw and its variants, adagrad, rmsprop: added to the denominator (torch.optim.Adagrad's own default is 1e-10).");
+      .def("1.0e-8")
+      .min(0)
+      .max(1)
+      .doc(
+          "adamw and its variants, adagrad, rmsprop: added to the denominator (torch.optim.Adagrad's own default is "
+          "1e-10).");
   s.add("optimizer.momentum", Type::kFloat, HFTRAIN_FIELD(optimizer.momentum))
       .def("0.0").min(0).max(0.999999).doc("sgd, rmsprop: momentum.");
   s.add("optimizer.nesterov", Type::kBool, HFTRAIN_FIELD(optimizer.nesterov))
@@ -64,16 +77,28 @@ void add_training_keys(Schema& s) {
       .on_resume(ResumeChange::kImpossible)
       .def("false").doc("rmsprop: divide by the gradient's estimated variance (keeps a grad_avg per parameter).");
   s.add("optimizer.schedule_free.warmup_steps", Type::kInt, HFTRAIN_FIELD(optimizer.schedule_free.warmup_steps))
-      .def("0").min(0).unit("steps").doc("schedule_free_adamw: linear warmup of its lr (its own; the schedule stays constant).");
+      .def("0")
+      .min(0)
+      .unit("steps")
+      .doc("schedule_free_adamw: linear warmup of its lr (its own; the schedule stays constant).");
   s.add("optimizer.schedule_free.r", Type::kFloat, HFTRAIN_FIELD(optimizer.schedule_free.r))
       .def("0.0").min(0).max(100).doc("schedule_free_adamw: the average weights step k by (k + 1)^r.");
   s.add("optimizer.schedule_free.weight_lr_power", Type::kFloat, HFTRAIN_FIELD(optimizer.schedule_free.weight_lr_power))
-      .def("2.0").min(0).max(100).doc("schedule_free_adamw: the average weights step k by its largest lr so far to this power.");
+      .def("2.0")
+      .min(0)
+      .max(100)
+      .doc("schedule_free_adamw: the average weights step k by its largest lr so far to this power.");
   s.add("optimizer.galore.rank", Type::kInt, HFTRAIN_FIELD(optimizer.galore.rank))
       .on_resume(ResumeChange::kImpossible)
-      .def("128").min(1).max(65536).doc("galore_adamw: rank of each projected gradient (capped at the matrix's smaller side).");
+      .def("128")
+      .min(1)
+      .max(65536)
+      .doc("galore_adamw: rank of each projected gradient (capped at the matrix's smaller side).");
   s.add("optimizer.galore.update_proj_gap", Type::kInt, HFTRAIN_FIELD(optimizer.galore.update_proj_gap))
-      .def("200").min(1).unit("steps").doc("galore_adamw: a new projection (SVD of the gradient) every this many steps of a matrix.");
+      .def("200")
+      .min(1)
+      .unit("steps")
+      .doc("galore_adamw: a new projection (SVD of the gradient) every this many steps of a matrix.");
   s.add("optimizer.galore.scale", Type::kFloat, HFTRAIN_FIELD(optimizer.galore.scale))
       .def("0.25").min(0).max(1e6).doc("galore_adamw: factor on the projected-back update (galore_torch's scale).");
   s.add("optimizer.galore.proj_type", Type::kChoice, HFTRAIN_FIELD(optimizer.galore.proj_type))
@@ -88,7 +113,8 @@ void add_training_keys(Schema& s) {
            "each must match a matrix; the rest take plain AdamW steps.");
   s.add("optimizer.amsgrad", Type::kBool, HFTRAIN_FIELD(optimizer.amsgrad))
       .on_resume(ResumeChange::kImpossible)
-      .def("false").doc("adamw: AMSGrad, the denominator from the largest second moment seen (as torch.optim.AdamW(amsgrad=True)).");
+      .def("false")
+      .doc("adamw: AMSGrad, the denominator from the largest second moment seen (as torch.optim.AdamW(amsgrad=True)).");
 
   s.section("scheduler", "The learning-rate schedule (Hugging Face Trainer formulas).", ResumeChange::kTraining);
   s.add("scheduler.name", Type::kChoice, HFTRAIN_FIELD(scheduler.name))
@@ -126,11 +152,16 @@ void add_training_keys(Schema& s) {
   s.add("scheduler.plateau.factor", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.factor))
       .def("0.1").min(0).max(0.999999).doc("reduce_lr_on_plateau: multiply the lr by this on a plateau.");
   s.add("scheduler.plateau.patience", Type::kInt, HFTRAIN_FIELD(scheduler.plateau.patience))
-      .def("10").min(0).unit("evaluations").doc("reduce_lr_on_plateau: evaluations without improvement before reducing.");
+      .def("10")
+      .min(0)
+      .unit("evaluations")
+      .doc("reduce_lr_on_plateau: evaluations without improvement before reducing.");
   s.add("scheduler.plateau.threshold", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.threshold))
       .def("1.0e-4").min(0).doc("reduce_lr_on_plateau: the smallest change that counts as improvement.");
   s.add("scheduler.plateau.threshold_mode", Type::kChoice, HFTRAIN_FIELD(scheduler.plateau.threshold_mode))
-      .choices({"rel", "abs"}).def("rel").doc("reduce_lr_on_plateau: threshold relative to the best value, or absolute.");
+      .choices({"rel", "abs"})
+      .def("rel")
+      .doc("reduce_lr_on_plateau: threshold relative to the best value, or absolute.");
   s.add("scheduler.plateau.cooldown", Type::kInt, HFTRAIN_FIELD(scheduler.plateau.cooldown))
       .def("0").min(0).unit("evaluations").doc("reduce_lr_on_plateau: evaluations to wait after a reduction.");
   s.add("scheduler.plateau.min_lr", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.min_lr))

@@ -205,8 +205,9 @@ Node parse_yaml(std::string_view text, const std::string& source, Origin::Kind k
       ++line;
       std::string t = util::trim(raw);
       if (t.empty() || t[0] == '#' || t[0] == '%' || t == "---" || t == "..." || t == "~" || t == "null") continue;
-      throw ConfigError(source + ":" + std::to_string(line) + ": YAML syntax error: no document could be read from this line on",
-                        "fix the YAML at that position");
+      throw ConfigError(
+          source + ":" + std::to_string(line) + ": YAML syntax error: no document could be read from this line on",
+          "fix the YAML at that position");
     }
   }
   Node root = Node::null(top);

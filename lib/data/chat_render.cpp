@@ -45,8 +45,9 @@ Json conversation(const SourceSpec& spec, const std::string& origin, const Json&
 Document render_chat_document(const SourceSpec& spec, const std::string& origin, std::string_view line,
                               const tokenizer::ChatTemplate& chat_template) {
   // Parsed again, keeping the keys' order: tojson prints tool schemas and arguments as written.
-  const Json record = util::parse_json_or_throw<util::DataError, Json>(
-      line, origin, "data file " + origin + ": malformed JSON", "each line of a JSONL file must be one complete JSON object");
+  const Json record =
+      util::parse_json_or_throw<util::DataError, Json>(line, origin, "data file " + origin + ": malformed JSON",
+                                                       "each line of a JSONL file must be one complete JSON object");
   if (!record.is_object()) {
     throw util::DataError("data file " + origin + ": the line is a JSON " + std::string(record.type_name()) +
                               ", not an object",

@@ -22,7 +22,8 @@ TokenDataset::TokenDataset(std::vector<std::shared_ptr<const TokenCorpus>> corpo
   }
 }
 
-std::shared_ptr<const TokenDataset> TokenDataset::concat(const std::vector<std::shared_ptr<const TokenDataset>>& parts) {
+std::shared_ptr<const TokenDataset> TokenDataset::concat(
+    const std::vector<std::shared_ptr<const TokenDataset>>& parts) {
   std::vector<std::shared_ptr<const TokenCorpus>> corpora;
   std::vector<Piece> pieces;
   for (const auto& part : parts) {

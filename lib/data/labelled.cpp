@@ -148,7 +148,8 @@ void for_each_json_record(const fs::path& file, std::string_view bytes, const st
     pos = end + 1;
     ++line;
     if (util::trim(text).empty()) continue;
-    const Json obj = util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
+    const Json obj =
+        util::parse_json<util::DataError>(text, file.string() + ":" + std::to_string(line) + " (the record's line)");
     if (!obj.is_object()) {
       throw util::DataError(where(file, line) + ": " + (obj.is_discarded() ? "malformed JSON" : "not a JSON object"),
                             "each line of a JSONL file is one JSON object: " + shape);

@@ -139,8 +139,8 @@ void DataLoader::restart() {
   const uint64_t base = cursor_ + static_cast<uint64_t>(options_.rank) * b;
   const uint64_t stride = b * static_cast<uint64_t>(options_.world_size);
   prefetcher_ = std::make_unique<Prefetcher<HostTensors>>(
-      [this, base, stride](uint64_t k) { return produce(base + k * stride); }, static_cast<size_t>(options_.prefetch_batches),
-      static_cast<size_t>(options_.num_workers));
+      [this, base, stride](uint64_t k) { return produce(base + k * stride); },
+      static_cast<size_t>(options_.prefetch_batches), static_cast<size_t>(options_.num_workers));
 }
 
 void DataLoader::seek(uint64_t cursor) {
@@ -198,7 +198,8 @@ Loaders make_loaders(const DataOptions& options, const tokenizer::Tokenizer& tok
   for (const auto& source : out.datasets.validation_sources) {
     try {
       out.validation_sources.emplace_back(
-          source.name, std::make_unique<DataLoader>(source.data, options.packing, validation, tokenizer.pad_id(), device));
+          source.name,
+          std::make_unique<DataLoader>(source.data, options.packing, validation, tokenizer.pad_id(), device));
     } catch (const util::DataError& e) {
       throw util::DataError((held_out ? "the held-out part of data.train source `" : "data.validation source `") +
                                 source.name + "`: " + e.what(),

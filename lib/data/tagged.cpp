@@ -14,7 +14,9 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string where(const fs::path& file, size_t line) { return "data file " + file.string() + ":" + std::to_string(line); }
+std::string where(const fs::path& file, size_t line) {
+  return "data file " + file.string() + ":" + std::to_string(line);
+}
 
 // A JSONL record's list field: words (strings) or tags (strings or integers, as their decimal text).
 std::vector<std::string> list_field(const Json& obj, const std::string& name, bool tags, const fs::path& file,
@@ -42,15 +44,17 @@ std::vector<std::string> list_field(const Json& obj, const std::string& name, bo
     } else if (tags && v.is_number_integer() && v.get<int64_t>() >= 0) {
       out.push_back(v.dump());
     } else {
-      throw util::DataError(where(file, line) + ": field '" + name + "' holds " + v.dump().substr(0, 40) + ", not " +
-                                (tags ? "a tag name or a non-negative integer" : "a non-empty string"),
-                            tags ? "tags are names (\"B-PER\") or tag ids (0, 1, ...)" : "every word is a non-empty string");
+      throw util::DataError(
+          where(file, line) + ": field '" + name + "' holds " + v.dump().substr(0, 40) + ", not " +
+              (tags ? "a tag name or a non-negative integer" : "a non-empty string"),
+          tags ? "tags are names (\"B-PER\") or tag ids (0, 1, ...)" : "every word is a non-empty string");
     }
   }
   return out;
 }
 
-void read_jsonl(const fs::path& file, std::string_view bytes, const TaggedOptions& o, std::vector<TaggedSentence>& out) {
+void read_jsonl(const fs::path& file, std::string_view bytes, const TaggedOptions& o,
+                std::vector<TaggedSentence>& out) {
   const std::string shape = "{\"" + o.words_field + "\": [...], \"" + o.tags_field + "\": [...]} (one sentence)";
   for_each_json_record(file, bytes, shape, [&](const Json& obj, size_t line) {
     TaggedSentence s;
@@ -118,7 +122,8 @@ TaggedFormat resolve(TaggedFormat format, const fs::path& file) {
 // Every tag as a labelled example, for labelled.h's label set rules and messages.
 std::vector<LabelledExample> as_labels(const TaggedSentence& s) {
   std::vector<LabelledExample> out;
-  for (const auto& tag : s.tags) out.push_back(LabelledExample{.text = "", .text_pair = "", .label = tag, .origin = s.origin});
+  for (const auto& tag : s.tags)
+    out.push_back(LabelledExample{.text = "", .text_pair = "", .label = tag, .origin = s.origin});
   return out;
 }
 
@@ -134,7 +139,8 @@ std::vector<TaggedSentence> read_tagged(const fs::path& file, const TaggedOption
   } else {
     read_conll(file, bytes, out);
   }
-  if (out.empty()) throw util::DataError(where(file, 1) + ": holds no tagged sentence", "a sentence needs words and tags");
+  if (out.empty())
+    throw util::DataError(where(file, 1) + ": holds no tagged sentence", "a sentence needs words and tags");
   return out;
 }
 

@@ -110,10 +110,10 @@ constexpr const char* kTemplateEncoding = "\x1f" "encoded whole (v2)";
 
 std::string cache_key(const std::vector<std::pair<SourceSpec, fs::path>>& files, const ChatTemplate& chat,
                       const tokenizer::Tokenizer& tokenizer) {
-  std::string key = "hftrain-token-cache v1\ntokenizer " + tokenizer.fingerprint() + "\nchat " + chat.role_prefix +
-                    "\x1f" + chat.role_suffix + "\x1f" + chat.message_end + "\x1f" + chat.train_role +
-                    (chat.model_template ? "\x1f" + chat.model_template->fingerprint() + kTemplateEncoding : std::string()) +
-                    "\n";
+  std::string key =
+      "hftrain-token-cache v1\ntokenizer " + tokenizer.fingerprint() + "\nchat " + chat.role_prefix + "\x1f" +
+      chat.role_suffix + "\x1f" + chat.message_end + "\x1f" + chat.train_role +
+      (chat.model_template ? "\x1f" + chat.model_template->fingerprint() + kTemplateEncoding : std::string()) + "\n";
   for (const auto& [spec, file] : files) {
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {

@@ -47,6 +47,7 @@ std::string cache_key(const std::vector<std::pair<SourceSpec, std::filesystem::p
 // the cache file of the same key. A cache that cannot be written is reported as a warning and
 // the run goes on with the in-memory corpus.
 CacheResult load_or_tokenize(const std::vector<std::pair<SourceSpec, std::filesystem::path>>& files,
-                             const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer, const CacheOptions& options);
+                             const ChatTemplate& chat, const tokenizer::Tokenizer& tokenizer,
+                             const CacheOptions& options);
 
 }  // namespace hftrain::data

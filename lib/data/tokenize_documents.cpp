@@ -62,7 +62,8 @@ class CorpusBuilder {
     submit();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      batch_done_.wait(lock, [&] { return std::all_of(queue_.begin(), queue_.end(), [](auto& b) { return b->done; }); });
+      batch_done_.wait(lock,
+                       [&] { return std::all_of(queue_.begin(), queue_.end(), [](auto& b) { return b->done; }); });
     }
     drain();
     if (!any_masked_) mask_.clear();

@@ -276,8 +276,8 @@ SpawnResult run_workers(const SpawnOptions& o) {
       if (r != w.pid) continue;
       w.running = false;
       w.status = status;
-      const std::string who = (o.distributed ? "rank " + std::to_string(w.rank) : std::string("the process")) + " (pid " +
-                              std::to_string(w.pid) + ")";
+      const std::string who = (o.distributed ? "rank " + std::to_string(w.rank) : std::string("the process")) +
+                              " (pid " + std::to_string(w.pid) + ")";
       const int code = exit_code_of(status);
       if (code != 0 && result.exit_code == 0) {
         result.exit_code = code;

@@ -20,15 +20,18 @@ bool parse_distribution(const std::string& key, const std::string& value, SweepD
     const char* name;
     SweepDimension::Kind kind;
   };
-  for (const Named n : {Named{"uniform(", SweepDimension::Kind::kUniform}, Named{"loguniform(", SweepDimension::Kind::kLogUniform},
-                        Named{"randint(", SweepDimension::Kind::kRandInt}}) {
+  for (const Named n :
+       {Named{"uniform(", SweepDimension::Kind::kUniform}, Named{"loguniform(", SweepDimension::Kind::kLogUniform},
+        Named{"randint(", SweepDimension::Kind::kRandInt}}) {
     const std::string prefix = n.name;
     if (value.rfind(prefix, 0) != 0) continue;
     const std::string arg = key + "=" + value;
-    if (value.back() != ')') throw util::UsageError("`" + arg + "`: no closing parenthesis", "optimizer.lr=loguniform(1e-5,1e-2)");
+    if (value.back() != ')')
+      throw util::UsageError("`" + arg + "`: no closing parenthesis", "optimizer.lr=loguniform(1e-5,1e-2)");
     const auto ends = util::split(value.substr(prefix.size(), value.size() - prefix.size() - 1), ',');
     char* end = nullptr;
-    if (ends.size() != 2) throw util::UsageError("`" + arg + "` needs two numbers, low and high", "optimizer.lr=loguniform(1e-5,1e-2)");
+    if (ends.size() != 2)
+      throw util::UsageError("`" + arg + "` needs two numbers, low and high", "optimizer.lr=loguniform(1e-5,1e-2)");
     const std::string lo_text = util::trim(ends[0]), hi_text = util::trim(ends[1]);
     d.lo = std::strtod(lo_text.c_str(), &end);
     const bool lo_ok = end && *end == '\0' && !lo_text.empty();
@@ -37,9 +40,11 @@ bool parse_distribution(const std::string& key, const std::string& value, SweepD
     if (!lo_ok || !hi_ok || !std::isfinite(d.lo) || !std::isfinite(d.hi)) {
       throw util::UsageError("`" + arg + "`: the ends are not numbers", "optimizer.lr=loguniform(1e-5,1e-2)");
     }
-    if (d.lo >= d.hi) throw util::UsageError("`" + arg + "`: low is not below high", "give low first: uniform(0.0,0.1)");
+    if (d.lo >= d.hi)
+      throw util::UsageError("`" + arg + "`: low is not below high", "give low first: uniform(0.0,0.1)");
     if (n.kind == SweepDimension::Kind::kLogUniform && d.lo <= 0) {
-      throw util::UsageError("`" + arg + "`: a log-uniform range must be above 0", "optimizer.lr=loguniform(1e-5,1e-2)");
+      throw util::UsageError("`" + arg + "`: a log-uniform range must be above 0",
+                             "optimizer.lr=loguniform(1e-5,1e-2)");
     }
     if (n.kind == SweepDimension::Kind::kRandInt && (d.lo != std::floor(d.lo) || d.hi != std::floor(d.hi))) {
       throw util::UsageError("`" + arg + "`: randint takes whole numbers", "trainer.grad_accum_steps=randint(1,8)");
@@ -143,7 +148,8 @@ SweepSpec parse_sweep(const std::vector<std::string>& overrides, int trials, uin
       d.key = o.substr(0, eq);
       for (const auto& part : parts) {
         if (util::trim(part).empty()) {
-          throw util::UsageError("`" + o + "` has an empty choice", std::string("write the values apart by commas: ") + kExample);
+          throw util::UsageError("`" + o + "` has an empty choice",
+                                 std::string("write the values apart by commas: ") + kExample);
         }
         d.values.push_back(util::trim(part));
       }
@@ -186,7 +192,8 @@ std::vector<SweepPoint> plan_points(const SweepSpec& spec) {
         const double u = unit(rng);
         switch (d.kind) {
           case SweepDimension::Kind::kGrid:
-            values.push_back(d.values[std::min(d.values.size() - 1, static_cast<size_t>(u * static_cast<double>(d.values.size())))]);
+            values.push_back(
+                d.values[std::min(d.values.size() - 1, static_cast<size_t>(u * static_cast<double>(d.values.size())))]);
             break;
           case SweepDimension::Kind::kUniform: values.push_back(number_text(d.lo + u * (d.hi - d.lo), false)); break;
           case SweepDimension::Kind::kLogUniform:

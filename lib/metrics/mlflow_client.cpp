@@ -22,7 +22,8 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 // MLflow's error body: {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "..."}.
 std::string error_code(const HttpResponse& r) {
   const json j = json::parse(r.body, nullptr, false);
-  return j.is_object() && j.contains("error_code") && j["error_code"].is_string() ? j["error_code"].get<std::string>() : "";
+  return j.is_object() && j.contains("error_code") && j["error_code"].is_string() ? j["error_code"].get<std::string>()
+                                                                                  : "";
 }
 
 json parse_reply(const HttpResponse& r, const std::string& what) {
@@ -72,7 +73,8 @@ std::string MlflowClient::call(const std::string& method, const std::string& bod
 }
 
 std::string MlflowClient::experiment_id(const std::string& name) {
-  const HttpResponse r = http_.get(uri_ + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" + http_.escape(name));
+  const HttpResponse r =
+      http_.get(uri_ + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" + http_.escape(name));
   if (r.ok()) {
     const json j = parse_reply(r, "experiments/get-by-name");
     if (j.contains("experiment") && j["experiment"].contains("experiment_id")) {
@@ -80,14 +82,16 @@ std::string MlflowClient::experiment_id(const std::string& name) {
     }
     throw MlflowError("experiments/get-by-name: no experiment_id in the reply", false);
   }
-  if (error_code(r) != "RESOURCE_DOES_NOT_EXIST") throw MlflowError("experiments/get-by-name: " + r.describe(), r.retryable());
+  if (error_code(r) != "RESOURCE_DOES_NOT_EXIST")
+    throw MlflowError("experiments/get-by-name: " + r.describe(), r.retryable());
   const json j = json::parse(call("experiments/create", dump(json{{"name", name}})), nullptr, false);
-  if (!j.is_object() || !j.contains("experiment_id")) throw MlflowError("experiments/create: no experiment_id in the reply", false);
+  if (!j.is_object() || !j.contains("experiment_id"))
+    throw MlflowError("experiments/create: no experiment_id in the reply", false);
   return j["experiment_id"].get<std::string>();
 }
 
-std::string MlflowClient::create_run(const std::string& experiment_id, const std::string& run_name, int64_t start_time_ms,
-                                     const KeyValues& tags) {
+std::string MlflowClient::create_run(const std::string& experiment_id, const std::string& run_name,
+                                     int64_t start_time_ms, const KeyValues& tags) {
   const json body = {{"experiment_id", experiment_id},
                      {"run_name", run_name},
                      {"start_time", start_time_ms},
@@ -110,12 +114,15 @@ bool MlflowClient::run_exists(const std::string& run_id) {
   throw MlflowError("runs/get: " + r.describe(), r.retryable());
 }
 
-void MlflowClient::log_batch(const std::string& run_id, const std::vector<MlflowMetric>& metrics, const KeyValues& params,
-                             const KeyValues& tags) {
+void MlflowClient::log_batch(const std::string& run_id, const std::vector<MlflowMetric>& metrics,
+                             const KeyValues& params, const KeyValues& tags) {
   json ms = json::array();
   for (const MlflowMetric& x : metrics) {
     // JSON has no NaN or infinity; MLflow's REST API takes them as strings.
-    const json value = std::isfinite(x.value) ? json(x.value) : json(std::isnan(x.value) ? "NaN" : x.value > 0 ? "Infinity" : "-Infinity");
+    const json value = std::isfinite(x.value) ? json(x.value)
+                                              : json(std::isnan(x.value) ? "NaN"
+                                                     : x.value > 0       ? "Infinity"
+                                                                         : "-Infinity");
     ms.push_back({{"key", x.key}, {"value", value}, {"timestamp", x.timestamp_ms}, {"step", x.step}});
   }
   const json body = {{"run_id", run_id},

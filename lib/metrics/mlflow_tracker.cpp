@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 json number(double v) {
@@ -66,7 +67,8 @@ MlflowTracker::MlflowTracker(MlflowTrackerOptions options)
     : options_(std::move(options)), shown_uri_(redact_uri(options_.tracking_uri)) {
   client_ = std::make_unique<MlflowClient>(options_.tracking_uri, options_.timeout, options_.auth);
   if (const auto saved = util::read_json_object(options_.run_dir / kMlflowRunFile)) {
-    if (saved->value("tracking_uri", "") == redact_uri(client_->tracking_uri())) saved_run_id_ = saved->value("run_id", "");
+    if (saved->value("tracking_uri", "") == redact_uri(client_->tracking_uri()))
+      saved_run_id_ = saved->value("run_id", "");
   }
   for (auto& [k, v] : options_.params) k = mlflow_key(k);
   for (auto& [k, v] : options_.tags) k = mlflow_key(k);
@@ -171,7 +173,8 @@ void MlflowTracker::loop() {
     in_flight_ = false;
     bool write_pending = false;
     if (sent) {
-      if (backoff > 0) util::log::info("mlflow: " + shown_uri_ + " answers again; sent " + std::to_string(count) + " held records");
+      if (backoff > 0)
+        util::log::info("mlflow: " + shown_uri_ + " answers again; sent " + std::to_string(count) + " held records");
       backoff = 0;
       warned_ = false;
       write_pending = pending_on_disk_;  // the file must not keep what is sent now
@@ -211,11 +214,13 @@ bool MlflowTracker::ensure_run(Held& batch) {
     id = client_->create_run(experiment, options_.run_name, now_ms(), {});
     util::log::info("mlflow: run " + id + " in experiment " + options_.experiment + " (id " + experiment + ") at " +
                     shown_uri_);
-    const json saved = {{"tracking_uri", redact_uri(client_->tracking_uri())}, {"experiment_id", experiment}, {"run_id", id}};
+    const json saved = {
+        {"tracking_uri", redact_uri(client_->tracking_uri())}, {"experiment_id", experiment}, {"run_id", id}};
     try {
       util::atomic_write_file(options_.run_dir / kMlflowRunFile, saved.dump(2) + "\n");
     } catch (const std::exception& e) {
-      util::log::warn(std::string("mlflow: cannot remember the run id: ") + e.what() + "; a resume will start another MLflow run");
+      util::log::warn(std::string("mlflow: cannot remember the run id: ") + e.what() +
+                      "; a resume will start another MLflow run");
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -252,7 +257,8 @@ bool MlflowTracker::send(Held& batch) {
     if (!send_pairs(batch.tags, kMlflowMaxTags, "tags", false)) return false;
     while (!batch.metrics.empty()) {
       if (stopping_) return false;
-      const auto end = batch.metrics.begin() + static_cast<std::ptrdiff_t>(std::min(batch.metrics.size(), kMlflowMaxMetrics));
+      const auto end =
+          batch.metrics.begin() + static_cast<std::ptrdiff_t>(std::min(batch.metrics.size(), kMlflowMaxMetrics));
       try {
         client_->log_batch(run_id_, std::vector<MlflowMetric>(batch.metrics.begin(), end), {}, {});
       } catch (const MlflowError& e) {
@@ -313,7 +319,8 @@ MlflowTracker::Held MlflowTracker::load_pending() const {
     held.params = pairs(j->value("params", json::array()));
     held.tags = pairs(j->value("tags", json::array()));
     for (const auto& m : j->value("metrics", json::array())) {
-      held.metrics.push_back({m.at(0).get<std::string>(), number(m.at(1)), m.at(2).get<int64_t>(), m.at(3).get<int64_t>()});
+      held.metrics.push_back(
+          {m.at(0).get<std::string>(), number(m.at(1)), m.at(2).get<int64_t>(), m.at(3).get<int64_t>()});
     }
     // The earlier process's end status is history: this process sets its own.
   } catch (const json::exception& e) {
@@ -321,7 +328,8 @@ MlflowTracker::Held MlflowTracker::load_pending() const {
     return {};
   }
   if (!held.empty()) {
-    util::log::info("mlflow: " + std::to_string(held.size()) + " records an earlier process could not send are sent first");
+    util::log::info("mlflow: " + std::to_string(held.size()) +
+                    " records an earlier process could not send are sent first");
   }
   return held;
 }

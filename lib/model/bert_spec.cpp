@@ -61,7 +61,8 @@ std::optional<int64_t> Fields::token_id(const char* key, int64_t vocab_size) con
   if (!at(key).is_number_integer()) fail(std::string("`") + key + "` is not an integer");
   const auto id = at(key).get<int64_t>();
   if (id < 0 || id >= vocab_size) {
-    fail(std::string("`") + key + "` " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab_size));
+    fail(std::string("`") + key + "` " + std::to_string(id) + " is outside the vocabulary of " +
+         std::to_string(vocab_size));
   }
   return id;
 }
@@ -71,7 +72,8 @@ BertActivation read_activation(const Fields& f, const char* key, const std::stri
   if (act == "gelu") return BertActivation::kGelu;
   if (act == "gelu_new" || act == "gelu_pytorch_tanh") return BertActivation::kGeluTanh;
   if (act == "relu") return BertActivation::kRelu;
-  f.refuse_if(true, std::string("`") + key + "` is \"" + act + "\" (hftrain has gelu, gelu_new, gelu_pytorch_tanh and relu)");
+  f.refuse_if(true,
+              std::string("`") + key + "` is \"" + act + "\" (hftrain has gelu, gelu_new, gelu_pytorch_tanh and relu)");
   return BertActivation::kGelu;
 }
 
@@ -169,8 +171,9 @@ int64_t BertSpec::root_parameter_count() const {
   }
   if (deberta()) {
     const int64_t e = word_embedding_size();
-    const int64_t embeddings = (vocab_size + (position_biased_input ? max_position_embeddings : 0) + type_vocab_size) * e +
-                               (e != c ? e * c : 0) + 2 * c;
+    const int64_t embeddings =
+        (vocab_size + (position_biased_input ? max_position_embeddings : 0) + type_vocab_size) * e +
+        (e != c ? e * c : 0) + 2 * c;
     const int64_t relative = (relative_attention ? 2 * relative_span() * c : 0) + (norm_rel_ebd ? 2 * c : 0);
     return embeddings + relative + (deberta_pooler() ? c * c + c : 0) + classifier;
   }
@@ -251,7 +254,9 @@ void BertSpec::validate() const {
 }
 
 std::string BertSpec::architecture() const {
-  const std::string head = !with_classifier ? "Model" : per_token ? "ForTokenClassification" : "ForSequenceClassification";
+  const std::string head = !with_classifier ? "Model"
+                           : per_token      ? "ForTokenClassification"
+                                            : "ForSequenceClassification";
   return (xlm ? "XLMRoberta" : roberta() ? "Roberta" : modernbert() ? "ModernBert" : deberta() ? "DebertaV2" : "Bert") +
          head;
 }
@@ -272,7 +277,8 @@ bool is_bert_config(const std::string& json_text) {
   if (util::json_too_deep(json_text)) return false;  // not a config; its reader says why
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
-  const std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+  const std::string type =
+      j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
   if (type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "modernbert" || type == "deberta-v2") {
     return true;
   }  // refusals then name the head

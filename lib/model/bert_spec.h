@@ -162,8 +162,8 @@ const char* bert_activation_name(BertActivation act);
 
 // True when the config.json text is a BERT, (XLM-)RoBERTa, ModernBERT or DeBERTa-v2 model's:
 // "model_type" is "bert", "roberta", "xlm-roberta", "modernbert" or "deberta-v2", or
-// "architectures" names one of the architectures below. For dispatching between the model families: bert_spec_from_hf_config
-// then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
+// "architectures" names one of the architectures below. For dispatching between the model families:
+// bert_spec_from_hf_config then reads it or says why not (a BERT head hftrain lacks, say). Malformed JSON: false.
 bool is_bert_config(const std::string& json_text);
 // The architectures bert_spec_from_hf_config accepts. BertForSequenceClassification gives a spec
 // with_classifier; the others give the encoder (their heads' tensors are dropped when loading:
@@ -181,8 +181,8 @@ inline constexpr const char* kModernBertArchitectures[] = {"ModernBertModel", "M
                                                            "ModernBertForTokenClassification", "ModernBertForMaskedLM"};
 
 // Reads a Hugging Face BERT, RoBERTa, ModernBERT or DeBERTa-v2 config.json (each family's config
-// class's defaults: RobertaConfig's pad_token_id 1, ModernBertConfig's, DebertaV2Config's). num_labels is the size of id2label (transformers
-// derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
+// class's defaults: RobertaConfig's pad_token_id 1, ModernBertConfig's, DebertaV2Config's). num_labels is the size of
+// id2label (transformers derives it so), else "num_labels", else 2; `id2label`, when given, receives the label names in
 // id order ("LABEL_i" where the file has none). Throws CheckpointError naming `source` and the
 // field for a missing or malformed field, an architecture that is not a BERT encoder, or an
 // option hftrain's encoder does not implement: position_embedding_type other than "absolute",

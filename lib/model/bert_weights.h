@@ -1,7 +1,7 @@
 // Hugging Face BERT, RoBERTa, ModernBERT and DeBERTa-v2 weights onto hftrain's BertEncoder (bert.h) and back. The names
 // are the same on both sides but for the "bert." ("roberta.") prefix: BertForSequenceClassification
-// files have it, BertModel files do not, and both load into either shape of the model. As transformers does when it loads a
-// checkpoint into another head:
+// files have it, BertModel files do not, and both load into either shape of the model. As transformers does when it
+// loads a checkpoint into another head:
 //  - a classifier the files lack (a BertModel or BertForMaskedLM directory fine-tuned into a
 //    classifier) keeps its fresh initialisation, and so does a pooler the files lack
 //    (BertForMaskedLM saves none); both are reported, not refused;

@@ -191,16 +191,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& input, const Attention
   const double dropout = is_training() ? dropout_ : 0.0;
   // A rank's heads drop their own numbers (tensor_parallel.h).
   const TpRngFork own_numbers(q.device(), tp_ && dropout > 0);
-  auto y = softcap_ > 0
-               ? eager_attention(q, k, v, in.mask, causal, scale_.value_or(1.0 / std::sqrt(static_cast<double>(head_dim_))),
-                                 softcap_, dropout, is_training())
-               : at::scaled_dot_product_attention(q, k, v, mask, dropout, causal, scale_,
-                                                  /*enable_gqa=*/n_kv_head_ != n_head_);
+  auto y = softcap_ > 0 ? eager_attention(q, k, v, in.mask, causal,
+                                          scale_.value_or(1.0 / std::sqrt(static_cast<double>(head_dim_))), softcap_,
+                                          dropout, is_training())
+                        : at::scaled_dot_product_attention(q, k, v, mask, dropout, causal, scale_,
+                                                           /*enable_gqa=*/n_kv_head_ != n_head_);
   y = y.transpose(1, 2).reshape({B, T, n_head_ * head_dim_});  // (B, T, H D)
   return project_out(y);
 }
 
-BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer) : dropout_(spec.dropout), name_("layers." + std::to_string(layer)) {
+BlockImpl::BlockImpl(const ModelSpec& spec, int64_t layer)
+    : dropout_(spec.dropout), name_("layers." + std::to_string(layer)) {
   const auto norm = [&] { return Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset); };
   if (spec.pre_norms()) attn_norm = register_module("attn_norm", norm());
   attn = register_module("attn", Attention(spec));

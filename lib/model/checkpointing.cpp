@@ -106,8 +106,8 @@ std::vector<torch::Tensor> checkpointed(BlockFnMany fn, const torch::Tensor& x) 
 }
 
 torch::Tensor checkpointed(BlockFn fn, const torch::Tensor& x) {
-  return checkpointed(BlockFnMany([fn = std::move(fn)](const torch::Tensor& h) { return std::vector<torch::Tensor>{fn(h)}; }),
-                      x)[0];
+  return checkpointed(
+      BlockFnMany([fn = std::move(fn)](const torch::Tensor& h) { return std::vector<torch::Tensor>{fn(h)}; }), x)[0];
 }
 
 }  // namespace hftrain::model

@@ -77,7 +77,8 @@ torch::Tensor DebertaLayerImpl::attention(const torch::Tensor& x, const torch::T
 torch::Tensor DebertaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
                                         const torch::Tensor& relative, const torch::Tensor& rel) {
   const double p = spec_.hidden_dropout_prob;
-  const auto h = attention_norm_(dropped_out(attention_dense_(attention(x, mask, relative, rel)), p, is_training()) + x);
+  const auto h =
+      attention_norm_(dropped_out(attention_dense_(attention(x, mask, relative, rel)), p, is_training()) + x);
   const auto f = bert_activation(intermediate_(h), spec_.hidden_act);
   return output_norm_(dropped_out(output_dense_(f), p, is_training()) + h);
 }

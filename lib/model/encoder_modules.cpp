@@ -16,8 +16,8 @@ Dense dense(torch::nn::Module& parent, const std::string& name, int64_t in, int6
 }
 
 torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const BertSpec& s) {
-  return parent.register_module("LayerNorm",
-                                torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
+  return parent.register_module(
+      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.hidden_size}).eps(s.layer_norm_eps)));
 }
 
 torch::Tensor dropped_out(const torch::Tensor& x, double p, bool training) {

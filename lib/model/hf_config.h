@@ -6,8 +6,8 @@
 // ((1 + w) RMSNorms before and after each sublayer, GeGLU, scaled embeddings, soft-capping,
 // sliding layers alternating with global ones, Gemma 3's q/k norms and local RoPE base),
 // MixtralForCausalLM, Qwen2MoeForCausalLM (a shared expert) and Qwen3MoeForCausalLM (mixtures of
-// experts, with the load-balancing loss where output_router_logits is on); any of them with a head_dim that is not hidden_size / num_attention_heads. Anything else
-// is refused with what differs.
+// experts, with the load-balancing loss where output_router_logits is on); any of them with a head_dim that is not
+// hidden_size / num_attention_heads. Anything else is refused with what differs.
 #pragma once
 
 #include <cstdint>

@@ -76,7 +76,19 @@ struct Reader {
 // The shortest text that reads back as `v`.
 std::string number(double v);
 
-enum class LlamaFamily { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3, kGemma2, kGemma3, kMixtral, kQwen2Moe, kQwen3Moe };
+enum class LlamaFamily {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kOlmo2,
+  kPhi3,
+  kGemma2,
+  kGemma3,
+  kMixtral,
+  kQwen2Moe,
+  kQwen3Moe
+};
 
 // The dense family whose block a mixture-of-experts family keeps (Mixtral: Mistral's; Qwen2-MoE:
 // Qwen2's; Qwen3-MoE: Qwen3's).

@@ -46,7 +46,8 @@ std::string byte_tokenizer_json(const tokenizer::Tokenizer& t) {
   }
   Json added = Json::array();
   for (const auto& [id, content] : byte_specials(t)) added.push_back(added_token(id, content));
-  const Json byte_level{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
+  const Json byte_level{
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
   Json j{{"version", "1.0"},
          {"truncation", nullptr},
          {"padding", nullptr},
@@ -78,13 +79,15 @@ void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard
   std::error_code ec;
   fs::remove_all(staged, ec);
   fs::create_directories(staged, ec);
-  if (ec) throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the folder's permissions");
+  if (ec)
+    throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the folder's permissions");
   try {
     write_sharded_weights(staged, to_hf_weights(loaded.model), static_cast<uint64_t>(max_shard_bytes));
     write_text(staged / kHfConfigFile, config);
-    const std::string tokenizer = loaded.tokenizer_kind == tokenizer::TokenizerKind::kByte
-                                      ? byte_tokenizer_json(tok)
-                                      : util::read_file<util::CheckpointError>(loaded.dir / kTokenizerFile, "tokenizer");
+    const std::string tokenizer =
+        loaded.tokenizer_kind == tokenizer::TokenizerKind::kByte
+            ? byte_tokenizer_json(tok)
+            : util::read_file<util::CheckpointError>(loaded.dir / kTokenizerFile, "tokenizer");
     write_text(staged / kTokenizerFile, tokenizer);
     const int32_t eot_ids[] = {eot};
     const int32_t pad_ids[] = {pad};

@@ -65,10 +65,10 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     }
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.qkv_bias()) break;
-      m[l + "attn.qkv_proj." + kind] = s.fused_projections  // Phi-3's names: hftrain's layout as it is
-                                           ? HfSource{{a + "qkv_proj." + kind}}
-                                           : HfSource{{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind},
-                                                      false, {q, kv, kv}};
+      m[l + "attn.qkv_proj." + kind] =
+          s.fused_projections  // Phi-3's names: hftrain's layout as it is
+              ? HfSource{{a + "qkv_proj." + kind}}
+              : HfSource{{a + "q_proj." + kind, a + "k_proj." + kind, a + "v_proj." + kind}, false, {q, kv, kv}};
     }
     m[l + "attn.o_proj.weight"] = {{a + "o_proj.weight"}};
     if (s.o_bias()) m[l + "attn.o_proj.bias"] = {{a + "o_proj.bias"}};
@@ -108,8 +108,9 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
     for (const std::string kind : {"weight", "bias"}) {
       if (kind == "bias" && !s.mlp_biases()) break;
       m[l + "mlp.gate_up_proj." + kind] =
-          s.fused_projections ? HfSource{{h + "mlp.gate_up_proj." + kind}}
-                              : HfSource{{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
+          s.fused_projections
+              ? HfSource{{h + "mlp.gate_up_proj." + kind}}
+              : HfSource{{h + "mlp.gate_proj." + kind, h + "mlp.up_proj." + kind}, false, {s.d_ff, s.d_ff}};
       m[l + "mlp.down_proj." + kind] = {{h + "mlp.down_proj." + kind}};
     }
   }
@@ -153,7 +154,8 @@ std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
     if (!param.ends_with(".weight") || util::starts_with(param, "embed_") || param.find("norm.") != std::string::npos)
       continue;
     const std::string dense = param.substr(0, param.size() - std::string(".weight").size());
-    const bool shared = param.ends_with("moe.shared.gate_up_proj.weight") || param.ends_with("moe.shared.down_proj.weight");
+    const bool shared =
+        param.ends_with("moe.shared.gate_up_proj.weight") || param.ends_with("moe.shared.down_proj.weight");
     const int64_t d_ff = shared ? spec.shared_expert_d_ff : spec.d_ff;  // the shared expert's, or the dense MLP's
     int64_t in = spec.d_model;
     if (param.ends_with(".down_proj.weight")) in = d_ff;
@@ -254,10 +256,12 @@ std::vector<BertLinear> bert_linears(const BertSpec& s) {
   std::vector<BertLinear> out;
   const int64_t c = s.hidden_size, f = s.intermediate_size;
   if (s.deberta()) {
-    if (s.word_embedding_size() != c) out.push_back({"deberta.embeddings.embed_proj", s.word_embedding_size(), c, false});
+    if (s.word_embedding_size() != c)
+      out.push_back({"deberta.embeddings.embed_proj", s.word_embedding_size(), c, false});
     for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
       const std::string l = "deberta.encoder.layer." + std::to_string(i) + ".";
-      for (const char* qkv : {"query_proj", "key_proj", "value_proj"}) out.push_back({l + "attention.self." + qkv, c, c});
+      for (const char* qkv : {"query_proj", "key_proj", "value_proj"})
+        out.push_back({l + "attention.self." + qkv, c, c});
       if (s.relative_attention && !s.share_att_key && s.c2p) out.push_back({l + "attention.self.pos_key_proj", c, c});
       if (s.relative_attention && !s.share_att_key && s.p2c) out.push_back({l + "attention.self.pos_query_proj", c, c});
       out.push_back({l + "attention.output.dense", c, c});

@@ -21,7 +21,8 @@ void read_rope(const Reader& r, ModelSpec& s) {
   if (!r.j.at(key).is_object()) r.fail("`" + std::string(key) + "` is not an object");
   const Reader p{r.j.at(key), r.source, std::string(key) + "."};
   for (const auto& [layer, value] : p.j.items()) {
-    p.unsupported_if(value.is_object(), "`" + std::string(key) + "` holds RoPE parameters per layer type (" + layer + ")");
+    p.unsupported_if(value.is_object(),
+                     "`" + std::string(key) + "` holds RoPE parameters per layer type (" + layer + ")");
   }
   s.rope_theta = p.number("rope_theta", s.rope_theta);
   s.partial_rotary_factor = p.number("partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
@@ -52,9 +53,10 @@ void read_rope(const Reader& r, ModelSpec& s) {
     out.factor = p.number("factor", static_cast<double>(s.max_seq_len) / static_cast<double>(original));
     const double mscale = p.number("mscale", 0);
     const double mscale_all_dim = p.number("mscale_all_dim", 0);
-    out.attention_factor = p.number("attention_factor", mscale != 0 && mscale_all_dim != 0
-                                                            ? yarn_mscale(out.factor, mscale) / yarn_mscale(out.factor, mscale_all_dim)
-                                                            : yarn_mscale(out.factor, 1));
+    out.attention_factor =
+        p.number("attention_factor", mscale != 0 && mscale_all_dim != 0
+                                         ? yarn_mscale(out.factor, mscale) / yarn_mscale(out.factor, mscale_all_dim)
+                                         : yarn_mscale(out.factor, 1));
     // transformers: `beta_fast or 32`, so 0 also means the default.
     out.beta_fast = p.number("beta_fast", 0) != 0 ? p.number("beta_fast") : 32.0;
     out.beta_slow = p.number("beta_slow", 0) != 0 ? p.number("beta_slow") : 1.0;

@@ -222,8 +222,8 @@ torch::Tensor lm_head_loss_sum(const torch::Tensor& hidden, const torch::Tensor&
   const auto device = hidden.device().type();
   // Every rank of a split vocabulary takes the same chunks (each chunk's reductions are collective):
   // rows sized by the largest slice, not this rank's.
-  const int64_t sized_by = vocab_parallel ? vocab_slice(vocab_parallel->slice.vocab, 0, vocab_parallel->group->size()).rows()
-                                          : vocab;
+  const int64_t sized_by =
+      vocab_parallel ? vocab_slice(vocab_parallel->slice.vocab, 0, vocab_parallel->group->size()).rows() : vocab;
   if (chunk_rows <= 0) chunk_rows = default_chunk_rows(device, sized_by);
   const c10::ScalarType compute =
       at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : weight.scalar_type();

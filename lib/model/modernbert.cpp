@@ -61,7 +61,9 @@ torch::Tensor ModernBertLayerImpl::forward(const torch::Tensor& x, const Tokens&
 
 torch::Tensor ModernBertLayerImpl::Tokens::padded(const torch::Tensor& t) const {
   if (!index.defined()) return t.reshape({batch, length, t.size(-1)});
-  return torch::zeros({batch * length, t.size(-1)}, t.options()).index_copy(0, index, t).view({batch, length, t.size(-1)});
+  return torch::zeros({batch * length, t.size(-1)}, t.options())
+      .index_copy(0, index, t)
+      .view({batch, length, t.size(-1)});
 }
 
 torch::Tensor ModernBertLayerImpl::Tokens::unpadded(const torch::Tensor& t) const {

@@ -37,8 +37,8 @@ class ModernBertLayerImpl : public torch::nn::Module {
   ModernBertLayerImpl(const BertSpec& spec, int64_t index);
   // x (N, C): the batch's tokens; mask (B, 1, 1, T) or (B, 1, T, T) bool, true where a query may
   // attend a key, or undefined; cos, sin (T, head_dim) in x's dtype. Returns (N, C).
-  torch::Tensor forward(const torch::Tensor& x, const Tokens& tokens, const torch::Tensor& mask, const torch::Tensor& cos,
-                        const torch::Tensor& sin);
+  torch::Tensor forward(const torch::Tensor& x, const Tokens& tokens, const torch::Tensor& mask,
+                        const torch::Tensor& cos, const torch::Tensor& sin);
 
  private:
   BertSpec spec_;

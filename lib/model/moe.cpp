@@ -70,8 +70,9 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& input) {
     };
     if (token_mask_.defined() && token_mask_.numel() == flat.size(0)) {
       const auto w = token_mask_.to(torch::kFloat32);  // (N)
-      stats_->push_back(RouterStats{torch::bincount(assigned, w.repeat_interleave(top_k_), n_experts_).to(torch::kFloat32),
-                                    shared_grad((r.probs * w.unsqueeze(1)).sum(0)), w.sum()});
+      stats_->push_back(
+          RouterStats{torch::bincount(assigned, w.repeat_interleave(top_k_), n_experts_).to(torch::kFloat32),
+                      shared_grad((r.probs * w.unsqueeze(1)).sum(0)), w.sum()});
     } else {
       stats_->push_back(RouterStats{per_expert.to(torch::kFloat32), shared_grad(r.probs.sum(0)),
                                     torch::scalar_tensor(static_cast<double>(flat.size(0)),

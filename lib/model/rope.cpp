@@ -26,9 +26,11 @@ torch::Tensor llama3(const torch::Tensor& inv_freq, const RopeScaling& r) {
   const auto wavelen = inv_freq.reciprocal() * (2 * std::numbers::pi);
   // Long wavelengths are divided by the factor, short ones kept, the band between interpolated.
   auto scaled = torch::where(wavelen > low_freq_wavelen, inv_freq / r.factor, inv_freq);
-  const auto smooth = (wavelen.reciprocal() * old_context - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  const auto smooth =
+      (wavelen.reciprocal() * old_context - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
   const auto smoothed = (1 - smooth) * scaled / r.factor + smooth * scaled;
-  const auto medium = (wavelen < high_freq_wavelen).logical_not().logical_and((wavelen > low_freq_wavelen).logical_not());
+  const auto medium =
+      (wavelen < high_freq_wavelen).logical_not().logical_and((wavelen > low_freq_wavelen).logical_not());
   return torch::where(medium, smoothed, scaled);
 }
 
@@ -95,7 +97,8 @@ torch::Tensor rope_inv_freq(const ModelSpec& spec, bool long_factors) {
 
 RopeTables rope_tables(const ModelSpec& spec) {
   const RopeType type = spec.rope_scaling.type;
-  const double scale = type == RopeType::kYarn || type == RopeType::kLongrope ? spec.rope_scaling.attention_factor : 1.0;
+  const double scale =
+      type == RopeType::kYarn || type == RopeType::kLongrope ? spec.rope_scaling.attention_factor : 1.0;
   RopeTables out;
   std::tie(out.cos, out.sin) = tables(rope_inv_freq(spec), spec.max_seq_len, scale);
   if (type == RopeType::kLongrope) {

@@ -58,11 +58,11 @@ struct LoadedModel {
 std::filesystem::path resolve_model_dir(const std::filesystem::path& path);
 
 // Loads a model directory (or a run directory, via resolve_model_dir), with model.safetensors or,
-// when that is absent, the sharded model.safetensors.index.json (through load_model_weights). Throws CheckpointError naming the
-// file for anything missing, malformed or inconsistent (every missing, unexpected or mis-shaped
-// tensor at once; for sharded weights also a listed shard that is missing, a tensor in no shard
-// or more than one, or in another shard than the index says), and for a tokenizer larger than the
-// model's vocabulary; DataError from the tokenizer.json parser.
+// when that is absent, the sharded model.safetensors.index.json (through load_model_weights). Throws CheckpointError
+// naming the file for anything missing, malformed or inconsistent (every missing, unexpected or mis-shaped tensor at
+// once; for sharded weights also a listed shard that is missing, a tensor in no shard or more than one, or in another
+// shard than the index says), and for a tokenizer larger than the model's vocabulary; DataError from the tokenizer.json
+// parser.
 LoadedModel load_model_dir(const std::filesystem::path& path);
 
 // The ModelSpec of a model directory's model.json. Throws CheckpointError naming the file.

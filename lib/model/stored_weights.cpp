@@ -77,7 +77,8 @@ StoredWeights::StoredWeights(const fs::path& dir) {
   std::vector<std::string> unlisted, misplaced, duplicated;
   for (const auto& file : shard_files) {
     const fs::path shard_path = dir / file;
-    if (!fs::exists(shard_path, ec)) throw util::CheckpointError(where + " lists shard " + file + ", which is missing", hint);
+    if (!fs::exists(shard_path, ec))
+      throw util::CheckpointError(where + " lists shard " + file + ", which is missing", hint);
     files_.push_back(std::make_unique<MappedSafetensors>(shard_path));
     for (const auto& e : files_.back()->header().tensors) {
       auto it = shard_of.find(e.name);

@@ -113,7 +113,9 @@ Streams& streams() {
   static Streams s;
   return s;
 }
-std::pair<int, int> key_of(const torch::Device& d) { return {static_cast<int>(d.type()), d.has_index() ? d.index() : -1}; }
+std::pair<int, int> key_of(const torch::Device& d) {
+  return {static_cast<int>(d.type()), d.has_index() ? d.index() : -1};
+}
 
 at::Generator default_generator(const torch::Device& device) {
 #ifdef HFTRAIN_HAVE_CUDA

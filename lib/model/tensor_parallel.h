@@ -76,8 +76,8 @@ struct VocabParallel {
 };
 
 // Random numbers under tensor parallelism (as Megatron-LM's RNG tracker). The default generators
-// are seeded alike on every rank of a group (and set from the group's rank 0 after a resume), so the regions every rank computes whole (the
-// embedding's dropout and, without sequence parallelism, the residual dropout) draw the same
+// are seeded alike on every rank of a group (and set from the group's rank 0 after a resume), so the regions every rank
+// computes whole (the embedding's dropout and, without sequence parallelism, the residual dropout) draw the same
 // numbers on every rank, and the group trains one model. A region a rank computes alone
 // (attention dropout over its heads; with sequence parallelism the dropout over its slice of the
 // sequence) draws from this rank's own stream instead: a TpRngFork swaps the stream in for the

@@ -56,7 +56,8 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
     auto block = layers_->ptr<BlockImpl>(i);
     if (block->moe && spec.router_aux_loss_coef > 0) block->moe->collect_stats(&router_stats_);
   }
-  final_norm_ = register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
+  final_norm_ =
+      register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
   if (!spec.tie_embeddings) {
     lm_head_ = register_module("lm_head",
                                Dense(spec.d_model, spec.vocab_size, false));
@@ -163,7 +164,8 @@ torch::Tensor TransformerImpl::hidden_states(const torch::Tensor& input_ids, KvC
   return x;
 }
 
-torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t offset, const torch::Tensor& position_ids) {
+torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t offset,
+                                     const torch::Tensor& position_ids) {
   const int64_t T = input_ids.size(1);
   // Under tensor parallelism each rank looks up its rows of the vocabulary and tp_leave sums them
   // (with sequence parallelism: this rank's slice of the sequence, (B, T / size, C)).
@@ -188,11 +190,9 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t off
                 F::dropout(x, F::DropoutFuncOptions().p(spec_.dropout).training(is_training())));
 }
 
-std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inputs(const torch::Tensor& position_ids,
-                                                                                    int64_t T, int64_t offset,
-                                                                                    torch::ScalarType dtype,
-                                                                                    const torch::Device& device,
-                                                                                    const torch::Tensor& document_offsets) {
+std::pair<AttentionInputsPtr, AttentionInputsPtr> TransformerImpl::attention_inputs(
+    const torch::Tensor& position_ids, int64_t T, int64_t offset, torch::ScalarType dtype, const torch::Device& device,
+    const torch::Tensor& document_offsets) {
   auto attention = std::make_shared<AttentionInputs>();
   if (position_ids.defined()) {
     // Under autocast the attention runs in autocast's dtype, otherwise in the activations'.
@@ -277,8 +277,9 @@ torch::Tensor TransformerImpl::run_blocks(torch::Tensor x, const AttentionInputs
   return x;
 }
 
-torch::Tensor TransformerImpl::checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
-                                                     const torch::Tensor& x, const torch::Tensor& token_mask) {
+torch::Tensor TransformerImpl::checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block,
+                                                      const AttentionInputs& in, const torch::Tensor& x,
+                                                      const torch::Tensor& token_mask) {
   // The router's statistics leave the checkpoint as outputs: the probability sums with a gradient
   // (the recomputation back-propagates the loss's gradient through them to the router), the expert
   // counts as the first pass found them. Inside, the layer collects into a local list only.

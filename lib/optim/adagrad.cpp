@@ -24,7 +24,8 @@ class Adagrad : public Optimizer {
       for (auto& p : g.params) {
         ParamState& st = state_[k++];
         if (!p.grad().defined()) continue;
-        if (!st.sum.defined()) st.sum = torch::full_like(p, s_.initial_accumulator_value, torch::MemoryFormat::Preserve);
+        if (!st.sum.defined())
+          st.sum = torch::full_like(p, s_.initial_accumulator_value, torch::MemoryFormat::Preserve);
         ++st.step;
         params.push_back(p);
         grads.push_back(p.grad());

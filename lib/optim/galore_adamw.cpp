@@ -142,8 +142,9 @@ class GaloreAdamW final : public Optimizer {
                                  }
                                  const Side side = side_of(s_.proj_type, p.size(0), p.size(1));
                                  const Shapes sh = shapes_of(side, p.size(0), p.size(1), s_.rank);
-                                 std::vector<detail::TensorSpec> specs = {
-                                     {"exp_avg", sh.low, dtype}, {"exp_avg_sq", sh.low, dtype}, {"ortho", sh.ortho, dtype}};
+                                 std::vector<detail::TensorSpec> specs = {{"exp_avg", sh.low, dtype},
+                                                                          {"exp_avg_sq", sh.low, dtype},
+                                                                          {"ortho", sh.ortho, dtype}};
                                  if (side == Side::kBoth) specs.push_back({"ortho_right", sh.ortho_right, dtype});
                                  return specs;
                                }};

@@ -70,8 +70,11 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
     case config::OptimizerName::kLion:
       return make_lion(std::move(groups), beta1, config.beta2.value_or(0.99));
     case config::OptimizerName::kAdamW8bit:
-      return make_adamw_8bit(std::move(groups), {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999),
-                                                 .eps = config.eps, .min_8bit_size = 4096, .block_size = kAdamW8bitBlock});
+      return make_adamw_8bit(std::move(groups), {.beta1 = beta1,
+                                                 .beta2 = config.beta2.value_or(0.999),
+                                                 .eps = config.eps,
+                                                 .min_8bit_size = 4096,
+                                                 .block_size = kAdamW8bitBlock});
     case config::OptimizerName::kAdagrad:
       return make_adagrad(std::move(groups), {.lr_decay = config.adagrad.lr_decay,
                                               .initial_accumulator_value = config.adagrad.initial_accumulator_value,

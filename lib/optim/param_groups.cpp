@@ -39,7 +39,8 @@ void check_all_used(const std::map<std::string, double>& map, const std::set<std
                     const char* key, const std::vector<std::string>& names) {
   for (const auto& [glob, value] : map) {
     if (used.count(glob)) continue;
-    std::vector<std::string> sample(names.begin(), names.begin() + static_cast<long>(std::min<size_t>(names.size(), 6)));
+    std::vector<std::string> sample(names.begin(),
+                                    names.begin() + static_cast<long>(std::min<size_t>(names.size(), 6)));
     throw util::ConfigError("`" + std::string(key) + "` glob '" + glob + "' matches no parameter",
                             "parameter names look like: " + util::join(sample, ", "));
   }

@@ -48,7 +48,8 @@ std::vector<std::string> default_targets(config::ModelArch arch, const std::vect
   if (arch == config::ModelArch::kBert && any_ends(".query_proj")) return {"query_proj", "value_proj"};  // DeBERTa-v2
   switch (arch) {
     case config::ModelArch::kGpt2: return {"c_attn"};
-    case config::ModelArch::kLlama: return fused ? std::vector<std::string>{"qkv_proj"} : std::vector<std::string>{"q_proj", "v_proj"};
+    case config::ModelArch::kLlama:
+      return fused ? std::vector<std::string>{"qkv_proj"} : std::vector<std::string>{"q_proj", "v_proj"};
     case config::ModelArch::kBert: return {"query", "value"};
   }
   return {};
@@ -241,7 +242,8 @@ LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear
   const auto modules = root.named_modules();
   for (const auto& [path, slices] : by_dense) {
     auto* dense = modules.contains(path) ? modules[path]->as<model::DenseImpl>() : nullptr;
-    if (!dense) throw util::ConfigError("LoRA target " + slices.front().name + ": the model has no linear layer " + path);
+    if (!dense)
+      throw util::ConfigError("LoRA target " + slices.front().name + ": the model has no linear layer " + path);
     auto adapter = std::make_shared<LoraAdapterImpl>(slices, config, *dense);
     adapter->train(dense->is_training());  // a new module starts in training mode; follow the layer's
     dense->set_adapter(adapter);

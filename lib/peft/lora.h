@@ -89,8 +89,8 @@ struct LoraModel {
 };
 
 // The hftrain parameters that `modules_to_save` (Hugging Face module names, matched as peft
-// matches them: a module named, or one below a module named) train in full. Throws ConfigError for an entry that matches nothing or names part
-// of a fused parameter.
+// matches them: a module named, or one below a module named) train in full. Throws ConfigError for an entry that
+// matches nothing or names part of a fused parameter.
 std::set<std::string> saved_module_params(const std::vector<model::HfParameter>& hf_parameters,
                                           const std::vector<std::string>& modules_to_save);
 

@@ -98,7 +98,8 @@ model::TensorList adapter_tensors(torch::nn::Module& root, const LoraModel& lora
       if (s.row_offset != t.row_offset) continue;
       out.emplace_back(a_name(t), s.A.detach().to(torch::kCPU, torch::kFloat32));
       out.emplace_back(b_name(t), s.B.detach().to(torch::kCPU, torch::kFloat32));
-      if (s.magnitude.defined()) out.emplace_back(magnitude_name(t), s.magnitude.detach().to(torch::kCPU, torch::kFloat32));
+      if (s.magnitude.defined())
+        out.emplace_back(magnitude_name(t), s.magnitude.detach().to(torch::kCPU, torch::kFloat32));
     }
   }
   for (const auto& s : saved_tensors(lora, hf_parameters)) {
@@ -192,8 +193,9 @@ void load_adapter_weights(torch::nn::Module& root, const LoraModel& lora,
   const auto copy = [&](const std::string& name, torch::Tensor into, bool transpose) {
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
-      throw util::CheckpointError(path.string() + " has no tensor " + name,
-                                  "the adapter was trained on other modules or another model; check adapter_config.json");
+      throw util::CheckpointError(
+          path.string() + " has no tensor " + name,
+          "the adapter was trained on other modules or another model; check adapter_config.json");
     }
     const torch::Tensor value = transpose ? it->second.t() : it->second;
     if (value.sizes() != into.sizes()) {

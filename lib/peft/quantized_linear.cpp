@@ -108,7 +108,9 @@ torch::Tensor QuantizedWeight::linear(const torch::Tensor& x, const torch::Tenso
 }
 
 int64_t QuantizedWeight::bytes() const {
-  auto size = [](const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; };
+  auto size = [](const torch::Tensor& t) {
+    return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+  };
   int64_t n = 0;
   for (const auto& w : nf4_) {
     n += size(w.packed) + size(w.absmax) + size(w.absmax_codes) + size(w.absmax_scales) + size(w.absmax_code_map);
@@ -174,8 +176,8 @@ QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase k
   QuantizeOnLoad out;
   out.report = std::make_shared<QuantizedBase>();
   if (kind == config::QuantizeBase::kNone) return out;
-  auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>(
-      quantizable_layers(model, [&](const std::string& weight, const model::DenseImpl&) { return keep.count(weight) > 0; }));
+  auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>(quantizable_layers(
+      model, [&](const std::string& weight, const model::DenseImpl&) { return keep.count(weight) > 0; }));
   torch::NoGradGuard no_grad;
   for (const auto& [weight, dense] : *layers) {
     // A placeholder already on the training device: moving the module there leaves it be.

@@ -84,7 +84,8 @@ ChatTemplate::ChatTemplate(const std::string& source, std::string name, Json var
       name_(std::move(name)),
       variables_(std::move(variables)) {}
 
-std::string ChatTemplate::render(const Json& messages, const Json& tools, bool prompt, jinja::RenderResult* full) const {
+std::string ChatTemplate::render(const Json& messages, const Json& tools, bool prompt,
+                                 jinja::RenderResult* full) const {
   jinja::ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.tools = tools;
@@ -166,8 +167,9 @@ std::shared_ptr<const ChatTemplate> resolve_chat_template(const std::string& cho
   std::error_code ec;
   if (fs::is_directory(file, ec)) return from_dir(file, true, "data.chat_template " + choice);
   if (!fs::exists(file, ec)) {
-    throw util::ConfigError("data.chat_template: `" + choice + "` is neither auto, hftrain, chatml nor an existing file",
-                            "name a Jinja file, a tokenizer_config.json or a model directory");
+    throw util::ConfigError(
+        "data.chat_template: `" + choice + "` is neither auto, hftrain, chatml nor an existing file",
+        "name a Jinja file, a tokenizer_config.json or a model directory");
   }
   if (file.extension() == ".json") {
     const Json config = read_json(file);
@@ -179,7 +181,8 @@ std::shared_ptr<const ChatTemplate> resolve_chat_template(const std::string& cho
   }
   // A Jinja file: the special tokens come from a tokenizer_config.json beside the tokenizer.
   Json vars = Json::object();
-  const fs::path config_file = tokenizer_file.empty() ? fs::path() : tokenizer_file.parent_path() / "tokenizer_config.json";
+  const fs::path config_file =
+      tokenizer_file.empty() ? fs::path() : tokenizer_file.parent_path() / "tokenizer_config.json";
   if (!config_file.empty() && fs::is_regular_file(config_file, ec)) vars = special_variables(read_json(config_file));
   return std::make_shared<const ChatTemplate>(util::read_file<util::DataError>(file, "chat template"), file.string(),
                                               std::move(vars));

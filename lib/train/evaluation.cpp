@@ -5,7 +5,7 @@
 #include "metrics/classification.h"
 #include "metrics/entities.h"
 #include "parallel/comm/monitor.h"
-#include "train/precision.h"
+#include "train/step/precision.h"
 
 namespace hftrain::train {
 

@@ -13,8 +13,8 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "parallel/comm/world.h"
-#include "train/pipeline_runner.h"
-#include "train/task_model.h"
+#include "train/step/pipeline_runner.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

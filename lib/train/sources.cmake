@@ -1,40 +1,48 @@
-# The training stage (relative to lib/train): what the loop trains (task models), how a Trainer is
-# built from the config, the step and the loop, evaluation, checkpoint state, precision.
+# The training stage (relative to lib/train), one sub-folder per idea:
+#   (top)    the Trainer: the loop (trainer.cpp), one step and its logging window (trainer_step),
+#            checkpoints (trainer_checkpoint), evaluation, bad steps (trainer_divergence), callbacks
+#   build/   how a Trainer is built from the config: the builder, config -> stage options (wiring),
+#            model.from, peft, tensor and pipeline parallelism's set-up
+#   task/    what the loop trains: the task models (causal LM, sequence classifier, adapters)
+#   step/    what a step runs through: the runners (plain, pipelined), precision and master
+#            weights, the loss and clipping math, bad-step judges, the stop agreement, step hooks
+#   state/   the checkpoint's own state files, fields, generators, the environment record
+#   report/  metrics, trackers, the profiler, device figures, the run summary, the baseline
 set(HFTRAIN_TRAIN_CORE_SOURCES
-  baseline.cpp
   callbacks.cpp
-  checkpoint_fields.cpp
-  divergence.cpp
-  metrics_callback.cpp
-  tracking.cpp
-  run_summary.cpp)
+  report/baseline.cpp
+  report/metrics_callback.cpp
+  report/run_summary.cpp
+  report/tracking.cpp
+  state/checkpoint_fields.cpp
+  step/divergence.cpp)
 set(HFTRAIN_TRAIN_TORCH_SOURCES
-  adapter_model.cpp
-  checkpoint_rng.cpp
-  checkpoint_state.cpp
-  environment_record.cpp
-  peft_setup.cpp
-  causal_lm.cpp
-  device_skip.cpp
-  fault_injection.cpp
-  master_weights.cpp
-  device_stats.cpp
   evaluation.cpp
-  model_from.cpp
-  sequence_classifier.cpp
-  precision.cpp
-  profiler_callback.cpp
-  step_math.cpp
-  step_runner.cpp
-  stop_agreement.cpp
-  numeric_debug.cpp
   trainer.cpp
-  trainer_step.cpp
-  trainer_builder.cpp
   trainer_checkpoint.cpp
-  trainer_eval.cpp
   trainer_divergence.cpp
-  tp_setup.cpp
-  pipeline_setup.cpp
-  pipeline_runner.cpp
-  wiring.cpp)
+  trainer_eval.cpp
+  trainer_step.cpp
+  build/model_from.cpp
+  build/peft_setup.cpp
+  build/pipeline_setup.cpp
+  build/tp_setup.cpp
+  build/trainer_builder.cpp
+  build/wiring.cpp
+  task/adapter_model.cpp
+  task/causal_lm.cpp
+  task/sequence_classifier.cpp
+  step/device_skip.cpp
+  step/fault_injection.cpp
+  step/master_weights.cpp
+  step/numeric_debug.cpp
+  step/pipeline_runner.cpp
+  step/precision.cpp
+  step/step_math.cpp
+  step/step_runner.cpp
+  step/stop_agreement.cpp
+  state/checkpoint_rng.cpp
+  state/checkpoint_state.cpp
+  state/environment_record.cpp
+  report/device_stats.cpp
+  report/profiler_callback.cpp)

@@ -9,16 +9,16 @@
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/quantized_linear.h"
-#include "train/baseline.h"
-#include "train/device_stats.h"
+#include "train/report/baseline.h"
+#include "train/report/device_stats.h"
 #include "train/evaluation.h"
-#include "train/numeric_debug.h"
-#include "train/tracking.h"
-#include "train/metrics_callback.h"
-#include "train/profiler_callback.h"
-#include "train/step_math.h"
-#include "train/trainer_builder.h"
-#include "train/wiring.h"
+#include "train/step/numeric_debug.h"
+#include "train/report/tracking.h"
+#include "train/report/metrics_callback.h"
+#include "train/report/profiler_callback.h"
+#include "train/step/step_math.h"
+#include "train/build/trainer_builder.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -56,7 +56,7 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
   const auto& t = config_.trainer;
   judge_ = DivergenceJudge(t.spike_factor, t.spike_window, t.max_consecutive_skips);
   // skip drops a bad update on the device where the optimizer's kernel takes a flag
-  // (train/device_skip.h); otherwise skip and stop drop it before it is applied, and spikes need
+  // (train/step/device_skip.h); otherwise skip and stop drop it before it is applied, and spikes need
   // each step's loss: one read a step. rollback alone flags a non-finite norm on the device, read
   // with the metrics.
   if (t.on_nonfinite == config::OnNonfinite::kSkip && t.spike_factor <= 0 && !scaler_.enabled() &&
@@ -132,10 +132,14 @@ void Trainer::add_run_callbacks() {
   // Only rank 0 writes metrics.jsonl and the event file: every rank logs the same reduced figures,
   // and two writers of one metrics.jsonl doubled each record (and could interleave them).
   const bool reports = world_->rank() == 0;
-  metrics::RecorderOptions ro{.run_dir = run_dir_, .total_steps = total_steps_, .jsonl = reports && reports_to(config_, "jsonl"),
-                              .start_step = start_step_, .tensorboard = reports && reports_to(config_, "tensorboard"),
+  metrics::RecorderOptions ro{.run_dir = run_dir_,
+                              .total_steps = total_steps_,
+                              .jsonl = reports && reports_to(config_, "jsonl"),
+                              .start_step = start_step_,
+                              .tensorboard = reports && reports_to(config_, "tensorboard"),
                               .mfu = mfu_options(device_, *model_, config_)};
-  if (reports) {  // the trackers of logging.report_to (train/tracking.h): fed by the Recorder, told of the run's end
+  if (reports) {  // the trackers of logging.report_to (train/report/tracking.h): fed by the Recorder, told of the run's
+                  // end
     Trackers trackers = make_trackers(config_, run_dir_);
     ro.sinks = std::move(trackers.sinks);
     callbacks_.insert(callbacks_.end(), trackers.callbacks.begin(), trackers.callbacks.end());
@@ -150,7 +154,8 @@ void Trainer::announce_start(TrainResult& result) {
   if (loaders_.validation && model_->causal_lm()) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
-    notify("unigram baseline (validation loss of token frequencies alone): " + std::to_string(*result.unigram_baseline));
+    notify("unigram baseline (validation loss of token frequencies alone): " +
+           std::to_string(*result.unigram_baseline));
   }
   util::log::info("training " + std::to_string(model_->non_embedding_parameters()) + " non-embedding parameters on " +
                   device_.str() + (start_step_ > 0 ? " from step " + std::to_string(start_step_) : std::string()) +

@@ -4,10 +4,10 @@
 // or stopped on (trainer.on_nonfinite), and callbacks for metrics and early stopping. No host
 // synchronisation inside a step except on logging steps: the default trainer.on_nonfinite=skip
 // judges each step on the device and the fused optimizer drops a bad update there
-// (train/device_skip.h); one value a step is read only where a bad step's update must be dropped
+// (train/step/device_skip.h); one value a step is read only where a bad step's update must be dropped
 // before it is applied and the device cannot do it (trainer.on_nonfinite=stop, spikes, an optimizer
-// without a device flag; fp16 needs one to skip overflowed steps). Everything the loop carries from one step to the next is a member, so a checkpoint
-// (trainer_checkpoint.cpp) saves it and restore() continues bit for bit on the CPU.
+// without a device flag; fp16 needs one to skip overflowed steps). Everything the loop carries from one step to the
+// next is a member, so a checkpoint (trainer_checkpoint.cpp) saves it and restore() continues bit for bit on the CPU.
 #pragma once
 
 #include <atomic>
@@ -32,16 +32,16 @@
 #include "parallel/seam/parallelism.h"
 #include "tokenizer/tokenizer.h"
 #include "train/callbacks.h"
-#include "train/device_skip.h"
-#include "train/master_weights.h"
-#include "train/divergence.h"
-#include "train/precision.h"
-#include "train/peft_setup.h"
-#include "train/pipeline_runner.h"
-#include "train/step_hooks.h"
-#include "train/step_runner.h"
-#include "train/stop_agreement.h"
-#include "train/task_model.h"
+#include "train/step/device_skip.h"
+#include "train/step/master_weights.h"
+#include "train/step/divergence.h"
+#include "train/step/precision.h"
+#include "train/build/peft_setup.h"
+#include "train/step/pipeline_runner.h"
+#include "train/step/step_hooks.h"
+#include "train/step/step_runner.h"
+#include "train/step/stop_agreement.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 
@@ -80,7 +80,7 @@ class Trainer {
   ~Trainer();
 
   void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
-  // What acts inside each step from outside the loop (train/step_hooks.h: the tests' faults).
+  // What acts inside each step from outside the loop (train/step/step_hooks.h: the tests' faults).
   void add_step_hooks(std::shared_ptr<StepHooks> hooks) { step_hooks_.push_back(std::move(hooks)); }
   void set_run_record(RunRecord record) { record_ = std::move(record); }
 
@@ -126,7 +126,7 @@ class Trainer {
   // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
   void save_adapter_dir(const std::filesystem::path& dir) const;
   // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
-  // judged bad (train/divergence.h) with the first non-finite parameter or gradient found. Either
+  // judged bad (train/step/divergence.h) with the first non-finite parameter or gradient found. Either
   // way the update was not applied.
   // `device_skips`: what the steps judged on the device did since the last read, when this step
   // read it (`culprit` then names the first non-finite of this step, if it was bad).
@@ -191,7 +191,9 @@ class Trainer {
   std::vector<std::shared_ptr<StepHooks>> step_hooks_;
   std::optional<StopAgreement> stop_;  // whether (and after which step) every rank stops
   // The autocast precision of forwards: none where the weights are bf16 themselves.
-  config::Precision autocast_precision() const { return masters_ ? config::Precision::kFp32 : config_.trainer.precision; }
+  config::Precision autocast_precision() const {
+    return masters_ ? config::Precision::kFp32 : config_.trainer.precision;
+  }
   int64_t total_steps_ = 0;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   bool run_ended_ = false;

@@ -37,12 +37,12 @@
 #include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 #include "peft/peft_files.h"
-#include "train/checkpoint_fields.h"
-#include "train/checkpoint_rng.h"
-#include "train/environment_record.h"
-#include "train/checkpoint_state.h"
+#include "train/state/checkpoint_fields.h"
+#include "train/state/checkpoint_rng.h"
+#include "train/state/environment_record.h"
+#include "train/state/checkpoint_state.h"
 #include "train/trainer.h"
-#include "train/wiring.h"
+#include "train/build/wiring.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/file_writer.h"
@@ -84,8 +84,8 @@ fs::path Trainer::save_checkpoint() {
   torch::Tensor window = window_loss_.clone();
   parallel_->sum_loss(window);
   const int64_t window_targets = parallel_->sum_targets(window_targets_);
-  const ckpt::StagedOptimizer staged =
-      ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_, parallel_->optimizer_pieces_to_save());
+  const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_,
+                                                                    parallel_->optimizer_pieces_to_save());
   // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
   // parallelism: the pieces gathered whole on every rank of the group; pipeline parallelism:
   // every stage's parameters on rank 0.
@@ -123,7 +123,8 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
   for (auto& [name, p] : model_->parameters_by_name()) {
     if (!peft_ || p.requires_grad()) weights.emplace_back(name, p.detach());
   }
-  writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size), {{"format", "pt"}});
+  writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size),
+                                 {{"format", "pt"}});
   for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
     if (!peft_ || adapter_keeps(name, model_->causal_lm())) writer.add_bytes(name, text);
   }
@@ -205,7 +206,8 @@ void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
   }
   model::WeightRules rules;
   rules.expected = "the adapters and saved modules of this LoRA run";
-  rules.hint = "the checkpoint was saved with other peft.* settings (targets, rank, modules_to_save); resume with those";
+  rules.hint =
+      "the checkpoint was saved with other peft.* settings (targets, rank, modules_to_save); resume with those";
   model::load_weights(trained, model::StoredWeights(dir), rules);
   util::log::info("resume: the trained tensors from " + dir.string() + ", the frozen base from " +
                   peft_->base_dir.string());
@@ -327,10 +329,11 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   window_targets_ = world_->is_main() ? ts.window_targets : 0;
   start_step_ = state_.step;
   if (state_.step >= total_steps_) {
-    throw util::ConfigError(dir.string() + " is at step " + std::to_string(state_.step) +
-                                ", and this config ends training at step " + std::to_string(total_steps_),
-                            "raise trainer.max_steps (or max_epochs / max_tokens) to train on, e.g. trainer.max_steps=" +
-                                std::to_string(state_.step * 2));
+    throw util::ConfigError(
+        dir.string() + " is at step " + std::to_string(state_.step) + ", and this config ends training at step " +
+            std::to_string(total_steps_),
+        "raise trainer.max_steps (or max_epochs / max_tokens) to train on, e.g. trainer.max_steps=" +
+            std::to_string(state_.step * 2));
   }
   util::log::info("resumed from " + dir.string() + " at step " + std::to_string(state_.step) + ", sample " +
                   std::to_string(loaders_.train->cursor()) + " (epoch " + std::to_string(loaders_.train->epoch()) +

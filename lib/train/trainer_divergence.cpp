@@ -97,7 +97,8 @@ void Trainer::handle_device_skips(const DeviceSkipJudge::Report& r, const std::s
   // The step that made max_consecutive_skips in a row latched every later update off: the weights
   // are that step's, as stopping there would have left them.
   stop_diverged(r.limit_step,
-                nonfinite_why(r.limit_loss, r.limit_norm) + "; " + std::to_string(config_.trainer.max_consecutive_skips) +
+                nonfinite_why(r.limit_loss, r.limit_norm) + "; " +
+                    std::to_string(config_.trainer.max_consecutive_skips) +
                     " bad steps in a row (trainer.max_consecutive_skips)" +
                     (r.limit_step != state_.step ? "; read at step " + std::to_string(state_.step) + limit_samples
                                                  : std::string()),
@@ -196,8 +197,8 @@ void Trainer::stop_diverged(int64_t step, const std::string& why, const std::str
   }
   throw util::DivergedError(
       "step " + std::to_string(step) + ": " + why +
-          (culprit.empty() ? std::string() : "; the first non-finite: " + culprit) + "; stopped (trainer.on_nonfinite=" +
-          policy_name(config_.trainer.on_nonfinite) + ")" + saved,
+          (culprit.empty() ? std::string() : "; the first non-finite: " + culprit) +
+          "; stopped (trainer.on_nonfinite=" + policy_name(config_.trainer.on_nonfinite) + ")" + saved,
       (step == state_.step ? "the step's samples are " + std::to_string(step_first_sample_) + "-" +
                                  std::to_string(loaders_.train->cursor() - 1) + " of the training data; "
                            : std::string()) +

@@ -12,12 +12,12 @@
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/quantized_linear.h"
-#include "train/device_stats.h"
+#include "train/report/device_stats.h"
 #include "train/evaluation.h"
-#include "train/fault_injection.h"
-#include "train/step_math.h"
-#include "train/trainer_builder.h"
-#include "train/wiring.h"
+#include "train/step/fault_injection.h"
+#include "train/step/step_math.h"
+#include "train/build/trainer_builder.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -118,7 +118,8 @@ Trainer::StepOutcome Trainer::judge_step(int64_t step, const std::function<torch
     unread_samples_[step] = {step_first_sample_, loaders_.train->cursor()};
   } else if (judge_each_step_) {
     // The loss and the gradient norm in one read from the device.
-    const torch::Tensor host = torch::stack({loss(), grad_norm_.to(device_, torch::kFloat32).reshape({})}).to(torch::kCPU);
+    const torch::Tensor host =
+        torch::stack({loss(), grad_norm_.to(device_, torch::kFloat32).reshape({})}).to(torch::kCPU);
     outcome.verdict = judge_.judge(host[0].item<double>(), host[1].item<double>());
   } else {
     // rollback alone: the first step with a non-finite norm (alike on every rank: a NaN anywhere
@@ -151,7 +152,8 @@ StepStats Trainer::close_log_window(double lr_factor) {
     s.extra.emplace_back("data/" + sources[i].name + "/epoch", epochs[i]);
   }
   if (window_aux_.defined()) {  // this rank's mean weighted load-balancing loss over the window
-    s.extra.emplace_back("aux_loss", window_aux_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_aux_count_)));
+    s.extra.emplace_back("aux_loss",
+                         window_aux_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_aux_count_)));
     window_aux_ = torch::Tensor();
     window_aux_count_ = 0;
   }

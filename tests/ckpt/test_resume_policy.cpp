@@ -53,8 +53,8 @@ TEST_CASE("each change names the key, both values and where the new one came fro
 
 TEST_CASE("safe and training changes are applied with a note", "[ckpt][resume]") {
   const auto plan = ckpt::check_resume_changes(
-      changes({"trainer.log_every=5", "trainer.max_steps=200", "checkpoint.every_steps=50", "optimizer.lr=1e-4"}), false,
-      "ckpt");
+      changes({"trainer.log_every=5", "trainer.max_steps=200", "checkpoint.every_steps=50", "optimizer.lr=1e-4"}),
+      false, "ckpt");
   REQUIRE(plan.notes.size() == 4);
   int training_notes = 0;
   for (const auto& n : plan.notes) {

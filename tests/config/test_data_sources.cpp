@@ -66,7 +66,8 @@ TEST_CASE("data sources: the written config reads back the same", "[config][sour
 }
 
 TEST_CASE("data sources: bad entries are named with their line", "[config][sources]") {
-  const std::string unknown = resolve_error("trainer: {max_steps: 1}\ndata:\n  train:\n    - {path: a.jsonl, wieght: 1}\n");
+  const std::string unknown =
+      resolve_error("trainer: {max_steps: 1}\ndata:\n  train:\n    - {path: a.jsonl, wieght: 1}\n");
   CHECK_THAT(unknown, Contains("recipe.yaml:4"));
   CHECK_THAT(unknown, Contains("`data.train` item 1.wieght` is not a field of a data source"));
   CHECK_THAT(unknown, Contains("did you mean `weight`?"));

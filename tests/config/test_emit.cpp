@@ -39,7 +39,8 @@ TEST_CASE("the emitted YAML resolves back to the same config", "[config][emit]")
 // in YAML and JSON.
 TEST_CASE("lists of floats round-trip through YAML and JSON", "[config][emit]") {
   const auto& schema = config::product_schema();
-  auto first = resolve(kMinimal, {"model.rope_scaling.short_factor=[1, 1.5, 2.25e-1]", "model.rope_scaling.long_factor=[]"});
+  auto first =
+      resolve(kMinimal, {"model.rope_scaling.short_factor=[1, 1.5, 2.25e-1]", "model.rope_scaling.long_factor=[]"});
   CHECK(first.values.model.rope_scaling.short_factor == std::vector<double>{1.0, 1.5, 0.225});
   CHECK(first.values.model.rope_scaling.long_factor.empty());
   const std::string yaml = config::to_yaml(first, schema, false);

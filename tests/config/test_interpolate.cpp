@@ -32,7 +32,8 @@ TEST_CASE("${env:VAR} and ${env:VAR,default}", "[config][interpolate]") {
 }
 
 TEST_CASE("interpolation cycles are reported with the whole loop", "[config][interpolate]") {
-  auto err = resolve_error("trainer: {max_steps: 10}\nmodel: {d_model: '${model.n_head}', n_head: '${model.d_model}'}\n");
+  auto err =
+      resolve_error("trainer: {max_steps: 10}\nmodel: {d_model: '${model.n_head}', n_head: '${model.d_model}'}\n");
   CHECK_THAT(err, Contains("interpolation cycle: model.n_head -> model.d_model -> model.n_head"));
   CHECK_THAT(err, !Contains("expects"));  // no follow-on type errors for the unresolved values
   auto self = resolve_error("trainer: {max_steps: 10}\nrun: {name: 'a${run.name}'}\n");

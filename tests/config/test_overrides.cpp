@@ -72,7 +72,8 @@ TEST_CASE("environment overrides sit between the recipe and the command line", "
         "environment HFTRAIN__TRAINER__LOG_EVERY");
   util::MapEnvironment bad({{"HFTRAIN__OPTIMIZR__LR", "1"}, {"HFTRAIN__", "1"}});
   auto err = resolve_error(kMinimal, {}, bad);
-  CHECK_THAT(err, Contains("environment HFTRAIN__OPTIMIZR__LR: unknown key `optimizr`") && Contains("did you mean `optimizer`?"));
+  CHECK_THAT(err, Contains("environment HFTRAIN__OPTIMIZR__LR: unknown key `optimizr`") &&
+                      Contains("did you mean `optimizer`?"));
   CHECK_THAT(err, Contains("malformed override variable name"));
 }
 

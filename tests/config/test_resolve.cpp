@@ -20,7 +20,8 @@ config::ResolvedConfig resolve_file(const std::filesystem::path& recipe, std::ve
   o.checkpoint_config = std::move(checkpoint);
   return config::resolve_config(o);
 }
-std::string resolve_file_error(const std::filesystem::path& recipe, std::vector<std::filesystem::path> dirs = {"/nonexistent"}) {
+std::string resolve_file_error(const std::filesystem::path& recipe,
+                               std::vector<std::filesystem::path> dirs = {"/nonexistent"}) {
   try {
     resolve_file(recipe, {}, std::move(dirs));
   } catch (const util::ConfigError& e) {
@@ -80,8 +81,10 @@ TEST_CASE("recipe files that are not recipes", "[config][resolve]") {
 
 TEST_CASE("precedence: defaults < files < recipe < checkpoint < environment < command line", "[config][resolve]") {
   TempDir d;
-  d.write("base.yaml", "trainer: {max_steps: 1, log_every: 1, eval_every: 0}\noptimizer: {lr: 0.1, weight_decay: 0.1}\n");
-  auto recipe = d.write("r.yaml", "defaults: [base]\ntrainer: {log_every: 2}\noptimizer: {lr: 0.2, weight_decay: 0.2}\n");
+  d.write("base.yaml",
+          "trainer: {max_steps: 1, log_every: 1, eval_every: 0}\noptimizer: {lr: 0.1, weight_decay: 0.1}\n");
+  auto recipe =
+      d.write("r.yaml", "defaults: [base]\ntrainer: {log_every: 2}\noptimizer: {lr: 0.2, weight_decay: 0.2}\n");
   auto ckpt = d.write("ckpt.yaml", "optimizer: {lr: 0.3, weight_decay: 0.3}\n");
   util::MapEnvironment env({{"HFTRAIN__OPTIMIZER__LR", "0.4"}});
   config::ResolveOptions o;
@@ -105,7 +108,8 @@ TEST_CASE("precedence: defaults < files < recipe < checkpoint < environment < co
 }
 
 TEST_CASE("cross-field rules", "[config][resolve]") {
-  CHECK_THAT(resolve_error("model: {n_layer: 2}\n"), Contains("none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set"));
+  CHECK_THAT(resolve_error("model: {n_layer: 2}\n"),
+             Contains("none of `trainer.max_steps`, `trainer.max_epochs` or `trainer.max_tokens` is set"));
   CHECK_NOTHROW(resolve("trainer: {max_epochs: 3}\n"));
   CHECK_THAT(resolve_error("trainer: {max_steps: 100}\nscheduler: {warmup_steps: 100}\n"),
              Contains("must be shorter than training"));

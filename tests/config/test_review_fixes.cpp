@@ -51,7 +51,8 @@ TEST_CASE("nested YAML aliases cannot blow up memory", "[config][review]") {
 TEST_CASE("interpolation inside a value keeps its type, env values stay whole", "[config][review]") {
   CHECK(resolve(kMinimal, {"trainer.max_steps=${trainer.log_every}0"}).values.trainer.max_steps == 100);
   util::MapEnvironment env({{"NAME", "my run #1"}, {"LIST", "- a"}, {"LR", "2e-3"}});
-  auto c = resolve(kMinimal, {"run.name=${env:NAME}", "run.output_dir=${env:LIST}", "optimizer.lr=${env:LR}"}, env).values;
+  auto c =
+      resolve(kMinimal, {"run.name=${env:NAME}", "run.output_dir=${env:LIST}", "optimizer.lr=${env:LR}"}, env).values;
   CHECK(c.run.name == "my run #1");
   CHECK(c.run.output_dir == "- a");
   CHECK(c.optimizer.lr == Approx(2e-3));
@@ -70,7 +71,8 @@ TEST_CASE("strings with ${ or control characters round-trip through the written 
 TEST_CASE("more malformed input found by review", "[config][review]") {
   CHECK_THAT(resolve_error(kMinimal, {"trainer.max_steps=,5"}), Contains("cannot parse the value `,5`"));
   CHECK_THROWS_WITH(config::parse_yaml("a: 1\n...\nb: 2\n", "r.yaml"), Contains("second YAML document"));
-  CHECK_THROWS_WITH(config::parse_yaml("a: 1\n\t# yaml-cpp rejects this\n", "r.yaml"), Contains("r.yaml:2: tab character"));
+  CHECK_THROWS_WITH(config::parse_yaml("a: 1\n\t# yaml-cpp rejects this\n", "r.yaml"),
+                    Contains("r.yaml:2: tab character"));
   CHECK_THAT(resolve_error(kMinimal, {"optimizer.lr=1e-400"}), Contains("too small for a float"));
   auto split = config::split_recipe_args({"runs/lr=1e-3/config.yaml", "a=1"});
   CHECK(split.recipe == "runs/lr=1e-3/config.yaml");

@@ -21,7 +21,8 @@ struct Fixture {
 
   explicit Fixture(data::PackingMode mode = data::PackingMode::kPack) {
     std::string text;
-    for (int i = 0; i < 60; ++i) text += "doc " + std::to_string(i) + std::string(static_cast<size_t>(i % 7), '!') + "\n%\n";
+    for (int i = 0; i < 60; ++i)
+      text += "doc " + std::to_string(i) + std::string(static_cast<size_t>(i % 7), '!') + "\n%\n";
     auto f = dir.write("docs.txt", text);
     options.dataset.train = {SourceSpec{.path = f.string(), .separator = "%"}};
     options.dataset.cache.dir = (dir.path() / "cache").string();

@@ -142,7 +142,8 @@ TEST_CASE("JSONL errors name the file and line", "[data][source]") {
              Catch::Contains("huge.jsonl:2: malformed JSON (number overflow parsing '1e999999')"));
   auto huge_chat = dir.write("huge-chat.jsonl", "{\"prompt\": \"p\", \"response\": \"r\", \"n\": -1e999999}\n");
   SourceSpec chat{.path = huge_chat.string(), .format = SourceFormat::kChat};
-  CHECK_THAT(test::data_error([&] { test::read_all(chat); }), Catch::Contains("huge-chat.jsonl:1: malformed JSON (number overflow"));
+  CHECK_THAT(test::data_error([&] { test::read_all(chat); }),
+             Catch::Contains("huge-chat.jsonl:1: malformed JSON (number overflow"));
   auto array = dir.write("arr.jsonl", "[1, 2]\n");
   CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = array.string()}); }),
              Catch::Contains("arr.jsonl:1: the line is a JSON array"));
@@ -173,12 +174,15 @@ TEST_CASE("chat records: prompts are context, responses carry loss", "[data][sou
 
   test::TempDir dir;
   auto no_response = dir.write("c.jsonl", "{\"prompt\": \"q\"}\n");
-  CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = no_response.string(), .format = SourceFormat::kChat}); }),
+  CHECK_THAT(test::data_error(
+                 [&] { test::read_all(SourceSpec{.path = no_response.string(), .format = SourceFormat::kChat}); }),
              Catch::Contains("c.jsonl:1: the record has no field 'response'"));
   auto no_assistant = dir.write("d.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
-  CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = no_assistant.string(), .format = SourceFormat::kChat}); }),
+  CHECK_THAT(test::data_error(
+                 [&] { test::read_all(SourceSpec{.path = no_assistant.string(), .format = SourceFormat::kChat}); }),
              Catch::Contains("d.jsonl:1: the conversation has no 'assistant' message"));
   auto bad_message = dir.write("e.jsonl", "{\"messages\": [{\"role\": \"assistant\"}]}\n");
-  CHECK_THAT(test::data_error([&] { test::read_all(SourceSpec{.path = bad_message.string(), .format = SourceFormat::kChat}); }),
+  CHECK_THAT(test::data_error(
+                 [&] { test::read_all(SourceSpec{.path = bad_message.string(), .format = SourceFormat::kChat}); }),
              Catch::Contains("e.jsonl:1: the record has no field 'content'"));
 }

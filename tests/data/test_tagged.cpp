@@ -42,7 +42,8 @@ TEST_CASE("tagged: JSONL lists of words and tags, CoNLL columns, and their error
   named.tags_field = "t";
   CHECK(read("n.jsonl", "{\"w\": [\"a\"], \"t\": [\"O\"]}\n", named).size() == 1);
   // CoNLL-2003: the word first, the tag last, -DOCSTART- skipped, sentences apart by blank lines.
-  const auto c = read("t.conll", "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\r\n\n\nPeter NNP B-NP B-PER\n");
+  const auto c =
+      read("t.conll", "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\r\n\n\nPeter NNP B-NP B-PER\n");
   REQUIRE(c.size() == 2);
   CHECK(c[0].words == std::vector<std::string>{"EU", "rejects"});
   CHECK(c[0].tags == std::vector<std::string>{"B-ORG", "O"});
@@ -53,10 +54,12 @@ TEST_CASE("tagged: JSONL lists of words and tags, CoNLL columns, and their error
              Contains("t.jsonl:1: 2 words but 1 tags"));
   CHECK_THAT(read_error("t.jsonl", "{\"token\": [\"a\"], \"ner_tags\": [\"O\"]}\n"),
              Contains("the record has no field 'tokens'"));
-  CHECK_THAT(read_error("t.jsonl", "{\"tokens\": \"a b\", \"ner_tags\": [\"O\"]}\n"), Contains("'tokens' is a string, not a list"));
+  CHECK_THAT(read_error("t.jsonl", "{\"tokens\": \"a b\", \"ner_tags\": [\"O\"]}\n"),
+             Contains("'tokens' is a string, not a list"));
   CHECK_THAT(read_error("t.jsonl", "{\"tokens\": [\"a\", \"\"], \"ner_tags\": [\"O\", \"O\"]}\n"),
              Contains("holds \"\", not a non-empty string"));
-  CHECK_THAT(read_error("t.jsonl", "{\"tokens\": [\"a\"], \"ner_tags\": [-1]}\n"), Contains("not a tag name or a non-negative integer"));
+  CHECK_THAT(read_error("t.jsonl", "{\"tokens\": [\"a\"], \"ner_tags\": [-1]}\n"),
+             Contains("not a tag name or a non-negative integer"));
   CHECK_THAT(read_error("t.jsonl", "[1]\n"), Contains("t.jsonl:1: not a JSON object"));
   CHECK_THAT(read_error("t.conll", "word\n"), Contains("t.conll:1: 'word' has one column"));
   CHECK_THAT(read_error("t.conll", "\n\n"), Contains("holds no tagged sentence"));
@@ -69,7 +72,8 @@ TEST_CASE("tagged: tag sets are sorted names or checked ids, unknown tags named"
   CHECK(tags.names == std::vector<std::string>{"B-PER", "I-PER", "O"});
   CHECK(data::tag_ids(s, tags) == std::vector<std::vector<int64_t>>{{2, 0}, {1}});
   const std::vector<data::TaggedSentence> other = {{{"x"}, {"B-LOC"}, "v:4"}};
-  CHECK_THAT(test::data_error([&] { data::tag_ids(other, tags); }), Contains("v:4: label 'B-LOC' is not one of the 3 labels"));
+  CHECK_THAT(test::data_error([&] { data::tag_ids(other, tags); }),
+             Contains("v:4: label 'B-LOC' is not one of the 3 labels"));
   const std::vector<data::TaggedSentence> ids = {{{"a", "b"}, {"0", "2"}, "t:1"}};
   CHECK_THAT(test::data_error([&] { data::tag_set_of(ids, "t"); }), Contains("1 never occurs"));
 }

@@ -59,7 +59,8 @@ TEST_CASE("tokenize_files: any thread count gives the one-thread corpus", "[data
   std::string chat_jsonl;
   for (int i = 0; i < 3000; ++i) text_jsonl += "{\"text\": \"" + escaped(document(i)) + "\"}\n";
   for (int i = 0; i < 700; ++i) {
-    chat_jsonl += "{\"prompt\": \"" + escaped(document(i)) + "\", \"response\": \"" + escaped(document(i + 1)) + "\"}\n";
+    chat_jsonl +=
+        "{\"prompt\": \"" + escaped(document(i)) + "\", \"response\": \"" + escaped(document(i + 1)) + "\"}\n";
   }
   auto a = dir.write("a.jsonl", text_jsonl);
   auto b = dir.write("b.jsonl", chat_jsonl);

@@ -12,7 +12,7 @@
 
 #include "model/saved_model.h"
 #include "peft/quantized_linear.h"
-#include "train/adapter_model.h"
+#include "train/task/adapter_model.h"
 #include "util/error.h"
 
 using namespace hftrain;
@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     const std::string dir = argv[first];
     model::LoadedModel loaded = train::is_adapter_dir(dir) ? train::load_adapter_model(dir, /*merge=*/false)
                                                            : model::load_model_dir(dir);
-    if (quantize != config::QuantizeBase::kNone) peft::quantize_frozen_base(*loaded.model, quantize, model::hf_linear_modules(loaded.model->spec()));
+    if (quantize != config::QuantizeBase::kNone)
+      peft::quantize_frozen_base(*loaded.model, quantize, model::hf_linear_modules(loaded.model->spec()));
     std::vector<int64_t> ids;
     for (int i = first + 1; i < argc; ++i) ids.push_back(std::stoll(argv[i]));
     torch::NoGradGuard no_grad;

@@ -57,7 +57,8 @@ TEST_CASE("restarts: a death or a failure that may pass is restarted, with the l
   CHECK(v.cause == end.launcher_cause);
 
   // A peer's error after the death joins the cause; a distributed error or a full disk may pass.
-  end.records = {record(0, "distributed", 5, "error: rank 1 is gone\nhint: look at its log"), record(2, "io", 6, "disk")};
+  end.records = {record(0, "distributed", 5, "error: rank 1 is gone\nhint: look at its log"),
+                 record(2, "io", 6, "disk")};
   v = launch::judge_attempt(end);
   CHECK(v.may_restart);
   CHECK_THAT(v.cause, Contains("stopped the other workers; rank 0: rank 1 is gone"));

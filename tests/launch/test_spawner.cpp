@@ -109,7 +109,8 @@ TEST_CASE("spawner: a second signal kills the workers at once", "[launch]") {
 }
 
 TEST_CASE("spawner: a process outside a distributed job gets no launcher variables and no prefix", "[launch]") {
-  launch::SpawnOptions o = sh_workers("test -z \"$RANK$WORLD_SIZE$HFTRAIN_LAUNCHER\" && test \"$EXTRA\" = 7 && exit 5", 1);
+  launch::SpawnOptions o =
+      sh_workers("test -z \"$RANK$WORLD_SIZE$HFTRAIN_LAUNCHER\" && test \"$EXTRA\" = 7 && exit 5", 1);
   o.distributed = false;
   o.env = {{"EXTRA", "7"}};
   const auto r = launch::run_workers(o);

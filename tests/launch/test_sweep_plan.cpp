@@ -17,10 +17,11 @@ TEST_CASE("sweep plan: commas outside brackets and quotes make a dimension", "[l
   CHECK(launch::split_top_level("[jsonl, mlflow]").size() == 1);
   CHECK(launch::split_top_level("'a,b',c") == std::vector<std::string>{"'a,b'", "c"});
   CHECK(launch::split_top_level("{x: 1, y: 2},[1,2]") == std::vector<std::string>{"{x: 1, y: 2}", "[1,2]"});
-  const auto spec = launch::parse_sweep({"optimizer.lr=1e-4,3e-4", "trainer.max_steps=10", "logging.report_to=[jsonl, mlflow]",
-                                         "~model.n_kv_head", "run.seed=1,2,3"},
+  const auto spec = launch::parse_sweep({"optimizer.lr=1e-4,3e-4", "trainer.max_steps=10",
+                                         "logging.report_to=[jsonl, mlflow]", "~model.n_kv_head", "run.seed=1,2,3"},
                                         0, 0);
-  CHECK(spec.fixed == std::vector<std::string>{"trainer.max_steps=10", "logging.report_to=[jsonl, mlflow]", "~model.n_kv_head"});
+  CHECK(spec.fixed ==
+        std::vector<std::string>{"trainer.max_steps=10", "logging.report_to=[jsonl, mlflow]", "~model.n_kv_head"});
   REQUIRE(spec.dimensions.size() == 2);
   CHECK(spec.dimensions[1].values == std::vector<std::string>{"1", "2", "3"});
 }
@@ -33,7 +34,8 @@ TEST_CASE("sweep plan: the grid, first key outermost, named by the keys' last pa
   CHECK(points[3].name == "lr=3e-4,seed=2");
   CHECK(points[2].overrides == std::vector<std::string>{"optimizer.lr=3e-4", "run.seed=1"});
   // Keys that share a last part are named in full; '/' in a value cannot make a folder.
-  const auto same = launch::plan_points(launch::parse_sweep({"optimizer.lr=1,2", "optimizer.galore.lr=3,4", "data.train=a/b,c"}, 0, 0));
+  const auto same = launch::plan_points(
+      launch::parse_sweep({"optimizer.lr=1,2", "optimizer.galore.lr=3,4", "data.train=a/b,c"}, 0, 0));
   CHECK(same[0].name == "optimizer.lr=1,optimizer.galore.lr=3,train=a_b");
   CHECK(same.size() == 8);
 }

@@ -93,8 +93,10 @@ class FakeServer {
         requests_.push_back(r);
       }
       const auto [status, reply] = handler_(r);
-      const std::string out = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                              std::to_string(reply.size()) + "\r\nConnection: close\r\n\r\n" + reply;
+      const std::string out =
+          "HTTP/1.1 " + std::to_string(status) +
+          " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(reply.size()) +
+          "\r\nConnection: close\r\n\r\n" + reply;
       [[maybe_unused]] ssize_t w = write(c, out.data(), out.size());
       close(c);
     }
@@ -123,7 +125,8 @@ Handler mlflow_like(std::atomic<int>* fail_log_batches = nullptr, bool refuse_pa
     if (ends_with(p, "experiments/create")) return {200, R"({"experiment_id": "7"})"};
     if (ends_with(p, "runs/create")) return {200, R"({"run": {"info": {"run_id": "run-1"}}})"};
     if (p.find("runs/get") != std::string::npos) {
-      if (p.find("run-1") != std::string::npos) return {200, R"({"run": {"info": {"run_id": "run-1", "lifecycle_stage": "active"}}})"};
+      if (p.find("run-1") != std::string::npos)
+        return {200, R"({"run": {"info": {"run_id": "run-1", "lifecycle_stage": "active"}}})"};
       return {404, R"({"error_code": "RESOURCE_DOES_NOT_EXIST"})"};
     }
     if (ends_with(p, "runs/log-batch")) {
@@ -160,7 +163,8 @@ std::vector<std::tuple<std::string, int64_t, double>> sent_metrics(const std::ve
   for (const auto& r : requests) {
     if (!ends_with(r.path, "runs/log-batch")) continue;
     for (const auto& m : r.body["metrics"]) {
-      out.emplace_back(m["key"].get<std::string>(), m["step"].get<int64_t>(), m["value"].is_number() ? m["value"].get<double>() : -1.0);
+      out.emplace_back(m["key"].get<std::string>(), m["step"].get<int64_t>(),
+                       m["value"].is_number() ? m["value"].get<double>() : -1.0);
     }
   }
   return out;
@@ -182,7 +186,8 @@ TEST_CASE("mlflow tracker: creates the experiment and run, sends params, tags, m
   FakeServer server(mlflow_like());
   {
     MlflowTracker tracker(options_for(server.uri(), dir.path()));
-    for (int64_t step = 1; step <= 5; ++step) tracker.log(step, {{"train/loss", 3.0 - 0.1 * step}, {"train/lr", 0.001}});
+    for (int64_t step = 1; step <= 5; ++step)
+      tracker.log(step, {{"train/loss", 3.0 - 0.1 * step}, {"train/lr", 0.001}});
     tracker.on_values(6, 1.5, {{"eval/loss", 2.0}});
     CHECK(tracker.finish("FINISHED", 5));
     CHECK(tracker.run_id() == "run-1");

@@ -1,15 +1,15 @@
-// Loads a Hugging Face BERT, RoBERTa or ModernBERT directory (config.json + weights) into hftrain's BertEncoder, runs one
-// forward and backward pass in eval mode (no dropout) and writes what tests/conformance/hf_bert.py
-// compares with transformers. A directory with config.json and no weights gets hftrain's own random
-// initialisation (seeded), to export a model that hftrain, not transformers, made.
+// Loads a Hugging Face BERT, RoBERTa or ModernBERT directory (config.json + weights) into hftrain's BertEncoder, runs
+// one forward and backward pass in eval mode (no dropout) and writes what tests/conformance/hf_bert.py compares with
+// transformers. A directory with config.json and no weights gets hftrain's own random initialisation (seeded), to
+// export a model that hftrain, not transformers, made.
 //   hftrain_bert_forward MODEL_DIR INPUTS.safetensors OUT.safetensors [--num-labels N] [--export
 //   DIR]
 // INPUTS holds input_ids, attention_mask, token_type_ids (B, T) int64 and, for a classifier,
-// labels (B), a token classifier's (B, T). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler, and for a classifier logits
-// (B, K) and loss (); for a BertModel "loss" is the mean of last_hidden_state^2 over the tokens
-// (attention_mask) + mean(pooled) (no pooled term for ModernBERT and DeBERTa). Then
-// grad.<hf name> for each parameter, under the names save_pretrained writes. --num-labels N
-// builds a classifier of N labels whatever the config says (a BertModel directory fine-tuned);
+// labels (B), a token classifier's (B, T). OUT gets last_hidden_state (B, T, C), pooled (B, C) where there is a pooler,
+// and for a classifier logits (B, K) and loss (); for a BertModel "loss" is the mean of last_hidden_state^2 over the
+// tokens (attention_mask) + mean(pooled) (no pooled term for ModernBERT and DeBERTa). Then grad.<hf name> for each
+// parameter, under the names save_pretrained writes. --num-labels N builds a classifier of N labels whatever the config
+// says (a BertModel directory fine-tuned);
 // --export DIR writes the model for transformers (write_hf_bert, small shards). What loading
 // initialised or dropped is printed on stdout.
 #include <filesystem>

@@ -352,8 +352,9 @@ TEST_CASE("roberta: names, counts, positions from the padding id, head, config b
   std::set<std::string> names;
   for (const auto& [name, p] : params) count += p.numel(), names.insert(name);
   CHECK(count == spec.parameter_count());
-  for (const char* name : {"roberta.embeddings.position_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
-                           "classifier.dense.weight", "classifier.out_proj.bias"}) {
+  for (const char* name :
+       {"roberta.embeddings.position_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
+        "classifier.dense.weight", "classifier.out_proj.bias"}) {
     INFO(name);
     CHECK(names.count(name) == 1);
   }
@@ -376,7 +377,8 @@ TEST_CASE("roberta: names, counts, positions from the padding id, head, config b
                         .last_hidden_state;
   CHECK((alone[0] - left[0].narrow(0, 2, 5)).abs().max().item<double>() < 1e-5);
   CHECK(m->forward(torch::full({1, 14}, 5, torch::kInt64)).sizes() == std::vector<int64_t>{1, 3});
-  CHECK_THROWS_WITH(m->forward(torch::full({1, 15}, 5, torch::kInt64)), Contains("longer than the encoder's 14 positions"));
+  CHECK_THROWS_WITH(m->forward(torch::full({1, 15}, 5, torch::kInt64)),
+                    Contains("longer than the encoder's 14 positions"));
 
   // config.json both ways, as RobertaForSequenceClassification / RobertaModel.
   const Json j = config_of(spec);

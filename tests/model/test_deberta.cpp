@@ -113,7 +113,8 @@ TEST_CASE("deberta relative positions: exact near, log buckets far", "[model][be
   const auto r = model::deberta_relative_positions(tiny(), 16, torch::kCPU);
   REQUIRE(r.sizes() == std::vector<int64_t>{16, 16});
   // 8 buckets over 20 positions: |d| <= 4 as it is; beyond, 4 + ceil(log(|d| / 4) / log(19 / 4) * 3).
-  for (const auto& [d, bucket] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {3, 3}, {4, 4}, {5, 5}, {10, 6}, {15, 7}}) {
+  for (const auto& [d, bucket] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {3, 3}, {4, 4}, {5, 5}, {10, 6}, {15, 7}}) {
     INFO(d);
     CHECK(r[d][0].item<int64_t>() == bucket);
     CHECK(r[0][d].item<int64_t>() == -bucket);
@@ -155,12 +156,12 @@ TEST_CASE("deberta model: names, counts, units and the hf_parameters table", "[m
   model::BertEncoder m(v2());
   std::set<std::string> names;
   for (const auto& [name, p] : m->parameters_by_name()) names.insert(name);
-  for (const char* name :
-       {"deberta.embeddings.word_embeddings.weight", "deberta.embeddings.position_embeddings.weight",
-        "deberta.embeddings.token_type_embeddings.weight", "deberta.embeddings.embed_proj.weight",
-        "deberta.encoder.layer.1.attention.self.query_proj.weight", "deberta.encoder.layer.0.attention.self.pos_key_proj.bias",
-        "deberta.encoder.layer.0.attention.self.pos_query_proj.weight", "deberta.encoder.rel_embeddings.weight",
-        "pooler.dense.weight", "classifier.bias"}) {
+  for (const char* name : {"deberta.embeddings.word_embeddings.weight", "deberta.embeddings.position_embeddings.weight",
+                           "deberta.embeddings.token_type_embeddings.weight", "deberta.embeddings.embed_proj.weight",
+                           "deberta.encoder.layer.1.attention.self.query_proj.weight",
+                           "deberta.encoder.layer.0.attention.self.pos_key_proj.bias",
+                           "deberta.encoder.layer.0.attention.self.pos_query_proj.weight",
+                           "deberta.encoder.rel_embeddings.weight", "pooler.dense.weight", "classifier.bias"}) {
     INFO(name);
     CHECK(names.count(name) == 1);
   }

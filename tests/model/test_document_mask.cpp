@@ -170,7 +170,9 @@ TEST_CASE("document mask: sliding windows and soft-capped attention stay within 
   auto sliding = spec_of(config::ModelArch::kLlama);
   sliding.sliding_window = 4;
   sliding.sliding_window_pattern = 2;
-  SECTION("sliding window, SDPA") { check_packed_equals_alone(config::ModelArch::kLlama, torch::kCPU, torch::kFloat32, 1e-5, 1e-3, &sliding); }
+  SECTION("sliding window, SDPA") {
+    check_packed_equals_alone(config::ModelArch::kLlama, torch::kCPU, torch::kFloat32, 1e-5, 1e-3, &sliding);
+  }
   auto capped = sliding;
   capped.attn_logit_softcapping = 5.0;
   capped.final_logit_softcapping = 10.0;

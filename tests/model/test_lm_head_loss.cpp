@@ -33,7 +33,8 @@ torch::Tensor reference(const torch::Tensor& h, const torch::Tensor& w, const to
 }
 
 // Loss and both gradients of `loss_fn` at the case, with a non-unit incoming gradient.
-std::vector<torch::Tensor> run(const Case& k, const std::function<torch::Tensor(torch::Tensor, torch::Tensor)>& loss_fn) {
+std::vector<torch::Tensor> run(const Case& k,
+                               const std::function<torch::Tensor(torch::Tensor, torch::Tensor)>& loss_fn) {
   auto h = k.hidden.clone().requires_grad_(true);
   auto w = k.weight.clone().requires_grad_(true);
   auto loss = loss_fn(h, w);
@@ -57,8 +58,9 @@ TEST_CASE("lm_head_loss_sum equals linear + cross_entropy, loss and gradients", 
     const auto ref = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
     for (int64_t chunk : {int64_t{1}, int64_t{5}, int64_t{37}, int64_t{100}, int64_t{0}}) {
       INFO("label smoothing " << smoothing << ", chunk rows " << chunk);
-      const auto ours =
-          run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, chunk); });
+      const auto ours = run(k, [&](auto h, auto w) {
+        return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, chunk);
+      });
       check_close(ours, ref, 1e-5);
     }
   }
@@ -78,7 +80,8 @@ TEST_CASE("lm_head_loss_sum: a tied weight gets both of its gradients", "[model]
 TEST_CASE("lm_head_loss_sum: no targets give zero loss and zero gradients, no grad mode computes none", "[model]") {
   Case k = make_case(6, 4, 9, 5);
   k.labels.fill_(-100);
-  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 4); });
+  const auto ours =
+      run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 4); });
   CHECK(ours[0].item<double>() == 0.0);
   CHECK(ours[1].abs().max().item<double>() == 0.0);
   CHECK(ours[2].abs().max().item<double>() == 0.0);
@@ -104,7 +107,8 @@ TEST_CASE("lm_head_loss_sum under bf16 autocast matches linear + cross_entropy u
     };
   };
   const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
-  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 7); }));
+  const auto ours = run(
+      k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 7); }));
   CHECK(ours[1].scalar_type() == torch::kFloat32);
   CHECK(ours[2].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);  // bf16 matmuls: both round the logits the same way, not the sums
@@ -125,8 +129,9 @@ TEST_CASE("lm_head_loss_sum with soft-capped logits equals capping the linear la
     });
     for (int64_t chunk : {int64_t{4}, int64_t{29}}) {
       INFO("label smoothing " << smoothing << ", chunk rows " << chunk);
-      check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, cap, chunk); }),
-                  ref, 1e-5);
+      check_close(
+          run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, cap, chunk); }), ref,
+          1e-5);
     }
   }
   // Capping changes the loss (the test would pass vacuously otherwise).
@@ -144,7 +149,8 @@ TEST_CASE("lm_head_loss_sum under bf16 autocast keeps the gradient of confident 
   const auto fp32 = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
   at::autocast::set_autocast_enabled(at::kCPU, true);
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-  const auto ours = run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 5); });
+  const auto ours =
+      run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 5); });
   at::autocast::set_autocast_enabled(at::kCPU, false);
   at::autocast::clear_cache();
   // The hidden states' gradient is the (small) error signal times the weight: relative to its own
@@ -167,9 +173,13 @@ TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against lin
   const auto ref32 = run(k, [&](auto h, auto w) { return reference(h, w, k.labels, 0.0); });
   for (const double smoothing : {0.0, 0.1}) {
     INFO("fp32, label smoothing " << smoothing);
-    const auto ref = smoothing == 0 ? ref32 : run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
-    check_close(run(k, [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, 1024); }), ref,
-                1e-4);  // tf32 may be on in either
+    const auto ref =
+        smoothing == 0 ? ref32 : run(k, [&](auto h, auto w) { return reference(h, w, k.labels, smoothing); });
+    check_close(
+        run(k,
+            [&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, smoothing, /*softcap=*/0.0, 1024); }),
+        ref,
+        1e-4);  // tf32 may be on in either
   }
   auto autocast = [](auto fn) {
     return [fn](torch::Tensor h, torch::Tensor w) {
@@ -182,7 +192,8 @@ TEST_CASE("lm_head_loss_sum on a CUDA device: fp32 and bf16 autocast against lin
     };
   };
   const auto ref = run(k, autocast([&](auto h, auto w) { return reference(h, w, k.labels, 0.0); }));
-  const auto ours = run(k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 1024); }));
+  const auto ours = run(
+      k, autocast([&](auto h, auto w) { return model::lm_head_loss_sum(h, w, k.labels, 0.0, /*softcap=*/0.0, 1024); }));
   CHECK(ours[1].scalar_type() == torch::kFloat32);
   check_close(ours, ref, 2e-2);
 }

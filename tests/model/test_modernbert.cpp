@@ -102,13 +102,15 @@ TEST_CASE("modernbert config: both ways, transformers 4.x files and refusals", "
 
   Json scaled = j;
   scaled["rope_parameters"]["full_attention"]["rope_type"] = "linear";
-  CHECK_THAT(test::config_refusal(scaled), Contains("m/config.json") && Contains("rope_parameters.full_attention.rope_type"));
+  CHECK_THAT(test::config_refusal(scaled),
+             Contains("m/config.json") && Contains("rope_parameters.full_attention.rope_type"));
   Json old_type = j;  // "type", as older files spell rope_type
   old_type["rope_parameters"]["sliding_attention"] = {{"type", "linear"}, {"factor", 2.0}};
   CHECK_THAT(test::config_refusal(old_type), Contains("rope_parameters.sliding_attention.type"));
   Json numeric = j;
   numeric["rope_parameters"]["full_attention"]["rope_type"] = 3;
-  CHECK_THAT(test::config_refusal(numeric), Contains("rope_parameters.full_attention.rope_type") && Contains("not a string"));
+  CHECK_THAT(test::config_refusal(numeric),
+             Contains("rope_parameters.full_attention.rope_type") && Contains("not a string"));
   Json no_pad = j;
   no_pad.erase("pad_token_id");  // ModernBertConfig's 50283, past this vocabulary
   CHECK_THAT(test::config_refusal(no_pad), Contains("pad_token_id"));
@@ -279,7 +281,8 @@ TEST_CASE("modernbert weights: both ways, a masked-LM head loads, its decoder is
   const std::string report = model::load_bert_weights(classifier, mlm).describe();
   CHECK_THAT(report, Contains("decoder.bias") && Contains("classifier.weight"));
   CHECK_THAT(report, !Contains("head."));
-  CHECK(torch::equal(classifier->named_parameters()["head.dense.weight"], source->named_parameters()["head.dense.weight"]));
+  CHECK(torch::equal(classifier->named_parameters()["head.dense.weight"],
+                     source->named_parameters()["head.dense.weight"]));
   // ModernBertModel's files have no "model." prefix; the head is dropped from an encoder.
   model::TensorList bare;
   for (const auto& [name, t] : hf) {

@@ -95,9 +95,12 @@ TEST_CASE("safetensors round trip of every supported dtype, scalars and empty te
 }
 
 TEST_CASE("empty tensors share their offset with the next tensor, in any header order", "[model][safetensors]") {
-  for (const std::string json : {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
-                                 R"({"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
-                                 R"({"e":{"dtype":"U8","shape":[0],"data_offsets":[4,4]},"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"}) {
+  for (
+      const std::string json :
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+       R"({"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+       R"({"e":{"dtype":"U8","shape":[0],"data_offsets":[4,4]},)"
+       R"("z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"}) {
     std::string file(8, '\0');
     file[0] = static_cast<char>(json.size());
     file += json + "abcd";
@@ -151,21 +154,29 @@ TEST_CASE("hostile safetensors files get clear errors", "[model][safetensors]") 
              Contains("outside"));
   CHECK_THAT(error(make_file(d, "count", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
              Contains("need 12"));
-  CHECK_THAT(error(make_file(d, "overlap",
-                             R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                             12)),
-             Contains("not contiguous"));
-  CHECK_THAT(error(make_file(d, "dup",
-                             R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
-                             2)),
-             Contains("duplicate tensor name 'a'"));
+  CHECK_THAT(
+      error(make_file(
+          d, "overlap",
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+          12)),
+      Contains("not contiguous"));
+  CHECK_THAT(
+      error(make_file(
+          d, "dup",
+          R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+          R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+          2)),
+      Contains("duplicate tensor name 'a'"));
   CHECK_THAT(error(make_file(d, "trailing", R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 5)),
              Contains("trailing bytes"));
-  CHECK_THAT(error(make_file(d, "hugeshape",
-                             R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", 4)),
-             Contains("overflows"));
+  CHECK_THAT(
+      error(make_file(d, "hugeshape",
+                      R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", 4)),
+      Contains("overflows"));
   // [0, 2^64-1] holds no bytes but no LibTorch shape has a dimension that large.
-  CHECK_THAT(error(make_file(d, "zerohuge", R"({"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", 0)),
+  CHECK_THAT(error(make_file(d, "zerohuge",
+                             R"({"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", 0)),
              Contains("overflows"));
   CHECK_THAT(error(make_file(d, "zerobig",
                              R"({"a":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})", 0)),
@@ -204,14 +215,17 @@ TEST_CASE("hostile safetensors files get clear errors", "[model][safetensors]") 
   // Long names are cut in messages.
   {
     const std::string name(10'000, 'n');
-    const std::string msg = error(make_file(d, "longname", R"({")" + name + R"(":{"dtype":"F7","shape":[],"data_offsets":[0,0]}})", 0));
+    const std::string msg =
+        error(make_file(d, "longname", R"({")" + name + R"(":{"dtype":"F7","shape":[],"data_offsets":[0,0]}})", 0));
     CHECK(msg.size() < 1000);
   }
   CHECK_THAT(error(d.path()), Contains("not a regular file"));
 }
 
 TEST_CASE("model spec JSON round trip and validation", "[model]") {
-  auto cfg = test::resolve(test::kMinimal, {"model.arch=llama", "model.n_kv_head=4", "model.d_model=256", "model.n_head=8"}).values;
+  auto cfg =
+      test::resolve(test::kMinimal, {"model.arch=llama", "model.n_kv_head=4", "model.d_model=256", "model.n_head=8"})
+          .values;
   auto spec = model::ModelSpec::from_config(cfg.model);
   CHECK(spec.d_ff == 704);  // 8/3 x 256 = 682 -> 704
   CHECK_FALSE(spec.tie_embeddings);

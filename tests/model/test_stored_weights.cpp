@@ -129,7 +129,8 @@ TEST_CASE("sharded weights: model-0000i-of-0000N files and an index that read ba
   tensors.emplace_back("big", torch::ones({40, 40}));  // over the limit: a shard of its own
   model::write_sharded_weights(d.path(), tensors, 900);
   CHECK_FALSE(fs::exists(d.path() / "model.safetensors"));
-  const auto index = nlohmann::json::parse(util::read_file<util::IoError>(d.path() / "model.safetensors.index.json", "index"));
+  const auto index =
+      nlohmann::json::parse(util::read_file<util::IoError>(d.path() / "model.safetensors.index.json", "index"));
   CHECK(index["metadata"]["total_size"] == 5 * 400 + 6400);
   CHECK(index["weight_map"]["t0"] == "model-00001-of-00004.safetensors");
   CHECK(index["weight_map"]["t1"] == "model-00001-of-00004.safetensors");

@@ -75,7 +75,8 @@ void check_against_reference(const model::ModelSpec& spec, const std::string& di
   std::ifstream in(fixture(dir + "/reference.json"));
   const Json ref = Json::parse(in);
   auto ids_vec = ref["input_ids"].get<std::vector<std::vector<int64_t>>>();
-  auto ids = torch::empty({static_cast<int64_t>(ids_vec.size()), static_cast<int64_t>(ids_vec[0].size())}, torch::kInt64);
+  auto ids =
+      torch::empty({static_cast<int64_t>(ids_vec.size()), static_cast<int64_t>(ids_vec[0].size())}, torch::kInt64);
   for (size_t b = 0; b < ids_vec.size(); ++b)
     for (size_t t = 0; t < ids_vec[b].size(); ++t) ids[b][t] = ids_vec[b][t];
   torch::NoGradGuard no_grad;
@@ -395,9 +396,10 @@ TEST_CASE("weights that do not fit are listed in one error", "[model]") {
   // Qwen2's q/k/v biases read as a Llama without biases: the extra tensors, folded over layers.
   auto spec = fixture_spec("tiny-qwen2");
   spec.attention_bias = config::AttentionBias::kNone;
-  CHECK_THAT(load_error(spec, "tiny-qwen2"),
-             Contains("unexpected model.layers.*.self_attn.k_proj.bias (in 2 layers), model.layers.*.self_attn.q_proj.bias "
-                      "(in 2 layers), model.layers.*.self_attn.v_proj.bias (in 2 layers)"));
+  CHECK_THAT(
+      load_error(spec, "tiny-qwen2"),
+      Contains("unexpected model.layers.*.self_attn.k_proj.bias (in 2 layers), model.layers.*.self_attn.q_proj.bias "
+               "(in 2 layers), model.layers.*.self_attn.v_proj.bias (in 2 layers)"));
   // An untied head the checkpoint lacks, and biases it lacks.
   spec = fixture_spec("tiny-qwen2");
   spec.tie_embeddings = false;
@@ -485,7 +487,8 @@ TEST_CASE("parameter_count equals the parameters the model builds", "[model]") {
   moe.n_experts = 4, moe.experts_per_token = 2, moe.expert_d_ff = 24;
   auto sparse_step = moe;  // every second layer MoE, the others dense MLPs of d_ff
   sparse_step.n_layer = 3, sparse_step.moe_every = 2;
-  specs.insert(specs.end(), {untied, biased, all_biases, qwen3, olmo2, sandwich, partial, tiny_gemma(), moe, sparse_step});
+  specs.insert(specs.end(),
+               {untied, biased, all_biases, qwen3, olmo2, sandwich, partial, tiny_gemma(), moe, sparse_step});
   for (const auto& s : specs) CHECK(s.parameter_count() == count(s));
   // A token passes through experts_per_token of each MoE layer's experts (3 matrices of d x F each).
   CHECK(moe.active_parameter_count() == moe.parameter_count() - 2 * (2 * 3 * 32 * 24));

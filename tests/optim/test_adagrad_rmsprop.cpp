@@ -80,8 +80,9 @@ TEST_CASE("adagrad follows torch::optim::Adagrad step by step", "[optim][adagrad
     const char* label;
     optim::AdagradSettings settings;
   };
-  for (const Case& c : {Case{"defaults", {}}, Case{"lr_decay, initial accumulator, eps",
-                                                   {.lr_decay = 0.05, .initial_accumulator_value = 0.1, .eps = 1e-6}}}) {
+  for (const Case& c :
+       {Case{"defaults", {}}, Case{"lr_decay, initial accumulator, eps",
+                                   {.lr_decay = 0.05, .initial_accumulator_value = 0.1, .eps = 1e-6}}}) {
     INFO(c.label);
     auto ps = make_params();
     auto rs = clone_params(ps);

@@ -99,7 +99,8 @@ int64_t largest_stage(const std::vector<int64_t>& blocks, int64_t first, int64_t
   const int stages = static_cast<int>(b.size()) - 1;
   for (int s = 0; s < stages; ++s) {
     int64_t sum = (s == 0 ? first : 0) + (s == stages - 1 ? last : 0);
-    for (int64_t i = b[static_cast<size_t>(s)]; i < b[static_cast<size_t>(s) + 1]; ++i) sum += blocks[static_cast<size_t>(i)];
+    for (int64_t i = b[static_cast<size_t>(s)]; i < b[static_cast<size_t>(s) + 1]; ++i)
+      sum += blocks[static_cast<size_t>(i)];
     most = std::max(most, sum);
   }
   return most;
@@ -215,8 +216,8 @@ TEST_CASE("pipeline exchanges: both schedules run through without a cycle of wai
       }
       for (int chunks = 2; chunks <= 4; ++chunks) {
         for (int micro = stages; micro <= 4 * stages; micro += stages) {
-          INFO((schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b") << ": stages " << stages << ", chunks " << chunks
-                                                                          << ", micro-batches " << micro);
+          INFO((schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b")
+               << ": stages " << stages << ", chunks " << chunks << ", micro-batches " << micro);
           CHECK(runs_through(schedule, stages, micro, chunks, /*tied=*/true));
         }
       }

@@ -87,8 +87,9 @@ TEST_CASE("lora: target modules select Hugging Face linear layers as peft does",
   const auto llama = model::hf_linear_modules(spec_of(config::ModelArch::kLlama));
   CHECK(llama.size() == 2 * 7 + 1);  // q k v o gate up down per layer, and the untied head
   const auto defaults = peft::select_lora_targets(llama, {}, config::ModelArch::kLlama);
-  CHECK(names_of(defaults) == std::vector<std::string>{"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.v_proj",
-                                                       "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.v_proj"});
+  CHECK(names_of(defaults) ==
+        std::vector<std::string>{"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.v_proj",
+                                 "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.v_proj"});
   const auto all = peft::select_lora_targets(llama, {"all-linear"}, config::ModelArch::kLlama);
   CHECK(all.size() == 14);  // the output layer is left out
   const auto glob = peft::select_lora_targets(llama, {"model.layers.1.mlp.*"}, config::ModelArch::kLlama);
@@ -214,8 +215,9 @@ TEST_CASE("lora: peft's adapter files round-trip into a fresh model", "[peft][lo
       std::filesystem::create_directories(dir);
       const auto tensors = peft::adapter_tensors(*m, lora, hf_params);
       CHECK(tensors.size() == 2 * targets.size() + save.size());
-      const std::string first = arch == config::ModelArch::kGpt2 ? "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"
-                                                                 : "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight";
+      const std::string first = arch == config::ModelArch::kGpt2
+                                    ? "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"
+                                    : "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight";
       bool found = false;
       for (const auto& [name, t] : tensors) found = found || name == first;
       CHECK(found);
@@ -345,7 +347,8 @@ TEST_CASE("lora: a BERT classifier's layers are checkpointed under a frozen base
           "[peft][lora][bert]") {
   model::BertSpec spec = tiny_bert();
   spec.hidden_dropout_prob = spec.attention_probs_dropout_prob = 0.0;
-  const auto targets = peft::select_lora_targets(model::hf_linear_modules(spec), {"all-linear"}, config::ModelArch::kBert);
+  const auto targets =
+      peft::select_lora_targets(model::hf_linear_modules(spec), {"all-linear"}, config::ModelArch::kBert);
   const torch::Tensor ids = torch::tensor({{2, 7, 9, 11, 3}, {2, 5, 6, 3, 0}}, torch::kInt64);
   const torch::Tensor mask = torch::tensor({{1, 1, 1, 1, 1}, {1, 1, 1, 1, 0}}, torch::kInt64);
   const torch::Tensor labels = torch::tensor({0, 1}, torch::kInt64);
@@ -398,8 +401,9 @@ TEST_CASE("lora: DoRA starts at the base, rescales rows by magnitude over the ro
       const auto& slice = *std::find_if(peft::lora_adapters(*m).at(dense)->slices().begin(),
                                         peft::lora_adapters(*m).at(dense)->slices().end(),
                                         [&](const auto& s) { return s.name == leaf; });
-      CHECK(torch::allclose(params[dense + ".lora." + leaf + ".magnitude"],
-                            at::linalg_vector_norm(params[dense + ".weight"].narrow(0, slice.row_offset, slice.rows), 2, {1})));
+      CHECK(torch::allclose(
+          params[dense + ".lora." + leaf + ".magnitude"],
+          at::linalg_vector_norm(params[dense + ".weight"].narrow(0, slice.row_offset, slice.rows), 2, {1})));
 
       // Trained: B and the magnitudes moved. The layer computes m / ||W + s B A||_row (W + s B A) x + b.
       randomise_b(m);
@@ -521,6 +525,7 @@ TEST_CASE("lora on a RoBERTa classifier: its head is the output layer, saved who
   llama.arch = config::ModelArch::kLlama;
   llama.n_layer = 1, llama.n_head = 2, llama.n_kv_head = 2, llama.d_model = 8, llama.d_ff = 16;
   llama.vocab_size = 10, llama.max_seq_len = 8;
-  CHECK(peft::saved_module_params(model::hf_parameters(llama), {"self_attn"}).contains("layers.0.attn.qkv_proj.weight"));
+  CHECK(
+      peft::saved_module_params(model::hf_parameters(llama), {"self_attn"}).contains("layers.0.attn.qkv_proj.weight"));
   CHECK_THROWS_WITH(peft::saved_module_params(model::hf_parameters(llama), {"q_proj"}), Catch::Contains("fused"));
 }

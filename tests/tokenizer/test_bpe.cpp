@@ -33,7 +33,8 @@ tokenizer::BpeTokenizer trained(int32_t vocab_size) {
   for (int i = 0; i < 3; ++i) {
     for (const auto& text : test::kMultilingual) trainer.add_text(text);
   }
-  data::add_sources(trainer, {data::SourceSpec{.path = kFixtures + "/fortunes/*", .exclude = {"*.dat"}, .separator = "%"}});
+  data::add_sources(trainer,
+                    {data::SourceSpec{.path = kFixtures + "/fortunes/*", .exclude = {"*.dat"}, .separator = "%"}});
   return trainer.train();
 }
 
@@ -136,10 +137,14 @@ TEST_CASE("tokenizer.json from the tokenizers library: identical ids and decodin
 TEST_CASE("tokenizer.json: damaged or unsupported files are DataErrors naming the file", "[data][bpe]") {
   test::TempDir dir;
   auto bad = dir.write("bad.json", "{\"model\": ");
-  CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(bad); }), Catch::Contains("bad.json: malformed JSON"));
-  auto unigram = dir.write("u.json",
-                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "Unigram", "vocab": [], "unk_id": 0}})");
-  CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(unigram); }), Catch::Contains("u.json: model.unk_id is 0"));
+  CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(bad); }),
+             Catch::Contains("bad.json: malformed JSON"));
+  auto unigram = dir.write(
+      "u.json",
+      R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, )"
+      R"("model": {"type": "Unigram", "vocab": [], "unk_id": 0}})");
+  CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(unigram); }),
+             Catch::Contains("u.json: model.unk_id is 0"));
   auto normalized = dir.write("n.json", R"({"normalizer": {"type": "Precompiled"}, "model": {"type": "BPE"}})");
   CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(normalized); }),
              Catch::Contains("n.json: normalizer.precompiled_charsmap is missing"));
@@ -147,7 +152,10 @@ TEST_CASE("tokenizer.json: damaged or unsupported files are DataErrors naming th
                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [],
                               "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})");
   CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(no_eot); }), Catch::Contains("<|endoftext|>"));
-  auto wrong = dir.write("w.json", R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": [1], "merges": []}})");
+  auto wrong = dir.write(
+      "w.json",
+      R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, )"
+      R"("model": {"type": "BPE", "vocab": [1], "merges": []}})");
   CHECK_THAT(test::data_error([&] { tokenizer::load_tokenizer_json(wrong); }), Catch::Contains("w.json"));
 }
 

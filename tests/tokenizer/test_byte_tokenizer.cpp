@@ -29,12 +29,14 @@ TEST_CASE("byte tokenizer: special-token text is plain text unless allowed", "[d
   CHECK(tok.decode(ids) == "hi<|endoftext|>");
   std::vector<int32_t> bad{300};
   CHECK_THROWS_AS(tok.decode(bad), util::DataError);
-  CHECK(tok.fingerprint() != tokenizer::ByteTokenizer({tokenizer::kEndOfTextToken, tokenizer::kPadToken, "<|im_start|>"}).fingerprint());
+  CHECK(tok.fingerprint() !=
+        tokenizer::ByteTokenizer({tokenizer::kEndOfTextToken, tokenizer::kPadToken, "<|im_start|>"}).fingerprint());
 }
 
 TEST_CASE("make_tokenizer builds the byte tokenizer and asks for a path for BPE", "[data][tokenizer]") {
   auto tok = tokenizer::make_tokenizer({});
   CHECK(tok->vocab_size() == 258);
   CHECK_THROWS_AS(tokenizer::make_tokenizer({tokenizer::TokenizerKind::kBpe, "", "", ""}), util::ConfigError);
-  CHECK_THROWS_AS(tokenizer::make_tokenizer({tokenizer::TokenizerKind::kBpe, "/nonexistent/tokenizer.json", "", ""}), util::DataError);
+  CHECK_THROWS_AS(tokenizer::make_tokenizer({tokenizer::TokenizerKind::kBpe, "/nonexistent/tokenizer.json", "", ""}),
+                  util::DataError);
 }

@@ -59,7 +59,7 @@ TEST_CASE("chat template: where auto finds it, and the refusals", "[tokenizer][c
 
   dir.write("m/tokenizer_config.json",
             R"({"eos_token": {"content": "<E>"}, "chat_template": [{"name": "tool_use", "template": "T"},
-                {"name": "default", "template": "{{ eos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"}]})");
+    {"name": "default", "template": "{{ eos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"}]})");
   auto from_config = tokenizer::resolve_chat_template("auto", tok);
   REQUIRE(from_config);
   CHECK(from_config->render_prompt(Json::array({Json{{"role", "user"}, {"content", "x"}}})) == "<E>x");

@@ -195,7 +195,8 @@ TEST_CASE("a Split regex that backtracks without end is named by file and JSON p
                                 {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated"}]})",
                             text);
              }),
-             Catch::Contains("t.json: pre_tokenizer.pretokenizers[1]") && Catch::Contains("splitting text with the regex failed"));
+             Catch::Contains("t.json: pre_tokenizer.pretokenizers[1]") &&
+                 Catch::Contains("splitting text with the regex failed"));
 }
 
 TEST_CASE("Metaspace prepend_scheme first: only at the start of the input", "[data][hf]") {

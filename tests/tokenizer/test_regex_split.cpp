@@ -18,8 +18,10 @@ std::string joined(const std::vector<std::string_view>& pieces) {
 }  // namespace
 
 TEST_CASE("a Llama-3 style pattern splits words, numbers in threes and whitespace", "[data][regex]") {
-  tokenizer::RegexSplitter s(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-                        "test");
+  tokenizer::RegexSplitter s(
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*)"
+      R"(|\s*[\r\n]+|\s+(?!\S)|\s+)",
+      "test");
   const std::string text = "Héllo wörld's 12345 你好  👋\n\nend";
   const auto pieces = s.split(text);
   CHECK(joined(pieces) == text);

@@ -9,7 +9,7 @@
 #include "ckpt/writer.h"
 #include "model/safetensors.h"
 #include "util/fs.h"
-#include "train/checkpoint_state.h"
+#include "train/state/checkpoint_state.h"
 #include "train/trainer.h"
 
 using namespace hftrain;
@@ -18,7 +18,8 @@ namespace {
 
 std::vector<std::string> overrides(const test::TempDir& d, const std::string& run, const std::string& optimizer) {
   std::string jsonl;
-  for (int i = 0; i < 24; ++i) jsonl += "{\"text\": \"document " + std::to_string(i) + std::string(i % 7 + 1, 'x') + "\"}\n";
+  for (int i = 0; i < 24; ++i)
+    jsonl += "{\"text\": \"document " + std::to_string(i) + std::string(i % 7 + 1, 'x') + "\"}\n";
   const auto docs = d.write("docs.jsonl", jsonl);
   return {"data.train=" + docs.string(), "data.cache=false", "data.seq_len=16", "model.max_seq_len=16",
           "model.vocab_size=260", "model.n_layer=1", "model.n_head=2", "model.d_model=16", "model.dropout=0.2",
@@ -67,11 +68,14 @@ TEST_CASE("a restored trainer continues bit for bit, for every optimizer, and wi
       {"galore_adamw", {"optimizer.galore.rank=4", "optimizer.galore.update_proj_gap=3"}},
       // The save at step 4 switches the weights to the averaged point and the next step back:
       // the resumed run makes the same switch from the saved point.
-      {"schedule_free_adamw", {"scheduler.name=constant", "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
-      {"schedule_free_adamw", {"distributed.strategy=zero2", "distributed.cpu_offload=true", "scheduler.name=constant",
-                               "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
-      {"schedule_free_adamw", {"distributed.strategy=zero3", "distributed.cpu_offload=true", "scheduler.name=constant",
-                               "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      {"schedule_free_adamw",
+       {"scheduler.name=constant", "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      {"schedule_free_adamw",
+       {"distributed.strategy=zero2", "distributed.cpu_offload=true", "scheduler.name=constant",
+        "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
+      {"schedule_free_adamw",
+       {"distributed.strategy=zero3", "distributed.cpu_offload=true", "scheduler.name=constant",
+        "scheduler.warmup_steps=0", "optimizer.schedule_free.warmup_steps=2"}},
       // bf16 weights with fp32 masters: the checkpoint holds the masters, and the bf16 copies are
       // rounded from them again.
       {"adamw", {"trainer.param_dtype=bf16", "trainer.precision=bf16"}},
@@ -145,7 +149,8 @@ TEST_CASE("restoring a finished checkpoint asks for more steps", "[train][ckpt]"
   train::Trainer t(cfg, cfg.run.output_dir);
   t.train();
   train::Trainer again(cfg, cfg.run.output_dir);
-  CHECK_THROWS_WITH(again.restore(cfg.run.output_dir + "/checkpoint-8"), Catch::Matchers::Contains("ends training at step 8"));
+  CHECK_THROWS_WITH(again.restore(cfg.run.output_dir + "/checkpoint-8"),
+                    Catch::Matchers::Contains("ends training at step 8"));
 }
 
 TEST_CASE("a resume reads no data before its position, wherever that is", "[train][ckpt]") {

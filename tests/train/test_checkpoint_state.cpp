@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "../config/helpers.h"
-#include "train/checkpoint_state.h"
+#include "train/state/checkpoint_state.h"
 
 using namespace hftrain;
 

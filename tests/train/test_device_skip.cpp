@@ -1,10 +1,10 @@
-// trainer.on_nonfinite=skip judged on the device (train/device_skip.h): the flag each step hands
+// trainer.on_nonfinite=skip judged on the device (train/step/device_skip.h): the flag each step hands
 // the optimizer, what a read reports, and the latch at trainer.max_consecutive_skips.
 #include "../torch_catch.h"  // first: see the file
 
 #include <limits>
 
-#include "train/device_skip.h"
+#include "train/step/device_skip.h"
 
 using hftrain::train::DeviceSkipJudge;
 

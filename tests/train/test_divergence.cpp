@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "train/divergence.h"
+#include "train/step/divergence.h"
 
 using hftrain::train::DivergenceJudge;
 

@@ -8,9 +8,9 @@
 #include "model/bert_weights.h"
 #include "model/hf_config.h"
 #include "model/hf_export.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 #include "train/trainer.h"
-#include "train/wiring.h"
+#include "train/build/wiring.h"
 #include "util/fs.h"
 
 using namespace hftrain;
@@ -58,24 +58,28 @@ TEST_CASE("unsupported architectures and options are refused by name", "[train][
       R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
           "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK(err(llama + "}") == "no error");
-  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"), Contains("`rope_scaling.short_factor`"));
+  CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"),
+             Contains("`rope_scaling.short_factor`"));
   CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "su2", "factor": 2}})"), Contains("RoPE scaling type `su2`"));
   CHECK_THAT(err(llama + R"(, "hidden_act": "gelu"})"), Contains("hidden_act"));
-  const std::string mistral = R"({"architectures": ["MistralForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
+  const std::string mistral =
+      R"({"architectures": ["MistralForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
           "hidden_size": 32, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK(err(mistral + R"(, "sliding_window": 16})") == "no error");  // every layer slides
   const std::string qwen2 = R"({"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 4,
           "hidden_size": 32, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK_THAT(err(qwen2 + R"(, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1})"),
              Contains("layer_types"));
-  CHECK_THAT(err(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})"), Contains("num_attention_heads"));
+  CHECK_THAT(err(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})"),
+             Contains("num_attention_heads"));
   CHECK_THAT(err("[1, 2]"), Contains("not a JSON object"));
 }
 
 TEST_CASE("model.from a Hugging Face directory of another shape names the overrides to use", "[train][hf]") {
   test::TempDir d;
   const auto docs = d.write("docs.txt", "some text for a tiny run\n");
-  auto cfg = test::resolve("{}", {"data.train=" + docs.string(), "data.validation_fraction=0", "trainer.max_steps=1", "data.seq_len=8", "data.cache=false",
+  auto cfg = test::resolve("{}", {"data.train=" + docs.string(), "data.validation_fraction=0", "trainer.max_steps=1",
+                                  "data.seq_len=8", "data.cache=false",
                                   "model.from=" + std::string(HFTRAIN_TEST_FIXTURES_DIR) + "/tiny-llama",
                                   "run.output_dir=" + (d.path() / "run").string()})
                  .values;
@@ -84,7 +88,8 @@ TEST_CASE("model.from a Hugging Face directory of another shape names the overri
     FAIL("expected a ConfigError");
   } catch (const util::ConfigError& e) {
     CHECK_THAT(std::string(e.what()), Contains("different shape"));
-    CHECK_THAT(e.hint(), Contains("model.arch=llama model.n_layer=2 model.n_head=4 model.n_kv_head=2 model.d_model=32"));
+    CHECK_THAT(e.hint(),
+               Contains("model.arch=llama model.n_layer=2 model.n_head=4 model.n_kv_head=2 model.d_model=32"));
   }
 }
 
@@ -115,7 +120,8 @@ TEST_CASE("model.from a classifier's run directory reads its final/ (Hugging Fac
   CHECK(train::read_model_source(d.path() / "run").dir == d.path() / "run" / "checkpoint-4");
   // A directory that is neither names what it lacks.
   std::filesystem::create_directories(d.path() / "empty");
-  CHECK_THROWS_WITH(train::read_model_source(d.path() / "empty"), Contains("holds no model.json, final/ or checkpoint-N/"));
+  CHECK_THROWS_WITH(train::read_model_source(d.path() / "empty"),
+                    Contains("holds no model.json, final/ or checkpoint-N/"));
 }
 
 TEST_CASE("model.from a RoBERTa directory sets model.encoder and the usable positions and so does a fresh one",

@@ -1,10 +1,10 @@
-// trainer.param_dtype=bf16 (train/master_weights.h): bf16 weights and gradients, fp32 masters that
+// trainer.param_dtype=bf16 (train/step/master_weights.h): bf16 weights and gradients, fp32 masters that
 // the optimizer steps, fp32 accumulation over micro-batches, the masters in saves and loads.
 #include "../torch_catch.h"  // first: see the file
 
 #include "../config/helpers.h"
 #include "model/safetensors.h"
-#include "train/master_weights.h"
+#include "train/step/master_weights.h"
 #include "train/trainer.h"
 
 using namespace hftrain;
@@ -92,7 +92,8 @@ std::vector<std::string> tiny_run(const test::TempDir& d, const std::string& run
 
 }  // namespace
 
-TEST_CASE("param_dtype=bf16 trains GPT-2 and Llama shapes to the fp32 loss on the CPU", "[train][master_weights][slow]") {
+TEST_CASE("param_dtype=bf16 trains GPT-2 and Llama shapes to the fp32 loss on the CPU",
+          "[train][master_weights][slow]") {
   for (const char* arch : {"gpt2", "llama"}) {
     INFO(arch);
     test::TempDir d;
@@ -190,7 +191,8 @@ TEST_CASE("param_dtype=bf16 with LoRA: a bf16 frozen base, adapters with masters
 
 TEST_CASE("param_dtype=bf16 refuses what it does not support, naming the key", "[train][master_weights]") {
   const std::string fp32 = test::resolve_error("{}", {"trainer.param_dtype=bf16"});
-  CHECK_THAT(fp32, Catch::Matchers::Contains("trainer.param_dtype") && Catch::Matchers::Contains("trainer.precision is fp32"));
+  CHECK_THAT(
+      fp32, Catch::Matchers::Contains("trainer.param_dtype") && Catch::Matchers::Contains("trainer.precision is fp32"));
   const std::string zero = test::resolve_error("{}", {"trainer.param_dtype=bf16", "trainer.precision=bf16",
                                                       "distributed.strategy=zero3"});
   CHECK_THAT(zero, Catch::Matchers::Contains("distributed.strategy zero3"));

@@ -1,4 +1,4 @@
-// HFTRAIN_PROFILE (lib/train/profiler_callback.h): off without the variable, a clear error for a
+// HFTRAIN_PROFILE (lib/train/report/profiler_callback.h): off without the variable, a clear error for a
 // bad step range, and a recorded window holds exactly the operators of its steps.
 #include <fstream>
 #include <sstream>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../config/helpers.h"
-#include "train/profiler_callback.h"
+#include "train/report/profiler_callback.h"
 #include "util/env.h"
 #include "util/error.h"
 

@@ -1,4 +1,4 @@
-// What a run directory says about its run (train/run_summary.h): the status record and what
+// What a run directory says about its run (train/report/run_summary.h): the status record and what
 // overrides it (a held lock: running; a record saying running with no holder: died), the
 // metrics, the newest checkpoint, and which folders are runs.
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "ckpt/run_lock.h"
 #include "launch/restarts.h"
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 
 using namespace hftrain;
 namespace fs = std::filesystem;
@@ -59,7 +59,8 @@ TEST_CASE("run summary: a finished run's record and metrics", "[train]") {
   CHECK(train::starting_status(d.run(), true, 4, 8).started_at == r.started_at);
 }
 
-TEST_CASE("run summary: running only while the lock is held, and a dead runner is a failure with its cause", "[train]") {
+TEST_CASE("run summary: running only while the lock is held, and a dead runner is a failure with its cause",
+          "[train]") {
   RunDir d;
   train::write_run_status(d.run(), train::starting_status(d.run(), false, 0, 10));
   {

@@ -1,8 +1,8 @@
 
 #include "../torch_catch.h"  // first: see the file
 #include "train/callbacks.h"
-#include "train/precision.h"
-#include "train/step_math.h"
+#include "train/step/precision.h"
+#include "train/step/step_math.h"
 
 using namespace hftrain;
 
@@ -16,14 +16,16 @@ TEST_CASE("token loss sum ignores -100 and matches the mean times the count", "[
   auto mean = torch::nn::functional::cross_entropy(logits.reshape({-1, 7}), labels.reshape({-1}));
   CHECK(sum.item<double>() == Approx(mean.item<double>() * 8).epsilon(1e-6));
   auto smoothed = train::token_loss_sum(logits, labels, 0.1);
-  auto smoothed_mean = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, 7}), labels.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(0.1));
+  auto smoothed_mean =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, 7}), labels.reshape({-1}),
+                                           torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(0.1));
   CHECK(smoothed.item<double>() == Approx(smoothed_mean.item<double>() * 8).epsilon(1e-6));
 }
 
 TEST_CASE("global-norm clipping equals torch's clip_grad_norm_", "[train]") {
   torch::manual_seed(1);
-  std::vector<torch::Tensor> a = {torch::randn({3, 4}, torch::requires_grad()), torch::randn({5}, torch::requires_grad())};
+  std::vector<torch::Tensor> a = {torch::randn({3, 4}, torch::requires_grad()),
+                                  torch::randn({5}, torch::requires_grad())};
   std::vector<torch::Tensor> b = {a[0].detach().clone().requires_grad_(), a[1].detach().clone().requires_grad_()};
   for (size_t i = 0; i < a.size(); ++i) {
     auto g = torch::randn(a[i].sizes()) * 3;

@@ -71,9 +71,9 @@ TEST_CASE("training lowers the loss and writes metrics", "[train][slow]") {
   REQUIRE(result.state.best_eval_loss);
   CHECK(*result.state.best_eval_loss < before * 0.7);
   const std::string jsonl = util::read_file<util::IoError>(d.path() / "run" / "metrics.jsonl", "metrics");
-  for (const char* field : {"\"step\"", "\"epoch\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_seen\"",
-                            "\"tokens_per_s\"", "\"step_time_ms\"", "\"data_wait_ms\"", "\"peak_mem_mb\"", "\"eval_loss\"",
-                            "\"eval_ppl\""}) {
+  for (const char* field :
+       {"\"step\"", "\"epoch\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_seen\"", "\"tokens_per_s\"",
+        "\"step_time_ms\"", "\"data_wait_ms\"", "\"peak_mem_mb\"", "\"eval_loss\"", "\"eval_ppl\""}) {
     CHECK_THAT(jsonl, Catch::Matchers::Contains(field));
   }
 }
@@ -129,7 +129,8 @@ TEST_CASE("bf16 autocast trains on the CPU", "[train][slow]") {
   fp16.push_back("trainer.precision=fp16");
   auto cfg16 = test::resolve("{}", fp16).values;
   if (!torch::cuda::is_available()) {
-    CHECK_THROWS_WITH(train::Trainer(cfg16, cfg16.run.output_dir), Catch::Matchers::Contains("fp16 needs a CUDA device"));
+    CHECK_THROWS_WITH(train::Trainer(cfg16, cfg16.run.output_dir),
+                      Catch::Matchers::Contains("fp16 needs a CUDA device"));
   }
 }
 

@@ -126,8 +126,9 @@ class MpiWork final : public Work {
   void wait() override {
     std::unique_lock<std::mutex> lock(state_->mutex);
     const double budget = monitor_ ? monitor_->budget_seconds() : 3600.0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                 std::chrono::duration<double>(budget));
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(budget));
     if (!state_->cv.wait_until(lock, deadline, [this] { return state_->done; })) {
       Engine::instance().abandon();
       const std::string message = monitor_ ? monitor_->diagnose(what_, seq_) : what_ + " timed out";

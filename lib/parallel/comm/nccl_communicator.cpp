@@ -141,8 +141,9 @@ std::shared_ptr<Communicator> make_nccl_communicator(void* c10d_store, int rank,
 bool nccl_available() { return false; }
 
 std::shared_ptr<Communicator> make_nccl_communicator(void*, int, int, int, const std::string&, Monitor*) {
-  throw util::ConfigError("this hftrain was built without NCCL (no CUDA toolkit at build time)",
-                          "rebuild where /usr/local/cuda and NCCL are installed, or use distributed.backend=mpi on CPUs");
+  throw util::ConfigError(
+      "this hftrain was built without NCCL (no CUDA toolkit at build time)",
+      "rebuild where /usr/local/cuda and NCCL are installed, or use distributed.backend=mpi on CPUs");
 }
 
 #endif

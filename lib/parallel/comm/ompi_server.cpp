@@ -61,7 +61,8 @@ std::string start_ompi_server(double budget_s) {
                                    "(Debian: openmpi-bin); or start the job with mpirun");
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      throw util::DistributedError("ompi-server did not report its address", "check that Open MPI works: ompi-server --help");
+      throw util::DistributedError("ompi-server did not report its address",
+                                   "check that Open MPI works: ompi-server --help");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -164,7 +164,8 @@ std::unique_ptr<World> World::create(const launch::LaunchEnv& env, const config:
     }
   }
   w->store_ = std::make_unique<C10dKeyValue>(w->store_holder_->store);
-  w->monitor_ = std::make_unique<Monitor>(env.rank, env.world_size, budgets, std::make_shared<StoreBoard>(w->store_.get()));
+  w->monitor_ =
+      std::make_unique<Monitor>(env.rank, env.world_size, budgets, std::make_shared<StoreBoard>(w->store_.get()));
   PhaseScope startup(w->monitor_.get(), Phase::kStartup);
 
   if (backend == config::Backend::kMpi) {

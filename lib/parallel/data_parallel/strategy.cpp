@@ -200,8 +200,9 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const S
   const bool offload = options.distributed.cpu_offload;
   if (s == Strategy::kDdp || (world.dp_size() == 1 && !offload)) {
     if (offload) {
-      throw util::ConfigError("distributed.cpu_offload needs a zero strategy: ddp keeps the optimizer state on every rank",
-                              "use distributed.strategy=zero1, zero2, zero3 or hybrid, or distributed.cpu_offload=false");
+      throw util::ConfigError(
+          "distributed.cpu_offload needs a zero strategy: ddp keeps the optimizer state on every rank",
+          "use distributed.strategy=zero1, zero2, zero3 or hybrid, or distributed.cpu_offload=false");
     }
     return std::make_unique<ReplicatedStrategy>(world, options, params);
   }
@@ -212,8 +213,9 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const S
     if (s == Strategy::kZero1 && !offload) {
       return std::make_unique<ReplicatedStrategy>(world, options, params, /*partition_state=*/true);
     }
-    const std::string what = offload ? "distributed.cpu_offload, which keeps flat pieces of every parameter"
-                                     : "distributed.strategy=" + strategy_name(s) + ", which splits parameters across ranks";
+    const std::string what =
+        offload ? "distributed.cpu_offload, which keeps flat pieces of every parameter"
+                : "distributed.strategy=" + strategy_name(s) + ", which splits parameters across ranks";
     throw util::ConfigError("optimizer.name=" + options.whole_state + ": that does not go with " + what,
                             "use distributed.strategy=zero1 (its state partitioned by whole parameters) or ddp, "
                             "without distributed.cpu_offload; or optimizer.name=adamw");

@@ -118,7 +118,7 @@ class ShardingStrategy {
   };
   // trainer.param_dtype=bf16: whether the strategy keeps the fp32 masters of the parameters it
   // steps (zero1/2: its pieces) and holds the parameters in bf16 itself; otherwise the trainer's
-  // MasterWeights does (train/master_weights.h).
+  // MasterWeights does (train/step/master_weights.h).
   virtual bool keeps_fp32_masters() const { return false; }
   // Makes every parameter whole for `access` (collective under zero3); `main`: this rank saves.
   virtual void gather_parameters(WholeAccess /*access*/, bool /*main*/) {}

@@ -115,7 +115,8 @@ class ZeroStrategy final : public ShardingStrategy {
     train_mode_ = train;
     bool changed = optimizer_->set_train_mode(train);
     // A rank whose pieces have no state changes nothing, but the gather is collective: agree first.
-    if (comm_.size() > 1) changed = all_reduce_value(comm_, changed ? 1 : 0, ReduceOp::kMax, params_.front().device()) > 0;
+    if (comm_.size() > 1)
+      changed = all_reduce_value(comm_, changed ? 1 : 0, ReduceOp::kMax, params_.front().device()) > 0;
     if (!changed) return;
     torch::NoGradGuard no_grad;
     publish_masters();

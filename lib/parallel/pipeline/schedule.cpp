@@ -38,7 +38,9 @@ std::vector<PipelineOp> stage_schedule(PipelineSchedule schedule, int stage, int
   const int warmup = all_forwards_first ? total
                      : chunks == 1      ? std::min(stages - stage - 1, micro_batches)
                                         : std::min(total, 2 * (stages - stage - 1) + (chunks - 1) * stages);
-  const auto forward = [&](int k) { return chunks == 1 ? PipelineOp{true, k, 0} : interleaved_op(true, k, stages, chunks); };
+  const auto forward = [&](int k) {
+    return chunks == 1 ? PipelineOp{true, k, 0} : interleaved_op(true, k, stages, chunks);
+  };
   const auto backward = [&](int k) {
     return chunks == 1 ? PipelineOp{false, k, 0} : interleaved_op(false, k, stages, chunks);
   };
@@ -111,7 +113,8 @@ std::vector<int64_t> balanced_boundaries(const std::vector<int64_t>& block_param
   const int n = static_cast<int>(block_params.size());
   if (stages < 1 || stages > n) throw std::invalid_argument("balanced_boundaries: needs 1 <= stages <= blocks");
   std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int i = 0; i < n; ++i) prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + block_params[static_cast<size_t>(i)];
+  for (int i = 0; i < n; ++i)
+    prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + block_params[static_cast<size_t>(i)];
   const auto cost = [&](int s, int begin, int end) {
     int64_t c = prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
     if (s == 0) c += first_extra;
@@ -121,7 +124,8 @@ std::vector<int64_t> balanced_boundaries(const std::vector<int64_t>& block_param
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   // best[s][e]: the least largest stage over stages 0..s holding blocks [0, e); from[s][e] where
   // stage s begins.
-  std::vector<std::vector<int64_t>> best(static_cast<size_t>(stages), std::vector<int64_t>(static_cast<size_t>(n) + 1, kNone));
+  std::vector<std::vector<int64_t>> best(static_cast<size_t>(stages),
+                                         std::vector<int64_t>(static_cast<size_t>(n) + 1, kNone));
   std::vector<std::vector<int>> from(static_cast<size_t>(stages), std::vector<int>(static_cast<size_t>(n) + 1, 0));
   for (int e = 1; e <= n; ++e) best[0][static_cast<size_t>(e)] = cost(0, 0, e);
   for (int s = 1; s < stages; ++s) {

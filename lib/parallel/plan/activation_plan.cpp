@@ -51,8 +51,9 @@ std::string activation_summary(const ActivationShape& s) {
                                                  (s.sequence_parallel ? " with sequence parallelism" : "")
                                            : std::string()) +
                     ", estimate): " + format_bytes(a.total()) + " = blocks " + format_bytes(a.blocks);
-  out += s.checkpointing ? " (activation checkpointing: block inputs plus one block of " + format_bytes(a.per_block) + ")"
-                         : " (" + format_bytes(a.per_block) + " per block)";
+  out += s.checkpointing
+             ? " (activation checkpointing: block inputs plus one block of " + format_bytes(a.per_block) + ")"
+             : " (" + format_bytes(a.per_block) + " per block)";
   out += " + output layer and loss " + format_bytes(a.head);
   if (s.document_mask) {
     out += s.variable_length ? " (document masking: variable-length flash attention, no mask)"
@@ -60,7 +61,8 @@ std::string activation_summary(const ActivationShape& s) {
   }
   out += "\n";
   if (s.dropout > 0) {
-    out += "  dropout > 0: on the CPU attention runs the math kernel, which keeps B x H x T x T probabilities per block\n";
+    out +=
+        "  dropout > 0: on the CPU attention runs the math kernel, which keeps B x H x T x T probabilities per block\n";
   }
   return out;
 }

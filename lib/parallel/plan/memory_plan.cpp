@@ -21,7 +21,8 @@ double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_eleme
   // Reductions: three block-sized buffers (flat gradient and chunk) reused in turn, plus the
   // root's own pair while it is reduced when it is the larger unit.
   const double block = static_cast<double>(units.block) * static_cast<double>(reduce_element_bytes);
-  const double root = units.root > units.block ? static_cast<double>(units.root) * static_cast<double>(reduce_element_bytes) : 0.0;
+  const double root =
+      units.root > units.block ? static_cast<double>(units.root) * static_cast<double>(reduce_element_bytes) : 0.0;
   const double ranks = static_cast<double>(std::max(1, shard_ranks));
   return 4.0 * static_cast<double>(units.root + 2 * units.block) + (3 * block + root) * (1 + 1 / ranks);
 }
@@ -96,8 +97,9 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
                          int64_t bucket_bytes, UnitSizes units, int ranks_per_node, bool bf16_params) {
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy", bf16_params ? "per rank (bf16+master)" : "per rank (fp32 master)",
-                "parameters", "gradients", "optimizer", "total", "buffers");
+  std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy",
+                bf16_params ? "per rank (bf16+master)" : "per rank (fp32 master)", "parameters", "gradients",
+                "optimizer", "total", "buffers");
   out << line;
   std::vector<config::Strategy> rows = {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2,
                                         config::Strategy::kZero3};
@@ -127,7 +129,8 @@ std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int 
   std::string out;
   for (const LayoutCandidate& c : candidates) {
     const int dp = world_size / (c.tp * c.pp);
-    for (auto s : {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
+    for (auto s :
+         {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
       const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units, bf16_params);
       const double total = e.total() + e.buffers + c.activations;
       if (total > device_bytes) continue;

@@ -59,11 +59,11 @@ std::string pipeline_summary(const std::vector<StagePlan>& stages, PipelineSched
     const bool one = p.in_flight == 1;
     const std::string unit = chunks > 1 ? (one ? " (chunk, micro-batch) pair" : " (chunk, micro-batch) pairs")
                                         : (one ? " micro-batch" : " micro-batches");
-    out += "  stage " + std::to_string(s) + ": blocks " + blocks + ", Ψ = " + std::to_string(p.parameters) +
-           (p.copy ? " (+ " + std::to_string(p.copy) + " held: the tied embedding's copy, 4 bytes each and its gradient)"
-                   : std::string()) +
-           ", activations of " + std::to_string(p.in_flight) + unit +
-           " at once = " + format_bytes(p.activations) + "\n";
+    out +=
+        "  stage " + std::to_string(s) + ": blocks " + blocks + ", Ψ = " + std::to_string(p.parameters) +
+        (p.copy ? " (+ " + std::to_string(p.copy) + " held: the tied embedding's copy, 4 bytes each and its gradient)"
+                : std::string()) +
+        ", activations of " + std::to_string(p.in_flight) + unit + " at once = " + format_bytes(p.activations) + "\n";
   }
   return out;
 }

@@ -114,7 +114,8 @@ std::unique_ptr<ScopeGuard> Parallelism::whole_model(Access access, int64_t step
   auto stack = std::make_unique<Stack>();
   // A save gathers on the data-parallel rank 0 of each group (where the main rank writes); a load
   // fills every rank.
-  stack->push(std::make_unique<Held<WholeParameters>>(strategy_, access, save ? world_.dp_rank() == 0 : world_.is_main()));
+  stack->push(
+      std::make_unique<Held<WholeParameters>>(strategy_, access, save ? world_.dp_rank() == 0 : world_.is_main()));
   if (tp_group_ && !(save && world_.dp_rank() != 0)) {
     if (save) check_replicas_agree(step);  // the parameters are whole here
     const auto tp_access = save ? TpWholeParameters::Access::kSave : TpWholeParameters::Access::kLoad;
@@ -194,7 +195,8 @@ void Parallelism::share_default_generators() {
   Communicator& group = world_.tensor_parallel_group();
   broadcast_generator(at::detail::getDefaultCPUGenerator(), group, device_);
 #ifdef HFTRAIN_HAVE_CUDA
-  if (device_.is_cuda()) broadcast_generator(at::cuda::detail::getDefaultCUDAGenerator(device_.index()), group, device_);
+  if (device_.is_cuda())
+    broadcast_generator(at::cuda::detail::getDefaultCUDAGenerator(device_.index()), group, device_);
 #endif
 }
 

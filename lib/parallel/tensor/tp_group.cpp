@@ -19,7 +19,9 @@ class CommTpGroup final : public model::TpGroup {
   void all_reduce(torch::Tensor& tensor, bool max) override {
     comm_.all_reduce(tensor, max ? ReduceOp::kMax : ReduceOp::kSum)->wait();
   }
-  void all_gather(torch::Tensor& output, const torch::Tensor& input) override { comm_.all_gather(output, input)->wait(); }
+  void all_gather(torch::Tensor& output, const torch::Tensor& input) override {
+    comm_.all_gather(output, input)->wait();
+  }
   void reduce_scatter(torch::Tensor& output, const torch::Tensor& input) override {
     comm_.reduce_scatter(output, input)->wait();
   }

@@ -120,7 +120,8 @@ Value repeat(const Value& seq, int64_t n) {
     return Value::from_string(std::move(out));
   }
   const auto& items = seq.seq().items;
-  if (!items.empty() && count > kMaxBuiltItems / items.size()) eval_fail_unsupported("list repetition result too large");
+  if (!items.empty() && count > kMaxBuiltItems / items.size())
+    eval_fail_unsupported("list repetition result too large");
   std::vector<Value> out;
   out.reserve(items.size() * count);
   for (size_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());

@@ -1,4 +1,4 @@
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 
 #include <filesystem>
 #include <sstream>

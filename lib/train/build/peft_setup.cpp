@@ -1,4 +1,4 @@
-#include "train/peft_setup.h"
+#include "train/build/peft_setup.h"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 #include "model/safetensors_header.h"
 #include "parallel/plan/memory_plan.h"
 #include "peft/quantized_linear.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -36,7 +36,8 @@ std::string describe_targets(const std::vector<model::HfLinear>& targets) {
   std::map<std::string, int> leaves;
   for (const auto& t : targets) ++leaves[t.name.substr(t.name.rfind('.') + 1)];
   std::string out;
-  for (const auto& [leaf, n] : leaves) out += (out.empty() ? "" : ", ") + leaf + (n > 1 ? " x" + std::to_string(n) : "");
+  for (const auto& [leaf, n] : leaves)
+    out += (out.empty() ? "" : ", ") + leaf + (n > 1 ? " x" + std::to_string(n) : "");
   return out;
 }
 
@@ -45,8 +46,10 @@ void note_differences(const config::LoraConfig& recipe, const config::LoraConfig
   std::vector<std::string> diffs;
   if (recipe.r != adapter.r) diffs.push_back("r " + std::to_string(adapter.r));
   if (recipe.alpha != adapter.alpha) diffs.push_back("alpha " + std::to_string(adapter.alpha));
-  if (recipe.use_rslora != adapter.use_rslora) diffs.push_back(std::string("use_rslora ") + (adapter.use_rslora ? "true" : "false"));
-  if (recipe.use_dora != adapter.use_dora) diffs.push_back(std::string("use_dora ") + (adapter.use_dora ? "true" : "false"));
+  if (recipe.use_rslora != adapter.use_rslora)
+    diffs.push_back(std::string("use_rslora ") + (adapter.use_rslora ? "true" : "false"));
+  if (recipe.use_dora != adapter.use_dora)
+    diffs.push_back(std::string("use_dora ") + (adapter.use_dora ? "true" : "false"));
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : ", ") + d;

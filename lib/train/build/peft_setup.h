@@ -13,7 +13,7 @@
 #include "model/hf_modules.h"
 #include "peft/lora.h"
 #include "peft/peft_files.h"
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

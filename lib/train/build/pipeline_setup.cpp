@@ -1,4 +1,4 @@
-#include "train/pipeline_setup.h"
+#include "train/build/pipeline_setup.h"
 
 #include <cmath>
 #include <iterator>
@@ -100,11 +100,12 @@ void check_pipeline_parallel(const config::Config& config) {
                               return balanced;
                             }())) + " (or leave it empty to balance the stages)";
     if (static_cast<int64_t>(b.size()) != virtual_stages + 1) {
-      throw util::ConfigError(have + ", " + std::to_string(virtual_stages) + " stages (distributed.pipeline_parallel=" +
-                                  std::to_string(pp) +
-                                  (chunks > 1 ? " x pipeline_virtual_stages=" + std::to_string(chunks) : std::string()) +
-                                  ") need " + std::to_string(virtual_stages + 1) + " boundaries",
-                              fix);
+      throw util::ConfigError(
+          have + ", " + std::to_string(virtual_stages) +
+              " stages (distributed.pipeline_parallel=" + std::to_string(pp) +
+              (chunks > 1 ? " x pipeline_virtual_stages=" + std::to_string(chunks) : std::string()) + ") need " +
+              std::to_string(virtual_stages + 1) + " boundaries",
+          fix);
     }
     for (size_t i = 0; i < b.size(); ++i) {
       if (b[i] != std::floor(b[i])) {
@@ -163,7 +164,8 @@ parallel::PipelineSchedule pipeline_schedule(const config::Config& config) {
                                                                                     : parallel::PipelineSchedule::k1f1b;
 }
 
-config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer, const std::vector<std::string>& whole,
+config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer,
+                                               const std::vector<std::string>& whole,
                                                const std::vector<std::string>& stage) {
   (void)optim::group_parameters(whole, optimizer);  // its errors, as one process gives them
   config::OptimizerConfig out = optimizer;

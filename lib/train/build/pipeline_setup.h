@@ -11,7 +11,7 @@
 #include "model/spec.h"
 #include "parallel/comm/world.h"
 #include "parallel/pipeline/schedule.h"
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 
@@ -45,8 +45,9 @@ std::string stage_blocks(const std::vector<int64_t>& boundaries, int stage, int 
 // The optimizer config a stage's optimizer is built from: optimizer.group_lr and group_weight_decay
 // checked against the whole model's parameter names `whole` (a glob that matches none is refused,
 // as without stages), then only the globs that match one of the stage's names `stage` kept.
-config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer, const std::vector<std::string>& whole,
-                            const std::vector<std::string>& stage);
+config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& optimizer,
+                                               const std::vector<std::string>& whole,
+                                               const std::vector<std::string>& stage);
 
 // Keeps this rank's stage of `model` (World::pp_rank); nothing without pipeline parallelism.
 void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config);

@@ -1,10 +1,10 @@
-#include "train/tp_setup.h"
+#include "train/build/tp_setup.h"
 
 #include <string>
 
 #include "model/spec.h"
 #include "parallel/tensor/tp_group.h"
-#include "train/wiring.h"
+#include "train/build/wiring.h"
 #include "util/error.h"
 
 namespace hftrain::train {

@@ -5,7 +5,7 @@
 #include "config/config.h"
 #include "model/bert_spec.h"
 #include "parallel/comm/world.h"
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

@@ -1,4 +1,4 @@
-#include "train/trainer_builder.h"
+#include "train/build/trainer_builder.h"
 
 #include <limits>
 #include <optional>
@@ -12,10 +12,10 @@
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
-#include "train/model_from.h"
-#include "train/pipeline_setup.h"
-#include "train/tp_setup.h"
-#include "train/wiring.h"
+#include "train/build/model_from.h"
+#include "train/build/pipeline_setup.h"
+#include "train/build/tp_setup.h"
+#include "train/build/wiring.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -82,7 +82,8 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
         trained.push_back(p);
       }
     }
-    parts.masters = std::make_unique<MasterWeights>(std::move(trained), frozen, /*fp32_accumulation=*/world.dp_size() == 1);
+    parts.masters =
+        std::make_unique<MasterWeights>(std::move(trained), frozen, /*fp32_accumulation=*/world.dp_size() == 1);
   }
   std::optional<parallel::Parallelism::Stages> stages;
   if (world.pp_size() > 1) {
@@ -98,7 +99,8 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
   } else {
     // Weights in bf16 themselves (param_dtype=bf16) compute without autocast.
     const config::Precision autocast = parts.masters ? config::Precision::kFp32 : config.trainer.precision;
-    parts.runner = std::make_unique<PlainRunner>(*model, autocast, device, config.trainer.label_smoothing, world.dp_size());
+    parts.runner =
+        std::make_unique<PlainRunner>(*model, autocast, device, config.trainer.label_smoothing, world.dp_size());
   }
   parts.parallel = std::make_unique<parallel::Parallelism>(
       world, *parts.strategy, device, [model] { return model->parameters_by_name(); },
@@ -184,7 +186,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     bert->num_labels = static_cast<int64_t>(labels.size());
     parts.model = make_sequence_classifier(*bert, labels);
     util::log::info(std::string(bert->per_token ? "token classification over " : "sequence classification over ") +
-                    std::to_string(bert->num_labels) + (bert->per_token ? " tags: " : " labels: ") + label_list(labels));
+                    std::to_string(bert->num_labels) + (bert->per_token ? " tags: " : " labels: ") +
+                    label_list(labels));
   } else {
     (void)model::chunk_rows_from_env();  // a bad HFTRAIN_LM_HEAD_CHUNK_ROWS stops the run here
     // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).

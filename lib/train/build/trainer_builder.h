@@ -17,11 +17,11 @@
 #include "parallel/data_parallel/strategy.h"
 #include "parallel/seam/parallelism.h"
 #include "tokenizer/tokenizer.h"
-#include "train/master_weights.h"
-#include "train/peft_setup.h"
-#include "train/pipeline_runner.h"
-#include "train/step_runner.h"
-#include "train/task_model.h"
+#include "train/step/master_weights.h"
+#include "train/build/peft_setup.h"
+#include "train/step/pipeline_runner.h"
+#include "train/step/step_runner.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

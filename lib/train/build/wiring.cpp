@@ -1,4 +1,4 @@
-#include "train/wiring.h"
+#include "train/build/wiring.h"
 
 #include <algorithm>
 
@@ -27,7 +27,8 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 
 tokenizer::TokenizerOptions tokenizer_options(const config::Config& c) {
   tokenizer::TokenizerOptions o;
-  o.kind = c.tokenizer.type == config::TokenizerType::kByte ? tokenizer::TokenizerKind::kByte : tokenizer::TokenizerKind::kBpe;
+  o.kind = c.tokenizer.type == config::TokenizerType::kByte ? tokenizer::TokenizerKind::kByte
+                                                            : tokenizer::TokenizerKind::kBpe;
   o.path = c.tokenizer.path.value_or("");
   o.eos_token = c.tokenizer.eos_token.value_or("");
   o.pad_token = c.tokenizer.pad_token.value_or("");
@@ -234,7 +235,9 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
   o.state_blocks = optim::state_blocks(optimizer);
   switch (optimizer.name) {
     case config::OptimizerName::kAdafactor: o.whole_state = "adafactor factors whole weight matrices"; break;
-    case config::OptimizerName::kGaloreAdamW: o.whole_state = "galore_adamw projects each whole weight matrix's gradient"; break;
+    case config::OptimizerName::kGaloreAdamW:
+      o.whole_state = "galore_adamw projects each whole weight matrix's gradient";
+      break;
     default: break;
   }
   o.make_optimizer = [optimizer](const optim::NamedParams& params, const std::vector<int64_t>& whole_numels) {

@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 #include "model/bert_spec.h"
 #include "parallel/data_parallel/strategy.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 
 namespace hftrain::train {
 

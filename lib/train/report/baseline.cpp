@@ -1,4 +1,4 @@
-#include "train/baseline.h"
+#include "train/report/baseline.h"
 
 #include <algorithm>
 #include <cmath>

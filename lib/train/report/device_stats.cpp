@@ -1,4 +1,4 @@
-#include "train/device_stats.h"
+#include "train/report/device_stats.h"
 
 #include "metrics/memory.h"
 #ifdef HFTRAIN_HAVE_CUDA

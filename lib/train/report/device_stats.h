@@ -8,7 +8,7 @@
 
 #include "config/config.h"
 #include "metrics/mfu.h"
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

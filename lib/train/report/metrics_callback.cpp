@@ -1,4 +1,4 @@
-#include "train/metrics_callback.h"
+#include "train/report/metrics_callback.h"
 
 #include "metrics/clock.h"
 

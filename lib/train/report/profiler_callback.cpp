@@ -1,4 +1,4 @@
-#include "train/profiler_callback.h"
+#include "train/report/profiler_callback.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "train/run_summary.h"
+#include "train/report/run_summary.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -112,7 +112,8 @@ RunStatusRecord starting_status(const fs::path& run_dir, bool resuming, int64_t 
   r.process_started_at = now_seconds();
   r.started_at = r.process_started_at;
   if (resuming) {
-    if (const auto earlier = read_run_status(run_dir); earlier && earlier->started_at > 0) r.started_at = earlier->started_at;
+    if (const auto earlier = read_run_status(run_dir); earlier && earlier->started_at > 0)
+      r.started_at = earlier->started_at;
   }
   r.step = step;
   r.total_steps = total_steps;

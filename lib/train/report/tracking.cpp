@@ -1,4 +1,4 @@
-#include "train/tracking.h"
+#include "train/report/tracking.h"
 
 #include <unistd.h>
 
@@ -54,7 +54,8 @@ MlflowCallback::MlflowCallback(const config::Config& config, const std::filesyst
   }
   for (const auto& [k, v] : config.run.tags) o.tags.emplace_back(k, v);
   o.tags.emplace_back("hftrain.run_dir", absolute_text(run_dir));
-  o.tags.emplace_back("hftrain.version", std::string(util::kBuildFlags.version) + " (" + util::kBuildFlags.revision + ")");
+  o.tags.emplace_back("hftrain.version",
+                      std::string(util::kBuildFlags.version) + " (" + util::kBuildFlags.revision + ")");
   o.tags.emplace_back("hftrain.host", util::host_name());
   // MLflow's own clients read these variables too.
   const auto& env = util::Environment::process();

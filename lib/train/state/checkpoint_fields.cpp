@@ -1,4 +1,4 @@
-#include "train/checkpoint_fields.h"
+#include "train/state/checkpoint_fields.h"
 
 #include <cmath>
 
@@ -16,7 +16,8 @@ Json read_json(const fs::path& path) {
   Json j = util::parse_json_or_throw<util::CheckpointError>(text, path.string(), path.string() + " is not valid JSON",
                                                            "the checkpoint is damaged; resume from another one");
   if (!j.is_object()) {
-    throw util::CheckpointError(path.string() + " is not a JSON object", "the checkpoint is damaged; resume from another one");
+    throw util::CheckpointError(path.string() + " is not a JSON object",
+                                "the checkpoint is damaged; resume from another one");
   }
   return j;
 }
@@ -24,8 +25,9 @@ Json read_json(const fs::path& path) {
 namespace {
 
 [[noreturn]] void bad_value(const Json& j, const std::string& key, const fs::path& file, const std::string& want) {
-  throw util::CheckpointError(file.string() + ": `" + key + "` is " + util::clip(j.at(key).dump(), 60) + ", not " + want,
-                              "the checkpoint is damaged; resume from another one (hftrain verify lists them)");
+  throw util::CheckpointError(
+      file.string() + ": `" + key + "` is " + util::clip(j.at(key).dump(), 60) + ", not " + want,
+      "the checkpoint is damaged; resume from another one (hftrain verify lists them)");
 }
 
 }  // namespace
@@ -45,7 +47,8 @@ int64_t count_field(const Json& j, const std::string& key, const fs::path& file)
 double real_field(const Json& j, const std::string& key, const fs::path& file, double lo, double hi) {
   const double x = field<double>(j, key, file);
   if (!std::isfinite(x) || x < lo || x > hi) {
-    bad_value(j, key, file, "a finite number from " + metrics::format_number(lo, 6) + " to " + metrics::format_number(hi, 6));
+    bad_value(j, key, file,
+              "a finite number from " + metrics::format_number(lo, 6) + " to " + metrics::format_number(hi, 6));
   }
   return x;
 }

@@ -1,4 +1,4 @@
-#include "train/checkpoint_rng.h"
+#include "train/state/checkpoint_rng.h"
 
 #include <mutex>
 
@@ -55,7 +55,8 @@ model::TensorList rng_states(const torch::Device& device) {
 // same size): LibTorch's own checks would abort the resume with its internals in the message.
 namespace {
 
-void set_generator_state(at::Generator& gen, const torch::Tensor& state, const std::string& name, const fs::path& file) {
+void set_generator_state(at::Generator& gen, const torch::Tensor& state, const std::string& name,
+                         const fs::path& file) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   const torch::Tensor now = gen.get_state();
   if (state.scalar_type() != torch::kUInt8 || state.numel() != now.numel()) {

@@ -1,4 +1,4 @@
-#include "train/checkpoint_state.h"
+#include "train/state/checkpoint_state.h"
 
 #include <cmath>
 #include <functional>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "train/checkpoint_fields.h"
+#include "train/state/checkpoint_fields.h"
 #include "util/error.h"
 #include "util/strings.h"
 

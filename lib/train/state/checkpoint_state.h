@@ -17,7 +17,7 @@
 
 #include "model/safetensors.h"
 #include "train/callbacks.h"
-#include "train/divergence.h"
+#include "train/step/divergence.h"
 
 namespace hftrain::train {
 

@@ -1,4 +1,4 @@
-#include "train/environment_record.h"
+#include "train/state/environment_record.h"
 
 #include <unistd.h>
 
@@ -18,7 +18,8 @@ namespace hftrain::train {
 
 using Json = nlohmann::json;
 
-nlohmann::json environment_record(const torch::Device& device, const std::vector<std::string>& command_line, int world_size) {
+nlohmann::json environment_record(const torch::Device& device, const std::vector<std::string>& command_line,
+                                  int world_size) {
   Json env;
   env["hftrain"] = {{"version", util::kBuildFlags.version}, {"revision", util::kBuildFlags.revision}};
   env["libtorch"] = TORCH_VERSION;
@@ -32,7 +33,8 @@ nlohmann::json environment_record(const torch::Device& device, const std::vector
       env["cuda"] = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
     }
     const uint64_t nccl = torch::cuda::nccl::version();
-    env["nccl"] = std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100);
+    env["nccl"] =
+        std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100);
     for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
       devices.push_back(std::string("cuda:") + std::to_string(i) + " " +
                         at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i))->name);

@@ -1,4 +1,4 @@
-#include "train/device_skip.h"
+#include "train/step/device_skip.h"
 
 #include <torch/torch.h>
 
@@ -29,7 +29,8 @@ torch::Tensor DeviceSkipJudge::judge(int64_t step, const torch::Tensor& loss, co
   const torch::Tensor consecutive = (s[kConsecutive] + 1) * b;
   torch::Tensor reached = torch::zeros_like(nonfinite);
   if (max_consecutive_ > 0) {
-    reached = nonfinite.logical_and(latched.logical_not()).logical_and(consecutive.ge(static_cast<double>(max_consecutive_)));
+    reached =
+        nonfinite.logical_and(latched.logical_not()).logical_and(consecutive.ge(static_cast<double>(max_consecutive_)));
   }
   const double at = static_cast<double>(step);
   state_ = torch::stack({s[kSkipped] + b, consecutive, s[kDropped] + b * static_cast<double>(targets),

@@ -1,4 +1,4 @@
-#include "train/divergence.h"
+#include "train/step/divergence.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "train/fault_injection.h"
+#include "train/step/fault_injection.h"
 
 #include <algorithm>
 #include <chrono>
@@ -59,7 +59,8 @@ const std::vector<Fault>& faults() {
 
 bool due(int rank, int64_t step, const char* what) {
   for (const Fault& f : faults()) {
-    if (f.rank == rank && f.step == step && f.what == what && (f.attempt < 0 || f.attempt == this_attempt())) return true;
+    if (f.rank == rank && f.step == step && f.what == what && (f.attempt < 0 || f.attempt == this_attempt()))
+      return true;
   }
   return false;
 }

@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "train/step_hooks.h"
+#include "train/step/step_hooks.h"
 
 namespace hftrain::train {
 

@@ -1,4 +1,4 @@
-#include "train/master_weights.h"
+#include "train/step/master_weights.h"
 
 #include <set>
 
@@ -35,7 +35,8 @@ MasterWeights::MasterWeights(std::vector<torch::Tensor> params, const std::vecto
 }
 
 std::string MasterWeights::memory_clause() const {
-  return "; fp32 master weights " + std::to_string(numel() * 4) + " B (the formula counts them with the optimizer state)";
+  return "; fp32 master weights " + std::to_string(numel() * 4) +
+         " B (the formula counts them with the optimizer state)";
 }
 
 int64_t MasterWeights::numel() const {

@@ -1,4 +1,4 @@
-#include "train/numeric_debug.h"
+#include "train/step/numeric_debug.h"
 
 #include <string>
 

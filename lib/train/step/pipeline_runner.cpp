@@ -1,10 +1,10 @@
-#include "train/pipeline_runner.h"
+#include "train/step/pipeline_runner.h"
 
 #include <torch/torch.h>
 
 #include "model/pipeline_stage.h"
-#include "train/pipeline_setup.h"
-#include "train/precision.h"
+#include "train/build/pipeline_setup.h"
+#include "train/step/precision.h"
 
 namespace hftrain::train {
 namespace {
@@ -67,7 +67,9 @@ StepRunner::Losses PipelineRunner::forward_backward(const std::vector<data::Batc
   // Per (chunk, micro-batch): the activations received (a leaf whose gradient goes back), the
   // chunk's output (the loss to back-propagate on the last virtual stage), the output's gradient
   // received.
-  const auto slot = [count](int chunk, int m) { return static_cast<size_t>(chunk) * static_cast<size_t>(count) + static_cast<size_t>(m); };
+  const auto slot = [count](int chunk, int m) {
+    return static_cast<size_t>(chunk) * static_cast<size_t>(count) + static_cast<size_t>(m);
+  };
   std::vector<torch::Tensor> inputs(static_cast<size_t>(count * chunks_)), outputs(inputs), output_grads(inputs);
   torch::Tensor loss_total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
   const torch::Tensor copy = model_.tied_head_copy();
@@ -99,7 +101,8 @@ StepRunner::Losses PipelineRunner::forward_backward(const std::vector<data::Batc
         case parallel::Payload::kTiedGradient:
           // From the last stage after its last backward, to the first stage before its own.
           if (x.send) {
-            transfers.push_back({copy.grad().defined() ? copy.grad().contiguous() : torch::zeros_like(copy), x.peer, true});
+            transfers.push_back(
+                {copy.grad().defined() ? copy.grad().contiguous() : torch::zeros_like(copy), x.peer, true});
           } else {
             tied_grad = torch::empty_like(tied_embedding());
             transfers.push_back({tied_grad, x.peer, false});

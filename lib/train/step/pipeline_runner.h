@@ -17,8 +17,8 @@
 #include "parallel/comm/world.h"
 #include "parallel/seam/parallelism.h"
 #include "parallel/pipeline/schedule.h"
-#include "train/step_runner.h"
-#include "train/task_model.h"
+#include "train/step/step_runner.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

@@ -1,4 +1,4 @@
-#include "train/precision.h"
+#include "train/step/precision.h"
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>

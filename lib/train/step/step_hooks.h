@@ -1,11 +1,11 @@
 // What acts inside a training step from outside the loop, installed on the Trainer
 // (Trainer::add_step_hooks) rather than written into it: the end-to-end tests' faults
-// (train/fault_injection.h). Steps are counted from 1 (the step being run, or just finished).
+// (train/step/fault_injection.h). Steps are counted from 1 (the step being run, or just finished).
 #pragma once
 
 #include <cstdint>
 
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

@@ -1,4 +1,4 @@
-#include "train/step_math.h"
+#include "train/step/step_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,8 @@ torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_nor
   torch::Tensor total;
   if (sum_over_ranks) {
     torch::Tensor squares = torch::zeros({1}, torch::kFloat32);
-    const bool scalars = std::all_of(weights.begin(), weights.end(), [](const torch::Tensor& w) { return w.dim() == 0; });
+    const bool scalars =
+        std::all_of(weights.begin(), weights.end(), [](const torch::Tensor& w) { return w.dim() == 0; });
     if (!weights.empty() && scalars && !grads.empty()) {
       // One weight per tensor (ddp): the fused norms, weighted.
       TORCH_CHECK(weights.size() == grads.size(), "clip_grads: one weight per gradient");
@@ -39,7 +40,8 @@ torch::Tensor clip_grads(const std::vector<torch::Tensor>& grads, double max_nor
     } else if (!weights.empty()) {
       TORCH_CHECK(weights.size() == grads.size(), "clip_grads: one weight per gradient");
       for (size_t i = 0; i < grads.size(); ++i) {
-        squares = squares.to(grads[i].device()) + (grads[i].to(torch::kFloat32).square() * weights[i].to(grads[i].device())).sum();
+        squares = squares.to(grads[i].device()) +
+                  (grads[i].to(torch::kFloat32).square() * weights[i].to(grads[i].device())).sum();
       }
     } else if (!grads.empty()) {
       squares = torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32).square().sum().reshape({1});

@@ -1,8 +1,8 @@
-#include "train/step_runner.h"
+#include "train/step/step_runner.h"
 
 #include <torch/torch.h>
 
-#include "train/precision.h"
+#include "train/step/precision.h"
 
 namespace hftrain::train {
 

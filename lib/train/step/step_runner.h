@@ -1,6 +1,6 @@
 // How one step's micro-batches go forward and backward on this rank: through the whole model
 // (PlainRunner, below), or through this rank's pipeline stage in the schedule's order
-// (train/pipeline_runner.h). The step calls either the same way and never asks which it has.
+// (train/step/pipeline_runner.h). The step calls either the same way and never asks which it has.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 #include "data/loader.h"
-#include "train/task_model.h"
+#include "train/task/task_model.h"
 
 namespace hftrain::train {
 

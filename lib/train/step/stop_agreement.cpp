@@ -1,4 +1,4 @@
-#include "train/stop_agreement.h"
+#include "train/step/stop_agreement.h"
 
 #include <algorithm>
 #include <system_error>
@@ -29,7 +29,9 @@ std::pair<int64_t, int64_t> StopAgreement::look(int64_t /*step*/) {
 StopAgreement::Posted StopAgreement::post(int64_t signal, int64_t lost, int64_t step) {
   Posted posted;
   posted.step = step;
-  torch::Tensor view = torch::tensor({signal, lost}, torch::kInt64).to(device_);
+  // Filled on the device (a copy from pageable host memory would wait for the stream).
+  torch::Tensor view = torch::full({2}, signal, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  view.narrow(0, 1, 1).fill_(lost);
   world_.comm().all_reduce(view, parallel::ReduceOp::kMax)->wait();  // on a GPU: ordered on the stream
   if (device_.is_cuda()) {
     posted.host = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));

@@ -1,4 +1,4 @@
-#include "train/adapter_model.h"
+#include "train/task/adapter_model.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "model/stored_weights.h"
 #include "peft/lora.h"
 #include "peft/peft_files.h"
-#include "train/model_from.h"
+#include "train/build/model_from.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
@@ -37,8 +37,9 @@ struct AdapterAndBase {
 AdapterAndBase adapter_and_base(const fs::path& dir) {
   peft::AdapterFile file = peft::read_adapter_config(dir);
   if (file.base_model.empty()) {
-    throw util::CheckpointError((dir / peft::kAdapterConfigFile).string() + " names no base model (base_model_name_or_path)",
-                                "set it to the base model's directory");
+    throw util::CheckpointError(
+        (dir / peft::kAdapterConfigFile).string() + " names no base model (base_model_name_or_path)",
+        "set it to the base model's directory");
   }
   if (!fs::exists(file.base_model)) {
     throw util::CheckpointError("the adapter in " + dir.string() + " was trained on " + file.base_model +
@@ -51,8 +52,9 @@ AdapterAndBase adapter_and_base(const fs::path& dir) {
 }
 
 // Attaches the adapters of `file` to `root` (a loaded base) and loads their weights.
-void attach_adapters(torch::nn::Module& root, const peft::AdapterFile& file, const std::vector<model::HfLinear>& linears,
-                     const std::vector<model::HfParameter>& hf_params, config::ModelArch arch) {
+void attach_adapters(torch::nn::Module& root, const peft::AdapterFile& file,
+                     const std::vector<model::HfLinear>& linears, const std::vector<model::HfParameter>& hf_params,
+                     config::ModelArch arch) {
   const auto targets = peft::select_lora_targets(linears, file.target_modules, arch);
   const peft::LoraModel lora = peft::attach_lora(root, targets, hf_params, file.modules_to_save, file.lora);
   peft::load_adapter_weights(root, lora, hf_params, file);
@@ -84,7 +86,8 @@ std::vector<std::string> classifier_labels(const fs::path& dir, const ModelSourc
   const fs::path weights = dir / peft::kAdapterWeightsFile;
   for (const auto& t : model::read_safetensors_header(weights).tensors) {
     // BERT's classifier, or RoBERTa's head's output projection.
-    const bool head = t.name == "base_model.model.classifier.weight" || t.name == "base_model.model.classifier.out_proj.weight";
+    const bool head =
+        t.name == "base_model.model.classifier.weight" || t.name == "base_model.model.classifier.out_proj.weight";
     if (head && t.shape.size() == 2) {
       std::vector<std::string> labels;
       for (int64_t i = 0; i < t.shape[0]; ++i) labels.push_back("LABEL_" + std::to_string(i));

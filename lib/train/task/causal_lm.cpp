@@ -6,9 +6,9 @@
 #include "model/saved_model.h"
 #include "model/stored_weights.h"
 #include "model/transformer.h"
-#include "train/model_from.h"
-#include "train/step_math.h"
-#include "train/task_model.h"
+#include "train/build/model_from.h"
+#include "train/step/step_math.h"
+#include "train/task/task_model.h"
 #include "util/error.h"
 #include "util/log.h"
 

@@ -14,8 +14,8 @@
 #include "model/hf_export.h"
 #include "model/hf_modules.h"
 #include "model/stored_weights.h"
-#include "train/model_from.h"
-#include "train/task_model.h"
+#include "train/build/model_from.h"
+#include "train/task/task_model.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
@@ -56,7 +56,8 @@ class SequenceClassifier final : public ModuleTask<model::BertEncoder> {
     return {{model::kHfConfigFile, model::bert_config_json(model_->spec(), labels_)},
             {model::kTokenizerFile, tokenizer::tokenizer_json_text(tokenizer)}};
   }
-  void save_dir(const fs::path& dir, tokenizer::TokenizerKind kind, const tokenizer::Tokenizer& tokenizer) const override {
+  void save_dir(const fs::path& dir, tokenizer::TokenizerKind kind,
+                const tokenizer::Tokenizer& tokenizer) const override {
     const auto files = text_files(kind, tokenizer);  // refuses a tokenizer it cannot write, before any I/O
     fs::path tmp = dir;
     tmp += ".tmp-" + std::to_string(::getpid());
