@@ -22,7 +22,8 @@ if [ "${1:-}" = --list ]; then
   HFTRAIN=
 else
   E2E_LIST=false
-  HFTRAIN=$(realpath "${1:?usage: $E2E_SCRIPT path/to/hftrain [SCENARIO...] | --list}")
+  [ $# -ge 1 ] || { echo "usage: $E2E_SCRIPT path/to/hftrain [SCENARIO...] | --list" >&2; exit 2; }
+  HFTRAIN=$(realpath "$1") || exit 2
 fi
 E2E_ARGS=("${@:2}")
 SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
