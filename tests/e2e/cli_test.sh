@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the hftrain binary's CLI: exit codes, messages, and that bad input never
-# crashes or loses files. Usage: cli_test.sh path/to/hftrain
-set -u
-HFTRAIN=$(realpath "${1:?usage: cli_test.sh path/to/hftrain}")
-SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-export HFTRAIN_RECIPES_DIR="$SRC/recipes"
-source "$SRC/tests/e2e/harness.sh"
+# crashes or loses files. Usage: cli_test.sh path/to/hftrain   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 
 # --- version and help
 run 0 --version && has "hftrain 0.1.0" out && has "LibTorch 2.11" out && has "CUDA: " out && has "devices: cpu" out
@@ -25,7 +21,7 @@ has "lr: 0.002  # command line \`optimizer.lr=2e-3\`" out
 has "team: nlp  # command line" out
 has "quickstart.yaml:" out
 run 0 config quickstart --json --provenance
-echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["run"]["name"]["value"]=="quickstart"' && ok || fail "--json is not the expected JSON"
+echo "$out" | check_py config-json quickstart && ok || fail "--json is not the expected JSON"
 HFTRAIN__OPTIMIZER__LR=0.25 run 0 config quickstart --provenance && has "lr: 0.25  # environment HFTRAIN__OPTIMIZER__LR" out
 run 0 config --schema && has "optimizer.lr" out && has "distributed.strategy" out
 run 0 config --schema --json

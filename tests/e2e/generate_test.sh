@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end tests of `hftrain generate` and `hftrain tokenizer`: exact output of models whose
 # predictions are known, seeds, run-directory resolution, and every bad input exiting 2 with a
-# clear message and no crash. Usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir
-set -u
-HFTRAIN=$(realpath "${1:?usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir}")
-MAKE_MODEL=$(realpath "${2:?usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir}")
-SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# clear message and no crash.
+# Usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
+MAKE_MODEL=$(realpath "${E2E_ARGS[0]:?usage: generate_test.sh path/to/hftrain path/to/hftrain_make_model_dir}")
 FORTUNES="$SRC/tests/fixtures/data/fortunes"
-source "$SRC/tests/e2e/harness.sh"
 make_model() { "$MAKE_MODEL" "$@" || fail "hftrain_make_model_dir $* failed"; }
 
 make_model random --seed 3
@@ -80,7 +78,7 @@ run 2 generate wrongshape --prompt x && has "does not match model.json" err
 python3 -c 'print("the quick brown fox jumps over the lazy dog; Café au lait, déjà vu.\n" * 50)' > corpus.txt
 run 0 tokenizer train --data "$FORTUNES/*" --exclude '*.dat' --separator % --data corpus.txt --vocab-size 300 \
   --min-frequency 1 --output tok.json && has "wrote tok.json: vocab size" out && has " s" out
-python3 -c 'import json; d=json.load(open("tok.json")); assert d["model"]["type"] == "BPE"' && ok || fail "tok.json is not a BPE tokenizer.json"
+check_py bpe-tokenizer tok.json && ok || fail "tok.json is not a BPE tokenizer.json"
 cp tok.json tok.saved
 run 2 tokenizer train --data "$FORTUNES/more" --output tok.json && has "already exists" err && has "--force" err
 cmp -s tok.json tok.saved && ok || fail "a refused train changed tok.json"

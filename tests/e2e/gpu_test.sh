@@ -7,24 +7,16 @@
 # trains on the GPU; ModernBERT and DeBERTa-v2 classifiers equal the CPU's fp32 there and train in
 # bf16; `generate --device cuda` gives the CPU's greedy text. Without a CUDA device
 # it prints why and exits 77, which ctest reports as skipped.
-# Usage: gpu_test.sh path/to/hftrain
-set -u
-HFTRAIN=$(realpath "${1:?usage: gpu_test.sh path/to/hftrain}")
-SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-PY=${HFTRAIN_PYTHON:-python3}
+# Usage: gpu_test.sh path/to/hftrain   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 if ! "$HFTRAIN" --version | grep -q "cuda:0"; then
   echo "SKIP: no CUDA device visible to this hftrain ($("$HFTRAIN" --version | tr '\n' ' '))"
   exit 77
 fi
-source "$SRC/tests/e2e/harness.sh"
 source "$SRC/tests/e2e/compare.sh"
-export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
 "$HFTRAIN" --version | grep -i "cuda"
 
-mkdir corpus
-for i in $(seq 1 200); do
-  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
-done > corpus/cookies
+cookie_corpus 200
 common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2 model.n_head=2
         model.d_model=64 model.max_seq_len=64 data.seq_len=64 model.vocab_size=260 trainer.micro_batch_size=8
         trainer.max_grad_norm=1.0 optimizer.lr=0.003 scheduler.name=cosine scheduler.warmup_steps=3
@@ -33,31 +25,7 @@ gpu=("${common[@]}" trainer.device=cuda)
 
 # metrics FILE PRECISION: every step record has the fields of the issue, numbers where they must be
 # (MFU and peak memory on a GPU; loss scale and skipped steps under fp16), and the loss fell.
-metrics() {
-  "$PY" - "$WORK/$1/metrics.jsonl" "$2" <<'PY'
-import json, math, sys
-recs = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "train"]
-assert recs, "no step records"
-for r in recs:
-    for k in ("step", "epoch", "loss", "lr", "grad_norm", "tokens_seen", "tokens_per_s", "step_time_ms",
-              "data_wait_ms", "peak_mem_mb", "mfu"):
-        assert k in r, f"step {r['step']}: no {k}"
-    assert r["peak_mem_mb"] and r["peak_mem_mb"] > 0, f"peak_mem_mb {r['peak_mem_mb']}"
-    assert r["mfu"] is not None and 0 < r["mfu"] < 1, f"mfu {r['mfu']}"
-    if sys.argv[2] == "fp16":
-        # metrics.jsonl writes the scale as a JSON number (65536.0): a power of two, as a float.
-        assert r["loss_scale"] >= 1 and math.log2(r["loss_scale"]).is_integer(), r["loss_scale"]
-        assert r["skipped_steps"] >= 0
-    else:
-        assert "loss_scale" not in r
-last = recs[-1]
-print(f"  {sys.argv[2]}: loss {recs[0]['loss']:.3f} -> {last['loss']:.3f}, mfu {last['mfu']:.4f}, "
-      f"peak {last['peak_mem_mb']:.0f} MiB, {last['tokens_per_s']:.0f} tokens/s, data wait {last['data_wait_ms']:.2f} ms"
-      + (f", loss scale {last['loss_scale']}, skipped {sum(r['skipped_steps'] for r in recs)}" if sys.argv[2] == "fp16" else ""),
-      file=sys.stderr)
-assert last["loss"] < recs[0]["loss"], "the loss did not fall"
-PY
-}
+metrics() { check_py gpu-metrics "$WORK/$1/metrics.jsonl" "$2"; }
 
 # --- fp32: the GPU gives the CPU's losses (different kernels: 1e-4) and the metrics of a GPU run
 run 0 run quickstart "${common[@]}" trainer.device=cpu run.output_dir="$WORK/cpu"
@@ -80,11 +48,7 @@ check "tf32 vs fp32: losses within 1e-2" close fp32 tf32 1 8 1e-2
 run 0 run quickstart "${gpu[@]}" trainer.precision=fp16 trainer.fp16_init_scale=1e30 trainer.max_steps=4 \
   run.output_dir="$WORK/fp16-overflow"
 has "skipped: inf/NaN gradients at loss scale" err
-check "fp16 overflow: every step skipped and counted" "$PY" -c "
-import json, sys
-recs = [r for r in map(json.loads, open('$WORK/fp16-overflow/metrics.jsonl')) if r['type'] == 'train']
-assert [r['skipped_steps'] for r in recs] == [1, 1, 1, 1], recs
-assert recs[-1]['loss_scale'] < 1e30, recs[-1]['loss_scale']"
+check "fp16 overflow: every step skipped and counted" check_py fp16-overflow "$WORK/fp16-overflow/metrics.jsonl"
 
 # --- exact resume on the GPU with dropout: the CUDA generator travels in the checkpoint
 drop=("${gpu[@]}" model.dropout=0.1 checkpoint.every_steps=4)
@@ -92,11 +56,8 @@ run 0 run quickstart "${drop[@]}" run.output_dir="$WORK/drop"
 run 0 resume "$WORK/drop/checkpoint-4" run.output_dir="$WORK/drop-resumed"
 check "GPU resume with dropout: losses 5-8" close drop drop-resumed 5 8 1e-6
 run 0 run quickstart "${drop[@]}" run.seed=7 run.output_dir="$WORK/drop-seed7"
-"$PY" - "$WORK/drop/metrics.jsonl" "$WORK/drop-seed7/metrics.jsonl" <<'PY' && ok || fail "another seed gave the same dropout (the check above would prove nothing)"
-import json, sys
-a, b = ([r["loss"] for r in map(json.loads, open(p)) if r["type"] == "train"] for p in sys.argv[1:])
-assert a != b
-PY
+check_py seeds-differ "$WORK/drop/metrics.jsonl" "$WORK/drop-seed7/metrics.jsonl" && ok \
+  || fail "another seed gave the same dropout (the check above would prove nothing)"
 
 # --- zero3 with cpu_offload in one process: units gathered on the GPU, the update on pinned CPU masters
 # (a checkpoint at step 4: the save hands rank 0 host copies of the units and must leave the

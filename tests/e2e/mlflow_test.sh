@@ -8,19 +8,13 @@
 # - no server for a whole run: exit 0, one warning, the records kept in mlflow-pending.json and
 #   sent first when the run is resumed with the server up;
 # - bad tracker settings: exit 2.
-# Usage: mlflow_test.sh path/to/hftrain
-set -u
-HFTRAIN=$(realpath "${1:?usage: mlflow_test.sh path/to/hftrain}")
-SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-PY=${HFTRAIN_PYTHON:-python3}
-source "$SRC/tests/e2e/harness.sh"
-export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Usage: mlflow_test.sh path/to/hftrain   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 unset MLFLOW_TRACKING_URI MLFLOW_EXPERIMENT_NAME
 
 MLFLOW=$(dirname "$PY")/mlflow
 [ -x "$MLFLOW" ] || { echo "FAIL: $MLFLOW is missing: pip install -r tests/requirements-oracles.txt"; exit 1; }
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 URI="http://127.0.0.1:$PORT"
 server_pid=
 start_server() {
@@ -46,39 +40,7 @@ common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fractio
 
 # check_run NAME STATUS LAST_STEP: the MLflow run of run directory NAME, read with mlflow's client.
 check_run() {
-  "$PY" - "$URI" "$WORK/$1" "$2" "$3" <<'PY'
-import json, math, sys
-from mlflow.tracking import MlflowClient
-uri, run_dir, status, last = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-run_id = json.load(open(f"{run_dir}/mlflow.json"))["run_id"]
-c = MlflowClient(uri)
-run = c.get_run(run_id)
-assert run.info.status == status, f"status {run.info.status}, expected {status}"
-p, t = run.data.params, run.data.tags
-assert p["optimizer.lr"] == "0.003", p.get("optimizer.lr")
-assert p["model.arch"] == "gpt2" and p["trainer.max_steps"] == "12" and p["logging.mlflow.experiment"] == "e2e"
-assert t["team"] == "nlp", t
-assert t["hftrain.run_dir"] == run_dir, t["hftrain.run_dir"]
-assert c.get_experiment(run.info.experiment_id).name == "e2e"
-if status == "FINISHED":
-    assert t["hftrain.final_model"] == f"{run_dir}/final", t.get("hftrain.final_model")
-    assert t["hftrain.last_checkpoint"] == f"{run_dir}/checkpoint-{last}", t.get("hftrain.last_checkpoint")
-# Every step once, the value metrics.jsonl holds.
-want = {}
-for line in open(f"{run_dir}/metrics.jsonl"):
-    r = json.loads(line)
-    if "loss" in r and "eval_loss" not in r:
-        want[r["step"]] = r["loss"]
-hist = c.get_metric_history(run_id, "train/loss")
-steps = sorted(m.step for m in hist)
-assert steps == list(range(1, last + 1)), steps
-for m in hist:
-    assert math.isclose(m.value, want[m.step], rel_tol=1e-6), (m.step, m.value, want[m.step])
-evals = sorted(m.step for m in c.get_metric_history(run_id, "eval/loss"))
-assert evals == list(range(4, last + 1, 4)), evals
-assert c.get_metric_history(run_id, "train/lr") and c.get_metric_history(run_id, "train/tokens_per_s")
-print(run_id)
-PY
+  check_py mlflow-run "$URI" "$WORK/$1" "$2" "$3"
 }
 
 # --- no server for a whole run: training is not held up; the records are kept
@@ -112,13 +74,7 @@ out=$(check_run ddp FINISHED 12 2>&1) && ok || fail "two ranks: $out"
 # --- a run that diverged: FAILED, with the error
 HFTRAIN_TEST_FAULT=0:5:nan run 1 run quickstart "${common[@]}" +run.tags.team=nlp trainer.on_nonfinite=stop \
   run.output_dir="$WORK/failed"
-"$PY" - "$URI" "$WORK/failed" <<'PY' && ok || fail "the diverged run's MLflow status"
-import json, sys
-from mlflow.tracking import MlflowClient
-run = MlflowClient(sys.argv[1]).get_run(json.load(open(f"{sys.argv[2]}/mlflow.json"))["run_id"])
-assert run.info.status == "FAILED", run.info.status
-assert "step 5" in run.data.tags["hftrain.error"], run.data.tags.get("hftrain.error")
-PY
+check_py mlflow-failed "$URI" "$WORK/failed" && ok || fail "the diverged run's MLflow status"
 
 # --- bad tracker settings
 run 2 config quickstart "logging.report_to=[mlflow]"

@@ -1,144 +1,142 @@
 #!/usr/bin/env bash
 # End-to-end: a short training run through the real binary (loss falls, metrics.jsonl and
 # TensorBoard files have their fields, the final model generates), and bad data files that must
-# each give one clear exit-2 message naming the file and line. Usage: run_test.sh path/to/hftrain
-set -u
-HFTRAIN=$(realpath "${1:?usage: run_test.sh path/to/hftrain}")
-SRC=${HFTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-PY=${HFTRAIN_PYTHON:-python3}
-source "$SRC/tests/e2e/harness.sh"
-export HFTRAIN_RECIPES_DIR="$SRC/recipes" HFTRAIN_CACHE_DIR="$WORK/cache"
+# each give one clear exit-2 message naming the file and line.
+# Usage: run_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 
-# A small corpus of fortune-style cookies the test writes itself.
-mkdir corpus
-for i in $(seq 1 60); do
-  printf 'The cat sat on the mat number %d.\n%%\nA stitch in time saves nine, said cookie %d.\n%%\n' "$i" "$i"
-done > corpus/cookies
+# A small corpus of fortune-style cookies.
+cookie_corpus 60
 common=(data.train="$WORK/corpus/*" "data.separator='%'" data.validation_fraction=0.1 model.n_layer=2 model.n_head=2
         model.d_model=32 model.max_seq_len=64 data.seq_len=32 model.vocab_size=260 trainer.micro_batch_size=8
         optimizer.lr=0.003 scheduler.warmup_steps=5 trainer.log_every=10)
+chat=(data.train="$WORK/chat.jsonl" data.format=chat data.validation_fraction=0 trainer.eval_every=0 trainer.max_steps=6 data.cache_dir="$WORK/ccache")
+
+# run1: the short run whose model the generate and chat-template checks use
+short_run() {
+  run 0 run quickstart "${common[@]}" trainer.max_steps=60 trainer.eval_every=30 run.output_dir="$WORK/run1" run.export_hf=true
+}
+# chat.jsonl: two conversations, the second starting with the assistant
+chat_file() {
+  printf '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n' > chat.jsonl
+  printf '{"messages": [{"role": "assistant", "content": "first"}]}\n' >> chat.jsonl
+}
 
 # --- a short run: the loss falls, the files are there
-run 0 run quickstart "${common[@]}" trainer.max_steps=60 trainer.eval_every=30 run.output_dir="$WORK/run1" run.export_hf=true
-for f in config.yaml metrics.jsonl train.log final/model.safetensors final/model.json final/tokenizer.json \
-         final-hf/config.json final-hf/model.safetensors final-hf/tokenizer.json; do
-  [ -s "run1/$f" ] && ok || fail "run1/$f missing or empty"
-done
-ls run1/events.out.tfevents.* >/dev/null 2>&1 && ok || fail "no TensorBoard event file"
-"$PY" - "$WORK/run1/metrics.jsonl" <<'PY' && ok || fail "metrics.jsonl check failed"
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-steps = [r for r in rows if "loss" in r]
-evals = [r for r in rows if "eval_loss" in r]
-need = {"step", "epoch", "loss", "lr", "grad_norm", "tokens_seen", "tokens_per_s", "step_time_ms", "data_wait_ms", "peak_mem_mb"}
-assert steps and need <= set(steps[0]), set(steps[0])
-assert evals and {"eval_loss", "eval_ppl"} <= set(evals[0])
-assert steps[-1]["loss"] < steps[0]["loss"] * 0.8, (steps[0]["loss"], steps[-1]["loss"])
-PY
-grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the resolved run name"
-run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
-has "The cat" out
+short() {
+  short_run
+  for f in config.yaml metrics.jsonl train.log final/model.safetensors final/model.json final/tokenizer.json \
+           final-hf/config.json final-hf/model.safetensors final-hf/tokenizer.json; do
+    [ -s "run1/$f" ] && ok || fail "run1/$f missing or empty"
+  done
+  ls run1/events.out.tfevents.* >/dev/null 2>&1 && ok || fail "no TensorBoard event file"
+  check_py run-metrics "$WORK/run1/metrics.jsonl" && ok || fail "metrics.jsonl check failed"
+  grep -q "name: quickstart" run1/config.yaml && ok || fail "config.yaml lacks the resolved run name"
+  run 0 generate run1 --prompt "The cat" --max-new-tokens 20 --seed 3
+  has "The cat" out
+}
 
 # --- prepare: the token cache built ahead of a run (on every data.num_workers thread), then hit
-run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" data.num_workers=3
-has "token cache: 0 hit(s), 1 built" out && has "3 threads" out && has "train: " out && has "validation: " out
-run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache"
-has "token cache: 1 hit(s), 0 built" out
-run 0 run quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" run.output_dir="$WORK/prepared"
-has "token cache hit" err
-run 2 prepare && has "needs a RECIPE" err
-run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache=false && has "data.cache is false" err
-run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.train="$WORK/nothing-here.txt" && has "nothing-here.txt" err
+prepare() {
+  run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" data.num_workers=3
+  has "token cache: 0 hit(s), 1 built" out && has "3 threads" out && has "train: " out && has "validation: " out
+  run 0 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache"
+  has "token cache: 1 hit(s), 0 built" out
+  run 0 run quickstart "${common[@]}" trainer.max_steps=6 data.cache_dir="$WORK/pcache" run.output_dir="$WORK/prepared"
+  has "token cache hit" err
+  run 2 prepare && has "needs a RECIPE" err
+  run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.cache=false && has "data.cache is false" err
+  run 2 prepare quickstart "${common[@]}" trainer.max_steps=6 data.train="$WORK/nothing-here.txt" && has "nothing-here.txt" err
+}
 
 # --- chat templates: rendered through a named template; bad templates and raising records exit 2
-printf '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n' > chat.jsonl
-printf '{"messages": [{"role": "assistant", "content": "first"}]}\n' >> chat.jsonl
-chat=(data.train="$WORK/chat.jsonl" data.format=chat data.validation_fraction=0 trainer.eval_every=0 trainer.max_steps=6 data.cache_dir="$WORK/ccache")
-run 0 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml && has "token cache: 0 hit(s), 1 built" out
-printf '{%% for m in messages %%}{{ m.content | wordwrap }}{%% endfor %%}\n' > unsupported.jinja
-run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/unsupported.jinja"
-has "unsupported.jinja" err && has "wordwrap" err
-printf '{%% for m in messages %%}\n{%% if loop.first and m.role != "user" %%}{{ raise_exception("start with a user turn") }}{%% endif %%}{{ m.content }}{%% endfor %%}' > strict.jinja
-run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/strict.jinja"
-has "chat.jsonl:2" err && has "start with a user turn" err
-run 0 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template chatml --limit 1
-has "chatml (built in)" out && has "⟦hello<|im_end|>" out && has "chat.jsonl:1: " out && has "first 1 records" out
-run 2 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template "$WORK/strict.jinja"
-has "chat.jsonl:2" err && has "start with a user turn" err
-run 0 generate run1 --prompt "hi" --chat --template chatml --max-new-tokens 3 --seed 1
-has "<|im_start|>user
+chat_templates() {
+  once run1 short_run
+  chat_file
+  run 0 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml && has "token cache: 0 hit(s), 1 built" out
+  printf '{%% for m in messages %%}{{ m.content | wordwrap }}{%% endfor %%}\n' > unsupported.jinja
+  run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/unsupported.jinja"
+  has "unsupported.jinja" err && has "wordwrap" err
+  printf '{%% for m in messages %%}\n{%% if loop.first and m.role != "user" %%}{{ raise_exception("start with a user turn") }}{%% endif %%}{{ m.content }}{%% endfor %%}' > strict.jinja
+  run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template="$WORK/strict.jinja"
+  has "chat.jsonl:2" err && has "start with a user turn" err
+  run 0 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template chatml --limit 1
+  has "chatml (built in)" out && has "⟦hello<|im_end|>" out && has "chat.jsonl:1: " out && has "first 1 records" out
+  run 2 tokenizer render --chat "$WORK/chat.jsonl" --tokenizer "$WORK/run1/final" --template "$WORK/strict.jinja"
+  has "chat.jsonl:2" err && has "start with a user turn" err
+  run 0 generate run1 --prompt "hi" --chat --template chatml --max-new-tokens 3 --seed 1
+  has "<|im_start|>user
 hi<|im_end|>
 <|im_start|>assistant" out
-run 0 generate run1 --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|user|>
+  run 0 generate run1 --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|user|>
 hi
 <|assistant|>" out
-run 2 generate run1 --prompt "hi" --chat --template "$WORK/unsupported.jinja" && has "wordwrap" err
-# a model trained through a template keeps it: generate --chat (auto) finds it in final/
-run 0 run quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml run.output_dir="$WORK/chatrun" checkpoint.every_steps=3
-[ -s chatrun/final/chat_template.jinja ] && ok || fail "chatrun/final/chat_template.jinja missing"
-[ -s chatrun/checkpoint-3/chat_template.jinja ] && ok || fail "chatrun/checkpoint-3/chat_template.jinja missing"
-run 0 verify chatrun
-run 0 generate chatrun --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|im_start|>user" out
-run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
+  run 2 generate run1 --prompt "hi" --chat --template "$WORK/unsupported.jinja" && has "wordwrap" err
+  # a model trained through a template keeps it: generate --chat (auto) finds it in final/
+  run 0 run quickstart "${common[@]}" "${chat[@]}" data.chat_template=chatml run.output_dir="$WORK/chatrun" checkpoint.every_steps=3
+  [ -s chatrun/final/chat_template.jinja ] && ok || fail "chatrun/final/chat_template.jinja missing"
+  [ -s chatrun/checkpoint-3/chat_template.jinja ] && ok || fail "chatrun/checkpoint-3/chat_template.jinja missing"
+  run 0 verify chatrun
+  run 0 generate chatrun --prompt "hi" --chat --max-new-tokens 3 --seed 1 && has "<|im_start|>user" out
+  run 2 prepare quickstart "${common[@]}" "${chat[@]}" data.chat_template=no-such-template && has "data.chat_template" err
+}
 
 # --- a weighted mixture: per-source tokens and epochs in metrics.jsonl, per-source evaluation;
 # chat data packs with document masking by default (plan's activation figure counts the mask)
-for i in $(seq 1 40); do
-  printf '{"messages": [{"role": "user", "content": "question %d"}, {"role": "assistant", "content": "answer %d"}]}\n' "$i" "$i"
-done > mixchat.jsonl
-mix=("data.train=[{path: $WORK/corpus/cookies, weight: 0.25, name: cookies, format: text}, {path: $WORK/mixchat.jsonl, weight: 0.75, format: chat}]"
-     data.validation_fraction=0.1 trainer.max_steps=20 trainer.eval_every=10 trainer.log_every=5 data.cache_dir="$WORK/mcache")
-run 0 run quickstart "${common[@]}" "${mix[@]}" run.output_dir="$WORK/mixrun"
-"$PY" - "$WORK/mixrun/metrics.jsonl" <<'PY' && ok || fail "mixture metrics check failed"
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-steps = [r for r in rows if r.get("type") == "train"]
-evals = [r for r in rows if r.get("type") == "eval"]
-last = steps[-1]
-for name in ("cookies", "mixchat"):
-    assert last[f"data/{name}/tokens"] > 0 and last[f"data/{name}/epoch"] > 0, last
-    assert f"eval/{name}/loss" in evals[-1], evals[-1]
-share = last["data/mixchat/tokens"] / (last["data/mixchat/tokens"] + last["data/cookies/tokens"])
-assert 0.6 < share < 0.9, share
-PY
-grep -q "weight: 0.75" mixrun/config.yaml && ok || fail "config.yaml lacks the mixture's weights"
-run 0 plan quickstart "${common[@]}" "${chat[@]}" --nproc 1 && has "document mask" out
-run 0 plan quickstart "${common[@]}" --nproc 1 && has "activations per micro-batch" out
-run 0 plan quickstart "${common[@]}" model.arch=llama model.n_experts=4 model.experts_per_token=2 --nproc 1 &&
-  has "mixture of experts: 4 experts" out && has "2 per token; active per token:" out
-run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: -1}]" run.output_dir="$WORK/badw1"
-has "weight" err && has "out of range" err
-run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 0}, {path: $WORK/mixchat.jsonl, weight: 0}]" run.output_dir="$WORK/badw2"
-has "every weight in \`data.train\` is 0" err
-run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 1}, $WORK/mixchat.jsonl]" run.output_dir="$WORK/badw3"
-has "without a weight" err
-[ ! -e badw1 ] && [ ! -e badw2 ] && [ ! -e badw3 ] && ok || fail "a refused mixture left a run directory"
+mixture() {
+  local mix
+  [ -e chat.jsonl ] || chat_file
+  for i in $(seq 1 40); do
+    printf '{"messages": [{"role": "user", "content": "question %d"}, {"role": "assistant", "content": "answer %d"}]}\n' "$i" "$i"
+  done > mixchat.jsonl
+  mix=("data.train=[{path: $WORK/corpus/cookies, weight: 0.25, name: cookies, format: text}, {path: $WORK/mixchat.jsonl, weight: 0.75, format: chat}]"
+       data.validation_fraction=0.1 trainer.max_steps=20 trainer.eval_every=10 trainer.log_every=5 data.cache_dir="$WORK/mcache")
+  run 0 run quickstart "${common[@]}" "${mix[@]}" run.output_dir="$WORK/mixrun"
+  check_py mixture-metrics "$WORK/mixrun/metrics.jsonl" && ok || fail "mixture metrics check failed"
+  grep -q "weight: 0.75" mixrun/config.yaml && ok || fail "config.yaml lacks the mixture's weights"
+  run 0 plan quickstart "${common[@]}" "${chat[@]}" --nproc 1 && has "document mask" out
+  run 0 plan quickstart "${common[@]}" --nproc 1 && has "activations per micro-batch" out
+  run 0 plan quickstart "${common[@]}" model.arch=llama model.n_experts=4 model.experts_per_token=2 --nproc 1 &&
+    has "mixture of experts: 4 experts" out && has "2 per token; active per token:" out
+  run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: -1}]" run.output_dir="$WORK/badw1"
+  has "weight" err && has "out of range" err
+  run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 0}, {path: $WORK/mixchat.jsonl, weight: 0}]" run.output_dir="$WORK/badw2"
+  has "every weight in \`data.train\` is 0" err
+  run 2 run quickstart "${common[@]}" "data.train=[{path: $WORK/corpus/cookies, weight: 1}, $WORK/mixchat.jsonl]" run.output_dir="$WORK/badw3"
+  has "without a weight" err
+  [ ! -e badw1 ] && [ ! -e badw2 ] && [ ! -e badw3 ] && ok || fail "a refused mixture left a run directory"
+}
 
 # --- SIGTERM: the current step finishes, final/ is saved, the exit code is 128+15
-"$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
-pid=$!
-for _ in $(seq 1 100); do grep -q "step 10/" "$WORK/sig.err" 2>/dev/null && break; sleep 0.2; done
-kill -TERM "$pid"
-wait "$pid"
-code=$?
-[ "$code" = 143 ] && ok || fail "SIGTERM: exit $code, expected 143: $(tail -c 400 "$WORK/sig.err")"
-[ -s sig/final/model.safetensors ] && ok || fail "SIGTERM: final/ not saved"
+sigterm() {
+  local pid code
+  "$HFTRAIN" run quickstart "${common[@]}" trainer.max_steps=100000 run.output_dir="$WORK/sig" >/dev/null 2>"$WORK/sig.err" &
+  pid=$!
+  for _ in $(seq 1 100); do grep -q "step 10/" "$WORK/sig.err" 2>/dev/null && break; sleep 0.2; done
+  kill -TERM "$pid"
+  wait "$pid"
+  code=$?
+  [ "$code" = 143 ] && ok || fail "SIGTERM: exit $code, expected 143: $(tail -c 400 "$WORK/sig.err")"
+  [ -s sig/final/model.safetensors ] && ok || fail "SIGTERM: final/ not saved"
+}
 
 # --- bad data: one clear message naming the file (and line), exit 2
-run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/nothing-here.txt" run.output_dir="$WORK/bad1"
-has "nothing-here.txt" err
-: > empty.txt
-run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/empty.txt" run.output_dir="$WORK/bad2"
-has "empty.txt" err
-head -c 3000 /dev/urandom > garbage.txt
-run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/garbage.txt" run.output_dir="$WORK/bad3"
-has "garbage.txt" err
-printf 'good line\nbad \xff\xfe line\n' > badutf8.txt
-run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/badutf8.txt" ~data.separator run.output_dir="$WORK/bad4"
-has "badutf8.txt:2" err
-printf '{"text": "fine"}\n{"other": "no text field"}\n' > missing.jsonl
-run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/missing.jsonl" run.output_dir="$WORK/bad5"
-has "missing.jsonl:2" err
-has "text" err
+bad_data() {
+  run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/nothing-here.txt" run.output_dir="$WORK/bad1"
+  has "nothing-here.txt" err
+  : > empty.txt
+  run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/empty.txt" run.output_dir="$WORK/bad2"
+  has "empty.txt" err
+  head -c 3000 /dev/urandom > garbage.txt
+  run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/garbage.txt" run.output_dir="$WORK/bad3"
+  has "garbage.txt" err
+  printf 'good line\nbad \xff\xfe line\n' > badutf8.txt
+  run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/badutf8.txt" ~data.separator run.output_dir="$WORK/bad4"
+  has "badutf8.txt:2" err
+  printf '{"text": "fine"}\n{"other": "no text field"}\n' > missing.jsonl
+  run 2 run quickstart "${common[@]}" trainer.max_steps=20 data.train="$WORK/missing.jsonl" run.output_dir="$WORK/bad5"
+  has "missing.jsonl:2" err
+  has "text" err
+}
 
-finish
+scenarios short prepare chat_templates mixture sigterm bad_data

@@ -3,7 +3,7 @@
 // over each rank's flat pieces steps exactly as over the whole parameters (8-bit or fp32 moments
 // chosen by the whole parameter's size); its state, pieces and per-block scales alike, goes from
 // the pieces into the whole tensors and back out of a whole state into any other layout.
-#include "../torch_catch.h"  // first: see the file
+#include "../../torch_catch.h"  // first: see the file
 
 #include <map>
 

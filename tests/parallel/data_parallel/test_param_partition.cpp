@@ -1,6 +1,6 @@
 // zero1's partition by whole parameters (parallel/data_parallel/param_partition.h): owners by size,
 // and the state a rank keeps of a whole saved one.
-#include "../torch_catch.h"  // first: see the file
+#include "../../torch_catch.h"  // first: see the file
 
 #include "parallel/data_parallel/param_partition.h"
 

@@ -1,7 +1,7 @@
 // The NCCL backend on one GPU: a communicator of one rank runs every collective the strategies
 // use (through LibTorch's ProcessGroupNCCL of the wheel this build links). Two ranks need two GPUs
 // (NCCL refuses two ranks on one device); tests/e2e/dist_test.sh covers them where there are.
-#include "../torch_catch.h"  // first: see the file
+#include "../../torch_catch.h"  // first: see the file
 
 #include "parallel/comm/nccl_communicator.h"
 

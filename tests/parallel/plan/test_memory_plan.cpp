@@ -1,9 +1,9 @@
 // The ZeRO accounting of `hftrain plan` and the memory report (parallel/plan/memory_plan.h): fp32
 // weights with autocast, and trainer.param_dtype=bf16 (bf16 weights and gradients, fp32 masters
 // counted with the optimizer state: 2 + 2 + 4 + K bytes a parameter under ddp).
-#include "../torch_catch.h"  // first: see the file
+#include "../../torch_catch.h"  // first: see the file
 
-#include "../config/helpers.h"
+#include "../../config/helpers.h"
 #include "parallel/plan/memory_plan.h"
 
 using namespace hftrain;

@@ -1,6 +1,6 @@
 // The gradient hook the reducers hang on each parameter's AccumulateGrad node: once per backward
 // after every use has been summed, and how set_data to another dtype (or device) drops the node.
-#include "../torch_catch.h"  // first: see the file
+#include "../../torch_catch.h"  // first: see the file
 
 #include "parallel/data_parallel/grad_hook.h"
 
