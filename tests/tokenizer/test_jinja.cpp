@@ -498,3 +498,23 @@ TEST_CASE("jinja: builders refuse results past the size limits", "[tokenizer][ji
         "0|7|%");
   CHECK(render_error("{{ strftime_now('x\\x00y') }}").message() == "embedded null character");
 }
+
+TEST_CASE("jinja: a string is taken apart into at most 2^20 pieces", "[tokenizer][jinja]") {
+  const auto limit = [](const std::string& source) {
+    const TemplateError e = render_error(source);
+    CHECK(e.cause() == TemplateError::Cause::kUnsupported);
+    return e.message();
+  };
+  // Each piece is a value of its own: twenty million characters would take gigabytes.
+  CHECK(limit("{% for c in 'x' * 2000000 %}{% endfor %}") ==
+        "iterating a string into 2000000 pieces (at most 1048576)");
+  CHECK(limit("{{ ('x' * 2000000) | list | length }}") == "iterating a string into 2000000 pieces (at most 1048576)");
+  CHECK(limit("{{ ('a,' * 1500000).split(',') | length }}") ==
+        "splitting a string into 1500001 pieces (at most 1048576)");
+  CHECK(limit("{{ ('a ' * 1500000).split() | length }}") == "splitting a string into 1500000 pieces (at most 1048576)");
+  CHECK_THAT(limit("{{ ('a\\n' * 1500000).splitlines() | length }}"),
+             Catch::StartsWith("splitting a string's lines into"));
+  // Long strings in few pieces, and maxsplit, are fine.
+  CHECK(render("{{ ('x' * 3000000).split(',') | length }}|{{ ('a,' * 1500000).split(',', 2) | length }}") == "1|3");
+  CHECK(render("{{ ('é' * 1000000) | list | length }}") == "1000000");
+}

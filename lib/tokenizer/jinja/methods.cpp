@@ -1,6 +1,7 @@
 // The methods templates call on values: Python's str methods (indices in code points), dict.get/
 // items/keys/values/copy, list and tuple count/index/copy. str.format supports `{}`, `{0}` and `{name}`
 // fields without format specs.
+#include <algorithm>
 #include <charconv>
 #include <system_error>
 
@@ -145,13 +146,39 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     BoundArgs a(fn, args, {"sep", "maxsplit"});
     const std::string* sep = a.str_or_null(0);
     if (sep && sep->empty()) eval_fail("empty separator");
+    const int64_t maxsplit = a.int_or(1, -1);
+    if (s.size() > kMaxStringItems) {  // the pieces counted before they are made
+      uint64_t pieces = 1;
+      if (sep) {
+        for (size_t at = s.find(*sep); at != std::string::npos; at = s.find(*sep, at + sep->size())) ++pieces;
+      } else {
+        bool in_space = true;
+        pieces = 0;
+        for (size_t i = 0, len = 0; i < s.size(); i += len) {
+          const bool space = text::is_space(text::decode(s, i, len));
+          if (!space && in_space) ++pieces;
+          in_space = space;
+        }
+      }
+      if (maxsplit >= 0) pieces = std::min<uint64_t>(pieces, static_cast<uint64_t>(maxsplit) + 1);
+      check_string_items(pieces, "splitting a string");
+    }
     std::vector<Value> parts;
-    for (auto& p : text::split(s, sep, a.int_or(1, -1), name == "rsplit")) parts.push_back(str_value(std::move(p)));
+    for (auto& p : text::split(s, sep, maxsplit, name == "rsplit")) parts.push_back(str_value(std::move(p)));
     return Value::from_seq(std::move(parts));
   }
   if (name == "splitlines") {
     BoundArgs a(fn, args, {"keepends"});
     if (a.bool_or(0, false)) eval_fail_unsupported("str.splitlines(keepends=True)");
+    if (s.size() > kMaxStringItems) {
+      uint64_t lines = 1;  // at most: every byte that can start or end a line break counted
+      for (const char c : s) {
+        const auto b = static_cast<unsigned char>(c);
+        lines += b == '\n' || b == '\r' || (b >= 0x0b && b <= 0x0c) || (b >= 0x1c && b <= 0x1e) || b == 0x85 ||
+                 b == 0xa8 || b == 0xa9;
+      }
+      check_string_items(lines, "splitting a string's lines");
+    }
     std::vector<Value> parts;
     for (auto& p : text::splitlines(s)) parts.push_back(str_value(std::move(p)));
     return Value::from_seq(std::move(parts));

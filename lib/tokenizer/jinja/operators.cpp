@@ -348,6 +348,13 @@ bool contains(const Value& container, const Value& item) {
   }
 }
 
+void check_string_items(uint64_t pieces, const char* what) {
+  if (pieces > kMaxStringItems) {
+    eval_fail_unsupported(std::string(what) + " into " + std::to_string(pieces) + " pieces (at most " +
+                          std::to_string(kMaxStringItems) + ")");
+  }
+}
+
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:
@@ -363,6 +370,11 @@ std::vector<Value> iterate(const Value& v) {
     case Value::Kind::kString: {
       std::vector<Value> chars;
       const std::string& s = v.str();
+      if (s.size() > kMaxStringItems) {  // count the characters before making a value of each
+        uint64_t count = 0;
+        for (size_t i = 0, len = 0; i < s.size(); i += len, ++count) text::decode(s, i, len);
+        check_string_items(count, "iterating a string");
+      }
       for (size_t i = 0, len = 0; i < s.size(); i += len) {
         text::decode(s, i, len);
         chars.push_back(Value::from_string(s.substr(i, len)));

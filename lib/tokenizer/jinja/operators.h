@@ -21,6 +21,11 @@ enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn };
 // cleanly instead of exhausting memory.
 inline constexpr size_t kMaxBuiltSize = size_t{256} << 20;
 inline constexpr size_t kMaxBuiltItems = size_t{16} << 20;
+// Most items a string is taken apart into (its characters, split's parts): each is a value of its
+// own, so a long string's pieces would take a hundred times its bytes.
+inline constexpr size_t kMaxStringItems = size_t{1} << 20;
+// Throws EvalError when taking a string apart would give more than kMaxStringItems pieces.
+void check_string_items(uint64_t pieces, const char* what);
 
 // Throws EvalError when a string of `bytes` would exceed kMaxBuiltSize.
 void check_built_size(uint64_t bytes);
