@@ -5,9 +5,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HFTRAIN_BUILD_DIR:-$root/build}
 
-# The column limit first: seconds, before a build of half an hour (scripts/check-columns.py).
-python3 "$root/scripts/check-columns.py" --root "$root"
 "$root/scripts/setup.sh" --no-build --test-tools
+# The column limit once python3 is surely there: seconds, before a build of half an hour.
+python3 "$root/scripts/check-columns.py" --root "$root"
 # Python test oracles (transformers, tokenizers, tensorboard, ...) live in the project's .venv.
 if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
 # Offline (a bundle made by setup.sh --bundle): HFTRAIN_WHEELS=<bundle>/wheels installs from there.
