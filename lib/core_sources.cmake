@@ -7,6 +7,7 @@ set(HFTRAIN_CORE_SOURCES
   util/fs.cpp
   util/hash.cpp
   util/json_depth.cpp
+  util/json_fields.cpp
   util/json_file.cpp
   util/log.cpp
   util/strings.cpp

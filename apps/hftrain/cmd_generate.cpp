@@ -19,8 +19,8 @@
 #include "commands.h"
 #include "data/source.h"
 #include "train/task/adapter_model.h"
-#include "model/sampling.h"
-#include "model/saved_model.h"
+#include "model/decoder/sampling.h"
+#include "model/weights/saved_model.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 

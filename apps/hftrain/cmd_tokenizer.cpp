@@ -17,7 +17,7 @@
 #include "data/source.h"
 #include "data/tokenizer_training.h"
 #include "tokenizer/tokenizer_json.h"
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "util/error.h"
 
 namespace hftrain::app {

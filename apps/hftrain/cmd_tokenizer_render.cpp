@@ -16,7 +16,7 @@
 #include "commands.h"
 #include "data/segment_encoding.h"
 #include "data/source.h"
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace hftrain::ckpt {
@@ -11,64 +12,20 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Parsed text gives unsigned numbers; a manifest built in memory (to_json) gives signed ones.
-bool is_non_negative_integer(const Json& v) {
-  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
-}
+constexpr const char* kDamaged = "the checkpoint is damaged or was not written by hftrain; use another checkpoint";
 
-// Reads the fields of one JSON object, naming `context` ("files[2]") in errors.
-class Reader {
- public:
-  Reader(const Json& j, std::string where, std::string context)
-      : j_(j), where_(std::move(where)), context_(std::move(context)) {
-    if (!j_.is_object()) fail("", "is not a JSON object");
-  }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    std::string field = context_;
-    if (!key.empty()) field += (field.empty() ? "" : ".") + key;
-    throw util::CheckpointError(
-        where_ + ": " + (field.empty() ? "the manifest" : field) + " " + what,
-        "the checkpoint is damaged or was not written by hftrain; use another checkpoint");
-  }
-  const Json& at(const std::string& key) const {
-    if (!j_.contains(key)) fail(key, "is missing");
-    return j_.at(key);
-  }
-  bool has(const std::string& key) const { return j_.contains(key); }
-  std::string string(const std::string& key) const {
-    const Json& v = at(key);
-    if (!v.is_string()) fail(key, "is not a string: " + v.dump());
-    return v.get<std::string>();
-  }
-  uint64_t unsigned_int(const std::string& key) const {
-    const Json& v = at(key);
-    if (!is_non_negative_integer(v)) fail(key, "is not a non-negative integer: " + v.dump());
-    return v.get<uint64_t>();
-  }
-  const std::string& where() const { return where_; }
-  const std::string& context() const { return context_; }
-
- private:
-  const Json& j_;
-  std::string where_;
-  std::string context_;
-};
+using Reader = util::JsonFields;
 
 bool is_hex32(const std::string& s) {
   return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-ManifestTensor parse_tensor(const Reader& r, const std::string& name) {
+ManifestTensor parse_tensor(const Reader& r) {
   ManifestTensor t;
   t.dtype = r.string("dtype");
-  const Json& shape = r.at("shape");
-  if (!shape.is_array()) r.fail("shape", "is not a list");
-  for (const auto& d : shape) {
-    if (!is_non_negative_integer(d) || d.get<uint64_t>() > uint64_t{INT64_MAX}) {
-      r.fail("shape", "of tensor '" + name + "' is not a list of sizes: " + shape.dump());
-    }
-    t.shape.push_back(d.get<int64_t>());
+  const Json& shape = r.array("shape");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    t.shape.push_back(util::json_int(shape[i], r.at("shape")[i], 0, INT64_MAX));
   }
   return t;
 }
@@ -76,17 +33,14 @@ ManifestTensor parse_tensor(const Reader& r, const std::string& name) {
 ManifestFile parse_file(const Reader& r) {
   ManifestFile f;
   f.path = r.string("path");
-  if (!is_safe_relative_path(f.path))
-    r.fail("path", "is not a relative path inside the checkpoint: " + f.path);
-  f.size = r.unsigned_int("size");
+  if (!is_safe_relative_path(f.path)) r.fail("path", "is not a relative path inside the checkpoint: " + f.path);
+  f.size = static_cast<uint64_t>(r.integer("size", 0, INT64_MAX));
   f.checksum = r.string("checksum");
   if (!is_hex32(f.checksum)) r.fail("checksum", "is not 32 lowercase hex digits: " + f.checksum);
   if (r.has("tensors")) {
-    const Json& tensors = r.at("tensors");
-    if (!tensors.is_object()) r.fail("tensors", "is not an object");
-    for (const auto& [name, info] : tensors.items()) {
-      f.tensors[name] =
-          parse_tensor(Reader(info, r.where(), r.context() + ".tensors[\"" + name + "\"]"), name);
+    const Reader tensors = r.object("tensors");
+    for (const auto& [name, info] : tensors.json().items()) {
+      f.tensors[name] = parse_tensor(Reader(info, tensors.at("'" + name + "'")));
     }
   }
   return f;
@@ -106,15 +60,14 @@ Json ManifestFile::to_json() const {
   Json entry = {{"path", path}, {"size", size}, {"checksum", checksum}};
   if (!tensors.empty()) {
     Json tensors_json = Json::object();
-    for (const auto& [name, t] : tensors)
-      tensors_json[name] = {{"dtype", t.dtype}, {"shape", t.shape}};
+    for (const auto& [name, t] : tensors) tensors_json[name] = {{"dtype", t.dtype}, {"shape", t.shape}};
     entry["tensors"] = std::move(tensors_json);
   }
   return entry;
 }
 
 ManifestFile ManifestFile::from_json(const Json& j, const std::string& where) {
-  return parse_file(Reader(j, where, ""));
+  return parse_file(Reader(j, util::JsonPlace{&where, "", util::ErrorKind::kCheckpoint, kDamaged}));
 }
 
 Json Manifest::to_json() const {
@@ -130,34 +83,30 @@ Json Manifest::to_json() const {
 }
 
 Manifest Manifest::from_json(const Json& j, const std::filesystem::path& where) {
-  const Reader r(j, where.string(), "");
+  const std::string file = where.string();
+  const Reader r(j, util::JsonPlace{&file, "", util::ErrorKind::kCheckpoint, kDamaged});
   Manifest m;
-  const uint64_t version = r.unsigned_int("format_version");
+  const auto version = static_cast<uint64_t>(r.integer("format_version", 0, INT64_MAX));
   if (version > static_cast<uint64_t>(kManifestFormatVersion) || version == 0) {
     r.fail("format_version", "is " + std::to_string(version) + "; this hftrain reads version " +
-                                 std::to_string(kManifestFormatVersion) +
-                                 " (a newer hftrain wrote it?)");
+                                 std::to_string(kManifestFormatVersion) + " (a newer hftrain wrote it?)");
   }
   m.format_version = static_cast<int>(version);
-  const uint64_t step = r.unsigned_int("step");
-  if (step > uint64_t{INT64_MAX}) r.fail("step", "is out of range");
-  m.step = static_cast<int64_t>(step);
+  m.step = r.integer("step", 0, INT64_MAX);
   m.config_hash = r.string("config_hash");
   const std::string algorithm = r.string("checksum_algorithm");
   if (algorithm != kChecksumAlgorithm) {
-    r.fail("checksum_algorithm",
-           "is \"" + algorithm + "\"; this hftrain knows \"" + kChecksumAlgorithm + "\"");
+    r.fail("checksum_algorithm", "is \"" + algorithm + "\"; this hftrain knows \"" + kChecksumAlgorithm + "\"");
   }
-  const Json& files = r.at("files");
-  if (!files.is_array()) r.fail("files", "is not a list");
+  const Json& files = r.array("files");
   std::set<std::string> seen;
   for (size_t i = 0; i < files.size(); ++i) {
-    const std::string context = "files[" + std::to_string(i) + "]";
-    ManifestFile f = parse_file(Reader(files[i], r.where(), context));
-    if (!seen.insert(f.path).second) r.fail(context + ".path", "repeats " + f.path);
+    const Reader entry(files[i], r.at("files")[i]);
+    ManifestFile f = parse_file(entry);
+    if (!seen.insert(f.path).second) entry.fail("path", "repeats " + f.path);
     m.files.push_back(std::move(f));
   }
-  if (r.has("extra")) m.extra = j.at("extra");
+  if (r.has("extra")) m.extra = r.require("extra");
   return m;
 }
 

@@ -6,25 +6,17 @@
 
 #include "ckpt/manifest.h"
 #include "util/error.h"
+#include "util/json_fields.h"
 
 namespace hftrain::ckpt {
 namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw util::CheckpointError(
-      where + ": " + what,
-      "the checkpoint's optimizer state is damaged; resume from another checkpoint");
-}
+constexpr const char* kDamaged = "the checkpoint's optimizer state is damaged; resume from another checkpoint";
 
-// A non-negative integer that fits int64 (parsed JSON gives unsigned numbers, built JSON signed).
-int64_t count_of(const Json& v, const std::string& where, const std::string& field) {
-  if (!(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) ||
-      v.get<uint64_t>() > uint64_t{INT64_MAX}) {
-    fail(where, field + " is not a non-negative integer");
-  }
-  return v.get<int64_t>();
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw util::CheckpointError(where + ": " + what, kDamaged);
 }
 
 }  // namespace
@@ -49,41 +41,32 @@ Json OptimizerIndex::to_json() const {
 }
 
 OptimizerIndex OptimizerIndex::from_json(const Json& j, const std::string& where) {
-  if (!j.is_object()) fail(where, "is not a JSON object");
-  for (const char* key : {"format", "files", "tensors", "optimizer"}) {
-    if (!j.contains(key)) fail(where, std::string("`") + key + "` is missing");
-  }
-  if (count_of(j.at("format"), where, "`format`") != kOptimizerIndexFormat) {
-    fail(where, "`format` is " + j.at("format").dump() + "; this hftrain reads format " +
-                    std::to_string(kOptimizerIndexFormat) + " (a newer hftrain wrote it?)");
+  const util::JsonFields r(j, util::JsonPlace{&where, "", util::ErrorKind::kCheckpoint, kDamaged});
+  const int64_t format = r.integer("format", 0, INT64_MAX);
+  if (format != kOptimizerIndexFormat) {
+    r.fail("format", "is " + std::to_string(format) + "; this hftrain reads format " +
+                         std::to_string(kOptimizerIndexFormat) + " (a newer hftrain wrote it?)");
   }
   OptimizerIndex index;
-  const Json& files = j.at("files");
-  if (!files.is_array()) fail(where, "`files` is not a list");
-  for (const auto& f : files) {
-    if (!f.is_string()) fail(where, "`files` holds " + f.dump() + ", not a path");
-    index.files.push_back(f.get<std::string>());
-  }
-  const Json& tensors = j.at("tensors");
-  if (!tensors.is_object()) fail(where, "`tensors` is not an object");
-  for (const auto& [name, t] : tensors.items()) {
-    const std::string field = "tensors[\"" + name + "\"]";
-    if (!t.is_object() || !t.contains("shape") || !t.contains("pieces") ||
-        !t.at("shape").is_array() || !t.at("pieces").is_array()) {
-      fail(where, field + " is not {\"shape\": [...], \"pieces\": [...]}");
-    }
+  const Json& files = r.array("files");
+  for (size_t i = 0; i < files.size(); ++i) index.files.push_back(util::json_string(files[i], r.at("files")[i]));
+  const util::JsonFields tensors = r.object("tensors");
+  for (const auto& [name, t] : tensors.json().items()) {
+    const util::JsonFields entry(t, tensors.at("'" + name + "'"));
     OptimizerTensor& out = index.tensors[name];
-    for (const auto& d : t.at("shape")) out.shape.push_back(count_of(d, where, field + ".shape"));
-    for (const auto& p : t.at("pieces")) {
-      if (!p.is_array() || p.size() != 3)
-        fail(where, field + ".pieces holds " + p.dump() + ", not [file, offset, count]");
-      out.pieces.push_back({static_cast<size_t>(count_of(p[0], where, field + ".pieces")),
-                            count_of(p[1], where, field + ".pieces"),
-                            count_of(p[2], where, field + ".pieces")});
+    const Json& shape = entry.array("shape");
+    for (size_t i = 0; i < shape.size(); ++i)
+      out.shape.push_back(util::json_int(shape[i], entry.at("shape")[i], 0, INT64_MAX));
+    const Json& pieces = entry.array("pieces");
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const util::JsonPlace at = entry.at("pieces")[i];
+      if (!pieces[i].is_array() || pieces[i].size() != 3) util::json_fail(at, "is not [file, offset, count]");
+      out.pieces.push_back({static_cast<size_t>(util::json_int(pieces[i][0], at[0], 0, INT64_MAX)),
+                            util::json_int(pieces[i][1], at[1], 0, INT64_MAX),
+                            util::json_int(pieces[i][2], at[2], 0, INT64_MAX)});
     }
   }
-  if (!j.at("optimizer").is_object()) fail(where, "`optimizer` is not an object");
-  index.optimizer = j.at("optimizer");
+  index.optimizer = r.object("optimizer").json();
   index.check(where);
   return index;
 }
@@ -91,8 +74,7 @@ OptimizerIndex OptimizerIndex::from_json(const Json& j, const std::string& where
 void OptimizerIndex::check(const std::string& where) {
   std::set<std::string> seen;
   for (const auto& f : files) {
-    if (!is_safe_relative_path(f))
-      fail(where, "`files` holds \"" + f + "\", not a path inside the checkpoint");
+    if (!is_safe_relative_path(f)) fail(where, "`files` holds \"" + f + "\", not a path inside the checkpoint");
     if (!seen.insert(f).second) fail(where, "`files` names " + f + " twice");
   }
   for (auto& [name, t] : tensors) {
@@ -104,18 +86,15 @@ void OptimizerIndex::check(const std::string& where) {
     }
     // Empty pieces first where they share an offset, so that a reader looking for the piece that
     // holds an element finds the one that does.
-    std::sort(t.pieces.begin(), t.pieces.end(),
-              [](const OptimizerPiece& a, const OptimizerPiece& b) {
-                return std::tie(a.offset, a.count) < std::tie(b.offset, b.count);
-              });
+    std::sort(t.pieces.begin(), t.pieces.end(), [](const OptimizerPiece& a, const OptimizerPiece& b) {
+      return std::tie(a.offset, a.count) < std::tie(b.offset, b.count);
+    });
     std::set<size_t> in_file;
     int64_t next = 0;
     for (const auto& p : t.pieces) {
       if (p.file >= files.size())
-        fail(where, field + " has a piece in file " + std::to_string(p.file) + " of " +
-                        std::to_string(files.size()));
-      if (!in_file.insert(p.file).second)
-        fail(where, field + " has two pieces in " + files[p.file]);
+        fail(where, field + " has a piece in file " + std::to_string(p.file) + " of " + std::to_string(files.size()));
+      if (!in_file.insert(p.file).second) fail(where, field + " has two pieces in " + files[p.file]);
       if (p.offset != next || p.count > t.numel() - p.offset) {
         fail(where, field + ": its pieces do not cover elements " + std::to_string(next) + ".." +
                         std::to_string(t.numel()) + " exactly once");
@@ -123,14 +102,13 @@ void OptimizerIndex::check(const std::string& where) {
       next = p.offset + p.count;
     }
     if (next != t.numel()) {
-      fail(where, field + ": its pieces cover " + std::to_string(next) + " of " +
-                      std::to_string(t.numel()) + " elements");
+      fail(where,
+           field + ": its pieces cover " + std::to_string(next) + " of " + std::to_string(t.numel()) + " elements");
     }
   }
 }
 
-std::vector<std::string> OptimizerIndex::mismatches(
-    size_t file, const std::map<std::string, int64_t>& numels) const {
+std::vector<std::string> OptimizerIndex::mismatches(size_t file, const std::map<std::string, int64_t>& numels) const {
   std::vector<std::string> out;
   std::set<std::string> placed;
   for (const auto& [name, t] : tensors) {
@@ -139,8 +117,7 @@ std::vector<std::string> OptimizerIndex::mismatches(
       placed.insert(name);
       const auto it = numels.find(name);
       if (it == numels.end()) {
-        out.push_back(files[file] + ": has no tensor " + name +
-                      ", which the optimizer index places there");
+        out.push_back(files[file] + ": has no tensor " + name + ", which the optimizer index places there");
       } else if (it->second != p.count) {
         out.push_back(files[file] + ": " + name + " has " + std::to_string(it->second) +
                       " elements, the optimizer index says " + std::to_string(p.count));
@@ -149,15 +126,13 @@ std::vector<std::string> OptimizerIndex::mismatches(
   }
   for (const auto& [name, n] : numels) {
     if (!placed.count(name))
-      out.push_back(files[file] + ": holds " + name +
-                    ", which the optimizer index does not place there");
+      out.push_back(files[file] + ": holds " + name + ", which the optimizer index does not place there");
   }
   return out;
 }
 
 OptimizerIndex legacy_optimizer_index(const std::string& file,
-                                      const std::map<std::string, std::vector<int64_t>>& shapes,
-                                      Json optimizer) {
+                                      const std::map<std::string, std::vector<int64_t>>& shapes, Json optimizer) {
   OptimizerIndex index;
   index.files = {file};
   index.optimizer = std::move(optimizer);

@@ -8,7 +8,7 @@
 
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "util/error.h"
 #include "util/file_writer.h"
 #include "util/fs.h"

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "ckpt/optimizer_index.h"
-#include "model/safetensors_header.h"
+#include "model/weights/safetensors_header.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"

@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "ckpt/layout.h"
-#include "model/stored_weights.h"
+#include "model/weights/stored_weights.h"
 #include "util/file_writer.h"
 #include "util/fs.h"
 

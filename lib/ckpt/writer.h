@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/manifest.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "util/env.h"
 
 namespace hftrain::util {

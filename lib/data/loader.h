@@ -58,7 +58,7 @@ struct Batch {
   torch::Tensor document_offsets;  // (D + 1) int32 with position_ids: where each of the batch's D
                                    // documents starts in the flattened (B * T) tokens, then B * T;
                                    // found on the host, so the attention needs no device read
-                                   // (model/document_mask.h's DocumentLayout)
+                                   // (model/decoder/document_mask.h's DocumentLayout)
   int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
   // A weighted mixture: the tokens (padding not counted) each source put in the global batch (all
   // ranks' rows), counted on the host from the sample order; empty otherwise.

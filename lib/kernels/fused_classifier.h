@@ -2,7 +2,7 @@
 // toolkit is present): for each row of fp32 logits, one pass for the online softmax statistics and
 // the row's loss, one pass writing every logit's gradient (fp32 or bf16) in place of or beside the
 // logits, as llm.c's fused classifier and Liger's cross-entropy do. Pointers on the device; no torch
-// types, so nvcc compiles it without LibTorch's headers. model/fused_classifier wraps it for ATen
+// types, so nvcc compiles it without LibTorch's headers. model/decoder/fused_classifier wraps it for ATen
 // tensors, with its ATen composite as the fallback and the oracle.
 #pragma once
 

@@ -3,7 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "model/tensor_parallel.h"
+#include "model/decoder/tensor_parallel.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif

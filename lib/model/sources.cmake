@@ -1,34 +1,48 @@
+# The model stage (relative to lib/model), one sub-folder per idea:
+#   (top)     the spec every model is built from and model.json, the layers all families share (dense
+#             layers, RoPE, activation checkpointing, the numeric trace), parameter units
+#   decoder/  the decoder-only transformer: its blocks, MLPs and experts, the packed-document mask, the
+#             output layer and its fused loss, tensor-parallel layers and plan, pipeline stages, sampling
+#   encoder/  BERT-style encoders (BERT, RoBERTa, ModernBERT, DeBERTa-v2): specs, modules, weights
+#   hf/       Hugging Face interop for decoders: config.json both ways, families, RoPE settings, where
+#             its tensors lie, export
+#   weights/  safetensors, stored weights read on demand, the weight loader, model directories
 set(HFTRAIN_MODEL_CORE_SOURCES
-  hf_config.cpp
-  hf_families.cpp
-  hf_rope.cpp
-  shape_overrides.cpp
-  hf_modules.cpp
-  safetensors_header.cpp
-  spec.cpp)
+  model_json.cpp
+  spec.cpp
+  encoder/bert_spec.cpp
+  encoder/deberta_spec.cpp
+  encoder/modernbert_spec.cpp
+  hf/hf_config.cpp
+  hf/hf_families.cpp
+  hf/hf_modules.cpp
+  hf/hf_rope.cpp
+  hf/shape_overrides.cpp
+  weights/safetensors_header.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
-  blocks.cpp
-  mlp.cpp
-  moe.cpp
-  document_mask.cpp
-  hf_export.cpp
-  hf_weights.cpp
-  lm_head_loss.cpp
-  mixed_mm.cpp
-  fused_classifier.cpp
+  checkpointing.cpp
+  numeric_trace.cpp
   rope.cpp
-  safetensors.cpp
-  stored_weights.cpp
-  transformer.cpp
-  weight_loader.cpp)
-include(${CMAKE_CURRENT_LIST_DIR}/generate_sources.cmake OPTIONAL)
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES checkpointing.cpp)
-# BERT-style encoders (Hugging Face BertModel / BertForSequenceClassification).
-list(APPEND HFTRAIN_MODEL_CORE_SOURCES bert_spec.cpp modernbert_spec.cpp deberta_spec.cpp)
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES bert.cpp bert_weights.cpp encoder_modules.cpp modernbert.cpp deberta.cpp)
-# Tensor parallelism's layers (the collectives behind TpGroup are parallel/tensor's).
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES tensor_parallel.cpp tp_plan.cpp)
-# Pipeline parallelism's stage of a decoder (the schedules are parallel/pipeline's).
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES transformer_pipeline.cpp)
-# debug.underflow_overflow: the modules' abs-min/abs-max frames.
-list(APPEND HFTRAIN_MODEL_TORCH_SOURCES numeric_trace.cpp)
+  decoder/blocks.cpp
+  decoder/document_mask.cpp
+  decoder/fused_classifier.cpp
+  decoder/lm_head_loss.cpp
+  decoder/mixed_mm.cpp
+  decoder/mlp.cpp
+  decoder/moe.cpp
+  decoder/sampling.cpp
+  decoder/tensor_parallel.cpp
+  decoder/tp_plan.cpp
+  decoder/transformer.cpp
+  decoder/transformer_pipeline.cpp
+  encoder/bert.cpp
+  encoder/bert_weights.cpp
+  encoder/deberta.cpp
+  encoder/encoder_modules.cpp
+  encoder/modernbert.cpp
+  hf/hf_export.cpp
+  hf/hf_weights.cpp
+  weights/safetensors.cpp
+  weights/saved_model.cpp
+  weights/stored_weights.cpp
+  weights/weight_loader.cpp)

@@ -1,44 +1,16 @@
 #include "model/spec.h"
 
 #include <algorithm>
-#include <tuple>
-
 #include <cmath>
 
-#include <nlohmann/json.hpp>
-
 #include "util/error.h"
-#include "util/json_depth.h"
 
 namespace hftrain::model {
-namespace {
-
 using config::AttentionBias;
 using config::ModelArch;
 using config::RopeType;
 
-constexpr RopeType kRopeTypes[] = {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kLlama3,
-                                   RopeType::kYarn, RopeType::kLongrope};
-constexpr AttentionBias kBiases[] = {AttentionBias::kNone, AttentionBias::kQkv, AttentionBias::kAll};
-constexpr config::QkNorm kQkNorms[] = {config::QkNorm::kNone, config::QkNorm::kHead, config::QkNorm::kProjection};
-constexpr config::Activation kActivations[] = {config::Activation::kSilu, config::Activation::kGeluTanh};
-constexpr config::NormPlacement kPlacements[] = {config::NormPlacement::kPre, config::NormPlacement::kPost,
-                                                 config::NormPlacement::kSandwich};
-
-// The value of `values` whose name (`name_of`) is `text`, as model.json writes it; throws a
-// CheckpointError naming `source` and `field` for any other text.
-template <class E, size_t N, class NameOf>
-E named(const std::string& text, const E (&values)[N], NameOf name_of, const std::string& source, const char* field) {
-  for (E v : values) {
-    if (text == name_of(v)) return v;
-  }
-  throw util::CheckpointError(source + ": unknown " + field + " '" + text + "'",
-                              "the checkpoint is damaged; use another one");
-}
-
-// Only the fields the type reads; the others keep RopeScaling's defaults, so that two specs that
-// compute the same tables compare equal.
-RopeScaling normalized(const RopeScaling& r) {
+RopeScaling normalized_rope(const RopeScaling& r) {
   RopeScaling out;
   out.type = r.type;
   if (r.type == RopeType::kDefault) return out;
@@ -64,16 +36,15 @@ RopeScaling normalized(const RopeScaling& r) {
   return out;
 }
 
-// The checks from_config and from_json share; `fail` throws.
-template <class Fail>
-void check_rope(const ModelSpec& s, Fail fail) {
+std::optional<RopeProblem> rope_problem(const ModelSpec& s) {
   const RopeScaling& r = s.rope_scaling;
-  if (r.type == RopeType::kDefault) return;
-  if (s.arch == ModelArch::kGpt2) fail("model.rope_scaling.type", "gpt2 has learned positions, no RoPE to scale");
-  if (!(r.factor >= 1)) fail("model.rope_scaling.factor", "the factor must be at least 1");
+  if (r.type == RopeType::kDefault) return std::nullopt;
+  if (s.arch == ModelArch::kGpt2)
+    return RopeProblem{"model.rope_scaling.type", "gpt2 has learned positions, no RoPE to scale"};
+  if (!(r.factor >= 1)) return RopeProblem{"model.rope_scaling.factor", "the factor must be at least 1"};
   if ((r.type == RopeType::kLlama3 || r.type == RopeType::kYarn || r.type == RopeType::kLongrope) &&
       (r.original_max_seq_len < 1 || r.original_max_seq_len > s.max_seq_len)) {
-    fail("model.rope_scaling.original_max_seq_len", "it must lie between 1 and model.max_seq_len");
+    return RopeProblem{"model.rope_scaling.original_max_seq_len", "it must lie between 1 and model.max_seq_len"};
   }
   if (r.type == RopeType::kLongrope) {
     const auto pairs = static_cast<size_t>(s.rotary_dim() / 2);
@@ -81,20 +52,19 @@ void check_rope(const ModelSpec& s, Fail fail) {
          {std::pair<const char*, const std::vector<double>*>{"model.rope_scaling.short_factor", &r.short_factor},
           {"model.rope_scaling.long_factor", &r.long_factor}}) {
       if (factors->size() != pairs) {
-        fail(key, "longrope needs one factor per rotated pair of each head: " + std::to_string(pairs) + ", not " +
-                      std::to_string(factors->size()));
+        return RopeProblem{key, "longrope needs one factor per rotated pair of each head: " + std::to_string(pairs) +
+                                    ", not " + std::to_string(factors->size())};
       }
       for (double f : *factors) {
-        if (!(f > 0) || !std::isfinite(f)) fail(key, "every factor must be a positive number");
+        if (!(f > 0) || !std::isfinite(f)) return RopeProblem{key, "every factor must be a positive number"};
       }
     }
   }
   if (r.type == RopeType::kLlama3 && !(r.high_freq_factor > r.low_freq_factor && r.low_freq_factor > 0)) {
-    fail("model.rope_scaling.high_freq_factor", "llama3 needs high_freq_factor > low_freq_factor > 0");
+    return RopeProblem{"model.rope_scaling.high_freq_factor", "llama3 needs high_freq_factor > low_freq_factor > 0"};
   }
+  return std::nullopt;
 }
-
-}  // namespace
 
 const char* rope_type_name(RopeType type) {
   static const char* const kNames[] = {"default", "linear", "dynamic", "llama3", "yarn", "longrope"};
@@ -148,7 +118,7 @@ bool ModelSpec::same_shape(const ModelSpec& o) const {
          moe_renormalize == o.moe_renormalize && moe_every == o.moe_every &&
          shared_expert_d_ff == o.shared_expert_d_ff &&
          (arch == ModelArch::kGpt2 ||
-          (rope_theta == o.rope_theta && normalized(rope_scaling) == normalized(o.rope_scaling)));
+          (rope_theta == o.rope_theta && normalized_rope(rope_scaling) == normalized_rope(o.rope_scaling)));
 }
 
 ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
@@ -202,9 +172,10 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
                             "set model.mlp_bias=false for a mixture of experts");
   }
   if (gpt2 && s.has_llama_options()) {
-    throw util::ConfigError("model.head_dim, model.qk_norm, model.norm_placement and the other llama-family "
-                            "options (see the config reference) are set, but model.arch=gpt2",
-                            "unset them, or use model.arch=llama");
+    throw util::ConfigError(
+        "model.head_dim, model.qk_norm, model.norm_placement and the other llama-family "
+        "options (see the config reference) are set, but model.arch=gpt2",
+        "unset them, or use model.arch=llama");
   }
   if (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases())) {
     throw util::ConfigError(std::string("model.arch=gpt2 always has biases, but model.attention_bias=") +
@@ -235,202 +206,13 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& c) {
     // transformers' default for yarn (get_mscale): 0.1 ln(factor) + 1, and 1 for factor <= 1.
     s.rope_scaling.attention_factor = r.attention_factor.value_or(r.factor > 1 ? 0.1 * std::log(r.factor) + 1.0 : 1.0);
   }
-  check_rope(s, [&](const std::string& key, const std::string& why) {
-    throw util::ConfigError(key + " does not fit model.rope_scaling.type=" + rope_type_name(r.type) + ": " + why,
-                            "fix " + key + ", or set model.rope_scaling.type=default");
-  });
-  s.rope_scaling = normalized(s.rope_scaling);
-  return s;
-}
-
-std::string ModelSpec::to_json() const {
-  const RopeScaling r = normalized(rope_scaling);
-  nlohmann::ordered_json rope{{"type", rope_type_name(r.type)},
-                              {"factor", r.factor},
-                              {"original_max_seq_len", r.original_max_seq_len},
-                              {"low_freq_factor", r.low_freq_factor},
-                              {"high_freq_factor", r.high_freq_factor},
-                              {"beta_fast", r.beta_fast},
-                              {"beta_slow", r.beta_slow},
-                              {"attention_factor", r.attention_factor},
-                              {"truncate", r.truncate},
-                              {"short_factor", r.short_factor},
-                              {"long_factor", r.long_factor}};
-  nlohmann::ordered_json j{{"format", "hftrain-model"},   {"version", 4},
-                           {"arch", arch == ModelArch::kGpt2 ? "gpt2" : "llama"},
-                           {"n_layer", n_layer},          {"n_head", n_head},
-                           {"n_kv_head", n_kv_head},      {"d_model", d_model},
-                           {"d_ff", d_ff},                {"max_seq_len", max_seq_len},
-                           {"vocab_size", vocab_size},    {"rope_theta", rope_theta},
-                           {"norm_eps", norm_eps},        {"dropout", dropout},
-                           {"tie_embeddings", tie_embeddings}, {"init_std", init_std},
-                           {"attention_bias", attention_bias_name(attention_biases())},
-                           {"mlp_bias", mlp_biases()},        {"rope_scaling", rope},
-                           // null: d_model / n_head
-                           {"head_dim", explicit_head_dim > 0 ? nlohmann::ordered_json(explicit_head_dim) : nullptr},
-                           {"qk_norm", qk_norm_name(qk_norm)},
-                           {"norm_placement", norm_placement_name(norm_placement)},
-                           {"partial_rotary_factor", partial_rotary_factor},
-                           {"fused_projections", fused_projections},
-                           {"activation", activation_name(activation)},
-                           {"norm_unit_offset", norm_unit_offset},
-                           {"scale_embeddings", scale_embeddings},
-                           {"query_pre_attn_scalar", query_pre_attn_scalar},
-                           {"attn_logit_softcapping", attn_logit_softcapping},
-                           {"final_logit_softcapping", final_logit_softcapping},
-                           {"sliding_window", sliding_window},
-                           {"sliding_window_pattern", sliding_window_pattern},
-                           {"rope_local_theta", rope_local_theta},
-                           {"n_experts", n_experts},
-                           {"experts_per_token", experts_per_token},
-                           {"expert_d_ff", expert_d_ff},
-                           {"moe_renormalize", moe_renormalize},
-                           {"moe_every", moe_every},
-                           {"shared_expert_d_ff", shared_expert_d_ff},
-                           {"router_aux_loss_coef", router_aux_loss_coef}};
-  return j.dump(2) + "\n";
-}
-
-ModelSpec ModelSpec::from_json(const std::string& text, const std::string& source) {
-  const char* damaged = "the checkpoint is damaged; use another one";
-  util::check_json_depth<util::CheckpointError>(text, source);
-  try {
-    const auto j = nlohmann::json::parse(text);
-    if (j.value("format", "") != "hftrain-model") {
-      throw util::CheckpointError(source + " is not an hftrain model description (format is not hftrain-model)");
-    }
-    // Version 1 had no biases or RoPE-scaling fields, version 2 no head_dim or qk_norm, version 3
-    // none of Gemma's options: the family defaults.
-    const int version = j.value("version", 1);
-    if (version > 4) {
-      throw util::CheckpointError(source + " is model description version " + std::to_string(version) +
-                                      ", newer than this hftrain reads (4)",
-                                  "use the hftrain that wrote it, or a newer one");
-    }
-    ModelSpec s;
-    const std::string arch = j.at("arch").get<std::string>();
-    if (arch != "gpt2" && arch != "llama") throw util::CheckpointError(source + ": unknown arch '" + arch + "'");
-    s.arch = arch == "gpt2" ? ModelArch::kGpt2 : ModelArch::kLlama;
-    j.at("n_layer").get_to(s.n_layer);
-    j.at("n_head").get_to(s.n_head);
-    j.at("n_kv_head").get_to(s.n_kv_head);
-    j.at("d_model").get_to(s.d_model);
-    j.at("d_ff").get_to(s.d_ff);
-    j.at("max_seq_len").get_to(s.max_seq_len);
-    j.at("vocab_size").get_to(s.vocab_size);
-    j.at("rope_theta").get_to(s.rope_theta);
-    j.at("norm_eps").get_to(s.norm_eps);
-    j.at("dropout").get_to(s.dropout);
-    j.at("tie_embeddings").get_to(s.tie_embeddings);
-    j.at("init_std").get_to(s.init_std);
-    const bool gpt2 = s.arch == ModelArch::kGpt2;
-    s.attention_bias = s.attention_biases();
-    s.mlp_bias = s.mlp_biases();
-    if (version >= 2) {
-      s.attention_bias =
-          named(j.at("attention_bias").get<std::string>(), kBiases, attention_bias_name, source, "attention_bias");
-      s.mlp_bias = j.at("mlp_bias").get<bool>();
-      const auto& r = j.at("rope_scaling");
-      s.rope_scaling.type =
-          named(r.at("type").get<std::string>(), kRopeTypes, rope_type_name, source, "rope_scaling type");
-      r.at("factor").get_to(s.rope_scaling.factor);
-      r.at("original_max_seq_len").get_to(s.rope_scaling.original_max_seq_len);
-      r.at("low_freq_factor").get_to(s.rope_scaling.low_freq_factor);
-      r.at("high_freq_factor").get_to(s.rope_scaling.high_freq_factor);
-      r.at("beta_fast").get_to(s.rope_scaling.beta_fast);
-      r.at("beta_slow").get_to(s.rope_scaling.beta_slow);
-      r.at("attention_factor").get_to(s.rope_scaling.attention_factor);
-      r.at("truncate").get_to(s.rope_scaling.truncate);
-      // Version 4 (longrope) on: one factor per rotated pair, or empty.
-      if (r.contains("short_factor")) r.at("short_factor").get_to(s.rope_scaling.short_factor);
-      if (r.contains("long_factor")) r.at("long_factor").get_to(s.rope_scaling.long_factor);
-    }
-    if (version >= 3 && !j.at("head_dim").is_null()) {
-      const int64_t head_dim = j.at("head_dim").get<int64_t>();
-      if (head_dim < 1 || head_dim > (int64_t{1} << 16)) {
-        throw util::CheckpointError(source + ": head_dim is " + std::to_string(head_dim) +
-                                        ", outside 1 to hftrain's limit of 65536 (model.head_dim)",
-                                    damaged);
-      }
-      if (s.d_model % s.n_head != 0 || head_dim != s.d_model / s.n_head) s.explicit_head_dim = head_dim;
-    }
-    if (version >= 3) {
-      s.qk_norm = named(j.at("qk_norm").get<std::string>(), kQkNorms, qk_norm_name, source, "qk_norm");
-      s.norm_placement = named(j.value("norm_placement", std::string("pre")), kPlacements, norm_placement_name, source,
-                               "norm_placement");
-      s.partial_rotary_factor = j.value("partial_rotary_factor", 1.0);
-      s.fused_projections = j.value("fused_projections", false);
-      if (!(s.partial_rotary_factor > 0 && s.partial_rotary_factor <= 1) || s.rotary_dim() < 2 ||
-          s.rotary_dim() % 2 != 0) {
-        throw util::CheckpointError(source + ": partial_rotary_factor " + std::to_string(s.partial_rotary_factor) +
-                                        " leaves no even number of rotated dimensions",
-                                    damaged);
-      }
-    }
-    if (version >= 4) {
-      s.activation = named(j.at("activation").get<std::string>(), kActivations, activation_name, source, "activation");
-      j.at("norm_unit_offset").get_to(s.norm_unit_offset);
-      j.at("scale_embeddings").get_to(s.scale_embeddings);
-      j.at("query_pre_attn_scalar").get_to(s.query_pre_attn_scalar);
-      j.at("attn_logit_softcapping").get_to(s.attn_logit_softcapping);
-      j.at("final_logit_softcapping").get_to(s.final_logit_softcapping);
-      j.at("sliding_window").get_to(s.sliding_window);
-      j.at("sliding_window_pattern").get_to(s.sliding_window_pattern);
-      j.at("rope_local_theta").get_to(s.rope_local_theta);
-      // MoE fields: absent in the first version-4 files (dense).
-      s.n_experts = j.value("n_experts", int64_t{0});
-      s.experts_per_token = j.value("experts_per_token", int64_t{0});
-      s.expert_d_ff = j.value("expert_d_ff", int64_t{0});
-      s.moe_renormalize = j.value("moe_renormalize", true);
-      s.moe_every = j.value("moe_every", int64_t{1});
-      s.shared_expert_d_ff = j.value("shared_expert_d_ff", int64_t{0});
-      s.router_aux_loss_coef = j.value("router_aux_loss_coef", 0.0);
-      if (s.n_experts < 0 || s.n_experts > 1024 || !(s.router_aux_loss_coef >= 0) ||
-          (s.n_experts > 0 && (s.experts_per_token < 1 || s.experts_per_token > s.n_experts || s.expert_d_ff < 1 ||
-                               s.expert_d_ff > (int64_t{1} << 22) || s.moe_every < 1)) ||
-          s.shared_expert_d_ff < 0 || s.shared_expert_d_ff > (int64_t{1} << 22) ||
-          (s.n_experts == 0 && s.shared_expert_d_ff != 0)) {
-        throw util::CheckpointError(source + ": inconsistent mixture-of-experts fields", damaged);
-      }
-      const bool sliding_fits = s.sliding_window > 0 || (s.sliding_window_pattern == 0 && s.rope_local_theta == 0);
-      if (!(s.query_pre_attn_scalar >= 0 && s.attn_logit_softcapping >= 0 && s.final_logit_softcapping >= 0 &&
-            s.sliding_window >= 0 && s.sliding_window_pattern >= 0 && s.rope_local_theta >= 0) ||
-          !sliding_fits) {
-        throw util::CheckpointError(source + ": a negative scale, cap or window, or sliding-layer fields without a "
-                                             "sliding_window",
-                                    damaged);
-      }
-    }
-    // The limits of the model.* keys (config/keys_*.cpp): a model.json past them describes a model
-    // that could never be allocated, refused before anything is.
-    for (const auto& [key, value, limit] : {std::tuple<const char*, int64_t, int64_t>{"n_layer", s.n_layer, 1024},
-                                           {"n_head", s.n_head, 1024},
-                                           {"n_kv_head", s.n_kv_head, 1024},
-                                           {"d_model", s.d_model, int64_t{1} << 20},
-                                           {"d_ff", s.d_ff, int64_t{1} << 22},
-                                           {"max_seq_len", s.max_seq_len, int64_t{1} << 24},
-                                           {"vocab_size", s.vocab_size, int64_t{1} << 24}}) {
-      if (value > limit) {
-        throw util::CheckpointError(source + ": " + key + " is " + std::to_string(value) +
-                                        ", above hftrain's limit of " + std::to_string(limit) + " (model." + key + ")",
-                                    damaged);
-      }
-    }
-    if (s.n_layer < 1 || s.n_head < 1 || s.n_kv_head < 1 || s.d_model < s.n_head || s.d_ff < 1 ||
-        s.max_seq_len < 1 || s.vocab_size < 1 || s.n_head % s.n_kv_head != 0 ||
-        (s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) ||
-        (gpt2 && (s.attention_biases() != AttentionBias::kAll || !s.mlp_biases() || s.has_llama_options()))) {
-      throw util::CheckpointError(source + ": inconsistent model sizes", damaged);
-    }
-    check_rope(s, [&](const std::string& key, const std::string& why) {
-      throw util::CheckpointError(source + ": rope_scaling does not fit (" + key + ": " + why + ")", damaged);
-    });
-    s.rope_scaling = normalized(s.rope_scaling);
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    throw util::CheckpointError(source + ": malformed model description (" + util::plain_json_error(e.what()) + ")",
-                                damaged);
+  if (const auto problem = rope_problem(s)) {
+    throw util::ConfigError(
+        problem->key + " does not fit model.rope_scaling.type=" + rope_type_name(r.type) + ": " + problem->why,
+        "fix " + problem->key + ", or set model.rope_scaling.type=default");
   }
+  s.rope_scaling = normalized_rope(s.rope_scaling);
+  return s;
 }
 
 int64_t ModelSpec::block_parameter_count() const {

@@ -132,10 +132,22 @@ struct ModelSpec {
   // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2
   // without biases or with RoPE scaling, an original_max_seq_len above max_seq_len, ...).
   static ModelSpec from_config(const config::ModelConfig& config);
+  // model.json (model_json.cpp).
   std::string to_json() const;
   // Throws CheckpointError naming `source` for a missing or malformed field.
   static ModelSpec from_json(const std::string& text, const std::string& source);
 };
+
+// Only the fields rope_scaling's type reads; the others keep RopeScaling's defaults, so that two
+// specs that compute the same tables compare equal.
+RopeScaling normalized_rope(const RopeScaling& r);
+
+// What in a spec's rope_scaling does not fit its model: the model.* key and why. from_config reports it
+// as a ConfigError, from_json as a CheckpointError.
+struct RopeProblem {
+  std::string key, why;
+};
+std::optional<RopeProblem> rope_problem(const ModelSpec& s);
 
 // "default", "linear", ... (the rope_type names of transformers, and model.rope_scaling.type's).
 const char* rope_type_name(config::RopeType type);

@@ -22,7 +22,9 @@ set(HFTRAIN_PARALLEL_TORCH_SOURCES
   comm/communicator.cpp
   comm/mpi_communicator.cpp
   comm/nccl_communicator.cpp
+  comm/rendezvous_store.cpp
   comm/world.cpp
+  comm/world_mesh.cpp
   data_parallel/grad_hook.cpp
   data_parallel/grad_reducer.cpp
   data_parallel/memory_report.cpp

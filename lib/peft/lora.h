@@ -11,7 +11,7 @@
 // so training starts from the base model exactly here too.
 //
 // hftrain fuses some of Hugging Face's linear layers (q/k/v into qkv_proj, gate/up into
-// gate_up_proj). A LoRA target is a Hugging Face module (model/hf_modules.h), so an adapted fused
+// gate_up_proj). A LoRA target is a Hugging Face module (model/hf/hf_modules.h), so an adapted fused
 // layer carries one adapter per adapted slice of its output rows, each with peft's shapes and
 // names: what peft saves for q_proj is exactly the q slice's A and B.
 //
@@ -31,7 +31,7 @@
 
 #include "config/config.h"
 #include "model/dense.h"
-#include "model/hf_modules.h"
+#include "model/hf/hf_modules.h"
 
 namespace hftrain::peft {
 
@@ -69,7 +69,7 @@ class LoraAdapterImpl : public model::DenseAdapter {
 // The scale peft applies: alpha / r, or alpha / sqrt(r) with rsLoRA.
 double lora_scale(const config::LoraConfig& config);
 
-// The Hugging Face modules peft.lora.target_modules selects among `modules` (model/hf_modules.h):
+// The Hugging Face modules peft.lora.target_modules selects among `modules` (model/hf/hf_modules.h):
 // each entry a glob matched against the whole module name or any of its dot-separated tails (so
 // q_proj matches model.layers.0.self_attn.q_proj, as peft's suffix rule does); ["all-linear"]
 // every linear layer but the output layer; [] peft's default for the architecture. Throws
@@ -96,7 +96,7 @@ std::set<std::string> saved_module_params(const std::vector<model::HfParameter>&
 
 // Attaches LoRA adapters for `targets` to the Dense layers of `root` (after its weights are
 // loaded), freezes every other parameter except those of `modules_to_save` (Hugging Face module
-// names, model/hf_modules.h), and draws the adapters' A from the current torch seed.
+// names, model/hf/hf_modules.h), and draws the adapters' A from the current torch seed.
 LoraModel attach_lora(torch::nn::Module& root, const std::vector<model::HfLinear>& targets,
                       const std::vector<model::HfParameter>& hf_parameters,
                       const std::vector<std::string>& modules_to_save, const config::LoraConfig& config);

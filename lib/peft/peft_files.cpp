@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_depth.h"

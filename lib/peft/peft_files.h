@@ -3,7 +3,7 @@
 //   base_model.model.<module>.lora_A.weight (r x in), ...lora_B.weight (out x r),
 //   ...lora_magnitude_vector (out; DoRA)
 //   base_model.model.<tensor> for the tensors of peft.modules_to_save (e.g. lm_head.weight)
-// where <module> is the Hugging Face module name (model/hf_modules.h). hftrain's fused layers
+// where <module> is the Hugging Face module name (model/hf/hf_modules.h). hftrain's fused layers
 // are saved per Hugging Face module, so q_proj's adapter is exactly the q slice's.
 #pragma once
 
@@ -15,8 +15,8 @@
 #include <torch/nn/module.h>
 
 #include "config/config.h"
-#include "model/hf_modules.h"
-#include "model/stored_weights.h"
+#include "model/hf/hf_modules.h"
+#include "model/weights/stored_weights.h"
 #include "peft/lora.h"
 
 namespace hftrain::peft {

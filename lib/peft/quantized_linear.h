@@ -17,8 +17,8 @@
 
 #include "config/config.h"
 #include "model/dense.h"
-#include "model/hf_modules.h"
-#include "model/weight_loader.h"
+#include "model/hf/hf_modules.h"
+#include "model/weights/weight_loader.h"
 #include "peft/quantize.h"
 
 namespace hftrain::peft {

@@ -219,7 +219,8 @@ bool is_plain_byte_level(const InJson& doc) {
 // gaps can be a model token's id. BpeModel holds one text per id; HfTokenizer runs such a file.
 std::unique_ptr<BpeTokenizer> parse_byte_level(const InJson& doc, const std::string& name,
                                                const SpecialTokenChoice& choice) {
-  const hf::Where top{&name, ""};
+  const std::string label = "tokenizer " + name;
+  const hf::Where top = hf::top_of(label);
   BpeModel model;
   const InJson& pre = doc["pre_tokenizer"];
   const InJson& bl = pre.value("type", "") == "Sequence" ? pre["pretokenizers"][1] : pre;

@@ -24,7 +24,7 @@
 #include "ckpt/save_policy.h"
 #include "config/config.h"
 #include "data/loader.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/world.h"

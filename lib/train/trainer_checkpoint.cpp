@@ -30,12 +30,12 @@
 #include "ckpt/rotation.h"
 #include "ckpt/writer.h"
 #include "metrics/format.h"
-#include "model/model_files.h"
-#include "model/safetensors.h"
-#include "model/saved_model.h"
-#include "model/stored_weights.h"
-#include "model/tensor_parallel.h"
-#include "model/weight_loader.h"
+#include "model/weights/model_files.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/saved_model.h"
+#include "model/weights/stored_weights.h"
+#include "model/decoder/tensor_parallel.h"
+#include "model/weights/weight_loader.h"
 #include "peft/peft_files.h"
 #include "train/state/checkpoint_fields.h"
 #include "train/state/checkpoint_rng.h"
@@ -191,11 +191,11 @@ void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
     throw util::CheckpointError(dir.string() + " has no " + kPeftFile + ": it was not saved by a LoRA run",
                                 "resume it with peft.method=none, as it was trained");
   }
-  const Json saved = read_json(file);
-  const auto fingerprint = field<std::string>(saved, "base_fingerprint", file);
+  const CheckpointFile saved(file);
+  const auto fingerprint = saved.fields().string("base_fingerprint");
   if (fingerprint != peft_->base_fingerprint && !allow_base_change) {
     throw util::CheckpointError("the base model changed since " + dir.string() + " was saved: it trained on " +
-                                    field<std::string>(saved, "base_model", file) + ", and model.from (" +
+                                    saved.fields().string("base_model") + ", and model.from (" +
                                     peft_->base_dir.string() + ") now holds other weights or another config",
                                 "point model.from at the base the adapters were trained on, or pass --force to "
                                 "continue them on this one");

@@ -9,8 +9,8 @@
 
 #include "ckpt/verify.h"
 #include "helpers.h"
-#include "model/saved_model.h"
-#include "model/transformer.h"
+#include "model/weights/saved_model.h"
+#include "model/decoder/transformer.h"
 #include "util/strings.h"
 
 using namespace hftrain;

@@ -5,7 +5,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/verify.h"
 #include "helpers.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "util/hash.h"
 #include "util/strings.h"
 

@@ -27,7 +27,7 @@ import safetensors.numpy
 import safetensors.torch
 
 # Every dtype the format defines that LibTorch and this library both have; F4, F6_E2M3, F6_E3M2 and
-# F8_E8M0 are not among them (see lib/model/safetensors_header.cpp).
+# F8_E8M0 are not among them (see lib/model/weights/safetensors_header.cpp).
 TORCH_TYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,

@@ -189,11 +189,11 @@ def main():
                        ["model.json", "vocab_size", "16777216"], env, watched=d)
 
         # --- checkpoint fields that cannot be right (the manifest agrees with them)
-        resume("data.json cursor -1", "data.json", edit_json("cursor", -1), ["data.json", "`cursor`"])
+        resume("data.json cursor -1", "data.json", edit_json("cursor", -1), ["data.json", "cursor is -1"])
         resume("trainer_state.json step 1.5", "trainer_state.json", edit_json("step", 1.5),
-               ["trainer_state.json", "`step`"])
+               ["trainer_state.json", "step is a number, not an integer"])
         resume("trainer_state.json step 2^63", "trainer_state.json", edit_json("step", 2 ** 63),
-               ["trainer_state.json", "`step`"])
+               ["trainer_state.json", "step is 9223372036854775808, above"])
 
         def rng(dtype, n):
             def edit(path):

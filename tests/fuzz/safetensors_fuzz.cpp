@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/safetensors_header.h"
+#include "model/weights/safetensors_header.h"
 #include "util/error.h"
 
 namespace {

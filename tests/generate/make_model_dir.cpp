@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "tokenizer/tokenizer_json.h"
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "util/error.h"
 
 using namespace hftrain;

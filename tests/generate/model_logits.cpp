@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "peft/quantized_linear.h"
 #include "train/task/adapter_model.h"
 #include "util/error.h"

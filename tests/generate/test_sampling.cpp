@@ -9,7 +9,7 @@
 #include <set>
 
 #include "helpers.h"
-#include "model/sampling.h"
+#include "model/decoder/sampling.h"
 #include "util/error.h"
 
 using namespace hftrain;

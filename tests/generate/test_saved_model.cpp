@@ -12,7 +12,7 @@
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
 #include "helpers.h"
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "util/error.h"
 
 using namespace hftrain;

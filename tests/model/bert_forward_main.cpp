@@ -18,11 +18,11 @@
 
 #include <torch/torch.h>
 
-#include "model/bert.h"
-#include "model/bert_spec.h"
-#include "model/bert_weights.h"
-#include "model/safetensors.h"
-#include "model/stored_weights.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_spec.h"
+#include "model/encoder/bert_weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/stored_weights.h"
 #include "util/error.h"
 #include "util/fs.h"
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/bert.h"
-#include "model/bert_spec.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_spec.h"
 #include "util/error.h"
 
 namespace hftrain::test {

@@ -13,11 +13,11 @@
 
 #include <torch/torch.h>
 
-#include "model/hf_config.h"
-#include "model/hf_weights.h"
-#include "model/moe.h"
-#include "model/saved_model.h"
-#include "model/stored_weights.h"
+#include "model/hf/hf_config.h"
+#include "model/hf/hf_weights.h"
+#include "model/decoder/moe.h"
+#include "model/weights/saved_model.h"
+#include "model/weights/stored_weights.h"
 #include "util/error.h"
 #include "util/fs.h"
 

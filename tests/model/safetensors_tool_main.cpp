@@ -24,7 +24,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 
 #include "../config/helpers.h"
 #include "encoder_checks.h"
-#include "model/bert.h"
-#include "model/bert_spec.h"
-#include "model/bert_weights.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_spec.h"
+#include "model/encoder/bert_weights.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -133,15 +133,15 @@ TEST_CASE("bert config: refusals name the file and the field", "[model][bert]") 
              Contains("multi_label_classification"));
   CHECK_THAT(with("hidden_act", "swish"), Contains("hidden_act"));
   CHECK_THAT(with("hidden_size", -3),
-             Contains("`hidden_size` is missing or not a positive integer"));
+             Contains("hidden_size is -3, not a positive integer"));
   CHECK_THAT(with("num_attention_heads", 5), Contains("not a multiple of `num_attention_heads`"));
-  CHECK_THAT(with("pad_token_id", 40), Contains("`pad_token_id` 40 is outside"));
+  CHECK_THAT(with("pad_token_id", 40), Contains("pad_token_id 40 is outside"));
   CHECK_THAT(with("id2label", {{"0", "a"}, {"2", "b"}}), Contains("id2label"));
   CHECK_THAT(with("id2label", {{"0", "a"}}), Contains("single label"));  // transformers' regression
-  CHECK_THAT(with("layer_norm_eps", "small"), Contains("`layer_norm_eps` is not a number"));
+  CHECK_THAT(with("layer_norm_eps", "small"), Contains("layer_norm_eps is a string, not a number"));
   Json j = base;
   j.erase("vocab_size");
-  CHECK_THAT(config_error(j), Contains("`vocab_size` is missing"));
+  CHECK_THAT(config_error(j), Contains("vocab_size is missing"));
   CHECK_THAT(checkpoint_error([] { model::bert_spec_from_hf_config("[1]", "m/config.json"); }),
              Contains("m/config.json is not a JSON object"));
 }

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "encoder_checks.h"
-#include "model/bert.h"
-#include "model/bert_spec.h"
-#include "model/bert_weights.h"
-#include "model/deberta.h"
-#include "model/hf_modules.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_spec.h"
+#include "model/encoder/bert_weights.h"
+#include "model/encoder/deberta.h"
+#include "model/hf/hf_modules.h"
 #include "util/error.h"
 
 using namespace hftrain;

@@ -7,8 +7,8 @@
 
 #include "data/packing.h"
 #include "data/token_corpus.h"
-#include "model/document_mask.h"
-#include "model/transformer.h"
+#include "model/decoder/document_mask.h"
+#include "model/decoder/transformer.h"
 
 using namespace hftrain;
 

@@ -1,4 +1,4 @@
-// The fused classifier (model/fused_classifier.h, kernels/fused_classifier.cu): its per-element
+// The fused classifier (model/decoder/fused_classifier.h, kernels/fused_classifier.cu): its per-element
 // math (kernels/classifier_math.h, the header the kernel compiles) against ATen in fp64 on the
 // CPU, including the online softmax's pairwise merges in any split; its ATen composite against
 // the same reference; and, on a GPU, the kernel against the composite (fp32 and bf16 gradients,
@@ -6,7 +6,7 @@
 #include "../torch_catch.h"  // first: see the file
 
 #include "kernels/classifier_math.h"
-#include "model/fused_classifier.h"
+#include "model/decoder/fused_classifier.h"
 
 using namespace hftrain;
 namespace k = hftrain::kernels;

@@ -7,8 +7,8 @@
 #include <numbers>
 
 #include "../config/helpers.h"
-#include "model/hf_config.h"
-#include "model/hf_modules.h"
+#include "model/hf/hf_config.h"
+#include "model/hf/hf_modules.h"
 #include "model/rope.h"
 #include "model/spec.h"
 
@@ -155,18 +155,18 @@ TEST_CASE("RoPE scaling from rope_parameters (transformers 5) and rope_scaling (
                                                         "model.rope_scaling.long_factor=[1,3,5,7]"));
   // Refused by name: factors missing, of the wrong count, not positive; an unknown type.
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "longrope", "factor": 2.0})")),
-             Contains("`rope_scaling.short_factor` is missing"));
+             Contains("rope_scaling.short_factor is missing"));
   CHECK_THAT(error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0],
                                                 "long_factor": [1.0, 1.0]})")),
              Contains("longrope's `short_factor` has 2 factors, but RoPE rotates 4 pairs"));
   CHECK_THAT(
       error(family("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 0],
                                                 "long_factor": [1.0, 1.0, 1.0, 1.0]})")),
-      Contains("holds 0, not a positive number"));
+      Contains("rope_scaling.short_factor[3] is 0, not a positive number"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "ntk-by-parts", "factor": 2.0})")),
              Contains("RoPE scaling type `ntk-by-parts`"));
   CHECK_THAT(error(family("LlamaForCausalLM", R"(, "rope_scaling": {"rope_type": "linear"})")),
-             Contains("`rope_scaling.factor` is missing"));
+             Contains("rope_scaling.factor is missing"));
   CHECK(
       read(family("LlamaForCausalLM", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"))
           .rotary_dim() == 4);

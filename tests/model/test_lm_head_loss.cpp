@@ -6,8 +6,8 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "model/lm_head_loss.h"
-#include "model/mixed_mm.h"
+#include "model/decoder/lm_head_loss.h"
+#include "model/decoder/mixed_mm.h"
 
 using namespace hftrain;
 namespace F = torch::nn::functional;

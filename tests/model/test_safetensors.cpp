@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "../config/helpers.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/spec.h"
 
 using namespace hftrain;

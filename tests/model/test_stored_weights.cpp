@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../config/helpers.h"
-#include "model/hf_weights.h"
-#include "model/saved_model.h"
-#include "model/stored_weights.h"
+#include "model/hf/hf_weights.h"
+#include "model/weights/saved_model.h"
+#include "model/weights/stored_weights.h"
 #include "util/fs.h"
 
 using namespace hftrain;

@@ -10,11 +10,11 @@
 #include <memory>
 #include <thread>
 
-#include "model/bert.h"
-#include "model/lm_head_loss.h"
-#include "model/tensor_parallel.h"
-#include "model/tp_plan.h"
-#include "model/transformer.h"
+#include "model/encoder/bert.h"
+#include "model/decoder/lm_head_loss.h"
+#include "model/decoder/tensor_parallel.h"
+#include "model/decoder/tp_plan.h"
+#include "model/decoder/transformer.h"
 
 using namespace hftrain;
 

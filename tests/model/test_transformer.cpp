@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/hf_config.h"
-#include "model/hf_weights.h"
-#include "model/moe.h"
-#include "model/transformer.h"
+#include "model/hf/hf_config.h"
+#include "model/hf/hf_weights.h"
+#include "model/decoder/moe.h"
+#include "model/decoder/transformer.h"
 #include "util/error.h"
 #include "util/fs.h"
 

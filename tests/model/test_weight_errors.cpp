@@ -5,10 +5,10 @@
 #include "../torch_catch.h"  // first: see the file
 
 #include "../config/helpers.h"
-#include "model/bert_weights.h"
-#include "model/hf_weights.h"
-#include "model/saved_model.h"
-#include "model/stored_weights.h"
+#include "model/encoder/bert_weights.h"
+#include "model/hf/hf_weights.h"
+#include "model/weights/saved_model.h"
+#include "model/weights/stored_weights.h"
 #include "util/error.h"
 
 using namespace hftrain;

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "model/weight_loader.h"
+#include "model/weights/weight_loader.h"
 #include "util/error.h"
 
 using namespace hftrain;

@@ -10,7 +10,7 @@
 #include <string>
 #include "../torch_catch.h"  // first: see the file
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/adamw_8bit.h"
 #include "peft/quantize.h"
 #include "helpers.h"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/galore_adamw.h"
 #include "helpers.h"
 #include "util/error.h"

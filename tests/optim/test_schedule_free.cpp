@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/schedule_free_adamw.h"
 #include "helpers.h"
 #include "util/error.h"

@@ -10,9 +10,9 @@
 
 #include <torch/torch.h>
 
-#include "model/bert.h"
-#include "model/hf_modules.h"
-#include "model/transformer.h"
+#include "model/encoder/bert.h"
+#include "model/hf/hf_modules.h"
+#include "model/decoder/transformer.h"
 #include "peft/lora.h"
 #include "peft/peft_files.h"
 #include "util/error.h"

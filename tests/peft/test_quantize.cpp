@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "peft/quantize.h"
 #include "util/error.h"
 

@@ -7,8 +7,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "model/hf_modules.h"
-#include "model/transformer.h"
+#include "model/hf/hf_modules.h"
+#include "model/decoder/transformer.h"
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
 #include "util/error.h"

@@ -4,10 +4,10 @@
 #include "../torch_catch.h"  // first: see the file
 
 #include "../config/helpers.h"
-#include "model/bert.h"
-#include "model/bert_weights.h"
-#include "model/hf_config.h"
-#include "model/hf_export.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_weights.h"
+#include "model/hf/hf_config.h"
+#include "model/hf/hf_export.h"
 #include "train/build/model_from.h"
 #include "train/trainer.h"
 #include "train/build/wiring.h"
@@ -59,7 +59,7 @@ TEST_CASE("unsupported architectures and options are refused by name", "[train][
           "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 100)";
   CHECK(err(llama + "}") == "no error");
   CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "longrope", "factor": 2}})"),
-             Contains("`rope_scaling.short_factor`"));
+             Contains("rope_scaling.short_factor is missing"));
   CHECK_THAT(err(llama + R"(, "rope_scaling": {"type": "su2", "factor": 2}})"), Contains("RoPE scaling type `su2`"));
   CHECK_THAT(err(llama + R"(, "hidden_act": "gelu"})"), Contains("hidden_act"));
   const std::string mistral =

@@ -3,7 +3,7 @@
 #include "../torch_catch.h"  // first: see the file
 
 #include "../config/helpers.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "train/step/master_weights.h"
 #include "train/trainer.h"
 

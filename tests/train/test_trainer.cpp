@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "../config/helpers.h"
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 #include "train/trainer.h"
 #include "util/fs.h"
 

@@ -17,6 +17,8 @@
 
 namespace hftrain::parallel {
 
+struct StoreHandle;  // rendezvous_store.h
+
 // The rendezvous store as hftrain's own launcher hosts it on node 0 (workers connect to it as
 // clients). Port 0 picks a free port.
 class StoreHost {
@@ -27,8 +29,7 @@ class StoreHost {
 
  private:
   StoreHost() = default;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<StoreHandle> impl_;
   int port_ = 0;
 };
 
@@ -92,7 +93,6 @@ class World {
 
  private:
   World() = default;
-  struct StoreHolder;
   // Where this rank sits among its data-parallel group's members on its node.
   struct NodePlace {
     int index = 0;  // members on this node before it
@@ -103,7 +103,7 @@ class World {
   launch::LaunchEnv env_;
   torch::Device device_{torch::kCPU};
   config::DistributedConfig config_;
-  std::unique_ptr<StoreHolder> store_holder_;
+  std::unique_ptr<StoreHandle> store_holder_;
   std::unique_ptr<KeyValueStore> store_;
   std::unique_ptr<Monitor> monitor_;
   std::shared_ptr<Communicator> comm_, intra_, inter_, tp_, dp_, pp_;

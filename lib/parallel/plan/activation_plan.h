@@ -8,7 +8,7 @@
 //  - document masking (data.document_mask) keeps one B x T x T boolean mask for the whole pass,
 //    plus its conversion to an additive bias of the compute dtype where the kernel needs one;
 //    on CUDA in bf16/fp16 it runs as variable-length flash attention instead, which keeps only
-//    the documents' offsets (model/document_mask.h).
+//    the documents' offsets (model/decoder/document_mask.h).
 // Activation checkpointing keeps each block's input and recomputes one block at a time.
 // An estimate (it leaves out small buffers such as the kernels' log-sum-exp), in bytes.
 #pragma once

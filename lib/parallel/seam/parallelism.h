@@ -23,7 +23,7 @@
 #include <torch/types.h>
 
 #include "config/config.h"
-#include "model/tensor_parallel.h"
+#include "model/decoder/tensor_parallel.h"
 #include "parallel/comm/world.h"
 #include "parallel/data_parallel/optimizer_pieces.h"
 #include "parallel/data_parallel/strategy.h"

@@ -1,4 +1,4 @@
-// Tensor parallelism's group over a Communicator (the model's TpGroup, model/tensor_parallel.h),
+// Tensor parallelism's group over a Communicator (the model's TpGroup, model/decoder/tensor_parallel.h),
 // and the pieces of a checkpoint that it moves: every rank's parameters put back together whole
 // for a save (and taken apart again after a load), and the optimizer state the same way.
 #pragma once
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/tensor_parallel.h"
-#include "model/tp_plan.h"
+#include "model/decoder/tensor_parallel.h"
+#include "model/decoder/tp_plan.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/data_parallel/optimizer_pieces.h"
 

@@ -6,40 +6,20 @@
 namespace hftrain::tokenizer::hf {
 namespace {
 
-const char* kind_name(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::object:
-      return "an object";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    default:
-      return "an unexpected value";
-  }
-}
+constexpr const char* kHint = "is the tokenizer.json damaged, or written by a newer tokenizers?";
 
 }  // namespace
 
+Where top_of(const std::string& label) {
+  return Where{&label, "", util::ErrorKind::kData, kHint};
+}
+
 void fail(const Where& where, const std::string& what, const std::string& hint) {
-  const std::string at = where.path.empty() ? "" : where.path + " ";
-  throw util::DataError(
-      "tokenizer " + *where.file + ": " + at + what,
-      hint.empty() ? "is the tokenizer.json damaged, or written by a newer tokenizers?" : hint);
+  util::json_fail(where, what, hint);
 }
 
 void unsupported(const Where& where, const std::string& value, const std::string& supported) {
-  fail(where, "is " + shown(value) + ", which hftrain does not support",
-       "hftrain supports " + supported);
+  fail(where, "is " + shown(value) + ", which hftrain does not support", "hftrain supports " + supported);
 }
 
 std::string shown(const std::string& text) {
@@ -64,78 +44,40 @@ std::string shown(const std::string& text) {
 }
 
 const Json* member(const Json& obj, const char* key, const Where& where) {
-  if (!obj.is_object()) fail(where, std::string("is ") + kind_name(obj) + ", not an object");
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
+  return util::JsonFields(obj, where).find(key);
 }
 
 std::string as_string(const Json& value, const Where& where) {
-  if (!value.is_string()) fail(where, std::string("is ") + kind_name(value) + ", not a string");
-  return value.get<std::string>();
+  return util::json_string(value, where);
 }
 
 int64_t as_int(const Json& value, const Where& where, int64_t min, int64_t max) {
-  if (!value.is_number_integer())
-    fail(where, std::string("is ") + kind_name(value) + ", not an integer");
-  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(max)) {
-    fail(where, "is " + std::to_string(value.get<uint64_t>()) + ", above " + std::to_string(max));
-  }
-  const auto v = value.get<int64_t>();
-  if (v < min || v > max) {
-    fail(where, "is " + std::to_string(v) + ", outside [" + std::to_string(min) + ", " +
-                    std::to_string(max) + "]");
-  }
-  return v;
+  return util::json_int(value, where, min, max);
 }
 
-std::string get_string(const Json& obj, const char* key, const Where& where,
-                       std::optional<std::string> fallback) {
-  const Json* v = member(obj, key, where);
-  if (!v) {
-    if (fallback) return *fallback;
-    fail(where / key, "is missing");
-  }
-  return as_string(*v, where / key);
+std::string get_string(const Json& obj, const char* key, const Where& where, std::optional<std::string> fallback) {
+  return util::JsonFields(obj, where).string(key, std::move(fallback));
 }
 
-std::optional<std::string> get_optional_string(const Json& obj, const char* key,
-                                               const Where& where) {
-  const Json* v = member(obj, key, where);
-  if (!v) return std::nullopt;
-  return as_string(*v, where / key);
+std::optional<std::string> get_optional_string(const Json& obj, const char* key, const Where& where) {
+  return util::JsonFields(obj, where).optional_string(key);
 }
 
 bool get_bool(const Json& obj, const char* key, const Where& where, bool fallback) {
-  const Json* v = member(obj, key, where);
-  if (!v) return fallback;
-  if (!v->is_boolean())
-    fail(where / key, std::string("is ") + kind_name(*v) + ", not true or false");
-  return v->get<bool>();
+  return util::JsonFields(obj, where).boolean(key, fallback);
 }
 
 int64_t get_int(const Json& obj, const char* key, const Where& where, int64_t min, int64_t max,
                 std::optional<int64_t> fallback) {
-  const Json* v = member(obj, key, where);
-  if (!v) {
-    if (fallback) return *fallback;
-    fail(where / key, "is missing");
-  }
-  return as_int(*v, where / key, min, max);
+  return util::JsonFields(obj, where).integer(key, min, max, fallback);
 }
 
 const Json& get_array(const Json& obj, const char* key, const Where& where) {
-  const Json* v = member(obj, key, where);
-  if (!v) fail(where / key, "is missing");
-  if (!v->is_array()) fail(where / key, std::string("is ") + kind_name(*v) + ", not an array");
-  return *v;
+  return util::JsonFields(obj, where).array(key);
 }
 
 const Json& get_object(const Json& obj, const char* key, const Where& where) {
-  const Json* v = member(obj, key, where);
-  if (!v) fail(where / key, "is missing");
-  if (!v->is_object()) fail(where / key, std::string("is ") + kind_name(*v) + ", not an object");
-  return *v;
+  return util::JsonFields(obj, where).object(key).json();
 }
 
 char32_t get_char(const Json& obj, const char* key, const Where& where, char32_t fallback) {
@@ -149,7 +91,7 @@ char32_t get_char(const Json& obj, const char* key, const Where& where, char32_t
 std::string type_of(const Json& obj, const Where& where) {
   constexpr size_t kMaxPath = 2000;  // about a hundred nested Sequences
   if (where.path.size() > kMaxPath)
-    fail(Where{where.file, where.path.substr(0, 60) + "..."}, "nests too deeply");
+    fail(Where{where.file, where.path.substr(0, 60) + "...", where.kind, where.hint}, "nests too deeply");
   return get_string(obj, "type", where);
 }
 

@@ -1,6 +1,6 @@
-// Reading a Hugging Face tokenizer.json: typed access to its members with errors that name the
-// file and the JSON path of the offending key ("pre_tokenizer.pretokenizers[1].behavior"), so
-// that every malformed or unsupported piece is a util::DataError, never a library exception.
+// Reading a Hugging Face tokenizer.json: typed access to its members (util/json_fields.h) with errors
+// that name the file and the JSON path of the offending key ("pre_tokenizer.pretokenizers[1].behavior"),
+// so that every malformed or unsupported piece is a util::DataError, never a library exception.
 #pragma once
 
 #include <cstdint>
@@ -9,26 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "util/json_fields.h"
+
 namespace hftrain::tokenizer::hf {
 
 using Json = nlohmann::json;
 
-// Where in which file: the JSON path of a value.
-struct Where {
-  const std::string* file;  // the tokenizer.json's name, for messages
-  std::string path;         // "" at the top level
-
-  Where operator/(const std::string& key) const {
-    return {file, path.empty() ? key : path + "." + key};
-  }
-  Where operator[](size_t index) const { return {file, path + "[" + std::to_string(index) + "]"}; }
-};
+// Where in which file: the JSON path of a value, failing as a DataError with the tokenizer's hint.
+using Where = util::JsonPlace;
+// The top of the tokenizer.json that messages call `label` ("tokenizer t.json"; not copied: it
+// outlives the reading).
+Where top_of(const std::string& label);
 
 // Throws DataError "tokenizer <file>: <path> <what>" with the hint.
 [[noreturn]] void fail(const Where& where, const std::string& what, const std::string& hint = "");
 // Throws DataError "<path> is <value>, which hftrain does not support" listing what it supports.
-[[noreturn]] void unsupported(const Where& where, const std::string& value,
-                              const std::string& supported);
+[[noreturn]] void unsupported(const Where& where, const std::string& value, const std::string& supported);
 
 // A short, printable rendering of a string from the file for messages (never the whole file:
 // untrusted JSON stays out of messages).
@@ -39,8 +35,7 @@ const Json* member(const Json& obj, const char* key, const Where& where);
 
 std::string get_string(const Json& obj, const char* key, const Where& where,
                        std::optional<std::string> fallback = std::nullopt);
-std::optional<std::string> get_optional_string(const Json& obj, const char* key,
-                                               const Where& where);
+std::optional<std::string> get_optional_string(const Json& obj, const char* key, const Where& where);
 bool get_bool(const Json& obj, const char* key, const Where& where, bool fallback);
 int64_t get_int(const Json& obj, const char* key, const Where& where, int64_t min, int64_t max,
                 std::optional<int64_t> fallback = std::nullopt);

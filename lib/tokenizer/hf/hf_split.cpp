@@ -18,7 +18,7 @@ Pattern Pattern::regex(const std::string& pattern, const Where& where) {
   Pattern p;
   p.kind_ = Kind::kRegex;
   p.regex_ =
-      std::make_shared<RegexSplitter>(pattern, "tokenizer " + *where.file + ": " + where.path);
+      std::make_shared<RegexSplitter>(pattern, *where.file + ": " + where.path);
   return p;
 }
 

@@ -11,7 +11,8 @@ namespace hftrain::tokenizer {
 HfTokenizer::HfTokenizer(const hf::Json& doc, std::string text, const std::string& name,
                          const SpecialTokenChoice& choice)
     : text_(std::move(text)), ids_{-1, -1, ""} {
-  const hf::Where top{&name, ""};
+  const std::string label = "tokenizer " + name;
+  const hf::Where top = hf::top_of(label);
   if (!doc.is_object())
     hf::fail(top, "is not a JSON object", "is it a Hugging Face tokenizer.json?");
   auto part = [&](const char* key) -> const hf::Json& {

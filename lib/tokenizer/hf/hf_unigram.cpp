@@ -72,7 +72,7 @@ std::vector<std::pair<size_t, size_t>> Unigram::segment(const std::string& piece
     });
     if (!single && wins(start + len, unk_score_ + here)) {
       if (!unk_id_) {
-        throw util::DataError("tokenizer " + file_ + ": no piece of the Unigram model covers " +
+        throw util::DataError(file_ + ": no piece of the Unigram model covers " +
                                   shown(piece.substr(start, len)) + " and model.unk_id is null",
                               "the tokenizers library fails on this text too; give the model an "
                               "unk_id");

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "model/hf_config.h"
-#include "model/saved_model.h"
+#include "model/hf/hf_config.h"
+#include "model/weights/saved_model.h"
 #include "util/error.h"
 #include "util/fs.h"
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/bert_spec.h"
+#include "model/encoder/bert_spec.h"
 #include "model/spec.h"
 
 namespace hftrain::train {

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "model/safetensors_header.h"
+#include "model/weights/safetensors_header.h"
 #include "parallel/plan/memory_plan.h"
 #include "peft/quantized_linear.h"
 #include "train/build/model_from.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
-#include "model/hf_modules.h"
+#include "model/hf/hf_modules.h"
 #include "peft/lora.h"
 #include "peft/peft_files.h"
 #include "train/task/task_model.h"

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "config/config.h"
-#include "model/bert_spec.h"
+#include "model/encoder/bert_spec.h"
 #include "parallel/comm/world.h"
 #include "train/task/task_model.h"
 

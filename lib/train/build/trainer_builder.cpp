@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "model/lm_head_loss.h"
+#include "model/decoder/lm_head_loss.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/lora.h"

@@ -10,7 +10,7 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "tokenizer/tokenizer.h"
-#include "model/bert_spec.h"
+#include "model/encoder/bert_spec.h"
 #include "parallel/data_parallel/strategy.h"
 #include "train/build/model_from.h"
 
@@ -52,7 +52,7 @@ torch::Device pick_device(const config::Config& config, int local_rank = 0);
 // generators by tensor-parallel group (World::tp_group_index: the data-parallel rank, and the
 // pipeline stage), so that a tensor-parallel group draws alike and two stages differently,
 // restarted at `step` when a resume holds no state for the rank; tensor parallelism's own stream
-// of a rank by its group and tensor-parallel rank (model/tensor_parallel.h).
+// of a rank by its group and tensor-parallel rank (model/decoder/tensor_parallel.h).
 uint64_t default_stream_seed(const config::Config& config, int tp_group, int64_t step = 0);
 uint64_t own_stream_seed(const config::Config& config, int tp_group, int tp_rank);
 

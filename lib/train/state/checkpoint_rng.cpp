@@ -4,7 +4,7 @@
 
 #include <torch/torch.h>
 
-#include "model/tensor_parallel.h"
+#include "model/decoder/tensor_parallel.h"
 #include "util/error.h"
 #ifdef HFTRAIN_HAVE_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -42,7 +42,7 @@ model::TensorList rng_states(const torch::Device& device) {
     out.emplace_back("cuda", gen.get_state());
   }
 #endif
-  // Tensor parallelism: this rank's own stream too, once drawn from (model/tensor_parallel.h).
+  // Tensor parallelism: this rank's own stream too, once drawn from (model/decoder/tensor_parallel.h).
   if (model::tp_rng::active()) {
     const torch::Tensor own = model::tp_rng::state(device);
     if (own.defined()) out.emplace_back(device.is_cuda() ? "tp_cuda" : "tp_cpu", own);

@@ -7,7 +7,7 @@
 
 #include <torch/types.h>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "parallel/comm/world.h"
 
 namespace hftrain::train {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <functional>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "train/state/checkpoint_fields.h"
 #include "util/error.h"
@@ -15,8 +15,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-
-const char* const kDamaged = "the file is damaged; resume from another checkpoint";
 
 int64_t cpu_generator_state_size() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -32,7 +30,9 @@ bool is_cpu_state(const std::string& name) {
 }  // namespace
 
 namespace {
-Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json optional_number(const std::optional<double>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
 }  // namespace
 
 Json trainer_state_record(const SavedTrainerState& s) {
@@ -62,15 +62,17 @@ Json trainer_state_record(const SavedTrainerState& s) {
 }
 
 Json data_state_record(const SavedDataState& s) {
-  return {{"cursor", s.cursor},   {"epoch", s.epoch},           {"seed", s.seed},
+  return {{"cursor", s.cursor},           {"epoch", s.epoch},           {"seed", s.seed},
           {"num_samples", s.num_samples}, {"batch_size", s.batch_size}, {"document_mask", s.document_mask}};
 }
 
 Json scheduler_record(int64_t step, const std::optional<SavedPlateau>& plateau) {
   Json scheduler = {{"name", plateau ? "reduce_lr_on_plateau" : "stateless"}, {"step", step}};
   if (plateau) {
-    scheduler["plateau"] = {{"factor", plateau->factor}, {"best", optional_number(plateau->best)},
-                            {"num_bad", plateau->num_bad}, {"cooldown_left", plateau->cooldown_left}};
+    scheduler["plateau"] = {{"factor", plateau->factor},
+                            {"best", optional_number(plateau->best)},
+                            {"num_bad", plateau->num_bad},
+                            {"cooldown_left", plateau->cooldown_left}};
   }
   return scheduler;
 }
@@ -80,92 +82,72 @@ Json scaler_record(const SavedScaler& s) {
 }
 
 SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
-  const fs::path file = checkpoint / kTrainerStateFile;
-  const Json ts = read_json(file);
+  const CheckpointFile file(checkpoint / kTrainerStateFile);
+  const util::JsonFields& ts = file.fields();
   SavedTrainerState s;
   TrainState& t = s.state;
-  t.step = count_field(ts, "step", file);
-  if (ts.contains("total_steps")) t.total_steps = count_field(ts, "total_steps", file);
-  t.epoch = real_field(ts, "epoch", file, 0.0, 1e15);
-  t.tokens_seen = count_field(ts, "tokens_seen", file);
-  if (ts.contains("source_tokens")) {
-    const Json& counts = ts["source_tokens"];
-    if (!counts.is_object()) {
-      throw util::CheckpointError(file.string() + ": `source_tokens` is not a map of source names to token counts",
-                                  kDamaged);
-    }
+  t.step = count(ts, "step");
+  if (ts.has("total_steps")) t.total_steps = count(ts, "total_steps");
+  t.epoch = ts.number("epoch", 0.0, 1e15);
+  t.tokens_seen = count(ts, "tokens_seen");
+  if (ts.has("source_tokens")) {  // source name -> token count
+    const util::JsonFields counts = ts.object("source_tokens");
     s.source_tokens.emplace();
-    for (auto it = counts.begin(); it != counts.end(); ++it) {
-      if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > kMaxCheckpointCount) ||
-          it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxCheckpointCount) {
-        throw util::CheckpointError(file.string() + ": `source_tokens` holds " + util::clip(it->dump(), 40) + " for " +
-                                        util::clip(it.key(), 100) + ", not a token count",
-                                    kDamaged);
-      }
-      (*s.source_tokens)[it.key()] = it->get<int64_t>();
+    for (const auto& [name, value] : counts.json().items()) {
+      (*s.source_tokens)[name] = util::json_int(value, counts.at(name), 0, kMaxCheckpointCount);
     }
   }
-  t.best_eval_loss = optional_field(ts, "best_eval_loss", file);
-  t.best_step = count_field(ts, "best_step", file);
-  t.last_eval_loss = optional_field(ts, "last_eval_loss", file);
-  t.last_eval_step = count_field(ts, "last_eval_step", file);
-  t.early_stopping_best = optional_field(ts, "early_stopping_best", file);
-  t.early_stopping_bad = count_field(ts, "early_stopping_bad", file);
-  s.window_loss_sum = real_field(ts, "window_loss_sum", file, -1e30, 1e30);
-  s.window_targets = count_field(ts, "window_targets", file);
-  if (ts.contains("divergence")) {
-    const Json& d = ts["divergence"];
-    if (!d.is_object() || !d.contains("recent") || !d["recent"].is_array()) {
-      throw util::CheckpointError(file.string() + ": `divergence` is not an object with a `recent` list of losses",
-                                  kDamaged);
-    }
+  t.best_eval_loss = ts.optional_number("best_eval_loss", -kMaxCheckpointReal, kMaxCheckpointReal);
+  t.best_step = count(ts, "best_step");
+  t.last_eval_loss = ts.optional_number("last_eval_loss", -kMaxCheckpointReal, kMaxCheckpointReal);
+  t.last_eval_step = count(ts, "last_eval_step");
+  t.early_stopping_best = ts.optional_number("early_stopping_best", -kMaxCheckpointReal, kMaxCheckpointReal);
+  t.early_stopping_bad = count(ts, "early_stopping_bad");
+  s.window_loss_sum = ts.number("window_loss_sum", -kMaxCheckpointReal, kMaxCheckpointReal);
+  s.window_targets = count(ts, "window_targets");
+  if (ts.has("divergence")) {  // {"recent": [losses], "consecutive": n}
+    const util::JsonFields d = ts.object("divergence");
     DivergenceJudge::State judge;
-    for (const Json& loss : d["recent"]) {
-      if (!loss.is_number() || !std::isfinite(loss.get<double>())) {
-        throw util::CheckpointError(file.string() + ": `divergence.recent` holds " + util::clip(loss.dump(), 40) +
-                                        ", not a finite loss",
-                                    kDamaged);
-      }
-      judge.recent.push_back(loss.get<double>());
+    const Json& recent = d.array("recent");
+    for (size_t i = 0; i < recent.size(); ++i) {
+      judge.recent.push_back(util::json_number(recent[i], d.at("recent")[i], -kMaxCheckpointReal, kMaxCheckpointReal));
     }
-    judge.consecutive = count_field(d, "consecutive", file);
+    judge.consecutive = count(d, "consecutive");
     s.divergence = std::move(judge);
   }
   return s;
 }
 
 SavedDataState read_data_state(const fs::path& checkpoint) {
-  const fs::path file = checkpoint / kDataFile;
-  const Json data = read_json(file);
+  const CheckpointFile file(checkpoint / kDataFile);
+  const util::JsonFields& data = file.fields();
   SavedDataState s;
-  s.num_samples = count_field(data, "num_samples", file);
-  s.cursor = count_field(data, "cursor", file);
-  if (data.contains("document_mask")) s.document_mask = field<bool>(data, "document_mask", file);
-  if (data.contains("epoch")) s.epoch = count_field(data, "epoch", file);
-  if (data.contains("seed")) s.seed = field<int64_t>(data, "seed", file);
-  if (data.contains("batch_size")) s.batch_size = count_field(data, "batch_size", file);
+  s.num_samples = count(data, "num_samples");
+  s.cursor = count(data, "cursor");
+  if (data.has("document_mask")) s.document_mask = data.boolean("document_mask");
+  if (data.has("epoch")) s.epoch = count(data, "epoch");
+  if (data.has("seed")) s.seed = data.integer("seed");
+  if (data.has("batch_size")) s.batch_size = count(data, "batch_size");
   return s;
 }
 
 std::optional<SavedPlateau> read_plateau_state(const fs::path& checkpoint) {
-  const fs::path file = checkpoint / kSchedulerFile;
-  const Json sched = read_json(file);
-  if (!sched.contains("plateau")) return std::nullopt;
-  const Json& p = sched.at("plateau");
-  if (!p.is_object()) throw util::CheckpointError(file.string() + ": `plateau` is not an object", kDamaged);
-  if (!p.contains("best")) field<double>(p, "best", file);  // the missing-key message
-  return SavedPlateau{real_field(p, "factor", file, 0.0, 1e6), optional_field(p, "best", file),
-                      count_field(p, "num_bad", file), count_field(p, "cooldown_left", file)};
+  const CheckpointFile file(checkpoint / kSchedulerFile);
+  if (!file.fields().has("plateau")) return std::nullopt;
+  const util::JsonFields p = file.fields().object("plateau");
+  if (!p.json().contains("best")) p.require("best");  // present, null when there was none yet
+  return SavedPlateau{p.number("factor", 0.0, 1e6), p.optional_number("best", -kMaxCheckpointReal, kMaxCheckpointReal),
+                      count(p, "num_bad"), count(p, "cooldown_left")};
 }
 
 SavedScaler read_scaler_state(const fs::path& checkpoint) {
-  const fs::path file = checkpoint / kScalerFile;
-  const Json sc = read_json(file);
+  const CheckpointFile file(checkpoint / kScalerFile);
+  const util::JsonFields& sc = file.fields();
   SavedScaler s;
-  s.enabled = field<bool>(sc, "enabled", file);
+  s.enabled = sc.boolean("enabled");
   if (s.enabled) {
-    s.scale = real_field(sc, "scale", file, 1e-30, 1e30);
-    s.growth_tracker = count_field(sc, "growth_tracker", file);
+    s.scale = sc.number("scale", 1e-30, kMaxCheckpointReal);
+    s.growth_tracker = count(sc, "growth_tracker");
   }
   return s;
 }
@@ -179,11 +161,11 @@ model::TensorList read_rng_states(const fs::path& checkpoint) {
     const bool is_cpu = is_cpu_state(name);
     cpu = cpu || name == "cpu";
     if (state.scalar_type() != torch::kUInt8 || state.dim() != 1 || (is_cpu && state.numel() != cpu_size)) {
-      throw util::CheckpointError(
-          file.string() + ": the `" + util::clip(name, 100) + "` generator state is " +
-              std::string(c10::toString(state.scalar_type())) + " of " + std::to_string(state.numel()) +
-              " elements; this build's is uint8" + (is_cpu ? " of " + std::to_string(cpu_size) : std::string()),
-          "the checkpoint is damaged or from another LibTorch; resume from another one");
+      throw util::CheckpointError(file.string() + ": the `" + util::clip(name, 100) + "` generator state is " +
+                                      std::string(c10::toString(state.scalar_type())) + " of " +
+                                      std::to_string(state.numel()) + " elements; this build's is uint8" +
+                                      (is_cpu ? " of " + std::to_string(cpu_size) : std::string()),
+                                  "the checkpoint is damaged or from another LibTorch; resume from another one");
     }
   }
   if (!cpu) throw util::CheckpointError(file.string() + " has no `cpu` generator state", "the checkpoint is damaged");

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "train/callbacks.h"
 #include "train/step/divergence.h"
 

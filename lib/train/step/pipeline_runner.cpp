@@ -2,7 +2,7 @@
 
 #include <torch/torch.h>
 
-#include "model/pipeline_stage.h"
+#include "model/decoder/pipeline_stage.h"
 #include "train/build/pipeline_setup.h"
 #include "train/step/precision.h"
 

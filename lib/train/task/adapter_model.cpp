@@ -4,14 +4,14 @@
 
 #include <torch/torch.h>
 
-#include "model/bert.h"
-#include "model/bert_weights.h"
-#include "model/model_files.h"
-#include "model/safetensors_header.h"
+#include "model/encoder/bert.h"
+#include "model/encoder/bert_weights.h"
+#include "model/weights/model_files.h"
+#include "model/weights/safetensors_header.h"
 
-#include "model/hf_modules.h"
-#include "model/hf_weights.h"
-#include "model/stored_weights.h"
+#include "model/hf/hf_modules.h"
+#include "model/hf/hf_weights.h"
+#include "model/weights/stored_weights.h"
 #include "peft/lora.h"
 #include "peft/peft_files.h"
 #include "train/build/model_from.h"

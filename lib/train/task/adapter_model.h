@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "model/saved_model.h"
+#include "model/weights/saved_model.h"
 
 namespace hftrain::train {
 

@@ -1,11 +1,11 @@
 // make_causal_lm (task_model.h): the decoder transformer, trained on next-token targets.
 #include <torch/torch.h>
 
-#include "model/hf_config.h"
-#include "model/hf_weights.h"
-#include "model/saved_model.h"
-#include "model/stored_weights.h"
-#include "model/transformer.h"
+#include "model/hf/hf_config.h"
+#include "model/hf/hf_weights.h"
+#include "model/weights/saved_model.h"
+#include "model/weights/stored_weights.h"
+#include "model/decoder/transformer.h"
 #include "train/build/model_from.h"
 #include "train/step/step_math.h"
 #include "train/task/task_model.h"

@@ -14,17 +14,17 @@
 #include <torch/nn/module.h>
 
 #include "data/loader.h"
-#include "model/weight_loader.h"
+#include "model/weights/weight_loader.h"
 #include "tokenizer/tokenizer.h"
 #include "parallel/plan/memory_plan.h"
 #include "metrics/mfu.h"
-#include "model/bert_spec.h"
-#include "model/hf_modules.h"
+#include "model/encoder/bert_spec.h"
+#include "model/hf/hf_modules.h"
 #include "model/parameter_units.h"
-#include "model/pipeline_stage.h"
+#include "model/decoder/pipeline_stage.h"
 #include "model/spec.h"
-#include "model/tensor_parallel.h"
-#include "model/tp_plan.h"
+#include "model/decoder/tensor_parallel.h"
+#include "model/decoder/tp_plan.h"
 
 namespace hftrain::train {
 
@@ -62,7 +62,7 @@ class TaskModel {
   virtual bool causal_lm() const = 0;
   // A token classifier: one label per token (peft's TOKEN_CLS).
   virtual bool per_token() const { return false; }
-  // The Hugging Face linear layers and parameters (model/hf_modules.h): LoRA's targets and peft's
+  // The Hugging Face linear layers and parameters (model/hf/hf_modules.h): LoRA's targets and peft's
   // tensor names.
   virtual std::vector<model::HfLinear> hf_linear_modules() const = 0;
   virtual std::vector<model::HfParameter> hf_parameters() const = 0;
@@ -71,14 +71,14 @@ class TaskModel {
   virtual const model::ModelSpec* decoder_spec() const { return nullptr; }
   virtual int64_t non_embedding_parameters() const = 0;
 
-  // Tensor parallelism (model/tensor_parallel.h): keep this rank's pieces of the weights and split
+  // Tensor parallelism (model/decoder/tensor_parallel.h): keep this rank's pieces of the weights and split
   // the computation over `group`; once, after the weights are in place, before the move to the
   // device. Decoders and BERT-style encoders split (the default refuses).
   virtual void tensor_parallelize(std::shared_ptr<model::TpGroup> group);
   // Where rank `rank`'s piece of parameter `name` lies in the whole parameter.
   virtual model::TpSplit tp_split(const std::string& /*name*/, int /*rank*/) const { return {}; }
 
-  // Pipeline parallelism (model/pipeline_stage.h): keep stage `stage` of `stages` of the split at
+  // Pipeline parallelism (model/decoder/pipeline_stage.h): keep stage `stage` of `stages` of the split at
   // `boundaries` (stages * chunks + 1 block indices); once, after the weights are in place and
   // before tensor_parallelize. Decoders split (the default refuses).
   virtual void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages);
