@@ -36,6 +36,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   step/fault_injection.cpp
   step/master_weights.cpp
   step/numeric_debug.cpp
+  preference/objectives.cpp
   step/pipeline_runner.cpp
   step/precision.cpp
   step/step_math.cpp
