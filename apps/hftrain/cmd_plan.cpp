@@ -73,11 +73,12 @@ int run_plan(const PlanArgs& a) {
   std::string experts;                   // a mixture of experts: its shape and the parameters a token uses
   const int tp = static_cast<int>(cfg.distributed.tensor_parallel);
   const int pp = static_cast<int>(cfg.distributed.pipeline_parallel);
-  if (tp > 1) train::check_tensor_parallel(cfg);  // the run's own refusals, before any figure
-  train::check_pipeline_parallel(cfg);
+  const std::optional<model::ModelSpec> decoder = train::decoder_spec(cfg);
+  // The run's own refusals, before any figure.
+  if (tp > 1) train::check_tensor_parallel(cfg, decoder ? &*decoder : nullptr);
+  train::check_pipeline_parallel(cfg, decoder ? &*decoder : nullptr);
   model::TpShare share;                  // tensor parallelism: what is split and what is whole
   std::function<bool(int)> splits_by;    // whether the model's heads and units divide by tp
-  std::optional<model::ModelSpec> decoder;
   if (cfg.model.arch == config::ModelArch::kBert) {
     // model.from's encoder as its config.json has it (biases, heads, labels), else the model.*
     // shape with a two-label classifier.
@@ -102,8 +103,7 @@ int run_plan(const PlanArgs& a) {
     in_full = bert.num_labels * (c + 1) + (bert.roberta_head() || bert.deberta_pooler() ? c * (c + 1) : 0) +
               modernbert_head;
   } else {
-    const model::ModelSpec spec = model::ModelSpec::from_config(cfg.model);
-    decoder = spec;
+    const model::ModelSpec& spec = *decoder;
     share = model::tp_share(spec);
     splits_by = [spec](int t) {
       return (spec.n_experts == 0 || (spec.expert_d_ff % t == 0 && spec.shared_expert_d_ff % t == 0)) &&
@@ -186,8 +186,9 @@ int run_plan(const PlanArgs& a) {
     std::vector<int64_t> layers;
     for (int64_t i = 0; i < spec.n_layer; ++i) layers.push_back(spec.layer_parameter_count(i));
     const train::StageExtras extras = train::stage_extras(spec);
-    return parallel::plan_stages(shape, train::pipeline_boundaries(at), layers, extras.first, extras.last, extras.copy,
-                                 train::pipeline_schedule(cfg), static_cast<int>(cfg.trainer.grad_accum_steps),
+    return parallel::plan_stages(shape, train::pipeline_boundaries(at.distributed, spec), layers, extras.first,
+                                 extras.last, extras.copy, train::pipeline_schedule(cfg),
+                                 static_cast<int>(cfg.trainer.grad_accum_steps),
                                  static_cast<int>(at.distributed.pipeline_virtual_stages));
   };
   const auto largest = [](const std::vector<parallel::StagePlan>& plans) {

@@ -184,8 +184,9 @@ int run_train_job_unrecorded(const TrainJob& job) {
   std::signal(SIGTERM, on_stop_signal);
   const torch::Device device = train::pick_device(cfg, env.local_rank);
   // A layout that cannot run stops here, before any rank waits for another.
-  train::check_tensor_parallel(cfg);
-  train::check_pipeline_parallel(cfg);
+  const std::optional<model::ModelSpec> decoder = train::decoder_spec(cfg);
+  train::check_tensor_parallel(cfg, decoder ? &*decoder : nullptr);
+  train::check_pipeline_parallel(cfg, decoder ? &*decoder : nullptr);
   parallel::World::check_mesh(env, cfg.distributed);
   std::unique_ptr<parallel::World> world = parallel::World::create(env, cfg.distributed, device);
   if (env.distributed()) {

@@ -166,9 +166,9 @@ void Trainer::report_memory() {
   std::string line;
   if (peft_) {  // the formulas count what trains; the frozen base is replicated on every rank
     const PeftMemory m = peft_memory(*peft_, *model_);
-    line = parallel_->memory_report(config_, m.trained, m.units) + m.frozen_clause;
+    line = parallel_->memory_report(m.trained, m.units) + m.frozen_clause;
   } else {
-    line = parallel_->memory_report(config_, model_->parameters_by_name(), model_->unit_sizes());
+    line = parallel_->memory_report(model_->parameters_by_name(), model_->unit_sizes());
   }
   util::log::info(line + (masters_ ? masters_->memory_clause() : std::string()));
 }

@@ -17,7 +17,8 @@
 namespace hftrain::parallel {
 
 // `parameters`: the model's, by name (their count is Ψ); `units`: what zero3 gathers one at a time.
-std::string memory_report(const ShardingStrategy& strategy, const World& world, const config::Config& config,
+// The formula's inputs are the strategy's options (ShardingStrategy::options()).
+std::string memory_report(const ShardingStrategy& strategy, const World& world,
                           const std::vector<std::pair<std::string, torch::Tensor>>& parameters, UnitSizes units);
 
 }  // namespace hftrain::parallel

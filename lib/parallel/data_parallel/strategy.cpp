@@ -192,9 +192,10 @@ class ReplicatedStrategy final : public ShardingStrategy {
 
 }  // namespace
 
-std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const StrategyOptions& options,
-                                                           const optim::NamedParams& params,
-                                                           const model::ParameterUnits& units) {
+namespace {
+
+std::unique_ptr<ShardingStrategy> make_strategy(World& world, const StrategyOptions& options,
+                                                const optim::NamedParams& params, const model::ParameterUnits& units) {
   using config::Strategy;
   const Strategy s = options.distributed.strategy;
   const bool offload = options.distributed.cpu_offload;
@@ -228,6 +229,16 @@ std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const S
     case Strategy::kDdp: break;
   }
   return std::make_unique<ReplicatedStrategy>(world, options, params);
+}
+
+}  // namespace
+
+std::unique_ptr<ShardingStrategy> ShardingStrategy::create(World& world, const StrategyOptions& options,
+                                                           const optim::NamedParams& params,
+                                                           const model::ParameterUnits& units) {
+  std::unique_ptr<ShardingStrategy> strategy = make_strategy(world, options, params, units);
+  strategy->options_ = options;
+  return strategy;
 }
 
 }  // namespace hftrain::parallel

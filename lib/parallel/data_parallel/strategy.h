@@ -62,6 +62,8 @@ struct StrategyOptions {
   std::function<std::unique_ptr<optim::Optimizer>(const optim::NamedParams& params,
                                                   const std::vector<int64_t>& whole_numels)>
       make_optimizer;
+  // The optimizer make_optimizer builds, for the memory formula (its state bytes per parameter).
+  config::OptimizerConfig optimizer;
 };
 
 class ShardingStrategy {
@@ -104,6 +106,8 @@ class ShardingStrategy {
   virtual void load_optimizer_state(const SavedOptimizerState& saved) = 0;
   // Present bytes; optimizer state counts what exists now (nothing before the first step).
   virtual MemoryReport memory() const = 0;
+  // The options the strategy was created with.
+  const StrategyOptions& options() const { return options_; }
 
   // What the model calls around each unit (zero3, hybrid); null when its parameters stay whole.
   virtual model::UnitHooks* unit_hooks() { return nullptr; }
@@ -125,6 +129,9 @@ class ShardingStrategy {
   // Ends the scope: keeps what kLoad wrote (each rank copies its chunk back into its shard, or
   // its offloaded masters) and frees the parameters again.
   virtual void release_parameters(WholeAccess /*access*/) {}
+
+ private:
+  StrategyOptions options_;
 };
 
 // gather_parameters() for a scope.

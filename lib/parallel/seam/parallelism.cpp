@@ -138,8 +138,7 @@ LocalOptimizerState Parallelism::optimizer_pieces_to_save() {
   return local;
 }
 
-void Parallelism::load_optimizer_state(const SavedOptimizerState& saved,
-                                       const std::optional<nlohmann::json>& tp_record,
+void Parallelism::load_optimizer_state(const SavedOptimizerState& saved, const std::optional<nlohmann::json>& tp_record,
                                        const std::string& tp_record_file) {
   // A tensor-parallel checkpoint's pieces put together whole, then (tensor parallel now) read as
   // this rank's pieces.
@@ -220,9 +219,8 @@ std::string Parallelism::tp_memory_share() const {
          ": norms, row-split biases, positions)";
 }
 
-std::string Parallelism::memory_report(const config::Config& config, const NamedTensors& parameters,
-                                       UnitSizes units) const {
-  return parallel::memory_report(strategy_, world_, config, parameters, units) + tp_memory_share() +
+std::string Parallelism::memory_report(const NamedTensors& parameters, UnitSizes units) const {
+  return parallel::memory_report(strategy_, world_, parameters, units) + tp_memory_share() +
          (stages_ ? stages_->memory_clause : std::string());
 }
 

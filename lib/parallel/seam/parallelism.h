@@ -109,7 +109,7 @@ class Parallelism {
 
   // The memory this rank holds beside the formulas (one log line after the first step).
   // `parameters`: what the formulas count (a LoRA run: what trains); `units`: zero3's units.
-  std::string memory_report(const config::Config& config, const NamedTensors& parameters, UnitSizes units) const;
+  std::string memory_report(const NamedTensors& parameters, UnitSizes units) const;
 
  private:
   // Warns when a tensor-parallel group's copies of the parameters it holds whole differ.

@@ -36,7 +36,7 @@ torch::Tensor TaskModel::stage_forward(const data::Batch& /*batch*/, const torch
   throw util::ConfigError("distributed.pipeline_parallel splits decoders only", "set distributed.pipeline_parallel=1");
 }
 
-void check_pipeline_parallel(const config::Config& config) {
+void check_pipeline_parallel(const config::Config& config, const model::ModelSpec* decoder) {
   const auto& d = config.distributed;
   const int64_t pp = d.pipeline_parallel;
   const int64_t chunks = d.pipeline_virtual_stages;
@@ -60,7 +60,7 @@ void check_pipeline_parallel(const config::Config& config) {
     refuse("encoders are not split into stages (it splits decoders: gpt2, llama and the Hugging Face decoders)",
            "train the encoder with data or tensor parallelism: distributed.pipeline_parallel=1");
   }
-  const model::ModelSpec spec = model::ModelSpec::from_config(m);
+  const model::ModelSpec& spec = *decoder;
   const int64_t virtual_stages = pp * chunks;
   if (virtual_stages > spec.n_layer) {
     refuse(std::to_string(pp) + " stages" +
@@ -94,11 +94,13 @@ void check_pipeline_parallel(const config::Config& config) {
     const std::string count = chunks > 1 ? "pipeline_parallel x pipeline_virtual_stages + 1" : "pipeline_parallel + 1";
     const std::string fix = "give " + count + " = " + std::to_string(virtual_stages + 1) +
                             " ascending block indices from 0 to model.n_layer=" + std::to_string(spec.n_layer) +
-                            ", e.g. " + list(pipeline_boundaries([&] {
-                              config::Config balanced = config;
-                              balanced.distributed.pipeline_stages.clear();
-                              return balanced;
-                            }())) + " (or leave it empty to balance the stages)";
+                            ", e.g. " + list(pipeline_boundaries(
+                                [&] {
+                                  config::DistributedConfig balanced = d;
+                                  balanced.pipeline_stages.clear();
+                                  return balanced;
+                                }(),
+                                spec)) + " (or leave it empty to balance the stages)";
     if (static_cast<int64_t>(b.size()) != virtual_stages + 1) {
       throw util::ConfigError(
           have + ", " + std::to_string(virtual_stages) +
@@ -127,14 +129,12 @@ void check_pipeline_parallel(const config::Config& config) {
   }
 }
 
-std::vector<int64_t> pipeline_boundaries(const config::Config& config) {
-  const auto& d = config.distributed;
+std::vector<int64_t> pipeline_boundaries(const config::DistributedConfig& d, const model::ModelSpec& spec) {
   if (!d.pipeline_stages.empty()) {
     std::vector<int64_t> out;
     for (double b : d.pipeline_stages) out.push_back(static_cast<int64_t>(b));
     return out;
   }
-  const model::ModelSpec spec = model::ModelSpec::from_config(config.model);
   const StageExtras extras = stage_extras(spec);
   std::vector<int64_t> blocks;
   for (int64_t i = 0; i < spec.n_layer; ++i) blocks.push_back(spec.layer_parameter_count(i));
@@ -183,7 +183,7 @@ config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& op
 
 void split_pipeline(TaskModel& model, parallel::World& world, const config::Config& config) {
   if (world.pp_size() <= 1) return;
-  const std::vector<int64_t> bounds = pipeline_boundaries(config);
+  const std::vector<int64_t> bounds = pipeline_boundaries(config.distributed, *model.decoder_spec());
   model.pipeline_split(bounds, world.pp_rank(), world.pp_size());
   if (world.is_main()) {
     const int pp = world.pp_size();

@@ -20,7 +20,8 @@ namespace hftrain::train {
 // stages than blocks, boundaries that are not pipeline_parallel x pipeline_virtual_stages + 1
 // ascending block indices from 0 to model.n_layer, an interleaved step whose micro-batches do not
 // come in groups of the stages, a mixture of experts, adapters.
-void check_pipeline_parallel(const config::Config& config);
+// `decoder`: the decoder's spec (decoder_spec), null for an encoder.
+void check_pipeline_parallel(const config::Config& config, const model::ModelSpec* decoder);
 
 // What the stages hold besides their blocks, in parameters: the first stage's embeddings (and
 // learned positions), the last stage's final norm and untied head, and a tied head's copy of the
@@ -34,7 +35,7 @@ StageExtras stage_extras(const model::ModelSpec& spec);
 
 // The stages' block boundaries: distributed.pipeline_stages, or balanced by parameter count (a
 // tied head's copy counted on the last stage).
-std::vector<int64_t> pipeline_boundaries(const config::Config& config);
+std::vector<int64_t> pipeline_boundaries(const config::DistributedConfig& distributed, const model::ModelSpec& spec);
 
 parallel::PipelineSchedule pipeline_schedule(const config::Config& config);
 

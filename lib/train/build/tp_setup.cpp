@@ -59,7 +59,7 @@ void TaskModel::tensor_parallelize(std::shared_ptr<model::TpGroup> /*group*/) {
                           "set distributed.tensor_parallel=1");
 }
 
-void check_tensor_parallel(const config::Config& config) {
+void check_tensor_parallel(const config::Config& config, const model::ModelSpec* decoder) {
   const auto& d = config.distributed;
   const int64_t tp = d.tensor_parallel;
   if (d.sequence_parallel && tp == 1) {
@@ -77,7 +77,7 @@ void check_tensor_parallel(const config::Config& config) {
     check_common(config);  // the encoder's shape is checked once it is read (check_encoder_tensor_parallel)
     return;
   }
-  const model::ModelSpec spec = model::ModelSpec::from_config(m);
+  const model::ModelSpec& spec = *decoder;
   check_divides("model.n_head", spec.n_head, tp, "each rank computes whole heads");
   check_divides("model.n_kv_head", spec.n_kv_head, tp, "each rank holds the key/value heads of its query heads");
   check_divides("model.d_ff", spec.d_ff, tp, "each rank computes d_ff / tensor_parallel hidden units");

@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "model/encoder/bert_spec.h"
+#include "model/spec.h"
 #include "parallel/comm/world.h"
 #include "train/task/task_model.h"
 
@@ -12,7 +13,8 @@ namespace hftrain::train {
 // Throws util::ConfigError when distributed.tensor_parallel (or sequence_parallel) cannot run with
 // the rest of the config: heads, kv heads or d_ff that it does not divide, a model, optimizer or
 // adapter that is not split, sequence parallelism on an encoder or on padded batches it cannot cut.
-void check_tensor_parallel(const config::Config& config);
+// `decoder`: the decoder's spec (decoder_spec), null for an encoder.
+void check_tensor_parallel(const config::Config& config, const model::ModelSpec* decoder);
 
 // The same for an encoder, once its spec is read (model.from's config.json, or model.*).
 void check_encoder_tensor_parallel(const model::BertSpec& spec, const config::Config& config);

@@ -124,8 +124,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
                             "operation that makes a NaN");
   }
   // The layout first: a mesh that cannot run stops before the data is prepared.
-  check_tensor_parallel(config);
-  check_pipeline_parallel(config);
+  const std::optional<model::ModelSpec> shape = decoder_spec(config);
+  check_tensor_parallel(config, shape ? &*shape : nullptr);
+  check_pipeline_parallel(config, shape ? &*shape : nullptr);
   {
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
     world.set_mesh(static_cast<int>(config.distributed.tensor_parallel),
@@ -191,7 +192,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   } else {
     (void)model::chunk_rows_from_env();  // a bad HFTRAIN_LM_HEAD_CHUNK_ROWS stops the run here
     // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).
-    parts.model = make_causal_lm(model::ModelSpec::from_config(config.model),
+    parts.model = make_causal_lm(*shape,
                                  from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
   }
   // QLoRA (peft.quantize_base) quantizes the base's linear layers as model.from is read, on the

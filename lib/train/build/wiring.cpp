@@ -115,6 +115,11 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
   return o;
 }
 
+std::optional<model::ModelSpec> decoder_spec(const config::Config& config) {
+  if (config.model.arch == config::ModelArch::kBert) return std::nullopt;
+  return model::ModelSpec::from_config(config.model);
+}
+
 model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSource>& source,
                           std::optional<int64_t> pad_id) {
   if (source && !source->bert) {
@@ -233,6 +238,7 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
   }
   o.bf16_params = config.trainer.param_dtype == config::ParamDtype::kBf16;
   o.state_blocks = optim::state_blocks(optimizer);
+  o.optimizer = optimizer;
   switch (optimizer.name) {
     case config::OptimizerName::kAdafactor: o.whole_state = "adafactor factors whole weight matrices"; break;
     case config::OptimizerName::kGaloreAdamW:

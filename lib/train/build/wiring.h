@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "tokenizer/tokenizer.h"
 #include "model/encoder/bert_spec.h"
+#include "model/spec.h"
 #include "parallel/data_parallel/strategy.h"
 #include "train/build/model_from.h"
 
@@ -26,6 +27,10 @@ bool document_masking(const config::Config& config);
 // else one of the model.* shape (d_ff unset: 4 x d_model; model.encoder's family; a RoBERTa's
 // padding id `pad_id`, 1 when unset, its position table model.max_seq_len + pad_id + 1 rows).
 // num_labels is set from the data later. Throws ConfigError when `source` holds a decoder.
+// The decoder's spec from model.*, made once for the layout checks, `plan` and the builder; nullopt for
+// an encoder (model.arch=bert, whose spec bert_spec reads).
+std::optional<model::ModelSpec> decoder_spec(const config::Config& config);
+
 model::BertSpec bert_spec(const config::Config& config, const std::optional<ModelSource>& source,
                           std::optional<int64_t> pad_id = std::nullopt);
 // The labelled data of a classification run; the labels are fixed when `source`'s classifier

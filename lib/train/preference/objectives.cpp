@@ -62,7 +62,8 @@ PreferenceTerms dpo(const PairLogps& policy, const PairLogps& reference, const D
       break;
     }
     case DpoLoss::kRobust:
-      losses = (-(1 - eps) * torch::log_sigmoid(beta * delta) + eps * torch::log_sigmoid(-beta * delta)) / (1 - 2 * eps);
+      losses =
+          (-(1 - eps) * torch::log_sigmoid(beta * delta) + eps * torch::log_sigmoid(-beta * delta)) / (1 - 2 * eps);
       break;
   }
   return {losses.mean(), beta * chosen_ratio.detach(), beta * rejected_ratio.detach(), policy.chosen.sum.detach(),

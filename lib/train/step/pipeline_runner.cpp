@@ -20,7 +20,7 @@ PipelineRunner::PipelineRunner(TaskModel& model, parallel::World& world, const c
       hooks_(hooks),
       device_(device),
       schedule_(pipeline_schedule(config)),
-      boundaries_(pipeline_boundaries(config)),
+      boundaries_(pipeline_boundaries(config.distributed, *model.decoder_spec())),
       stage_(world.pp_rank()),
       stages_(world.pp_size()),
       chunks_(static_cast<int>(config.distributed.pipeline_virtual_stages)),
