@@ -27,3 +27,5 @@ set(HFTRAIN_DATA_TORCH_SOURCES
 list(APPEND HFTRAIN_DATA_CORE_SOURCES csv_reader.cpp labelled.cpp classification_batch.cpp)
 # Tagged sentences for token classification: JSONL lists or CoNLL columns.
 list(APPEND HFTRAIN_DATA_CORE_SOURCES tagged.cpp)
+# Preference pairs (DPO and its family): records, TRL's encoding, chosen-then-rejected rows.
+list(APPEND HFTRAIN_DATA_CORE_SOURCES preference.cpp)

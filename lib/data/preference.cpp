@@ -1,0 +1,238 @@
+#include "data/preference.h"
+
+#include <algorithm>
+
+#include "data/classification_batch.h"
+#include "data/text_checks.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json_depth.h"
+#include "util/strings.h"
+
+namespace hftrain::data {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kShape =
+    R"({"prompt": "...", "chosen": "...", "rejected": "..."}, or chosen and rejected as lists of messages)";
+
+[[noreturn]] void bad(const std::string& origin, const std::string& what, const std::string& hint = kShape) {
+  throw util::DataError("data file " + origin + ": " + what, hint);
+}
+
+// A conversational part: a non-empty list of messages, each an object with a string role and content.
+void check_messages(const Json& messages, const std::string& origin, const std::string& field, bool may_be_empty) {
+  if (messages.empty() && !may_be_empty) bad(origin, "field '" + field + "' is an empty list of messages");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const std::string at = "field '" + field + "' message " + std::to_string(i);
+    if (!m.is_object()) bad(origin, at + " is a JSON " + std::string(m.type_name()) + ", not an object");
+    for (const char* key : {"role", "content"}) {
+      if (!m.contains(key) || !m[key].is_string()) {
+        bad(origin, at + " has no string '" + key + "'", R"(a message is {"role": "user", "content": "..."})");
+      }
+    }
+  }
+}
+
+PreferenceRecord parse_record(const Json& obj, const PreferenceFields& f, const fs::path& file, size_t line) {
+  PreferenceRecord r;
+  r.origin = file.string() + ":" + std::to_string(line);
+  std::vector<std::string> keys;
+  for (const auto& item : obj.items()) keys.push_back(item.key());
+  const auto part = [&](const std::string& name, bool required) -> const Json* {
+    const auto it = obj.find(name);
+    if (it == obj.end() || it->is_null()) {
+      if (!required) return nullptr;
+      const auto close = util::closest_matches(name, keys);
+      bad(r.origin, "the record has no field '" + name + "'",
+          close.empty() ? "the fields are: " + util::join(keys, ", ")
+                        : "did you mean '" + close.front() + "'? (name the field in data.*_field)");
+    }
+    if (!it->is_string() && !it->is_array()) {
+      bad(r.origin,
+          "field '" + name + "' is a JSON " + std::string(it->type_name()) + ", not a string or a list of messages");
+    }
+    return &*it;
+  };
+  const Json* prompt = part(f.prompt, false);
+  const Json& chosen = *part(f.chosen, true);
+  const Json& rejected = *part(f.rejected, true);
+  r.conversational = chosen.is_array();
+  for (const auto& [name, value] : {std::pair{&f.chosen, &chosen}, {&f.rejected, &rejected}, {&f.prompt, prompt}}) {
+    if (value && value->is_array() != r.conversational) {
+      bad(r.origin,
+          "field '" + *name + "' is " + (value->is_array() ? "a list of messages" : "a string") + ", but field '" +
+              f.chosen + "' is " + (r.conversational ? "a list of messages" : "a string"),
+          "a record is all text or all messages");
+    }
+  }
+  if (r.conversational) {
+    check_messages(chosen, r.origin, f.chosen, false);
+    check_messages(rejected, r.origin, f.rejected, false);
+    if (prompt) check_messages(*prompt, r.origin, f.prompt, true);
+    r.chosen_messages = chosen;
+    r.rejected_messages = rejected;
+    if (prompt) r.prompt_messages = *prompt;
+  } else {
+    r.chosen = chosen.get<std::string>();
+    r.rejected = rejected.get<std::string>();
+    if (prompt) r.prompt = prompt->get<std::string>();
+    for (const std::string* text : {&r.chosen, &r.rejected, &r.prompt}) check_text_field(file, line, *text);
+  }
+  if (!prompt) extract_prompt(r);
+  const bool same = r.conversational ? r.chosen_messages == r.rejected_messages : r.chosen == r.rejected;
+  if (same) bad(r.origin, "chosen and rejected are the same: nothing to prefer", "drop the record, or fix its answers");
+  if (r.conversational ? r.chosen_messages.empty() || r.rejected_messages.empty()
+                       : r.chosen.empty() || r.rejected.empty()) {
+    bad(r.origin, std::string("an empty ") + (prompt ? "answer" : "answer once the shared prompt is taken out"),
+        "every answer needs text of its own to score");
+  }
+  return r;
+}
+
+// Ids with the tokenizer's special tokens around them (its post-processor: a BOS), as transformers'
+// tokenizer(text) frames a text.
+std::vector<int32_t> framed(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& ids,
+                            const std::string& origin) {
+  return frame_ids(tok, ids, nullptr, origin).ids;
+}
+
+}  // namespace
+
+std::vector<PreferenceRecord> read_preference(const fs::path& file, const PreferenceFields& fields) {
+  const std::string bytes = util::read_file<util::DataError>(file, "data file", size_t{1} << 34);
+  check_text_file(file, bytes);
+  std::vector<PreferenceRecord> out;
+  size_t line = 0;
+  for (size_t pos = 0; pos < bytes.size();) {
+    const size_t end = std::min(bytes.find('\n', pos), bytes.size());
+    const std::string_view text = std::string_view(bytes).substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    if (util::trim(text).empty()) continue;
+    const std::string origin = file.string() + ":" + std::to_string(line);
+    const Json obj =
+        util::parse_json_or_throw<util::DataError, Json>(text, origin, "data file " + origin + ": malformed JSON",
+                                                         std::string("each line is one JSON object: ") + kShape);
+    if (!obj.is_object()) bad(origin, "the line is a JSON " + std::string(obj.type_name()) + ", not an object");
+    out.push_back(parse_record(obj, fields, file, line));
+  }
+  if (out.empty()) throw util::DataError("data file " + file.string() + " holds no records", kShape);
+  return out;
+}
+
+void extract_prompt(PreferenceRecord& r) {
+  if (r.conversational) {
+    size_t shared = 0;
+    while (shared < r.chosen_messages.size() && shared < r.rejected_messages.size() &&
+           r.chosen_messages[shared] == r.rejected_messages[shared]) {
+      ++shared;
+    }
+    for (size_t i = 0; i < shared; ++i) r.prompt_messages.push_back(r.chosen_messages[i]);
+    r.chosen_messages.erase(r.chosen_messages.begin(), r.chosen_messages.begin() + static_cast<ptrdiff_t>(shared));
+    r.rejected_messages.erase(r.rejected_messages.begin(),
+                              r.rejected_messages.begin() + static_cast<ptrdiff_t>(shared));
+    return;
+  }
+  const size_t n = std::min(r.chosen.size(), r.rejected.size());
+  size_t idx = 0;
+  while (idx < n && r.chosen[idx] == r.rejected[idx]) ++idx;
+  // The prefix ends before the first difference; a space just before it belongs to the answers.
+  if (idx > 0 && r.chosen[idx - 1] == ' ') --idx;
+  r.prompt = r.chosen.substr(0, idx);
+  r.chosen.erase(0, idx);
+  r.rejected.erase(0, idx);
+}
+
+std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tok, const tokenizer::ChatTemplate* chat,
+                                       const PreferenceRecord& r, const PreferenceLimits& limits) {
+  EncodedPair out;
+  std::vector<int32_t> whole_chosen, whole_rejected;
+  if (r.conversational) {
+    if (!chat) {
+      bad(r.origin, "a conversational pair needs the model's chat template",
+          "set data.chat_template (auto reads the tokenizer's), or write the record as text");
+    }
+    const auto rendered = [&](const Json& answer) {
+      Json conversation = r.prompt_messages;
+      for (const Json& m : answer) conversation.push_back(m);
+      return tok.encode(chat->render_for_training(conversation, Json()).text, /*allow_special=*/true);
+    };
+    out.prompt = tok.encode(chat->render_prompt(r.prompt_messages), /*allow_special=*/true);
+    whole_chosen = rendered(r.chosen_messages);
+    whole_rejected = rendered(r.rejected_messages);
+  } else {
+    const auto with_eos = [&](const std::string& answer) {
+      // TRL appends the EOS token's text and encodes it as the token; special-token text in the data
+      // itself stays text here, as everywhere in hftrain's data, so the id is appended instead.
+      std::vector<int32_t> ids = tok.encode(r.prompt + answer);
+      ids.push_back(tok.eot_id());
+      return framed(tok, ids, r.origin);
+    };
+    out.prompt = framed(tok, tok.encode(r.prompt), r.origin);
+    whole_chosen = with_eos(r.chosen);
+    whole_rejected = with_eos(r.rejected);
+  }
+  // The answers are what follows the prompt's ids (positionally, as TRL splits them).
+  const auto answer = [&](const std::vector<int32_t>& whole) {
+    const size_t from = std::min(out.prompt.size(), whole.size());
+    return std::vector<int32_t>(whole.begin() + static_cast<ptrdiff_t>(from), whole.end());
+  };
+  out.chosen = answer(whole_chosen);
+  out.rejected = answer(whole_rejected);
+  if (limits.max_prompt_len > 0 && static_cast<int64_t>(out.prompt.size()) > limits.max_prompt_len) {
+    out.prompt.erase(out.prompt.begin(), out.prompt.end() - limits.max_prompt_len);
+    out.truncated = true;
+  }
+  const auto room = limits.seq_len - static_cast<int64_t>(out.prompt.size());
+  if (room <= 0) return std::nullopt;
+  for (std::vector<int32_t>* a : {&out.chosen, &out.rejected}) {
+    if (static_cast<int64_t>(a->size()) > room) {
+      a->resize(static_cast<size_t>(room));
+      out.truncated = true;
+    }
+  }
+  return out;
+}
+
+HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
+                        int64_t multiple) {
+  const auto B = static_cast<int64_t>(ids.size());
+  int64_t T = 1;
+  for (uint64_t id : ids) {
+    const EncodedPair& p = pairs.at(id);
+    T = std::max<int64_t>(T, static_cast<int64_t>(p.prompt.size() + std::max(p.chosen.size(), p.rejected.size())));
+  }
+  if (multiple > 1) T = (T + multiple - 1) / multiple * multiple;
+  HostBatch batch;
+  batch.batch_size = 2 * B;
+  batch.seq_len = T;
+  const auto cells = static_cast<size_t>(2 * B * T);
+  batch.input_ids.assign(cells, pad_id);
+  batch.labels.assign(cells, kIgnoreIndex);
+  batch.attention_mask.assign(cells, 0);
+  for (int64_t half = 0; half < 2; ++half) {
+    for (int64_t i = 0; i < B; ++i) {
+      const EncodedPair& p = pairs.at(ids[static_cast<size_t>(i)]);
+      const std::vector<int32_t>& answer = half == 0 ? p.chosen : p.rejected;
+      const auto row = static_cast<size_t>((half * B + i) * T);
+      const size_t n = p.prompt.size() + answer.size();
+      for (size_t t = 0; t < n; ++t) {
+        batch.input_ids[row + t] = t < p.prompt.size() ? p.prompt[t] : answer[t - p.prompt.size()];
+        batch.attention_mask[row + t] = 1;
+        // Position t predicts token t + 1: a target where that token is the answer's.
+        if (t + 1 < n && t + 1 >= p.prompt.size()) {
+          batch.labels[row + t] = answer[t + 1 - p.prompt.size()];
+          ++batch.num_target_tokens;
+        }
+      }
+    }
+  }
+  batch.sample_ids.assign(ids.begin(), ids.end());
+  return batch;
+}
+
+}  // namespace hftrain::data

@@ -1,0 +1,86 @@
+// Preference data for DPO and its family, in TRL's two forms (docs/notes/preference.md): the text form
+// {"prompt": "...", "chosen": "...", "rejected": "..."} and the conversational form, where chosen and
+// rejected (and the optional prompt) are lists of messages rendered through the model's chat template.
+// A record without a prompt shares the longest common start of its answers (TRL's extract_prompt).
+// Each pair becomes the prompt's ids and each completion's ids (EOS ended), cut to the limits as TRL
+// cuts them, and B pairs collate into 2B rows, chosen rows first, whose labels are the completions'
+// next tokens only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/packing.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hftrain::data {
+
+// The fields a preference record's parts are read from (data.prompt_field and the like).
+struct PreferenceFields {
+  std::string prompt = "prompt";
+  std::string chosen = "chosen";
+  std::string rejected = "rejected";
+};
+
+// One record as written.
+struct PreferenceRecord {
+  bool conversational = false;
+  std::string prompt, chosen, rejected;  // the text form
+  // The conversational form: message lists ({"role", "content", ...}); prompt_messages may be empty
+  // until extract_prompt moves the answers' shared start into it.
+  nlohmann::ordered_json prompt_messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json chosen_messages, rejected_messages;
+  std::string origin;  // "file:line"
+};
+
+// Every record of a JSON Lines file, each with its prompt (extract_prompt where it has none). Throws
+// DataError "data file <file>:<line>: ..." naming the field for: malformed JSON or a line that is not
+// an object; a missing chosen or rejected field (with the closest key); a part that is neither a
+// string nor a list of messages, or parts of both forms; an empty answer; chosen equal to rejected
+// (nothing to prefer); a message without a string role and content; a file without records.
+std::vector<PreferenceRecord> read_preference(const std::filesystem::path& file, const PreferenceFields& fields);
+
+// TRL's implicit prompt: the text form takes the longest common prefix of chosen and rejected (moved
+// back one character when the character before the first difference is a space, so the space starts
+// the answers); the conversational form takes the messages both lists start with.
+void extract_prompt(PreferenceRecord& record);
+
+// How a pair is cut: seq_len bounds each sequence (prompt plus one answer) and keeps its start (the
+// answer's end goes, TRL's max_length); max_prompt_len > 0 first keeps the prompt's last tokens
+// (TRL's former max_prompt_length).
+struct PreferenceLimits {
+  int64_t seq_len = 1024;
+  int64_t max_prompt_len = 0;
+};
+
+// A pair's ids: the prompt's (with the tokenizer's BOS where its post-processor adds one) and each
+// answer's, which end with the EOS token (text form) or the template's end of turn (conversational).
+struct EncodedPair {
+  std::vector<int32_t> prompt, chosen, rejected;
+  bool truncated = false;  // a sequence was cut at seq_len, or the prompt at max_prompt_len
+};
+
+// Encodes one record as TRL does: the prompt and prompt + answer encoded whole, the answer being what
+// follows the prompt's ids. The text form appends the EOS token to each answer; the conversational
+// form renders the prompt with the generation prompt and prompt + answer without it (chat_template
+// required; special-token text in a rendering encodes as the special token). nullopt when the prompt
+// alone fills seq_len (TRL drops such records). Throws DataError naming the record's origin for a
+// conversational record without a chat template, or a template error.
+std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,
+                                       const tokenizer::ChatTemplate* chat_template, const PreferenceRecord& record,
+                                       const PreferenceLimits& limits);
+
+// B pairs (pairs[ids[i]]) as 2B right-padded rows: the B chosen sequences, then the B rejected ones.
+// labels[t] is token t + 1 where that token belongs to the answer, kIgnoreIndex elsewhere, so the
+// summed log-probs of a row are over its answer only. T is the longest row, rounded up to `multiple`.
+HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
+                        int64_t multiple = 1);
+
+}  // namespace hftrain::data
