@@ -162,6 +162,7 @@ struct DataConfig {
   std::string prompt_field;
   std::string response_field;
   std::string messages_field;
+  int64_t max_prompt_len = 0;  // preference pairs: the prompt's last tokens kept (0: all)
   std::string chat_template;  // auto | hftrain | chatml | a file or directory
   TokenWidth token_dtype = TokenWidth::kUint16;
   Packing packing = Packing::kPack;
@@ -241,6 +242,20 @@ struct LoraConfig {
   bool use_rslora = false;                  // scale alpha / sqrt(r) instead of alpha / r
   bool use_dora = false;                    // DoRA: a trained magnitude per output row
   LoraInit init = LoraInit::kDefault;
+};
+
+// Preference training (docs/notes/preference.md): the objective, its coefficients, the reference.
+enum class PreferenceObjective { kNone, kDpo, kSimpo, kOrpo };
+enum class DpoLossType { kSigmoid, kHinge, kIpo, kRobust };
+enum class PreferenceReference { kAuto, kCopy, kAdaptersOff };
+struct PreferenceConfig {
+  PreferenceObjective objective = PreferenceObjective::kNone;
+  DpoLossType loss_type = DpoLossType::kSigmoid;
+  double beta = 0.1;
+  double label_smoothing = 0;
+  double gamma = 0.5;
+  double cpo_alpha = 0;
+  PreferenceReference reference = PreferenceReference::kAuto;
 };
 
 struct PeftConfig {
@@ -391,6 +406,7 @@ struct Config {
   DistributedConfig distributed;
   LoggingConfig logging;
   PeftConfig peft;
+  PreferenceConfig preference;
   DebugConfig debug;
 };
 

@@ -15,6 +15,10 @@ void add_data_keys(Schema& s) {
   s.add("data.seq_len", Type::kInt, HFTRAIN_FIELD(data.seq_len))
       .def("${model.max_seq_len}").min(1).unit("tokens")
       .doc("Tokens per training sequence; at most model.max_seq_len.");
+  s.add("data.max_prompt_len", Type::kInt, HFTRAIN_FIELD(data.max_prompt_len))
+      .def("0").min(0).unit("tokens")
+      .doc("Preference pairs: keep the prompt's last this many tokens (TRL's max_prompt_length); 0 keeps it whole "
+           "and drops a pair whose prompt alone fills data.seq_len.");
   s.add("data.validation_fraction", Type::kFloat, HFTRAIN_FIELD(data.validation_fraction))
       .def("0.0")
       .min(0)

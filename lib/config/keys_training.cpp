@@ -167,6 +167,29 @@ void add_training_keys(Schema& s) {
   s.add("scheduler.plateau.min_lr", Type::kFloat, HFTRAIN_FIELD(scheduler.plateau.min_lr))
       .def("0.0").min(0).max(10).doc("reduce_lr_on_plateau: never reduce below this learning rate.");
 
+  s.section("preference",
+            "Preference training on chosen/rejected pairs (data in TRL's preference format), as TRL computes it.",
+            ResumeChange::kTraining);
+  s.add("preference.objective", Type::kChoice, HFTRAIN_FIELD(preference.objective))
+      .choices({"none", "dpo", "simpo", "orpo"}).def("none")
+      .doc("none: language modelling on the data; dpo: DPO against a reference model; simpo: SimPO (length-averaged "
+           "margins, no reference); orpo: ORPO (the chosen answers' cross-entropy plus an odds-ratio term).");
+  s.add("preference.loss_type", Type::kChoice, HFTRAIN_FIELD(preference.loss_type))
+      .choices({"sigmoid", "hinge", "ipo", "robust"}).def("sigmoid")
+      .doc("DPO's loss: sigmoid (the paper), hinge (RSO), ipo (length-averaged), robust (label smoothing as noise).");
+  s.add("preference.beta", Type::kFloat, HFTRAIN_FIELD(preference.beta))
+      .def("0.1").min(1e-6).max(1e6).doc("The objective's beta: DPO's and SimPO's temperature, ORPO's lambda.");
+  s.add("preference.label_smoothing", Type::kFloat, HFTRAIN_FIELD(preference.label_smoothing))
+      .def("0.0").min(0).max(0.499).doc("DPO robust's and SimPO's eps: the share of pairs assumed flipped.");
+  s.add("preference.gamma", Type::kFloat, HFTRAIN_FIELD(preference.gamma))
+      .def("0.5").min(0).max(1e6).doc("SimPO's target margin (TRL's simpo_gamma).");
+  s.add("preference.cpo_alpha", Type::kFloat, HFTRAIN_FIELD(preference.cpo_alpha))
+      .def("0.0").min(0).max(1e6).doc("SimPO: weight of the chosen answers' cross-entropy added (TRL's CPO term).");
+  s.add("preference.reference", Type::kChoice, HFTRAIN_FIELD(preference.reference))
+      .choices({"auto", "copy", "adapters_off"}).def("auto")
+      .doc("DPO's reference: copy (a frozen copy of the starting weights), adapters_off (with LoRA, the same model "
+           "with its adapters off: no second copy); auto: adapters_off with LoRA, else copy.");
+
   s.section("trainer", "The training loop.", ResumeChange::kSafe);
   s.add("trainer.max_steps", Type::kInt, HFTRAIN_FIELD(trainer.max_steps))
       .nullable().min(1).unit("steps").doc("Stop after this many optimizer steps.");

@@ -113,8 +113,41 @@ void check_param_dtype(const Config& c, const Node& tree, Diagnostics& diags) {
 
 }  // namespace
 
+// Preference training: decoders, one model per rank, a reference that exists.
+void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
+  const PreferenceConfig& p = c.preference;
+  if (p.objective == PreferenceObjective::kNone) return;
+  if (c.model.arch == ModelArch::kBert) {
+    diags.add(from(tree, "preference.objective"),
+              "`preference.objective` trains a decoder on its answers' log-probabilities; model.arch=bert is an "
+              "encoder",
+              "train a decoder (model.arch=gpt2 or llama, or model.from a Hugging Face decoder)");
+  }
+  if (c.distributed.tensor_parallel > 1 || c.distributed.pipeline_parallel > 1) {
+    diags.add(from(tree, "preference.objective"),
+              "`preference.objective` scores each pair's whole sequences on one rank; tensor and pipeline "
+              "parallelism split them and are not supported with it yet",
+              "set distributed.tensor_parallel=1 and distributed.pipeline_parallel=1 (data parallelism and the zero "
+              "strategies work)");
+  }
+  if (p.reference == PreferenceReference::kAdaptersOff && c.peft.method != PeftMethod::kLora) {
+    diags.add(from(tree, "preference.reference"),
+              "`preference.reference` is adapters_off, but there are no adapters to turn off (peft.method is not "
+              "lora)",
+              "set peft.method=lora, or preference.reference=copy (or auto)");
+  }
+  if (p.objective == PreferenceObjective::kDpo && c.peft.method == PeftMethod::kLora &&
+      !c.peft.modules_to_save.empty() && p.reference != PreferenceReference::kCopy) {
+    diags.add(from(tree, "peft.modules_to_save"),
+              "`peft.modules_to_save` trains whole modules that turning the adapters off does not restore, so "
+              "the reference would not be the starting model",
+              "set preference.reference=copy, or leave peft.modules_to_save empty");
+  }
+}
+
 void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& diags) {
   check_source_weights(c.data, tree, diags);
+  check_preference(c, tree, diags);
   check_report_to(c.logging, tree, diags);
   if (c.model.arch != ModelArch::kBert && c.model.task != config::Task::kSequenceClassification) {
     diags.add(from(tree, "model.task"), "`model.task` is token_classification, which an encoder (model.arch=bert) does",

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 
+#include "data/hold_out.h"
 #include "data/loader.h"
 #include "util/error.h"
 
@@ -48,22 +49,6 @@ auto read_all(const std::vector<std::filesystem::path>& files, const Options& op
   return out;
 }
 
-// Holds out validation_fraction of `train` (a fixed shuffle by the split seed: the same records
-// every run with that seed) into `validation`.
-template <typename T>
-void hold_out(std::vector<T>& train, std::vector<T>& validation, const ClassificationOptions& options) {
-  if (!options.validation.empty() || options.validation_fraction <= 0) return;
-  std::vector<size_t> order(train.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(options.split_seed));
-  const auto held = static_cast<size_t>(options.validation_fraction * static_cast<double>(train.size()));
-  std::vector<bool> is_held(train.size(), false);
-  for (size_t i = 0; i < held; ++i) is_held[order[i]] = true;
-  std::vector<T> kept;
-  for (size_t i = 0; i < train.size(); ++i) (is_held[i] ? validation : kept).push_back(std::move(train[i]));
-  train = std::move(kept);
-}
-
 Loaders make_loaders_of(std::shared_ptr<BatchSource> train, std::shared_ptr<BatchSource> validation,
                         const LoaderOptions& loader, torch::Device device) {
   Loaders out;
@@ -82,7 +67,7 @@ Loaders tagging_loaders(const ClassificationOptions& options, const LoaderOption
                         const tokenizer::Tokenizer& tokenizer, torch::Device device) {
   std::vector<TaggedSentence> train = read_all(options.train, options.tagged, read_tagged);
   std::vector<TaggedSentence> validation = read_all(options.validation, options.tagged, read_tagged);
-  hold_out(train, validation, options);
+  hold_out(train, validation, options.validation, options.validation_fraction, options.split_seed);
   const LabelSet tags = options.labels ? *options.labels : tag_set_of(train, options.train.front().string());
   auto source = [&](const std::vector<TaggedSentence>& sentences) -> std::shared_ptr<BatchSource> {
     if (sentences.empty()) return nullptr;
@@ -112,7 +97,7 @@ Loaders make_classification_loaders(const ClassificationOptions& options, const 
   if (options.tagging) return tagging_loaders(options, loader, tokenizer, device);
   std::vector<LabelledExample> train = read_all(options.train, options.records, read_labelled);
   std::vector<LabelledExample> validation = read_all(options.validation, options.records, read_labelled);
-  hold_out(train, validation, options);
+  hold_out(train, validation, options.validation, options.validation_fraction, options.split_seed);
   const LabelSet labels = options.labels ? *options.labels : label_set_of(train, options.train.front().string());
   auto source = [&](const std::vector<LabelledExample>& examples) -> std::shared_ptr<BatchSource> {
     if (examples.empty()) return nullptr;

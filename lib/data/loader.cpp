@@ -40,14 +40,19 @@ LoaderOptions checked(const LoaderOptions& options) {
   return options;
 }
 
-// Rows whose sample lies past the first epoch (cursor + row >= n) lose their labels.
+// Rows whose sample lies past the first epoch (cursor + sample >= n) lose their labels (a pair both
+// of its rows, and its count: such batches count samples, not tokens).
 void mask_past_end(HostBatch& batch, uint64_t cursor, uint64_t n) {
-  if (cursor + static_cast<uint64_t>(batch.batch_size) <= n) return;
+  const int64_t samples = batch.batch_size / batch.rows_per_sample;
+  if (cursor + static_cast<uint64_t>(samples) <= n) return;
   const int64_t per_row = batch.sequence_labels ? 1 : batch.seq_len;
   for (int64_t row = 0; row < batch.batch_size; ++row) {
-    if (cursor + static_cast<uint64_t>(row) < n) continue;
+    if (cursor + static_cast<uint64_t>(row % samples) < n) continue;
+    if (batch.rows_per_sample > 1 && row < samples) --batch.num_target_tokens;
     for (int64_t j = row * per_row; j < (row + 1) * per_row; ++j) {
-      if (batch.labels[static_cast<size_t>(j)] != kIgnoreIndex) --batch.num_target_tokens;
+      if (batch.rows_per_sample == 1 && batch.labels[static_cast<size_t>(j)] != kIgnoreIndex) {
+        --batch.num_target_tokens;
+      }
       batch.labels[static_cast<size_t>(j)] = kIgnoreIndex;
     }
   }

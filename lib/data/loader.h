@@ -15,6 +15,7 @@
 
 #include "data/batch_source.h"
 #include "data/classification_batch.h"
+#include "data/preference.h"
 #include "data/dataset.h"
 #include "data/labelled.h"
 #include "data/packing.h"
@@ -154,5 +155,21 @@ struct ClassificationOptions {
 // Throws DataError naming the file and line for bad records or labels.
 Loaders make_classification_loaders(const ClassificationOptions& options, const LoaderOptions& loader,
                                     const tokenizer::Tokenizer& tokenizer, torch::Device device);
+
+// Preference pairs (preference.h): records read and encoded once, collated per batch into 2B rows.
+struct PreferenceOptions {
+  std::vector<std::filesystem::path> train;       // JSONL files
+  std::vector<std::filesystem::path> validation;  // empty: validation_fraction of train
+  double validation_fraction = 0.0;
+  uint64_t split_seed = 0;
+  PreferenceFields fields;
+  PreferenceLimits limits;
+  int64_t pad_to_multiple_of = 1;
+  const tokenizer::ChatTemplate* chat_template = nullptr;  // conversational records; null: none
+};
+// Logs how many pairs were cut or dropped by the limits. Throws DataError naming the file and line for
+// bad records, and when no pair is left.
+Loaders make_preference_loaders(const PreferenceOptions& options, const LoaderOptions& loader,
+                                const tokenizer::Tokenizer& tokenizer, torch::Device device);
 
 }  // namespace hftrain::data

@@ -63,7 +63,10 @@ struct HostBatch {
   // 0..T-1 in every row. Left empty when no row of the batch holds a document boundary.
   std::vector<int64_t> position_ids;
   bool sequence_labels = false;         // one class per sequence (classification)
-  int64_t num_target_tokens = 0;        // labels != kIgnoreIndex
+  // Rows per sample: 2 for preference pairs, whose B samples fill rows i (chosen) and B + i (rejected);
+  // num_target_tokens then counts the pairs (what their loss is averaged over), not tokens.
+  int64_t rows_per_sample = 1;
+  int64_t num_target_tokens = 0;        // labels != kIgnoreIndex (pairs: see rows_per_sample)
   std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
 };
 

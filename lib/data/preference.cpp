@@ -209,6 +209,7 @@ HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const u
   if (multiple > 1) T = (T + multiple - 1) / multiple * multiple;
   HostBatch batch;
   batch.batch_size = 2 * B;
+  batch.rows_per_sample = 2;
   batch.seq_len = T;
   const auto cells = static_cast<size_t>(2 * B * T);
   batch.input_ids.assign(cells, pad_id);
@@ -226,11 +227,11 @@ HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const u
         // Position t predicts token t + 1: a target where that token is the answer's.
         if (t + 1 < n && t + 1 >= p.prompt.size()) {
           batch.labels[row + t] = answer[t + 1 - p.prompt.size()];
-          ++batch.num_target_tokens;
         }
       }
     }
   }
+  batch.num_target_tokens = B;  // the pairs, over which the loss is averaged
   batch.sample_ids.assign(ids.begin(), ids.end());
   return batch;
 }

@@ -80,6 +80,7 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,
 // B pairs (pairs[ids[i]]) as 2B right-padded rows: the B chosen sequences, then the B rejected ones.
 // labels[t] is token t + 1 where that token belongs to the answer, kIgnoreIndex elsewhere, so the
 // summed log-probs of a row are over its answer only. T is the longest row, rounded up to `multiple`.
+// num_target_tokens counts the pairs (rows_per_sample 2).
 HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
                         int64_t multiple = 1);
 

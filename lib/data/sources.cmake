@@ -22,6 +22,7 @@ set(HFTRAIN_DATA_CORE_SOURCES
 # LibTorch: the loader turns host batches into (pinned) tensors on the device.
 set(HFTRAIN_DATA_TORCH_SOURCES
   classification_loader.cpp
+  preference_loader.cpp
   loader.cpp)
 # Labelled text for sequence classification: CSV/TSV/JSONL, label sets, encoding, padding.
 list(APPEND HFTRAIN_DATA_CORE_SOURCES csv_reader.cpp labelled.cpp classification_batch.cpp)

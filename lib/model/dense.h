@@ -38,6 +38,23 @@ class FrozenWeight {
   virtual int64_t bytes() const = 0;
 };
 
+// While one lives on this thread, Dense layers compute without their adapters: the base model
+// (preference training's reference with LoRA, as peft's disable_adapter()).
+class AdaptersOff {
+ public:
+  AdaptersOff() { ++depth(); }
+  ~AdaptersOff() { --depth(); }
+  AdaptersOff(const AdaptersOff&) = delete;
+  AdaptersOff& operator=(const AdaptersOff&) = delete;
+  static bool active() { return depth() > 0; }
+
+ private:
+  static int& depth() {
+    thread_local int d = 0;
+    return d;
+  }
+};
+
 class DenseImpl : public torch::nn::Module {
  public:
   DenseImpl(int64_t in_features, int64_t out_features, bool with_bias) {
@@ -46,7 +63,7 @@ class DenseImpl : public torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = frozen_ ? frozen_->linear(x, bias) : torch::nn::functional::linear(x, weight, bias);
-    return adapter_ ? adapter_->adapt(x, y, *this) : y;
+    return adapter_ && !AdaptersOff::active() ? adapter_->adapt(x, y, *this) : y;
   }
   // The weight the layer computes with, as a dense tensor of `dtype` (a frozen one dequantized).
   torch::Tensor effective_weight(torch::ScalarType dtype) const {

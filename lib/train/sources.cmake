@@ -37,6 +37,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   step/master_weights.cpp
   step/numeric_debug.cpp
   preference/objectives.cpp
+  preference/preference_task.cpp
   step/pipeline_runner.cpp
   step/precision.cpp
   step/step_math.cpp

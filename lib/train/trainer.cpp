@@ -151,7 +151,7 @@ void Trainer::add_run_callbacks() {
 }
 
 void Trainer::announce_start(TrainResult& result) {
-  if (loaders_.validation && model_->causal_lm()) {
+  if (loaders_.validation && model_->causal_lm() && loaders_.datasets.train && loaders_.datasets.validation) {
     result.unigram_baseline = unigram_baseline(*loaders_.datasets.train, *loaders_.datasets.validation,
                                                config_.model.vocab_size);
     notify("unigram baseline (validation loss of token frequencies alone): " +

@@ -151,6 +151,16 @@ StepStats Trainer::close_log_window(double lr_factor) {
     s.extra.emplace_back("data/" + sources[i].name + "/tokens", static_cast<double>(tokens));
     s.extra.emplace_back("data/" + sources[i].name + "/epoch", epochs[i]);
   }
+  // The task's own figures (a preference objective's rewards and log-probs) over every rank's samples.
+  if (torch::Tensor sums = model_->take_window_sums(); sums.defined()) {
+    parallel_->sum_loss(sums);
+    const torch::Tensor host = sums.to(torch::kCPU);
+    const std::vector<std::string> names = model_->window_metric_names();
+    const double count = host[host.size(0) - 1].item<double>();
+    for (size_t i = 0; i < names.size() && count > 0; ++i) {
+      s.extra.emplace_back(names[i], host[static_cast<int64_t>(i)].item<double>() / count);
+    }
+  }
   if (window_aux_.defined()) {  // this rank's mean weighted load-balancing loss over the window
     s.extra.emplace_back("aux_loss",
                          window_aux_.item<double>() / static_cast<double>(std::max<int64_t>(1, window_aux_count_)));

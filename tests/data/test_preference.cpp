@@ -149,6 +149,7 @@ TEST_CASE("preference: B pairs collate into 2B rows, chosen first, labels on the
   CHECK(b.input_ids == std::vector<int64_t>{6, 7, 9, 9, /**/ 1, 2, 3, 4, /**/ 6, 8, 10, 11, /**/ 1, 2, 5, 9});
   CHECK(b.labels == std::vector<int64_t>{7, I, I, I, /**/ I, 3, 4, I, /**/ 8, 10, 11, I, /**/ I, 5, I, I});
   CHECK(b.attention_mask == std::vector<int64_t>{1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0});
-  CHECK(b.num_target_tokens == 7);
+  CHECK(b.num_target_tokens == 2);  // pairs
+  CHECK(b.rows_per_sample == 2);
   CHECK(b.sample_ids == ids);
 }

@@ -48,6 +48,11 @@ TEST_CASE("preference: completion log-probs sum the shifted targets over the com
   CHECK(completion_logps(logits.to(torch::kBFloat16), ids, mask).sum.scalar_type() == torch::kFloat32);
   // A row with no completion token counts one (TRL's clamp), so averages stay finite.
   CHECK(item(completion_logps(logits, ids, torch::zeros_like(mask)).tokens[0]) == 1.0);
+  // From a batch's labels (already shifted, -100 where no target): the same sums.
+  const auto labels = torch::tensor({{-100, 3, 4, -100}, {4, 4, -100, -100}}, torch::kLong);
+  const SequenceLogps from_labels = labelled_logps(logits, labels);
+  CHECK(torch::allclose(from_labels.sum, lp.sum));
+  CHECK(from_labels.tokens.equal(lp.tokens));
   const PairLogps halves = PairLogps::split(lp);
   CHECK(item(halves.chosen.sum[0]) == item(lp.sum[0]));
   CHECK(item(halves.rejected.sum[0]) == item(lp.sum[1]));

@@ -16,6 +16,7 @@
 #include "train/build/pipeline_setup.h"
 #include "train/build/tp_setup.h"
 #include "train/build/wiring.h"
+#include "train/preference/preference_task.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -108,6 +109,39 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
       config.distributed.sequence_parallel);
 }
 
+// DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
+// LoRA), not the base with its adapters off.
+bool dpo_reference_copy(const config::Config& config) {
+  const config::PreferenceConfig& p = config.preference;
+  return p.objective == config::PreferenceObjective::kDpo &&
+         (p.reference == config::PreferenceReference::kCopy ||
+          (p.reference == config::PreferenceReference::kAuto && config.peft.method != config::PeftMethod::kLora));
+}
+
+// The policy wrapped by preference.objective, with DPO's reference: the starting weights as a frozen
+// copy, or with LoRA the same model with its adapters off.
+std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> policy, const config::Config& config,
+                                                     const torch::Device& device) {
+  const config::PreferenceConfig& p = config.preference;
+  std::unique_ptr<PreferenceReference> reference;
+  if (p.objective == config::PreferenceObjective::kDpo) {
+    const bool copy = dpo_reference_copy(config);
+    if (copy && config.peft.quantize_base != config::QuantizeBase::kNone) {
+      throw util::ConfigError("preference.reference=copy would copy a base that peft.quantize_base keeps quantized",
+                              "use preference.reference=adapters_off (or auto) with QLoRA");
+    }
+    if (copy) {
+      reference = frozen_copy_reference(*policy, *policy->decoder_spec(), device);
+      util::log::info("preference: DPO against a frozen copy of the starting weights (" +
+                      std::to_string(reference->parameters()) + " parameters)");
+    } else {
+      reference = adapters_off_reference(*policy);
+      util::log::info("preference: DPO against the base model (the adapters off)");
+    }
+  }
+  return make_preference_task(std::move(policy), p, std::move(reference));
+}
+
 }  // namespace
 
 TrainerParts build_trainer_parts(const config::Config& config, parallel::World& world, const torch::Device& device,
@@ -146,7 +180,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   // (named ones) or from the training data, and fix the classifier's size.
   const bool classify = config.model.arch == config::ModelArch::kBert;
   const bool lora = config.peft.method == config::PeftMethod::kLora;
-  const bool from_model_dir = config.model.from && (!resume_from || lora);
+  // A resume reads model.from too where it is not all in the checkpoint: a LoRA run's frozen base, and
+  // DPO's reference copy of the starting weights (the checkpoint holds the policy's).
+  const bool from_model_dir = config.model.from && (!resume_from || lora || dpo_reference_copy(config));
   std::optional<ModelSource> source;
   if (from_model_dir) source = read_model_source(*config.model.from);
   if (classify && resume_from) source = read_model_source(*resume_from);
@@ -172,6 +208,10 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     if (classify) {
       parts.loaders = data::make_classification_loaders(classification_options(config, source), options.loader,
                                                         *parts.tokenizer, device);
+    } else if (config.preference.objective != config::PreferenceObjective::kNone) {
+      std::shared_ptr<const tokenizer::ChatTemplate> chat;  // encodes the pairs; not needed after
+      parts.loaders = data::make_preference_loaders(preference_options(config, chat), options.loader,
+                                                    *parts.tokenizer, device);
     } else {
       parts.loaders = data::make_loaders(options, *parts.tokenizer, device);
     }
@@ -215,6 +255,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
+  if (config.preference.objective != config::PreferenceObjective::kNone) {
+    parts.model = with_preference_objective(std::move(parts.model), config, device);
+  }
   if (qlora) {
     const peft::QuantizedBase& q = *on_load.report;
     util::log::info(std::string("QLoRA: the frozen base's ") + std::to_string(q.layers) + " linear layers (" +

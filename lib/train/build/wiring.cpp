@@ -194,6 +194,21 @@ data::ClassificationOptions classification_options(const config::Config& c, cons
   return o;
 }
 
+data::PreferenceOptions preference_options(const config::Config& c,
+                                           std::shared_ptr<const tokenizer::ChatTemplate>& chat) {
+  data::PreferenceOptions o;
+  for (const auto& p : c.data.train) o.train.push_back(p.path);
+  for (const auto& p : c.data.validation) o.validation.push_back(p.path);
+  o.validation_fraction = c.data.validation_fraction;
+  o.split_seed = static_cast<uint64_t>(c.run.seed);
+  if (!c.data.prompt_field.empty()) o.fields.prompt = c.data.prompt_field;
+  o.limits = {c.data.seq_len, c.data.max_prompt_len};
+  o.pad_to_multiple_of = c.data.pad_to_multiple_of;
+  chat = tokenizer::resolve_chat_template(c.data.chat_template, c.tokenizer.path.value_or(""));
+  o.chat_template = chat.get();
+  return o;
+}
+
 torch::Device pick_device(const config::Config& c, int local_rank) {
   const bool cuda = torch::cuda::is_available();
   bool use_cuda = cuda;

@@ -51,6 +51,11 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 // `optimizer` (the config's, or a pipeline stage's) as its factory.
 parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer);
 
+// Preference pairs (preference.objective): the data.* keys as the preference loader reads them, the
+// chat template (data.chat_template) held by `chat`, which must outlive the loaders.
+data::PreferenceOptions preference_options(const config::Config& config,
+                                           std::shared_ptr<const tokenizer::ChatTemplate>& chat);
+
 torch::Device pick_device(const config::Config& config, int local_rank = 0);
 
 // The seeds of a rank's random streams once the weights are initialised (dropout): the default

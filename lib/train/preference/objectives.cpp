@@ -27,6 +27,18 @@ SequenceLogps completion_logps(const torch::Tensor& logits, const torch::Tensor&
   return {(picked * mask).sum(1), mask.sum(1).clamp_min(1)};
 }
 
+SequenceLogps labelled_logps(const torch::Tensor& logits, const torch::Tensor& labels) {
+  TORCH_CHECK(logits.dim() == 3 && labels.dim() == 2 && logits.size(0) == labels.size(0) &&
+                  logits.size(1) == labels.size(1),
+              "labelled_logps: logits (R, T, V) and labels (R, T)");
+  const auto scoring = at_least_fp32(logits);
+  const auto mask = labels.ne(-100);
+  const auto targets = labels.clamp_min(0);
+  const auto picked = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
+  const auto weights = mask.to(scoring.scalar_type());
+  return {(picked * weights).sum(1), weights.sum(1).clamp_min(1)};
+}
+
 PairLogps PairLogps::split(const SequenceLogps& both) {
   const int64_t B = both.sum.size(0) / 2;
   TORCH_CHECK(both.sum.size(0) == 2 * B, "PairLogps::split: an odd number of sequences");

@@ -22,6 +22,9 @@ struct SequenceLogps {
 };
 SequenceLogps completion_logps(const torch::Tensor& logits, const torch::Tensor& input_ids,
                                const torch::Tensor& completion_mask);
+// The same from a batch's labels (R, T), already shifted: labels[t] is the target of position t,
+// -100 where none (data/preference.h's rows).
+SequenceLogps labelled_logps(const torch::Tensor& logits, const torch::Tensor& labels);
 
 // The chosen and rejected halves of 2B sequences stacked chosen first (TRL's concatenated forward).
 struct PairLogps {

@@ -30,6 +30,10 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     *logits = model_->forward(batch.input_ids, nullptr, batch.position_ids);
     return token_loss_sum(*logits, batch.labels, label_smoothing);
   }
+  torch::Tensor logits(const data::Batch& batch) override {
+    model_->set_router_token_mask(batch.attention_mask);
+    return model_->forward(batch.input_ids, nullptr, batch.position_ids);
+  }
   void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages) override {
     model_->pipeline_split(boundaries, stage, stages);
   }

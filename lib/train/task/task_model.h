@@ -42,6 +42,15 @@ class TaskModel {
   // The batch's loss summed over its targets (tokens, or sequences), in fp32; `logits`, when
   // given, receives the outputs (for metrics).
   virtual torch::Tensor loss_sum(const data::Batch& batch, double label_smoothing, torch::Tensor* logits) = 0;
+  // The outputs for the batch's rows, (B, T, V) for a decoder (preference objectives score them);
+  // the default refuses.
+  virtual torch::Tensor logits(const data::Batch& batch);
+  // Figures the task adds to a logging window (a preference objective's rewards and log-probs): their
+  // names, and one fp64 tensor on the model's device of their sums over the window's samples followed
+  // by the samples counted, which the trainer sums over the data-parallel ranks before dividing;
+  // undefined when there are none. take_window_sums starts the next window.
+  virtual std::vector<std::string> window_metric_names() const { return {}; }
+  virtual torch::Tensor take_window_sums() { return {}; }
   // An auxiliary loss of the last loss_sum, already weighted, that training adds per micro-batch
   // (a mixture of experts' load-balancing loss); undefined when the model has none.
   virtual torch::Tensor aux_loss() { return {}; }

@@ -1,0 +1,231 @@
+#include "train/preference/preference_task.h"
+
+#include <torch/torch.h>
+
+#include "model/dense.h"
+#include "util/error.h"
+
+namespace hftrain::train {
+
+torch::Tensor TaskModel::logits(const data::Batch& /*batch*/) {
+  throw util::ConfigError("this task has no per-token outputs to score (preference objectives train decoders)",
+                          "set preference.objective=none, or train a decoder");
+}
+
+namespace {
+
+using preference::PairLogps;
+using preference::SequenceLogps;
+
+class FrozenCopy final : public PreferenceReference {
+ public:
+  FrozenCopy(const TaskModel& policy, const model::ModelSpec& spec, const torch::Device& device)
+      : copy_(make_causal_lm(spec, model::WeightInit::kSkip)) {
+    torch::NoGradGuard no_grad;
+    std::unordered_map<std::string, torch::Tensor> source;
+    for (auto& [name, p] : policy.parameters_by_name()) source.emplace(name, p);
+    for (auto& [name, p] : copy_->parameters_by_name()) {
+      const auto it = source.find(name);
+      TORCH_CHECK(it != source.end(), "the preference reference has no source for ", name);
+      p.set_data(it->second.detach().to(device, /*non_blocking=*/false, /*copy=*/true));
+      p.set_requires_grad(false);
+      parameters_ += p.numel();
+    }
+    copy_->module().to(device);
+    copy_->module().eval();
+  }
+  SequenceLogps logps(const data::Batch& batch) override {
+    torch::NoGradGuard no_grad;
+    return preference::labelled_logps(copy_->logits(batch), batch.labels);
+  }
+  int64_t parameters() const override { return parameters_; }
+
+ private:
+  std::unique_ptr<TaskModel> copy_;
+  int64_t parameters_ = 0;
+};
+
+class AdaptersOffReference final : public PreferenceReference {
+ public:
+  explicit AdaptersOffReference(TaskModel& policy) : policy_(policy) {}
+  SequenceLogps logps(const data::Batch& batch) override {
+    torch::NoGradGuard no_grad;
+    model::AdaptersOff off;
+    const bool training = policy_.module().is_training();
+    policy_.module().eval();  // no dropout in the reference
+    SequenceLogps out = preference::labelled_logps(policy_.logits(batch), batch.labels);
+    policy_.module().train(training);
+    return out;
+  }
+
+ private:
+  TaskModel& policy_;
+};
+
+// The chosen rows' token-mean cross-entropy over every real token after the first (prompt and answer):
+// ORPO's NLL term, as TRL's ORPOTrainer takes it.
+torch::Tensor chosen_sequence_nll(const torch::Tensor& logits, const data::Batch& batch, int64_t pairs) {
+  const int64_t T = logits.size(1);
+  const auto scoring = logits.narrow(0, 0, pairs).narrow(1, 0, T - 1).to(torch::kFloat32);
+  const auto targets = batch.input_ids.narrow(0, 0, pairs).narrow(1, 1, T - 1);
+  const auto weights = batch.attention_mask.narrow(0, 0, pairs).narrow(1, 1, T - 1).to(torch::kFloat32);
+  const auto logp = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
+  return -(logp * weights).sum() / weights.sum().clamp_min(1);
+}
+
+class PreferenceTask final : public TaskModel {
+ public:
+  PreferenceTask(std::unique_ptr<TaskModel> policy, const config::PreferenceConfig& config,
+                 std::unique_ptr<PreferenceReference> reference)
+      : policy_(std::move(policy)), config_(config), reference_(std::move(reference)) {
+    names_ = {"rewards/chosen", "rewards/rejected", "rewards/accuracies",
+              "rewards/margins", "logps/chosen",     "logps/rejected"};
+    if (config_.objective == config::PreferenceObjective::kOrpo) {
+      names_.insert(names_.end(), {"nll_loss", "log_odds_ratio", "log_odds_chosen"});
+    }
+    TORCH_CHECK(config_.objective != config::PreferenceObjective::kDpo || reference_, "DPO needs a reference");
+  }
+
+  torch::Tensor loss_sum(const data::Batch& batch, double /*label_smoothing*/, torch::Tensor* logits_out) override {
+    const int64_t pairs = batch.input_ids.size(0) / 2;
+    // The reference first: the policy's forward is the last, whose auxiliary loss the step takes.
+    std::optional<PairLogps> reference;
+    if (reference_) reference = PairLogps::split(reference_->logps(batch));
+    const torch::Tensor logits = policy_->logits(batch);
+    if (logits_out) *logits_out = logits;
+    PairLogps policy = PairLogps::split(preference::labelled_logps(logits, batch.labels));
+    // Pairs past the end of an evaluation pass carry no labels (the loader masks them): left out.
+    torch::Tensor keep;
+    if (batch.num_target_tokens < pairs) {
+      keep = batch.labels.narrow(0, 0, pairs).ne(data::kIgnoreIndex).any(1).nonzero().view({-1});
+      policy = select(policy, keep);
+      if (reference) reference = select(*reference, keep);
+    }
+    const int64_t kept = keep.defined() ? keep.size(0) : pairs;
+    if (kept == 0) return logits.sum() * 0;  // no pair of this batch counts; keeps the graph connected
+
+    preference::PreferenceTerms terms;
+    std::vector<torch::Tensor> extra;
+    switch (config_.objective) {
+      case config::PreferenceObjective::kDpo:
+        terms = preference::dpo(policy, *reference,
+                                {dpo_loss(config_.loss_type), config_.beta, config_.label_smoothing});
+        break;
+      case config::PreferenceObjective::kSimpo: {
+        std::optional<torch::Tensor> nll;
+        if (config_.cpo_alpha != 0) nll = -policy.chosen.sum.sum() / policy.chosen.tokens.sum();
+        terms = preference::simpo(policy, {config_.beta, config_.gamma, config_.label_smoothing, config_.cpo_alpha},
+                                  nll);
+        break;
+      }
+      case config::PreferenceObjective::kOrpo: {
+        TORCH_CHECK(!keep.defined(), "ORPO's evaluation tail");  // masked pairs only in evaluation's last batch
+        const torch::Tensor nll = chosen_sequence_nll(logits, batch, pairs);
+        const preference::OrpoTerms o = preference::orpo(policy, nll, config_.beta);
+        extra = {nll.detach().expand({kept}), o.log_odds_ratio, o.log_odds};
+        terms = o;
+        break;
+      }
+      case config::PreferenceObjective::kNone: TORCH_CHECK(false, "no preference objective");
+    }
+    if (torch::GradMode::is_enabled()) add_to_window(terms, extra, kept);
+    return terms.loss * static_cast<double>(kept);
+  }
+
+  std::vector<std::string> window_metric_names() const override { return names_; }
+  torch::Tensor take_window_sums() override {
+    torch::Tensor out = window_;
+    window_ = torch::Tensor();
+    return out;
+  }
+
+  // --- the policy's, unchanged ---
+  torch::nn::Module& module() override { return policy_->module(); }
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
+    return policy_->parameters_by_name();
+  }
+  model::ParameterUnits parameter_units() const override { return policy_->parameter_units(); }
+  void set_unit_hooks(model::UnitHooks* hooks) override { policy_->set_unit_hooks(hooks); }
+  void set_activation_checkpointing(bool on) override { policy_->set_activation_checkpointing(on); }
+  torch::Tensor logits(const data::Batch& batch) override { return policy_->logits(batch); }
+  torch::Tensor aux_loss() override { return policy_->aux_loss(); }
+  void load(const std::filesystem::path& path, const std::string& what,
+            const model::WeightHandover& handover = {}) override {
+    policy_->load(path, what, handover);
+  }
+  std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
+                                                              const tokenizer::Tokenizer& tokenizer) const override {
+    return policy_->text_files(kind, tokenizer);
+  }
+  void save_dir(const std::filesystem::path& dir, tokenizer::TokenizerKind kind,
+                const tokenizer::Tokenizer& tokenizer) const override {
+    policy_->save_dir(dir, kind, tokenizer);
+  }
+  bool causal_lm() const override { return policy_->causal_lm(); }
+  bool per_token() const override { return policy_->per_token(); }
+  std::vector<model::HfLinear> hf_linear_modules() const override { return policy_->hf_linear_modules(); }
+  std::vector<model::HfParameter> hf_parameters() const override { return policy_->hf_parameters(); }
+  config::ModelArch arch() const override { return policy_->arch(); }
+  const model::ModelSpec* decoder_spec() const override { return policy_->decoder_spec(); }
+  int64_t non_embedding_parameters() const override { return policy_->non_embedding_parameters(); }
+  void tensor_parallelize(std::shared_ptr<model::TpGroup> group) override {
+    policy_->tensor_parallelize(std::move(group));
+  }
+  model::TpSplit tp_split(const std::string& name, int rank) const override { return policy_->tp_split(name, rank); }
+  void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages) override {
+    policy_->pipeline_split(boundaries, stage, stages);
+  }
+  const model::PipelineStage* pipeline_stage() const override { return policy_->pipeline_stage(); }
+  parallel::UnitSizes unit_sizes() const override { return policy_->unit_sizes(); }
+  metrics::ModelShape shape(int64_t seq_len) const override { return policy_->shape(seq_len); }
+
+ private:
+  static preference::DpoLoss dpo_loss(config::DpoLossType t) {
+    switch (t) {
+      case config::DpoLossType::kHinge: return preference::DpoLoss::kHinge;
+      case config::DpoLossType::kIpo: return preference::DpoLoss::kIpo;
+      case config::DpoLossType::kRobust: return preference::DpoLoss::kRobust;
+      case config::DpoLossType::kSigmoid: break;
+    }
+    return preference::DpoLoss::kSigmoid;
+  }
+  static PairLogps select(const PairLogps& p, const torch::Tensor& keep) {
+    return {{p.chosen.sum.index_select(0, keep), p.chosen.tokens.index_select(0, keep)},
+            {p.rejected.sum.index_select(0, keep), p.rejected.tokens.index_select(0, keep)}};
+  }
+  // The window's sums per name (TRL's per-pair values summed), then the pairs.
+  void add_to_window(const preference::PreferenceTerms& t, const std::vector<torch::Tensor>& extra, int64_t pairs) {
+    std::vector<torch::Tensor> sums{t.chosen_rewards.sum(), t.rejected_rewards.sum(), t.accuracies().sum(),
+                                    t.margins().sum(),      t.chosen_logps.sum(),     t.rejected_logps.sum()};
+    for (const torch::Tensor& e : extra) sums.push_back(e.sum());
+    for (auto& s : sums) s = s.detach().to(torch::kFloat64);
+    sums.push_back(torch::full({}, static_cast<double>(pairs), sums[0].options()));
+    const torch::Tensor now = torch::stack(sums);
+    window_ = window_.defined() ? window_ + now : now;
+  }
+
+  std::unique_ptr<TaskModel> policy_;
+  config::PreferenceConfig config_;
+  std::unique_ptr<PreferenceReference> reference_;
+  std::vector<std::string> names_;
+  torch::Tensor window_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreferenceReference> frozen_copy_reference(const TaskModel& policy, const model::ModelSpec& spec,
+                                                           const torch::Device& device) {
+  return std::make_unique<FrozenCopy>(policy, spec, device);
+}
+
+std::unique_ptr<PreferenceReference> adapters_off_reference(TaskModel& policy) {
+  return std::make_unique<AdaptersOffReference>(policy);
+}
+
+std::unique_ptr<TaskModel> make_preference_task(std::unique_ptr<TaskModel> policy,
+                                                const config::PreferenceConfig& config,
+                                                std::unique_ptr<PreferenceReference> reference) {
+  return std::make_unique<PreferenceTask>(std::move(policy), config, std::move(reference));
+}
+
+}  // namespace hftrain::train

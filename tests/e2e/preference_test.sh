@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# End-to-end: preference training (preference.objective) on the shipped pairs
+# (recipes/data/preference_example.jsonl: text records, conversational ones, records without a prompt)
+# with the dpo-llama recipe, on the CPU:
+# - DPO's first step has the policy equal to its reference: loss ln 2, every reward 0, and TRL's
+#   metric names in metrics.jsonl;
+# - a run killed after a checkpoint and resumed ends bit for bit as the run that was not (the frozen
+#   reference rebuilt from the starting weights);
+# - 2 ranks of 2 pairs equal 1 rank of 2 pairs accumulating 2 steps (the loss is averaged over pairs);
+# - LoRA's reference is the base with the adapters off: loss ln 2 at the first step from a trained model;
+# - SimPO, ORPO and DPO's other loss types train; bad records and refused layouts exit 2 naming why.
+# Usage: preference_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
+
+PAIRS="$SRC/recipes/data/preference_example.jsonl"
+common=(data.train="[$PAIRS]" trainer.device=cpu trainer.eval_every=0 trainer.log_every=1 data.validation_fraction=0
+        checkpoint.every_steps=0)
+metric() { check_py metric "$WORK/$1/metrics.jsonl" "$2" "$3"; }
+near() {  # near A B TOL: |A - B| <= TOL
+  "$PY" -c "import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= t else 1)" "$1" "$2" "$3"
+}
+dpo_run() { run 0 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" "$@"; }
+
+# --- the first step: policy = reference
+start() {
+  dpo_run trainer.max_steps=2 run.output_dir="$WORK/start" && {
+    near "$(metric start 1 loss)" 0.6931471805599453 1e-6 && ok || fail "start: step 1's loss is not ln 2"
+    for key in rewards/chosen rewards/rejected rewards/margins rewards/accuracies; do
+      [ "$(metric start 1 "$key")" = 0.0 ] && ok || fail "start: step 1's $key is not 0"
+    done
+    for key in logps/chosen logps/rejected; do
+      [ -n "$(metric start 2 "$key")" ] && ok || fail "start: no $key in step 2's record"
+    done
+    has "DPO against a frozen copy of the starting weights" err
+  }
+}
+
+# --- resume: killed after step 4's checkpoint, resumed, the same as a run through
+resume() {
+  once through dpo_run trainer.max_steps=8 checkpoint.every_steps=4 run.output_dir="$WORK/through"
+  cp -r "$WORK/through" "$WORK/resumed" && rm -rf "$WORK/resumed/checkpoint-8" "$WORK/resumed/final"
+  run 0 resume "$WORK/resumed/checkpoint-4" && {
+    [ "$(metric resumed 8 loss)" = "$(metric through 8 loss)" ] && ok || fail "resume: step 8's loss differs"
+    [ "$(metric resumed 8 rewards/margins)" = "$(metric through 8 rewards/margins)" ] && ok \
+      || fail "resume: step 8's margins differ"
+  }
+}
+
+# --- data parallelism: 2 ranks x 2 pairs = 1 rank x 2 pairs x 2 accumulated
+ddp() {
+  dpo_run trainer.max_steps=4 trainer.micro_batch_size=2 trainer.grad_accum_steps=2 data.shuffle=false \
+    run.output_dir="$WORK/accum" &&
+    dpo_run trainer.max_steps=4 trainer.micro_batch_size=2 trainer.grad_accum_steps=1 data.shuffle=false \
+      run.output_dir="$WORK/ranks" --nproc-per-node 2 && {
+      near "$(metric ranks 4 loss)" "$(metric accum 4 loss)" 1e-5 && ok \
+        || fail "ddp: step 4's loss $(metric ranks 4 loss) on 2 ranks, $(metric accum 4 loss) accumulating"
+      near "$(metric ranks 4 rewards/margins)" "$(metric accum 4 rewards/margins)" 1e-5 && ok \
+        || fail "ddp: step 4's margins differ"
+    }
+}
+
+# --- LoRA: the reference is the trained base with the adapters off (no copy)
+lora() {
+  once base dpo_run trainer.max_steps=6 run.output_dir="$WORK/base"
+  dpo_run trainer.max_steps=2 model.from="$WORK/base/final" peft.method=lora "peft.lora.target_modules=[q_proj,v_proj]" \
+    run.output_dir="$WORK/lora" && {
+    has "DPO against the base model (the adapters off)" err
+    near "$(metric lora 1 loss)" 0.6931471805599453 1e-6 && ok || fail "lora: step 1's loss is not ln 2"
+  }
+}
+
+# --- the other objectives and loss types
+objectives() {
+  for o in simpo orpo; do
+    dpo_run trainer.max_steps=3 preference.objective=$o run.output_dir="$WORK/$o" && {
+      [ -n "$(metric $o 3 rewards/margins)" ] && ok || fail "$o: no rewards/margins"
+    }
+  done
+  [ -n "$(metric orpo 3 nll_loss)" ] && ok || fail "orpo: no nll_loss"
+  for t in hinge ipo robust; do
+    dpo_run trainer.max_steps=2 preference.loss_type=$t preference.label_smoothing=0.1 run.output_dir="$WORK/$t"
+  done
+  near "$(metric hinge 1 loss)" 1 1e-6 && ok || fail "hinge: step 1's loss is not 1"
+  near "$(metric ipo 1 loss)" 25 1e-4 && ok || fail "ipo: step 1's loss is not (1 / (2 beta))^2 = 25"
+}
+
+# --- bad input: named, exit 2
+bad_input() {
+  printf '%s\n' '{"prompt": "q", "chosen": "a", "rejected": "b"}' '{"prompt": "q", "chosen": "a", "rejectd": "b"}' \
+    > "$WORK/bad.jsonl"
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" data.train="[$WORK/bad.jsonl]" run.output_dir="$WORK/bad2" \
+    && has "bad.jsonl:2: the record has no field 'rejected'" err && has "did you mean 'rejectd'" err
+  printf '%s\n' '{"chosen": "same", "rejected": "same"}' > "$WORK/same.jsonl"
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" data.train="[$WORK/same.jsonl]" run.output_dir="$WORK/same" \
+    && has "same.jsonl:1: chosen and rejected are the same" err
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" data.chat_template=hftrain run.output_dir="$WORK/notemplate" \
+    && has "a conversational pair needs the model's chat template" err
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.reference=adapters_off run.output_dir="$WORK/off" \
+    && has "no adapters to turn off" err
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" distributed.tensor_parallel=2 run.output_dir="$WORK/tp" \
+    && has "tensor and pipeline parallelism" err
+}
+
+scenarios start resume ddp lora objectives bad_input
