@@ -176,13 +176,17 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tok, const to
     whole_chosen = with_eos(r.chosen);
     whole_rejected = with_eos(r.rejected);
   }
-  // The answers are what follows the prompt's ids (positionally, as TRL splits them).
-  const auto answer = [&](const std::vector<int32_t>& whole) {
-    const size_t from = std::min(out.prompt.size(), whole.size());
-    return std::vector<int32_t>(whole.begin() + static_cast<ptrdiff_t>(from), whole.end());
+  // The answers start where the prompt's ids and the whole sequences' part (TRL 1.16): a prompt whose
+  // last token merges with an answer's first, or that a template renders otherwise alone, loses that
+  // end, as in TRL.
+  const auto shared = [&](const std::vector<int32_t>& whole) {
+    return static_cast<size_t>(
+        std::mismatch(out.prompt.begin(), out.prompt.end(), whole.begin(), whole.end()).first - out.prompt.begin());
   };
-  out.chosen = answer(whole_chosen);
-  out.rejected = answer(whole_rejected);
+  const size_t prompt_len = std::min(shared(whole_chosen), shared(whole_rejected));
+  out.prompt.resize(prompt_len);
+  out.chosen.assign(whole_chosen.begin() + static_cast<ptrdiff_t>(prompt_len), whole_chosen.end());
+  out.rejected.assign(whole_rejected.begin() + static_cast<ptrdiff_t>(prompt_len), whole_rejected.end());
   if (limits.max_prompt_len > 0 && static_cast<int64_t>(out.prompt.size()) > limits.max_prompt_len) {
     out.prompt.erase(out.prompt.begin(), out.prompt.end() - limits.max_prompt_len);
     out.truncated = true;

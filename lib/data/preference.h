@@ -67,10 +67,11 @@ struct EncodedPair {
   bool truncated = false;  // a sequence was cut at seq_len, or the prompt at max_prompt_len
 };
 
-// Encodes one record as TRL does: the prompt and prompt + answer encoded whole, the answer being what
-// follows the prompt's ids. The text form appends the EOS token to each answer; the conversational
-// form renders the prompt with the generation prompt and prompt + answer without it (chat_template
-// required; special-token text in a rendering encodes as the special token). nullopt when the prompt
+// Encodes one record as TRL 1.16 does: the prompt and prompt + answer encoded whole; the prompt is the
+// ids it shares with both whole sequences, each answer the rest of its sequence. The text form appends
+// the EOS token to each answer; the conversational form renders the prompt with the generation prompt
+// and prompt + answer without it (chat_template required; special-token text in a rendering encodes as
+// the special token). nullopt when the prompt
 // alone fills seq_len (TRL drops such records). Throws DataError naming the record's origin for a
 // conversational record without a chat template, or a template error.
 std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,

@@ -73,6 +73,9 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     }
   }
   model.module().train();
+  // The task's own figures (a preference objective's), as TRL names them in evaluation: eval_<name>.
+  torch::Tensor task_sums = model.take_window_sums(/*evaluation=*/true);
+  if (task_sums.defined() && world.dp_size() > 1) world.data_parallel().all_reduce(task_sums)->wait();
   if (pipeline) world.pipeline_group().all_reduce(loss_sum)->wait();  // the last stage's
   if (world.dp_size() > 1) {  // a tensor-parallel group's ranks evaluated the same batches
     world.data_parallel().all_reduce(loss_sum)->wait();
@@ -99,6 +102,14 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     const metrics::EntityMetrics e = entities->metrics();
     result.metrics = {{"eval_precision", e.precision}, {"eval_recall", e.recall}, {"eval_f1", e.f1},
                       {"eval_accuracy", e.accuracy}};
+  }
+  if (task_sums.defined()) {
+    const torch::Tensor host = task_sums.cpu();
+    const double count = host[host.size(0) - 1].item<double>();
+    const std::vector<std::string> names = model.window_metric_names();
+    for (size_t i = 0; i < names.size() && count > 0; ++i) {
+      result.metrics.emplace_back("eval_" + names[i], host[static_cast<int64_t>(i)].item<double>() / count);
+    }
   }
   result.targets = targets;
   result.loss = targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);

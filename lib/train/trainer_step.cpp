@@ -152,7 +152,7 @@ StepStats Trainer::close_log_window(double lr_factor) {
     s.extra.emplace_back("data/" + sources[i].name + "/epoch", epochs[i]);
   }
   // The task's own figures (a preference objective's rewards and log-probs) over every rank's samples.
-  if (torch::Tensor sums = model_->take_window_sums(); sums.defined()) {
+  if (torch::Tensor sums = model_->take_window_sums(/*evaluation=*/false); sums.defined()) {
     parallel_->sum_loss(sums);
     const torch::Tensor host = sums.to(torch::kCPU);
     const std::vector<std::string> names = model_->window_metric_names();

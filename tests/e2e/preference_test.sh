@@ -8,7 +8,9 @@
 #   reference rebuilt from the starting weights);
 # - 2 ranks of 2 pairs equal 1 rank of 2 pairs accumulating 2 steps (the loss is averaged over pairs);
 # - LoRA's reference is the base with the adapters off: loss ln 2 at the first step from a trained model;
-# - SimPO, ORPO and DPO's other loss types train; bad records and refused layouts exit 2 naming why.
+# - SimPO, ORPO and DPO's other loss types train; evaluation reports TRL's metrics as eval_<name>, a
+#   short last batch included;
+# - bad records and refused layouts exit 2 naming why.
 # Usage: preference_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 
@@ -84,6 +86,19 @@ objectives() {
   near "$(metric ipo 1 loss)" 25 1e-4 && ok || fail "ipo: step 1's loss is not (1 / (2 beta))^2 = 25"
 }
 
+# --- evaluation: TRL's metrics as eval_<name>; 8 held-out pairs in batches of 3 (the last one short)
+evaluation() {
+  for o in dpo orpo; do
+    dpo_run trainer.max_steps=2 trainer.eval_every=2 trainer.eval_batches=null trainer.micro_batch_size=3 \
+      data.validation_fraction=0.125 preference.objective=$o run.output_dir="$WORK/eval-$o" && {
+      for key in eval_loss eval_rewards/margins eval_rewards/accuracies eval_logps/chosen; do
+        [ -n "$(metric eval-$o 2 "$key")" ] && ok || fail "evaluation ($o): no $key in step 2's records"
+      done
+    }
+  done
+  [ -n "$(metric eval-orpo 2 eval_nll_loss)" ] && ok || fail "evaluation (orpo): no eval_nll_loss"
+}
+
 # --- bad input: named, exit 2
 bad_input() {
   printf '%s\n' '{"prompt": "q", "chosen": "a", "rejected": "b"}' '{"prompt": "q", "chosen": "a", "rejectd": "b"}' \
@@ -101,4 +116,4 @@ bad_input() {
     && has "tensor and pipeline parallelism" err
 }
 
-scenarios start resume ddp lora objectives bad_input
+scenarios start resume ddp lora objectives evaluation bad_input

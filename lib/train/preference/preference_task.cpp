@@ -63,12 +63,17 @@ class AdaptersOffReference final : public PreferenceReference {
 };
 
 // The chosen rows' token-mean cross-entropy over every real token after the first (prompt and answer):
-// ORPO's NLL term, as TRL's ORPOTrainer takes it.
-torch::Tensor chosen_sequence_nll(const torch::Tensor& logits, const data::Batch& batch, int64_t pairs) {
+// ORPO's NLL term, as TRL's ORPOTrainer takes it. `keep`: the pairs that count (undefined: all).
+torch::Tensor chosen_sequence_nll(const torch::Tensor& logits, const data::Batch& batch, int64_t pairs,
+                                  const torch::Tensor& keep) {
   const int64_t T = logits.size(1);
-  const auto scoring = logits.narrow(0, 0, pairs).narrow(1, 0, T - 1).to(torch::kFloat32);
-  const auto targets = batch.input_ids.narrow(0, 0, pairs).narrow(1, 1, T - 1);
-  const auto weights = batch.attention_mask.narrow(0, 0, pairs).narrow(1, 1, T - 1).to(torch::kFloat32);
+  const auto rows = [&](const torch::Tensor& t) {
+    const torch::Tensor chosen = t.narrow(0, 0, pairs);
+    return keep.defined() ? chosen.index_select(0, keep) : chosen;
+  };
+  const auto scoring = rows(logits).narrow(1, 0, T - 1).to(torch::kFloat32);
+  const auto targets = rows(batch.input_ids).narrow(1, 1, T - 1);
+  const auto weights = rows(batch.attention_mask).narrow(1, 1, T - 1).to(torch::kFloat32);
   const auto logp = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
   return -(logp * weights).sum() / weights.sum().clamp_min(1);
 }
@@ -119,8 +124,7 @@ class PreferenceTask final : public TaskModel {
         break;
       }
       case config::PreferenceObjective::kOrpo: {
-        TORCH_CHECK(!keep.defined(), "ORPO's evaluation tail");  // masked pairs only in evaluation's last batch
-        const torch::Tensor nll = chosen_sequence_nll(logits, batch, pairs);
+        const torch::Tensor nll = chosen_sequence_nll(logits, batch, pairs, keep);
         const preference::OrpoTerms o = preference::orpo(policy, nll, config_.beta);
         extra = {nll.detach().expand({kept}), o.log_odds_ratio, o.log_odds};
         terms = o;
@@ -128,14 +132,15 @@ class PreferenceTask final : public TaskModel {
       }
       case config::PreferenceObjective::kNone: TORCH_CHECK(false, "no preference objective");
     }
-    if (torch::GradMode::is_enabled()) add_to_window(terms, extra, kept);
+    add_to_window(torch::GradMode::is_enabled() ? window_ : eval_window_, terms, extra, kept);
     return terms.loss * static_cast<double>(kept);
   }
 
   std::vector<std::string> window_metric_names() const override { return names_; }
-  torch::Tensor take_window_sums() override {
-    torch::Tensor out = window_;
-    window_ = torch::Tensor();
+  torch::Tensor take_window_sums(bool evaluation) override {
+    torch::Tensor& window = evaluation ? eval_window_ : window_;
+    torch::Tensor out = window;
+    window = torch::Tensor();
     return out;
   }
 
@@ -194,21 +199,22 @@ class PreferenceTask final : public TaskModel {
             {p.rejected.sum.index_select(0, keep), p.rejected.tokens.index_select(0, keep)}};
   }
   // The window's sums per name (TRL's per-pair values summed), then the pairs.
-  void add_to_window(const preference::PreferenceTerms& t, const std::vector<torch::Tensor>& extra, int64_t pairs) {
+  static void add_to_window(torch::Tensor& window, const preference::PreferenceTerms& t,
+                            const std::vector<torch::Tensor>& extra, int64_t pairs) {
     std::vector<torch::Tensor> sums{t.chosen_rewards.sum(), t.rejected_rewards.sum(), t.accuracies().sum(),
                                     t.margins().sum(),      t.chosen_logps.sum(),     t.rejected_logps.sum()};
     for (const torch::Tensor& e : extra) sums.push_back(e.sum());
     for (auto& s : sums) s = s.detach().to(torch::kFloat64);
     sums.push_back(torch::full({}, static_cast<double>(pairs), sums[0].options()));
     const torch::Tensor now = torch::stack(sums);
-    window_ = window_.defined() ? window_ + now : now;
+    window = window.defined() ? window + now : now;
   }
 
   std::unique_ptr<TaskModel> policy_;
   config::PreferenceConfig config_;
   std::unique_ptr<PreferenceReference> reference_;
   std::vector<std::string> names_;
-  torch::Tensor window_;
+  torch::Tensor window_, eval_window_;  // training's and evaluation's (take_window_sums)
 };
 
 }  // namespace

@@ -48,9 +48,10 @@ class TaskModel {
   // Figures the task adds to a logging window (a preference objective's rewards and log-probs): their
   // names, and one fp64 tensor on the model's device of their sums over the window's samples followed
   // by the samples counted, which the trainer sums over the data-parallel ranks before dividing;
-  // undefined when there are none. take_window_sums starts the next window.
+  // undefined when there are none. Training's forwards (grad mode on) and evaluation's (off) fill two
+  // windows; take_window_sums starts the next one.
   virtual std::vector<std::string> window_metric_names() const { return {}; }
-  virtual torch::Tensor take_window_sums() { return {}; }
+  virtual torch::Tensor take_window_sums(bool /*evaluation*/) { return {}; }
   // An auxiliary loss of the last loss_sum, already weighted, that training adds per micro-batch
   // (a mixture of experts' load-balancing loss); undefined when the model has none.
   virtual torch::Tensor aux_loss() { return {}; }

@@ -1,0 +1,129 @@
+"""Preference training against TRL's own trainers.
+
+    .venv/bin/python tests/conformance/trl_preference.py path/to/hftrain
+
+For a GPT-2 and a Llama base written by transformers' save_pretrained (with a byte-level BPE
+tokenizer, tests/fixtures/data/hf_bpe_tokenizer.json), the same text pairs in one full batch, fp32 on
+the CPU, dropout off, AdamW at a constant learning rate for a few steps: `hftrain run` with
+preference.objective=dpo gives TRL's DPOTrainer's loss and metrics (rewards/chosen, rewards/rejected,
+rewards/margins, rewards/accuracies, logps/chosen, logps/rejected) at every step within 1e-5 (relative,
+or absolute below 1), for the loss types sigmoid, hinge, ipo and robust. TRL's reference is a second
+copy of the base; hftrain's a frozen copy of its starting weights. Exits 1 on any difference.
+"""
+import json
+import math
+import os
+import sys
+import tempfile
+
+import torch
+from datasets import Dataset
+from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          PreTrainedTokenizerFast)
+from trl import DPOConfig, DPOTrainer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peft_common import check, finish, run  # noqa: E402
+
+TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "data",
+                         "hf_bpe_tokenizer.json")
+PAIRS = [
+    {"prompt": "The cat sat on", "chosen": " the mat.", "rejected": " a hat, then ran away."},
+    {"prompt": "Two plus two is", "chosen": " four.", "rejected": " five, or so I heard."},
+    {"prompt": "Spell cat backwards:", "chosen": " tac", "rejected": " cta"},
+    {"prompt": "The sky is", "chosen": " blue today.", "rejected": " made of cheese."},
+    {"prompt": "Water boils at", "chosen": " 100 degrees.", "rejected": " 12 degrees."},
+    {"prompt": "A stitch in time", "chosen": " saves nine.", "rejected": " saves ten thousand."},
+    {"prompt": "Hello,", "chosen": " how are you?", "rejected": " go away."},
+    {"prompt": "The capital of France is", "chosen": " Paris.", "rejected": " Berlin, surely."},
+]
+METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies", "logps/chosen",
+           "logps/rejected"]
+STEPS = 3
+LR = 1e-3
+
+
+def bases(work):
+    torch.manual_seed(0)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=TOKENIZER, eos_token="<|endoftext|>", pad_token="<|pad|>")
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=420, hidden_size=48, intermediate_size=72, num_hidden_layers=2,
+                                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
+                                         rope_theta=10000.0, tie_word_embeddings=False, rms_norm_eps=1e-5))
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=420, n_embd=48, n_layer=2, n_head=4, n_positions=128,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    out = {}
+    for name, model in (("gpt2", gpt2), ("llama", llama)):
+        d = os.path.join(work, "base-" + name)
+        model.save_pretrained(d)
+        tokenizer.save_pretrained(d)
+        out[name] = d
+    return out
+
+
+def trl_metrics(base, work, loss_type, label_smoothing):
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
+    args = DPOConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
+                     max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
+                     adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
+                     bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
+                     beta=0.1, loss_type=[loss_type], label_smoothing=label_smoothing, max_length=64,
+                     gradient_checkpointing=False, disable_dropout=True)
+    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(PAIRS), processing_class=tokenizer)
+    trainer.train()
+    steps = [r for r in trainer.state.log_history if "loss" in r and "step" in r]
+    return {r["step"]: {k: r[k] for k in METRICS if k in r} for r in steps}
+
+
+def hftrain_metrics(hftrain, base, work, name, loss_type, label_smoothing):
+    pairs = os.path.join(work, "pairs.jsonl")
+    with open(pairs, "w", encoding="utf-8") as f:
+        for p in PAIRS:
+            f.write(json.dumps(p) + "\n")
+    out = os.path.join(work, f"hftrain-{name}-{loss_type}")
+    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.seq_len=64",
+        "data.validation_fraction=0", "data.shuffle=false", "run.export_hf=false", "preference.objective=dpo",
+        f"preference.loss_type={loss_type}", "preference.beta=0.1", f"preference.label_smoothing={label_smoothing}",
+        "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
+        "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
+        f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={len(PAIRS)}", "trainer.grad_accum_steps=1",
+        "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
+        "trainer.device=cpu", "model.dropout=0", "checkpoint.every_steps=0", "checkpoint.at_end=false",
+        f"run.output_dir={out}")
+    by_step = {}
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "train":
+                by_step[r["step"]] = {k: r[k] for k in METRICS if k in r}
+    return by_step
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-5 * max(1.0, abs(a))
+
+
+def main():
+    hftrain = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as work:
+        for name, base in bases(work).items():
+            for loss_type, eps in (("sigmoid", 0.0), ("hinge", 0.0), ("ipo", 0.0), ("robust", 0.1)):
+                theirs = trl_metrics(base, work, loss_type, eps)
+                ours = hftrain_metrics(hftrain, base, work, name, loss_type, eps)
+                worst = 0.0
+                for step in range(1, STEPS + 1):
+                    for key in METRICS:
+                        a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
+                        if a is None or b is None:
+                            check(False, f"{name} {loss_type}: step {step} has no {key} (TRL {a}, hftrain {b})")
+                            continue
+                        worst = max(worst, abs(a - b) / max(1.0, abs(a)))
+                        check(close(a, b), f"{name} {loss_type}: step {step} {key}: TRL {a}, hftrain {b}")
+                print(f"{name} {loss_type}: {STEPS} steps, largest difference from TRL {worst:.1e} "
+                      f"(step 1 loss {ours.get(1, {}).get('loss')})")
+                check(math.isfinite(worst), f"{name} {loss_type}: no comparison")
+    return finish("preference training equals TRL's DPOTrainer")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
