@@ -1,4 +1,4 @@
-"""Preference training against TRL's own trainers.
+"""Preference training against TRL's own trainers (trl 1.16).
 
     .venv/bin/python tests/conformance/trl_preference.py path/to/hftrain
 
@@ -8,7 +8,10 @@ the CPU, dropout off, AdamW at a constant learning rate for a few steps: `hftrai
 preference.objective=dpo gives TRL's DPOTrainer's loss and metrics (rewards/chosen, rewards/rejected,
 rewards/margins, rewards/accuracies, logps/chosen, logps/rejected) at every step within 1e-5 (relative,
 or absolute below 1), for the loss types sigmoid, hinge, ipo and robust. TRL's reference is a second
-copy of the base; hftrain's a frozen copy of its starting weights. Exits 1 on any difference.
+copy of the base; hftrain's a frozen copy of its starting weights. The same for the reference-free
+objectives: preference.objective=simpo against TRL's CPOTrainer with loss_type="simpo" (cpo_alpha 0,
+and 1 with the chosen answers' cross-entropy), and orpo against its ORPOTrainer (with nll_loss,
+log_odds_ratio and log_odds_chosen). Exits 1 on any difference.
 """
 import json
 import math
@@ -21,6 +24,8 @@ from datasets import Dataset
 from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           PreTrainedTokenizerFast)
 from trl import DPOConfig, DPOTrainer
+from trl.experimental.cpo import CPOConfig, CPOTrainer
+from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peft_common import check, finish, run  # noqa: E402
@@ -60,31 +65,43 @@ def bases(work):
     return out
 
 
-def trl_metrics(base, work, loss_type, label_smoothing):
+# The cases: a name, TRL's trainer and config keywords, hftrain's preference.* overrides, the metrics compared.
+ORPO_METRICS = METRICS + ["nll_loss", "log_odds_ratio", "log_odds_chosen"]
+CASES = [(f"dpo {t}", DPOTrainer, DPOConfig, {"beta": 0.1, "loss_type": [t], "label_smoothing": eps},
+          ["preference.objective=dpo", f"preference.loss_type={t}", "preference.beta=0.1",
+           f"preference.label_smoothing={eps}"], METRICS)
+         for t, eps in (("sigmoid", 0.0), ("hinge", 0.0), ("ipo", 0.0), ("robust", 0.1))]
+CASES += [(f"simpo cpo_alpha={a}", CPOTrainer, CPOConfig,
+           {"beta": 2.0, "loss_type": "simpo", "simpo_gamma": 0.5, "cpo_alpha": a, "label_smoothing": 0.0},
+           ["preference.objective=simpo", "preference.beta=2.0", "preference.gamma=0.5", f"preference.cpo_alpha={a}"],
+           METRICS) for a in (0.0, 1.0)]
+CASES += [("orpo", ORPOTrainer, ORPOConfig, {"beta": 0.1}, ["preference.objective=orpo", "preference.beta=0.1"],
+           ORPO_METRICS)]
+
+
+def trl_metrics(base, work, trainer_class, config_class, options, metrics):
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    args = DPOConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
-                     max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
-                     adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
-                     bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
-                     beta=0.1, loss_type=[loss_type], label_smoothing=label_smoothing, max_length=64,
-                     gradient_checkpointing=False, disable_dropout=True)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(PAIRS), processing_class=tokenizer)
+    args = config_class(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
+                        max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
+                        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
+                        bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
+                        max_length=64, gradient_checkpointing=False, disable_dropout=True, **options)
+    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(PAIRS),
+                            processing_class=tokenizer)
     trainer.train()
     steps = [r for r in trainer.state.log_history if "loss" in r and "step" in r]
-    return {r["step"]: {k: r[k] for k in METRICS if k in r} for r in steps}
+    return {r["step"]: {k: r[k] for k in metrics if k in r} for r in steps}
 
 
-def hftrain_metrics(hftrain, base, work, name, loss_type, label_smoothing):
+def hftrain_metrics(hftrain, base, work, name, overrides, metrics):
     pairs = os.path.join(work, "pairs.jsonl")
     with open(pairs, "w", encoding="utf-8") as f:
         for p in PAIRS:
             f.write(json.dumps(p) + "\n")
-    out = os.path.join(work, f"hftrain-{name}-{loss_type}")
+    out = os.path.join(work, "hftrain-" + name.replace(" ", "-").replace("=", ""))
     run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.seq_len=64",
-        "data.validation_fraction=0", "data.shuffle=false", "run.export_hf=false", "preference.objective=dpo",
-        f"preference.loss_type={loss_type}", "preference.beta=0.1", f"preference.label_smoothing={label_smoothing}",
-        "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
+        "data.validation_fraction=0", "data.shuffle=false", "run.export_hf=false", *overrides, "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
         "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
         f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={len(PAIRS)}", "trainer.grad_accum_steps=1",
         "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
@@ -95,7 +112,7 @@ def hftrain_metrics(hftrain, base, work, name, loss_type, label_smoothing):
         for line in f:
             r = json.loads(line)
             if r.get("type") == "train":
-                by_step[r["step"]] = {k: r[k] for k in METRICS if k in r}
+                by_step[r["step"]] = {k: r[k] for k in metrics if k in r}
     return by_step
 
 
@@ -106,23 +123,24 @@ def close(a, b):
 def main():
     hftrain = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
-        for name, base in bases(work).items():
-            for loss_type, eps in (("sigmoid", 0.0), ("hinge", 0.0), ("ipo", 0.0), ("robust", 0.1)):
-                theirs = trl_metrics(base, work, loss_type, eps)
-                ours = hftrain_metrics(hftrain, base, work, name, loss_type, eps)
+        for model_name, base in bases(work).items():
+            for case, trainer_class, config_class, options, overrides, metrics in CASES:
+                name = f"{model_name} {case}"
+                theirs = trl_metrics(base, work, trainer_class, config_class, options, metrics)
+                ours = hftrain_metrics(hftrain, base, work, name, overrides, metrics)
                 worst = 0.0
                 for step in range(1, STEPS + 1):
-                    for key in METRICS:
+                    for key in metrics:
                         a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
                         if a is None or b is None:
-                            check(False, f"{name} {loss_type}: step {step} has no {key} (TRL {a}, hftrain {b})")
+                            check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
                             continue
                         worst = max(worst, abs(a - b) / max(1.0, abs(a)))
-                        check(close(a, b), f"{name} {loss_type}: step {step} {key}: TRL {a}, hftrain {b}")
-                print(f"{name} {loss_type}: {STEPS} steps, largest difference from TRL {worst:.1e} "
+                        check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+                print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e} "
                       f"(step 1 loss {ours.get(1, {}).get('loss')})")
-                check(math.isfinite(worst), f"{name} {loss_type}: no comparison")
-    return finish("preference training equals TRL's DPOTrainer")
+                check(math.isfinite(worst), f"{name}: no comparison")
+    return finish("preference training equals TRL's DPOTrainer, CPOTrainer (SimPO) and ORPOTrainer")
 
 
 if __name__ == "__main__":
