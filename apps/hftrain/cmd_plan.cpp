@@ -10,20 +10,20 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "recipe_options.h"
 #include "config/overrides.h"
-#include "config/units.h"
 #include "config/recipe.h"
 #include "config/resolve.h"
+#include "config/units.h"
+#include "model/decoder/document_mask.h"
+#include "model/decoder/tp_plan.h"
+#include "model/hf/hf_modules.h"
+#include "model/spec.h"
 #include "parallel/plan/activation_plan.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/plan/pipeline_plan.h"
-#include "model/decoder/document_mask.h"
-#include "model/hf/hf_modules.h"
-#include "model/decoder/tp_plan.h"
-#include "model/spec.h"
 #include "peft/lora.h"
 #include "peft/quantized_linear.h"
+#include "recipe_options.h"
 #include "train/build/model_from.h"
 #include "train/build/pipeline_setup.h"
 #include "train/build/tp_setup.h"
@@ -77,8 +77,8 @@ int run_plan(const PlanArgs& a) {
   // The run's own refusals, before any figure.
   if (tp > 1) train::check_tensor_parallel(cfg, decoder ? &*decoder : nullptr);
   train::check_pipeline_parallel(cfg, decoder ? &*decoder : nullptr);
-  model::TpShare share;                  // tensor parallelism: what is split and what is whole
-  std::function<bool(int)> splits_by;    // whether the model's heads and units divide by tp
+  model::TpShare share;                // tensor parallelism: what is split and what is whole
+  std::function<bool(int)> splits_by;  // whether the model's heads and units divide by tp
   if (cfg.model.arch == config::ModelArch::kBert) {
     // model.from's encoder as its config.json has it (biases, heads, labels), else the model.*
     // shape with a two-label classifier.
@@ -100,15 +100,14 @@ int run_plan(const PlanArgs& a) {
     const int64_t c = bert.hidden_size;
     const int64_t modernbert_head =
         bert.modernbert_head() ? c * c + (bert.classifier_bias ? c : 0) + (bert.norm_bias ? 2 * c : c) : 0;
-    in_full = bert.num_labels * (c + 1) + (bert.roberta_head() || bert.deberta_pooler() ? c * (c + 1) : 0) +
-              modernbert_head;
+    in_full =
+        bert.num_labels * (c + 1) + (bert.roberta_head() || bert.deberta_pooler() ? c * (c + 1) : 0) + modernbert_head;
   } else {
     const model::ModelSpec& spec = *decoder;
     share = model::tp_share(spec);
     splits_by = [spec](int t) {
       return (spec.n_experts == 0 || (spec.expert_d_ff % t == 0 && spec.shared_expert_d_ff % t == 0)) &&
-             spec.n_head % t == 0 &&
-             spec.n_kv_head % t == 0 && spec.d_ff % t == 0;
+             spec.n_head % t == 0 && spec.n_kv_head % t == 0 && spec.d_ff % t == 0;
     };
     psi = spec.parameter_count();
     units = {spec.root_parameter_count(), spec.block_parameter_count()};
@@ -132,8 +131,8 @@ int run_plan(const PlanArgs& a) {
     }
     // The frozen base: fp32, a decoder's block linear layers quantized under peft.quantize_base.
     double base_bytes = 4.0 * static_cast<double>(psi - in_full);
-    const config::QuantizeBase q = cfg.model.arch == config::ModelArch::kBert ? config::QuantizeBase::kNone
-                                                                              : cfg.peft.quantize_base;
+    const config::QuantizeBase q =
+        cfg.model.arch == config::ModelArch::kBert ? config::QuantizeBase::kNone : cfg.peft.quantize_base;
     if (q != config::QuantizeBase::kNone) {
       for (const auto& m : linears) {
         if (m.output_layer) continue;
@@ -142,12 +141,12 @@ int run_plan(const PlanArgs& a) {
       }
     }
     std::cout << "LoRA r=" << cfg.peft.lora.r << " on " << targets.size() << " modules: " << trained
-              << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi)
-              << "%" << (in_full ? ", the classifier's included" : "") << "), " << psi - in_full << " frozen, "
+              << " trainable parameters (" << 100.0 * static_cast<double>(trained) / static_cast<double>(psi) << "%"
+              << (in_full ? ", the classifier's included" : "") << "), " << psi - in_full << " frozen, "
               << parallel::format_bytes(base_bytes) << " of base weights on every rank ("
-              << (q == config::QuantizeBase::kNone ? std::string("fp32")
-                                                   : std::string("linear layers ") + peft::quantize_base_name(q) +
-                                                         ", the rest fp32")
+              << (q == config::QuantizeBase::kNone
+                      ? std::string("fp32")
+                      : std::string("linear layers ") + peft::quantize_base_name(q) + ", the rest fp32")
               << "; other peft.modules_to_save not counted)\n";
     psi = trained;
     units = {in_full, in_block};
@@ -212,8 +211,9 @@ int run_plan(const PlanArgs& a) {
               << share.whole << " whole on every rank = " << per_rank(tp) << "\n";
   }
   if (pp > 1) {
-    std::cout << "pipeline parallel " << pp << ": Ψ per rank = its stage's share (the largest stage: "
-              << largest(stages).parameters << " of " << psi << " parameters) = " << rank_psi(tp, stages) << "\n";
+    std::cout << "pipeline parallel " << pp
+              << ": Ψ per rank = its stage's share (the largest stage: " << largest(stages).parameters << " of " << psi
+              << " parameters) = " << rank_psi(tp, stages) << "\n";
   }
   const int dp = a.nproc / (tp * pp);
   std::cout << "ranks: " << a.nproc
@@ -232,6 +232,25 @@ int run_plan(const PlanArgs& a) {
                               "autocast; activations after the table):\n\n")
             << parallel::memory_table(rank_psi(tp, stages), dp, cfg.optimizer, cfg.distributed.bucket_size,
                                       units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node, bf16_params);
+  if (cfg.preference.objective != config::PreferenceObjective::kNone) {
+    // Preference training: each micro-batch runs its pairs' chosen and rejected rows together; DPO's
+    // reference is either a frozen copy of the whole model on every rank or the adapters turned off.
+    const bool copy = cfg.preference.objective == config::PreferenceObjective::kDpo &&
+                      (cfg.preference.reference == config::PreferenceReference::kCopy ||
+                       (cfg.preference.reference == config::PreferenceReference::kAuto &&
+                        cfg.peft.method != config::PeftMethod::kLora));
+    std::cout << "preference."
+              << (copy ? "objective=dpo: the reference, a frozen copy of the starting weights, adds "
+                       : "objective: no reference copy (")
+              << (copy ? parallel::format_bytes(static_cast<double>(psi) * (bf16_params ? 2.0 : 4.0)) +
+                             " on every rank (Ψ x " + (bf16_params ? "2" : "4") +
+                             " B, not sharded; preference.reference=adapters_off with LoRA holds none)"
+                       : std::string(cfg.preference.objective == config::PreferenceObjective::kDpo
+                                         ? "the adapters are turned off for it)"
+                                         : "SimPO and ORPO have none)"))
+              << "; a micro-batch of B pairs runs 2B rows (trainer.micro_batch_size=" << cfg.trainer.micro_batch_size
+              << " pairs: " << 2 * cfg.trainer.micro_batch_size << " rows), and scores their full logits\n";
+  }
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
@@ -240,7 +259,8 @@ int run_plan(const PlanArgs& a) {
                    "zero1 row "
                    "partitioned by whole parameters; the other rows do not apply)\n";
       break;
-    default: break;
+    default:
+      break;
   }
   bool document_mask = false, variable_length = false;
   if (decoder) {

@@ -10,7 +10,7 @@
 # - LoRA's reference is the base with the adapters off: loss ln 2 at the first step from a trained model;
 # - SimPO, ORPO and DPO's other loss types train; evaluation reports TRL's metrics as eval_<name>, a
 #   short last batch included;
-# - bad records and refused layouts exit 2 naming why.
+# - `hftrain plan` counts the reference copy; bad records and refused layouts exit 2 naming why.
 # Usage: preference_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
 
@@ -99,6 +99,16 @@ evaluation() {
   [ -n "$(metric eval-orpo 2 eval_nll_loss)" ] && ok || fail "evaluation (orpo): no eval_nll_loss"
 }
 
+# --- plan: the reference copy's memory, and the 2B rows of a micro-batch
+plan() {
+  run 0 plan "$SRC/recipes/dpo-llama.yaml" --nproc 2 && {
+    has "the reference, a frozen copy of the starting weights, adds" out
+    has "not sharded" out
+    has "(trainer.micro_batch_size=4 pairs: 8 rows)" out
+  }
+  run 0 plan "$SRC/recipes/dpo-llama.yaml" --nproc 1 preference.objective=simpo && has "no reference copy" out
+}
+
 # --- bad input: named, exit 2
 bad_input() {
   printf '%s\n' '{"prompt": "q", "chosen": "a", "rejected": "b"}' '{"prompt": "q", "chosen": "a", "rejectd": "b"}' \
@@ -116,4 +126,4 @@ bad_input() {
     && has "tensor and pipeline parallelism" err
 }
 
-scenarios start resume ddp lora objectives evaluation bad_input
+scenarios start resume ddp lora objectives evaluation plan bad_input
