@@ -11,7 +11,9 @@ or absolute below 1), for the loss types sigmoid, hinge, ipo and robust. TRL's r
 copy of the base; hftrain's a frozen copy of its starting weights. The same for the reference-free
 objectives: preference.objective=simpo against TRL's CPOTrainer with loss_type="simpo" (cpo_alpha 0,
 and 1 with the chosen answers' cross-entropy), and orpo against its ORPOTrainer (with nll_loss,
-log_odds_ratio and log_odds_chosen). Exits 1 on any difference.
+log_odds_ratio and log_odds_chosen). And the conversational form: the same pairs as message lists,
+rendered through the tokenizer's chat template (tokenizer_config.json's, data.chat_template=auto), give
+TRL's DPO loss and metrics too, so both encode the same ids. Exits 1 on any difference.
 """
 import json
 import math
@@ -42,6 +44,12 @@ PAIRS = [
     {"prompt": "Hello,", "chosen": " how are you?", "rejected": " go away."},
     {"prompt": "The capital of France is", "chosen": " Paris.", "rejected": " Berlin, surely."},
 ]
+# A plain template (role: content lines; the generation prompt "assistant:"), kept in tokenizer_config.json.
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+CONVERSATIONS = [{"prompt": [{"role": "user", "content": p["prompt"]}],
+                  "chosen": [{"role": "assistant", "content": p["chosen"].strip()}],
+                  "rejected": [{"role": "assistant", "content": p["rejected"].strip()}]} for p in PAIRS]
 METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies", "logps/chosen",
            "logps/rejected"]
 STEPS = 3
@@ -60,6 +68,7 @@ def bases(work):
     for name, model in (("gpt2", gpt2), ("llama", llama)):
         d = os.path.join(work, "base-" + name)
         model.save_pretrained(d)
+        tokenizer.chat_template = CHAT_TEMPLATE
         tokenizer.save_pretrained(d)
         out[name] = d
     return out
@@ -79,7 +88,7 @@ CASES += [("orpo", ORPOTrainer, ORPOConfig, {"beta": 0.1}, ["preference.objectiv
            ORPO_METRICS)]
 
 
-def trl_metrics(base, work, trainer_class, config_class, options, metrics):
+def trl_metrics(base, work, trainer_class, config_class, options, metrics, records=PAIRS):
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
     args = config_class(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
@@ -87,21 +96,22 @@ def trl_metrics(base, work, trainer_class, config_class, options, metrics):
                         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
                         bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
                         max_length=64, gradient_checkpointing=False, disable_dropout=True, **options)
-    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(PAIRS),
+    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(records),
                             processing_class=tokenizer)
     trainer.train()
     steps = [r for r in trainer.state.log_history if "loss" in r and "step" in r]
     return {r["step"]: {k: r[k] for k in metrics if k in r} for r in steps}
 
 
-def hftrain_metrics(hftrain, base, work, name, overrides, metrics):
+def hftrain_metrics(hftrain, base, work, name, overrides, metrics, records=PAIRS):
     pairs = os.path.join(work, "pairs.jsonl")
     with open(pairs, "w", encoding="utf-8") as f:
-        for p in PAIRS:
+        for p in records:
             f.write(json.dumps(p) + "\n")
     out = os.path.join(work, "hftrain-" + name.replace(" ", "-").replace("=", ""))
     run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.seq_len=64",
-        "data.validation_fraction=0", "data.shuffle=false", "run.export_hf=false", *overrides, "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
+        "data.validation_fraction=0", "data.shuffle=false", "data.chat_template=auto", "run.export_hf=false",
+        *overrides, "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
         "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
         f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={len(PAIRS)}", "trainer.grad_accum_steps=1",
         "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
@@ -123,23 +133,25 @@ def close(a, b):
 def main():
     hftrain = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
-        for model_name, base in bases(work).items():
-            for case, trainer_class, config_class, options, overrides, metrics in CASES:
-                name = f"{model_name} {case}"
-                theirs = trl_metrics(base, work, trainer_class, config_class, options, metrics)
-                ours = hftrain_metrics(hftrain, base, work, name, overrides, metrics)
-                worst = 0.0
-                for step in range(1, STEPS + 1):
-                    for key in metrics:
-                        a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
-                        if a is None or b is None:
-                            check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
-                            continue
-                        worst = max(worst, abs(a - b) / max(1.0, abs(a)))
-                        check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
-                print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e} "
-                      f"(step 1 loss {ours.get(1, {}).get('loss')})")
-                check(math.isfinite(worst), f"{name}: no comparison")
+        cases = [(m, *c, PAIRS) for m in bases(work).items() for c in CASES]
+        cases.append((("gpt2", os.path.join(work, "base-gpt2")), "dpo sigmoid conversational", *CASES[0][1:],
+                      CONVERSATIONS))
+        for (model_name, base), case, trainer_class, config_class, options, overrides, metrics, records in cases:
+            name = f"{model_name} {case}"
+            theirs = trl_metrics(base, work, trainer_class, config_class, options, metrics, records)
+            ours = hftrain_metrics(hftrain, base, work, name, overrides, metrics, records)
+            worst = 0.0
+            for step in range(1, STEPS + 1):
+                for key in metrics:
+                    a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
+                    if a is None or b is None:
+                        check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
+                        continue
+                    worst = max(worst, abs(a - b) / max(1.0, abs(a)))
+                    check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+            print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e} "
+                  f"(step 1 loss {ours.get(1, {}).get('loss')})")
+            check(math.isfinite(worst), f"{name}: no comparison")
     return finish("preference training equals TRL's DPOTrainer, CPOTrainer (SimPO) and ORPOTrainer")
 
 
