@@ -235,10 +235,7 @@ int run_plan(const PlanArgs& a) {
   if (cfg.preference.objective != config::PreferenceObjective::kNone) {
     // Preference training: each micro-batch runs its pairs' chosen and rejected rows together; DPO's
     // reference is either a frozen copy of the whole model on every rank or the adapters turned off.
-    const bool copy = cfg.preference.objective == config::PreferenceObjective::kDpo &&
-                      (cfg.preference.reference == config::PreferenceReference::kCopy ||
-                       (cfg.preference.reference == config::PreferenceReference::kAuto &&
-                        cfg.peft.method != config::PeftMethod::kLora));
+    const bool copy = train::dpo_reference_copy(cfg);
     std::cout << "preference."
               << (copy ? "objective=dpo: the reference, a frozen copy of the starting weights, adds "
                        : "objective: no reference copy (")

@@ -67,7 +67,7 @@ Json ManifestFile::to_json() const {
 }
 
 ManifestFile ManifestFile::from_json(const Json& j, const std::string& where) {
-  return parse_file(Reader(j, util::JsonPlace{&where, "", util::ErrorKind::kCheckpoint, kDamaged}));
+  return parse_file(Reader(j, util::JsonPlace::top(where, util::ErrorKind::kCheckpoint, kDamaged)));
 }
 
 Json Manifest::to_json() const {
@@ -84,7 +84,7 @@ Json Manifest::to_json() const {
 
 Manifest Manifest::from_json(const Json& j, const std::filesystem::path& where) {
   const std::string file = where.string();
-  const Reader r(j, util::JsonPlace{&file, "", util::ErrorKind::kCheckpoint, kDamaged});
+  const Reader r(j, util::JsonPlace::top(file, util::ErrorKind::kCheckpoint, kDamaged));
   Manifest m;
   const auto version = static_cast<uint64_t>(r.integer("format_version", 0, INT64_MAX));
   if (version > static_cast<uint64_t>(kManifestFormatVersion) || version == 0) {

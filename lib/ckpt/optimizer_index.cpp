@@ -41,7 +41,7 @@ Json OptimizerIndex::to_json() const {
 }
 
 OptimizerIndex OptimizerIndex::from_json(const Json& j, const std::string& where) {
-  const util::JsonFields r(j, util::JsonPlace{&where, "", util::ErrorKind::kCheckpoint, kDamaged});
+  const util::JsonFields r(j, util::JsonPlace::top(where, util::ErrorKind::kCheckpoint, kDamaged));
   const int64_t format = r.integer("format", 0, INT64_MAX);
   if (format != kOptimizerIndexFormat) {
     r.fail("format", "is " + std::to_string(format) + "; this hftrain reads format " +

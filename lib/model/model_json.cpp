@@ -105,7 +105,7 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     }
     // Version 1 had no biases or RoPE-scaling fields, version 2 no head_dim or qk_norm, version 3
     // none of Gemma's options: the family defaults.
-    const util::JsonFields j(parsed, util::JsonPlace{&source, "", util::ErrorKind::kCheckpoint, damaged});
+    const util::JsonFields j(parsed, util::JsonPlace::top(source, util::ErrorKind::kCheckpoint, damaged));
     const int version = static_cast<int>(j.integer("version", 1, std::numeric_limits<int>::max(), 1));
     if (version > 4) {
       throw util::CheckpointError(

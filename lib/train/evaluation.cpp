@@ -103,14 +103,7 @@ EvalResult evaluate(TaskModel& model, data::DataLoader& loader, std::optional<in
     result.metrics = {{"eval_precision", e.precision}, {"eval_recall", e.recall}, {"eval_f1", e.f1},
                       {"eval_accuracy", e.accuracy}};
   }
-  if (task_sums.defined()) {
-    const torch::Tensor host = task_sums.cpu();
-    const double count = host[host.size(0) - 1].item<double>();
-    const std::vector<std::string> names = model.window_metric_names();
-    for (size_t i = 0; i < names.size() && count > 0; ++i) {
-      result.metrics.emplace_back("eval_" + names[i], host[static_cast<int64_t>(i)].item<double>() / count);
-    }
-  }
+  for (auto& m : window_means(model, task_sums, "eval_")) result.metrics.push_back(std::move(m));
   result.targets = targets;
   result.loss = targets == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(targets);
   return result;

@@ -154,12 +154,7 @@ StepStats Trainer::close_log_window(double lr_factor) {
   // The task's own figures (a preference objective's rewards and log-probs) over every rank's samples.
   if (torch::Tensor sums = model_->take_window_sums(/*evaluation=*/false); sums.defined()) {
     parallel_->sum_loss(sums);
-    const torch::Tensor host = sums.to(torch::kCPU);
-    const std::vector<std::string> names = model_->window_metric_names();
-    const double count = host[host.size(0) - 1].item<double>();
-    for (size_t i = 0; i < names.size() && count > 0; ++i) {
-      s.extra.emplace_back(names[i], host[static_cast<int64_t>(i)].item<double>() / count);
-    }
+    for (auto& m : window_means(*model_, sums)) s.extra.push_back(std::move(m));
   }
   if (window_aux_.defined()) {  // this rank's mean weighted load-balancing loss over the window
     s.extra.emplace_back("aux_loss",

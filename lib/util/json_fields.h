@@ -24,6 +24,9 @@ struct JsonPlace {
   ErrorKind kind = ErrorKind::kData;
   const char* hint = "";
 
+  // The top of `file` (not copied: it outlives the reading), failing as `kind` with `hint`.
+  static JsonPlace top(const std::string& file, ErrorKind kind, const char* hint) { return {&file, "", kind, hint}; }
+
   JsonPlace operator/(const std::string& key) const {
     return {file, path.empty() ? key : path + "." + key, kind, hint};
   }

@@ -32,7 +32,7 @@ constexpr const char* kHint =
 using Fields = util::JsonFields;
 // The reader of `j` from `source` (not copied: it outlives the reading).
 inline Fields config_fields(const Json& j, const std::string& source) {
-  return Fields(j, util::JsonPlace{&source, "", util::ErrorKind::kCheckpoint, kHint});
+  return Fields(j, util::JsonPlace::top(source, util::ErrorKind::kCheckpoint, kHint));
 }
 // Fails naming `what` as something hftrain's encoder does not implement.
 inline void refuse_if(const Fields& f, bool condition, const std::string& what) {

@@ -26,7 +26,7 @@ constexpr const char* kHint =
 using Reader = util::JsonFields;
 // The reader of `j` from `source` (not copied: it outlives the reading).
 inline Reader config_reader(const Json& j, const std::string& source) {
-  return Reader(j, util::JsonPlace{&source, "", util::ErrorKind::kCheckpoint, kHint});
+  return Reader(j, util::JsonPlace::top(source, util::ErrorKind::kCheckpoint, kHint));
 }
 // A number that null turns off (0), and `fallback` when the key is absent (Gemma's soft-caps).
 inline double number_or_off(const Reader& r, const char* key, double fallback) {

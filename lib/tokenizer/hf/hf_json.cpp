@@ -11,7 +11,7 @@ constexpr const char* kHint = "is the tokenizer.json damaged, or written by a ne
 }  // namespace
 
 Where top_of(const std::string& label) {
-  return Where{&label, "", util::ErrorKind::kData, kHint};
+  return util::JsonPlace::top(label, util::ErrorKind::kData, kHint);
 }
 
 void fail(const Where& where, const std::string& what, const std::string& hint) {

@@ -109,15 +109,6 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
       config.distributed.sequence_parallel);
 }
 
-// DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
-// LoRA), not the base with its adapters off.
-bool dpo_reference_copy(const config::Config& config) {
-  const config::PreferenceConfig& p = config.preference;
-  return p.objective == config::PreferenceObjective::kDpo &&
-         (p.reference == config::PreferenceReference::kCopy ||
-          (p.reference == config::PreferenceReference::kAuto && config.peft.method != config::PeftMethod::kLora));
-}
-
 // The policy wrapped by preference.objective, with DPO's reference: the starting weights as a frozen
 // copy, or with LoRA the same model with its adapters off.
 std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> policy, const config::Config& config,

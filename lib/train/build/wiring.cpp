@@ -194,6 +194,15 @@ data::ClassificationOptions classification_options(const config::Config& c, cons
   return o;
 }
 
+// DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
+// LoRA), not the base with its adapters off.
+bool dpo_reference_copy(const config::Config& config) {
+  const config::PreferenceConfig& p = config.preference;
+  return p.objective == config::PreferenceObjective::kDpo &&
+         (p.reference == config::PreferenceReference::kCopy ||
+          (p.reference == config::PreferenceReference::kAuto && config.peft.method != config::PeftMethod::kLora));
+}
+
 data::PreferenceOptions preference_options(const config::Config& c,
                                            std::shared_ptr<const tokenizer::ChatTemplate>& chat) {
   data::PreferenceOptions o;

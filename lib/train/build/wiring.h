@@ -53,6 +53,10 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
 
 // Preference pairs (preference.objective): the data.* keys as the preference loader reads them, the
 // chat template (data.chat_template) held by `chat`, which must outlive the loaders.
+// DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
+// LoRA), not the base with its adapters off: the builder makes it, `plan` counts it.
+bool dpo_reference_copy(const config::Config& config);
+
 data::PreferenceOptions preference_options(const config::Config& config,
                                            std::shared_ptr<const tokenizer::ChatTemplate>& chat);
 

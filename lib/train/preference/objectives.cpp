@@ -13,20 +13,6 @@ torch::Tensor at_least_fp32(const torch::Tensor& t) {
 
 }  // namespace
 
-SequenceLogps completion_logps(const torch::Tensor& logits, const torch::Tensor& input_ids,
-                               const torch::Tensor& completion_mask) {
-  TORCH_CHECK(logits.dim() == 3 && input_ids.dim() == 2 && logits.size(0) == input_ids.size(0) &&
-                  logits.size(1) == input_ids.size(1) && completion_mask.sizes() == input_ids.sizes(),
-              "completion_logps: logits (R, T, V), input_ids and completion_mask (R, T)");
-  const int64_t T = input_ids.size(1);
-  const auto scoring = at_least_fp32(logits.narrow(1, 0, T - 1));
-  const auto targets = input_ids.narrow(1, 1, T - 1);
-  const auto mask = completion_mask.narrow(1, 1, T - 1).to(scoring.scalar_type());
-  // log p(target) = logit(target) - logsumexp(logits): one gather, no (R, T, V) log-softmax kept.
-  const auto picked = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
-  return {(picked * mask).sum(1), mask.sum(1).clamp_min(1)};
-}
-
 SequenceLogps labelled_logps(const torch::Tensor& logits, const torch::Tensor& labels) {
   TORCH_CHECK(logits.dim() == 3 && labels.dim() == 2 && logits.size(0) == labels.size(0) &&
                   logits.size(1) == labels.size(1),
@@ -34,9 +20,24 @@ SequenceLogps labelled_logps(const torch::Tensor& logits, const torch::Tensor& l
   const auto scoring = at_least_fp32(logits);
   const auto mask = labels.ne(-100);
   const auto targets = labels.clamp_min(0);
+  // log p(target) = logit(target) - logsumexp(logits): one gather, no (R, T, V) log-softmax kept.
   const auto picked = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
   const auto weights = mask.to(scoring.scalar_type());
   return {(picked * weights).sum(1), weights.sum(1).clamp_min(1)};
+}
+
+SequenceLogps completion_logps(const torch::Tensor& logits, const torch::Tensor& input_ids,
+                               const torch::Tensor& completion_mask) {
+  TORCH_CHECK(logits.dim() == 3 && input_ids.dim() == 2 && logits.size(0) == input_ids.size(0) &&
+                  logits.size(1) == input_ids.size(1) && completion_mask.sizes() == input_ids.sizes(),
+              "completion_logps: logits (R, T, V), input_ids and completion_mask (R, T)");
+  // As labels: position t's target is token t + 1 where that token counts; the last position has none.
+  const int64_t T = input_ids.size(1);
+  const auto next = input_ids.narrow(1, 1, T - 1);
+  const auto counts = completion_mask.narrow(1, 1, T - 1).ne(0);
+  auto labels = torch::full_like(input_ids, -100);
+  labels.narrow(1, 0, T - 1).copy_(torch::where(counts, next, torch::full_like(next, -100)));
+  return labelled_logps(logits, labels);
 }
 
 PairLogps PairLogps::split(const SequenceLogps& both) {

@@ -12,6 +12,19 @@ torch::Tensor TaskModel::logits(const data::Batch& /*batch*/) {
                           "set preference.objective=none, or train a decoder");
 }
 
+std::vector<std::pair<std::string, double>> window_means(const TaskModel& model, const torch::Tensor& sums,
+                                                         const std::string& prefix) {
+  std::vector<std::pair<std::string, double>> out;
+  if (!sums.defined()) return out;
+  const torch::Tensor host = sums.to(torch::kCPU, torch::kFloat64);
+  const double count = host[host.size(0) - 1].item<double>();
+  const std::vector<std::string> names = model.window_metric_names();
+  for (size_t i = 0; i < names.size() && count > 0; ++i) {
+    out.emplace_back(prefix + names[i], host[static_cast<int64_t>(i)].item<double>() / count);
+  }
+  return out;
+}
+
 namespace {
 
 using preference::PairLogps;
@@ -66,16 +79,14 @@ class AdaptersOffReference final : public PreferenceReference {
 // ORPO's NLL term, as TRL's ORPOTrainer takes it. `keep`: the pairs that count (undefined: all).
 torch::Tensor chosen_sequence_nll(const torch::Tensor& logits, const data::Batch& batch, int64_t pairs,
                                   const torch::Tensor& keep) {
-  const int64_t T = logits.size(1);
   const auto rows = [&](const torch::Tensor& t) {
     const torch::Tensor chosen = t.narrow(0, 0, pairs);
     return keep.defined() ? chosen.index_select(0, keep) : chosen;
   };
-  const auto scoring = rows(logits).narrow(1, 0, T - 1).to(torch::kFloat32);
-  const auto targets = rows(batch.input_ids).narrow(1, 1, T - 1);
-  const auto weights = rows(batch.attention_mask).narrow(1, 1, T - 1).to(torch::kFloat32);
-  const auto logp = scoring.gather(2, targets.unsqueeze(-1)).squeeze(-1) - scoring.logsumexp(-1);
-  return -(logp * weights).sum() / weights.sum().clamp_min(1);
+  // Every real token after the first counts: the attention mask as the completion mask.
+  const preference::SequenceLogps lp =
+      preference::completion_logps(rows(logits), rows(batch.input_ids), rows(batch.attention_mask));
+  return -lp.sum.sum() / lp.tokens.sum();
 }
 
 class PreferenceTask final : public TaskModel {

@@ -27,7 +27,7 @@ Json read_json(const fs::path& path) {
 CheckpointFile::CheckpointFile(const fs::path& path)
     : name_(path.string()),
       json_(read_json(path)),
-      fields_(json_, util::JsonPlace{&name_, "", util::ErrorKind::kCheckpoint, kDamaged}) {}
+      fields_(json_, util::JsonPlace::top(name_, util::ErrorKind::kCheckpoint, kDamaged)) {}
 
 int64_t count(const util::JsonFields& f, const char* key) { return f.integer(key, 0, kMaxCheckpointCount); }
 

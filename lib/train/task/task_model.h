@@ -108,6 +108,11 @@ class TaskModel {
   virtual metrics::ModelShape shape(int64_t seq_len) const = 0;
 };
 
+// The task's window figures as means (take_window_sums, already summed over the ranks), each named
+// `prefix` + its name ("eval_rewards/margins"); empty when `sums` is undefined or counts nothing.
+std::vector<std::pair<std::string, double>> window_means(const TaskModel& model, const torch::Tensor& sums,
+                                                         const std::string& prefix = "");
+
 // What every task forwards unchanged to its module M (a torch::nn::ModuleHolder of a module with
 // parameters_by_name, parameter_units, set_unit_hooks, set_activation_checkpointing,
 // tensor_parallelize, tp_split, and a spec()
