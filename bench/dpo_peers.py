@@ -8,7 +8,9 @@ each for --steps steps of --pairs pairs (fp32, AdamW, constant learning rate, dr
 gradient checkpointing) in its own process with --threads threads. Prints one table: the mean step
 time after the first two steps, the pairs and tokens (the 2B rows padded to the longest, as both pad)
 per second, and each process's own peak resident memory; then the ratio. Both score the same tokens: TRL's
-reference is a second copy of the base, hftrain's a frozen copy of the starting weights.
+reference is a second copy of the base, hftrain's a frozen copy of the starting weights. Then both again
+with the reference's log-probs computed before training (hftrain's preference.reference=precomputed,
+TRL's precompute_ref_log_probs): no reference model in memory, the peak memory the copy costs shows.
 """
 import argparse
 import json
@@ -51,7 +53,7 @@ def write_base(work, layers, width):
     return base
 
 
-def trl_child(base, data, steps, batch, out):
+def trl_child(base, data, steps, batch, out, precompute):
     """Runs in the child process: TRL's DPOTrainer; writes the step end times."""
     import torch
     from datasets import Dataset
@@ -67,7 +69,8 @@ def trl_child(base, data, steps, batch, out):
     args = DPOConfig(output_dir=os.path.join(os.path.dirname(out), "trl"), per_device_train_batch_size=batch,
                      max_steps=steps, learning_rate=1e-4, lr_scheduler_type="constant", logging_steps=steps,
                      bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0, max_length=512,
-                     gradient_checkpointing=False, disable_dropout=True, dataloader_num_workers=0)
+                     gradient_checkpointing=False, disable_dropout=True, dataloader_num_workers=0,
+                     precompute_ref_log_probs=precompute)
     trainer = DPOTrainer(model=AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32), args=args,
                          train_dataset=Dataset.from_list([json.loads(line) for line in open(data)]),
                          processing_class=PreTrainedTokenizerFast.from_pretrained(base), callbacks=[Clock()])
@@ -93,11 +96,11 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--width", type=int, default=256)
-    ap.add_argument("--trl-child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--trl-child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.trl_child:
-        base, data, out, steps = a.trl_child
-        return trl_child(base, data, int(steps), a.pairs, out)
+        base, data, out, steps, precompute = a.trl_child
+        return trl_child(base, data, int(steps), a.pairs, out, precompute == "1")
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), HFTRAIN_RECIPES_DIR=os.path.join(ROOT, "recipes"))
     with tempfile.TemporaryDirectory() as work:
         base = write_base(work, a.layers, a.width)
@@ -106,34 +109,39 @@ def main():
             for p in pairs(96):
                 f.write(json.dumps(p) + "\n")
         rows = []
-        # hftrain: step times from metrics.jsonl (step_time_ms), tokens from tokens_seen.
-        run_dir = os.path.join(work, "hftrain")
-        mem = run_measured([a.hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{data}]",
-                            "data.seq_len=512", "data.validation_fraction=0", "run.export_hf=false",
-                            "preference.objective=dpo", "optimizer.name=adamw", "optimizer.lr=1e-4",
-                            "optimizer.weight_decay=0", "scheduler.name=constant", "scheduler.warmup_steps=0",
-                            f"trainer.max_steps={a.steps}", f"trainer.micro_batch_size={a.pairs}",
-                            "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
-                            "trainer.device=cpu", "model.dropout=0", "checkpoint.every_steps=0",
-                            "checkpoint.at_end=false", f"run.output_dir={run_dir}"], env)
-        records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
-        train = [r for r in records if r.get("type") == "train"]
-        tokens = (train[-1]["tokens_seen"] - train[1]["tokens_seen"]) / (len(train) - 2)
-        step_s = sum(r["step_time_ms"] for r in train[2:]) / 1000 / (len(train) - 2)
-        rows.append(("hftrain", step_s, tokens, mem))
-        # TRL, in a child of its own (its peak memory apart from hftrain's).
-        times_file = os.path.join(work, "trl-times.json")
-        trl_mem = run_measured([a.python, os.path.abspath(__file__), "--pairs", str(a.pairs), "--trl-child", base,
-                                data, times_file, str(a.steps)], env)
-        times = json.load(open(times_file))
-        trl_step = (times[-1] - times[1]) / (len(times) - 2)
-        rows.append(("trl DPOTrainer", trl_step, tokens, trl_mem))
+        for precompute in (False, True):
+            # hftrain: step times from metrics.jsonl (step_time_ms), tokens from tokens_seen.
+            run_dir = os.path.join(work, f"hftrain-{precompute}")
+            reference = "precomputed" if precompute else "copy"
+            mem = run_measured([a.hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{data}]",
+                                "data.seq_len=512", "data.validation_fraction=0", "run.export_hf=false",
+                                "preference.objective=dpo", f"preference.reference={reference}",
+                                f"data.cache_dir={work}/cache", "optimizer.name=adamw", "optimizer.lr=1e-4",
+                                "optimizer.weight_decay=0", "scheduler.name=constant", "scheduler.warmup_steps=0",
+                                f"trainer.max_steps={a.steps}", f"trainer.micro_batch_size={a.pairs}",
+                                "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
+                                "trainer.device=cpu", "model.dropout=0", "checkpoint.every_steps=0",
+                                "checkpoint.at_end=false", f"run.output_dir={run_dir}"], env)
+            records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+            train = [r for r in records if r.get("type") == "train"]
+            tokens = (train[-1]["tokens_seen"] - train[1]["tokens_seen"]) / (len(train) - 2)
+            step_s = sum(r["step_time_ms"] for r in train[2:]) / 1000 / (len(train) - 2)
+            rows.append((f"hftrain {reference}", step_s, tokens, mem))
+            # TRL, in a child of its own (its peak memory apart from hftrain's).
+            times_file = os.path.join(work, "trl-times.json")
+            trl_mem = run_measured([a.python, os.path.abspath(__file__), "--pairs", str(a.pairs), "--trl-child", base,
+                                    data, times_file, str(a.steps), "1" if precompute else "0"], env)
+            times = json.load(open(times_file))
+            trl_step = (times[-1] - times[1]) / (len(times) - 2)
+            rows.append((f"trl {reference}", trl_step, tokens, trl_mem))
     print(f"DPO step on the CPU ({a.threads} threads): Llama {a.layers} x {a.width}, {a.pairs} pairs a step, "
           f"{tokens:.0f} tokens a step, fp32")
-    print(f"{'':16} {'step (s)':>10} {'pairs/s':>9} {'tokens/s':>10} {'peak RSS (MiB)':>15}")
+    print(f"{'':20} {'step (s)':>10} {'pairs/s':>9} {'tokens/s':>10} {'peak RSS (MiB)':>15}")
     for name, step, tok, mem in rows:
-        print(f"{name:16} {step:10.3f} {a.pairs / step:9.1f} {tok / step:10.0f} {mem:15.0f}")
-    print(f"hftrain / trl: {rows[1][1] / rows[0][1]:.2f}x the steps per second")
+        print(f"{name:20} {step:10.3f} {a.pairs / step:9.1f} {tok / step:10.0f} {mem:15.0f}")
+    print(f"hftrain / trl: {rows[1][1] / rows[0][1]:.2f}x the steps per second with a reference copy, "
+          f"{rows[3][1] / rows[2][1]:.2f}x with it precomputed; the copy's peak memory: hftrain "
+          f"{rows[0][3] - rows[2][3]:.0f} MiB, trl {rows[1][3] - rows[3][3]:.0f} MiB")
 
 
 if __name__ == "__main__":

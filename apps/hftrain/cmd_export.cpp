@@ -98,7 +98,9 @@ int export_model(const ExportArgs& a) {
       adapter ? train::load_adapter_model(*adapter, /*merge=*/true) : model::load_model_dir(a.path);
   model::export_hf(loaded, out, shard_bytes(a, loaded.dir));
   std::cout << "exported " << loaded.dir.string() << " to " << out.string()
-            << " (load it with transformers: AutoModelForCausalLM.from_pretrained(\"" << out.string() << "\"))\n";
+            << " (load it with transformers: "
+            << (loaded.model->spec().score_outputs > 0 ? "AutoModelForSequenceClassification" : "AutoModelForCausalLM")
+            << ".from_pretrained(\"" << out.string() << "\"))\n";
   return util::kExitOk;
 }
 

@@ -133,6 +133,12 @@ int run_generate(const GenerateArgs& a) {
   model::LoadedModel loaded = train::is_adapter_dir(adapter) ? train::load_adapter_model(adapter, /*merge=*/false)
                                                              : model::load_model_dir(a.checkpoint);
   const model::ModelSpec& spec = loaded.model->spec();
+  if (spec.score_outputs > 0) {
+    throw util::UsageError(loaded.dir.string() + " is a reward model (a score head, no output layer over the "
+                                                 "vocabulary): it scores sequences and does not generate",
+                           "generate with a language model; score with transformers' "
+                           "AutoModelForSequenceClassification on its export (run.export_hf)");
+  }
   int64_t n_params = 0;
   for (const auto& p : loaded.model->parameters()) n_params += p.numel();
   loaded.model->to(device);

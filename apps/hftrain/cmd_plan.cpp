@@ -236,17 +236,22 @@ int run_plan(const PlanArgs& a) {
     // Preference training: each micro-batch runs its pairs' chosen and rejected rows together; DPO's
     // reference is either a frozen copy of the whole model on every rank or the adapters turned off.
     const bool copy = train::dpo_reference_copy(cfg);
+    const bool reward = cfg.preference.objective == config::PreferenceObjective::kReward;
     std::cout << "preference."
               << (copy ? "objective=dpo: the reference, a frozen copy of the starting weights, adds "
                        : "objective: no reference copy (")
               << (copy ? parallel::format_bytes(static_cast<double>(psi) * (bf16_params ? 2.0 : 4.0)) +
                              " on every rank (Ψ x " + (bf16_params ? "2" : "4") +
                              " B, not sharded; preference.reference=adapters_off with LoRA holds none)"
-                       : std::string(cfg.preference.objective == config::PreferenceObjective::kDpo
+                       : std::string(train::precomputed_reference(cfg)
+                                         ? "the reference log-probs are computed before training, 8 bytes a pair)"
+                                     : cfg.preference.objective == config::PreferenceObjective::kDpo
                                          ? "the adapters are turned off for it)"
-                                         : "SimPO and ORPO have none)"))
+                                         : "SimPO, ORPO and reward models have none)"))
               << "; a micro-batch of B pairs runs 2B rows (trainer.micro_batch_size=" << cfg.trainer.micro_batch_size
-              << " pairs: " << 2 * cfg.trainer.micro_batch_size << " rows), and scores their full logits\n";
+              << " pairs: " << 2 * cfg.trainer.micro_batch_size << " rows), and scores "
+              << (reward ? "one score per row (the score head in place of the output layer)\n"
+                         : "their full logits\n");
   }
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:

@@ -160,6 +160,7 @@ struct DataConfig {
   std::string text_pair_field;  // classification: the second text of a pair ("" for single texts)
   std::string label_field;      // classification: the label column or field
   std::string prompt_field;
+  std::string margin_field;  // preference pairs' optional margin
   std::string response_field;
   std::string messages_field;
   int64_t max_prompt_len = 0;  // preference pairs: the prompt's last tokens kept (0: all)
@@ -245,9 +246,9 @@ struct LoraConfig {
 };
 
 // Preference training (docs/notes/preference.md): the objective, its coefficients, the reference.
-enum class PreferenceObjective { kNone, kDpo, kSimpo, kOrpo };
+enum class PreferenceObjective { kNone, kDpo, kSimpo, kOrpo, kReward };
 enum class DpoLossType { kSigmoid, kHinge, kIpo, kRobust };
-enum class PreferenceReference { kAuto, kCopy, kAdaptersOff };
+enum class PreferenceReference { kAuto, kCopy, kAdaptersOff, kPrecomputed };
 struct PreferenceConfig {
   PreferenceObjective objective = PreferenceObjective::kNone;
   DpoLossType loss_type = DpoLossType::kSigmoid;
@@ -255,6 +256,7 @@ struct PreferenceConfig {
   double label_smoothing = 0;
   double gamma = 0.5;
   double cpo_alpha = 0;
+  double center_coefficient = 0;  // reward: TRL's center_rewards_coefficient (0: off)
   PreferenceReference reference = PreferenceReference::kAuto;
 };
 

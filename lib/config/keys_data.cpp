@@ -45,6 +45,10 @@ void add_data_keys(Schema& s) {
       .doc(
           "Classification: the label column or field (names or integer class ids); token classification: the field "
           "listing one tag per word (e.g. ner_tags).");
+  s.add("data.margin_field", Type::kString, HFTRAIN_FIELD(data.margin_field))
+      .def("margin")
+      .doc("Preference pairs: the optional number field of how much better chosen is; a reward model subtracts it "
+           "inside the Bradley-Terry loss (TRL's margin column).");
   s.add("data.prompt_field", Type::kString, HFTRAIN_FIELD(data.prompt_field))
       .def("prompt")
       .doc("Chat JSONL: the prompt field (no loss).");

@@ -171,9 +171,11 @@ void add_training_keys(Schema& s) {
             "Preference training on chosen/rejected pairs (data in TRL's preference format), as TRL computes it.",
             ResumeChange::kTraining);
   s.add("preference.objective", Type::kChoice, HFTRAIN_FIELD(preference.objective))
-      .choices({"none", "dpo", "simpo", "orpo"}).def("none")
+      .choices({"none", "dpo", "simpo", "orpo", "reward"}).def("none")
       .doc("none: language modelling on the data; dpo: DPO against a reference model; simpo: SimPO (length-averaged "
-           "margins, no reference); orpo: ORPO (the chosen answers' cross-entropy plus an odds-ratio term).");
+           "margins, no reference); orpo: ORPO (the chosen answers' cross-entropy plus an odds-ratio term); reward: a "
+           "reward model (a one-output score head in place of the output layer, read at each sequence's last token, "
+           "trained with the Bradley-Terry loss; exported as *ForSequenceClassification with num_labels=1).");
   s.add("preference.loss_type", Type::kChoice, HFTRAIN_FIELD(preference.loss_type))
       .choices({"sigmoid", "hinge", "ipo", "robust"}).def("sigmoid")
       .doc("DPO's loss: sigmoid (the paper), hinge (RSO), ipo (length-averaged), robust (label smoothing as noise).");
@@ -185,10 +187,16 @@ void add_training_keys(Schema& s) {
       .def("0.5").min(0).max(1e6).doc("SimPO's target margin (TRL's simpo_gamma).");
   s.add("preference.cpo_alpha", Type::kFloat, HFTRAIN_FIELD(preference.cpo_alpha))
       .def("0.0").min(0).max(1e6).doc("SimPO: weight of the chosen answers' cross-entropy added (TRL's CPO term).");
+  s.add("preference.center_coefficient", Type::kFloat, HFTRAIN_FIELD(preference.center_coefficient))
+      .def("0.0").min(0).max(1e6)
+      .doc("reward: weight of the mean squared summed rewards added to the loss, which keeps the scores centred "
+           "on 0 (TRL's center_rewards_coefficient); 0: off.");
   s.add("preference.reference", Type::kChoice, HFTRAIN_FIELD(preference.reference))
-      .choices({"auto", "copy", "adapters_off"}).def("auto")
+      .choices({"auto", "copy", "adapters_off", "precomputed"}).def("auto")
       .doc("DPO's reference: copy (a frozen copy of the starting weights), adapters_off (with LoRA, the same model "
-           "with its adapters off: no second copy); auto: adapters_off with LoRA, else copy.");
+           "with its adapters off: no second copy), precomputed (TRL's precompute_ref_log_probs: the starting model "
+           "scores every pair once before training, cached beside the token cache; no reference model in memory); "
+           "auto: adapters_off with LoRA, else copy.");
 
   s.section("trainer", "The training loop.", ResumeChange::kSafe);
   s.add("trainer.max_steps", Type::kInt, HFTRAIN_FIELD(trainer.max_steps))

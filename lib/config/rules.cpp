@@ -130,6 +130,12 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "set distributed.tensor_parallel=1 and distributed.pipeline_parallel=1 (data parallelism and the zero "
               "strategies work)");
   }
+  if (p.objective == PreferenceObjective::kReward && c.peft.method != PeftMethod::kNone) {
+    diags.add(from(tree, "peft.method"),
+              "`preference.objective` is reward, whose new score head trains in full; LoRA adapters on a reward "
+              "model are not supported yet",
+              "set peft.method=none to train the reward model in full");
+  }
   if (p.reference == PreferenceReference::kAdaptersOff && c.peft.method != PeftMethod::kLora) {
     diags.add(from(tree, "preference.reference"),
               "`preference.reference` is adapters_off, but there are no adapters to turn off (peft.method is not "

@@ -120,6 +120,11 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
     out.position_ids = host_tensor(batch.position_ids, batch.batch_size, batch.seq_len, pinned);
     out.document_offsets = document_offsets(batch.position_ids, pinned);
   }
+  const auto floats = [](std::vector<float>& v) {
+    return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kFloat32).clone();
+  };
+  if (!batch.margins.empty()) out.margins = floats(batch.margins);
+  if (!batch.reference_logps.empty()) out.reference_logps = floats(batch.reference_logps);
   out.num_target_tokens = batch.num_target_tokens;
   out.cursor = cursor;
   return out;
@@ -167,6 +172,8 @@ Batch DataLoader::next() {
   if (host.token_type_ids.defined()) batch.token_type_ids = host.token_type_ids.to(device_, async);
   if (host.position_ids.defined()) batch.position_ids = host.position_ids.to(device_, async);
   if (host.document_offsets.defined()) batch.document_offsets = host.document_offsets.to(device_, async);
+  if (host.margins.defined()) batch.margins = host.margins.to(device_);
+  if (host.reference_logps.defined()) batch.reference_logps = host.reference_logps.to(device_);
   batch.num_target_tokens = host.num_target_tokens;
   if (const MixtureSampler* mixture = sampler_.mixture()) {
     batch.source_tokens.assign(mixture->num_sources(), 0);

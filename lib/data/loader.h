@@ -60,6 +60,8 @@ struct Batch {
                                    // documents starts in the flattened (B * T) tokens, then B * T;
                                    // found on the host, so the attention needs no device read
                                    // (model/decoder/document_mask.h's DocumentLayout)
+  torch::Tensor margins;  // (pairs) float32: preference pairs' reward margins (data.margin_field), or undefined
+  torch::Tensor reference_logps;   // (rows) float32: preference rows' precomputed reference log-probs, or undefined
   int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
   // A weighted mixture: the tokens (padding not counted) each source put in the global batch (all
   // ranks' rows), counted on the host from the sample order; empty otherwise.
@@ -106,6 +108,7 @@ class DataLoader {
   struct HostTensors {
     torch::Tensor input_ids, labels, attention_mask, token_type_ids, position_ids;  // on the host, pinned for CUDA
     torch::Tensor document_offsets;
+    torch::Tensor margins, reference_logps;
     int64_t num_target_tokens = 0;
     uint64_t cursor = 0;
   };
@@ -167,8 +170,17 @@ struct PreferenceOptions {
   int64_t pad_to_multiple_of = 1;
   const tokenizer::ChatTemplate* chat_template = nullptr;  // conversational records; null: none
 };
+// The pairs of both splits, read and encoded (encode_preference), before they become loaders
+// (preference_loaders): a precomputed reference fills their reference_logps in between.
+struct PreferencePairs {
+  std::vector<EncodedPair> train, validation;
+};
 // Logs how many pairs were cut or dropped by the limits. Throws DataError naming the file and line for
 // bad records, and when no pair is left.
+PreferencePairs encode_preference(const PreferenceOptions& options, const tokenizer::Tokenizer& tokenizer);
+Loaders preference_loaders(PreferencePairs pairs, const PreferenceOptions& options, const LoaderOptions& loader,
+                           int32_t pad_id, torch::Device device);
+// The two in one.
 Loaders make_preference_loaders(const PreferenceOptions& options, const LoaderOptions& loader,
                                 const tokenizer::Tokenizer& tokenizer, torch::Device device);
 

@@ -68,6 +68,8 @@ struct HostBatch {
   int64_t rows_per_sample = 1;
   int64_t num_target_tokens = 0;        // labels != kIgnoreIndex (pairs: see rows_per_sample)
   std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
+  std::vector<float> margins;           // preference pairs: each pair's reward margin (data.margin_field), or empty
+  std::vector<float> reference_logps;   // preference rows: the reference's summed log-probs, precomputed, or empty
 };
 
 HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::span<const uint64_t> sample_ids,

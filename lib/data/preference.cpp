@@ -1,6 +1,7 @@
 #include "data/preference.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "data/classification_batch.h"
 #include "data/text_checks.h"
@@ -81,6 +82,13 @@ PreferenceRecord parse_record(const Json& obj, const PreferenceFields& f, const 
     r.rejected = rejected.get<std::string>();
     if (prompt) r.prompt = prompt->get<std::string>();
     for (const std::string* text : {&r.chosen, &r.rejected, &r.prompt}) check_text_field(file, line, *text);
+  }
+  if (const auto it = obj.find(f.margin); it != obj.end() && !it->is_null()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>())) {
+      bad(r.origin, "field '" + f.margin + "' is " + it->dump() + ", not a finite number",
+          "the margin says by how much chosen is better (data.margin_field names it)");
+    }
+    r.margin = it->get<double>();
   }
   if (!prompt) extract_prompt(r);
   const bool same = r.conversational ? r.chosen_messages == r.rejected_messages : r.chosen == r.rejected;
@@ -183,6 +191,10 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tok, const to
     return static_cast<size_t>(
         std::mismatch(out.prompt.begin(), out.prompt.end(), whole.begin(), whole.end()).first - out.prompt.begin());
   };
+  if (limits.drop_long && static_cast<int64_t>(std::max(whole_chosen.size(), whole_rejected.size())) > limits.seq_len) {
+    return std::nullopt;
+  }
+  if (r.margin) out.margin = static_cast<float>(*r.margin);
   const size_t prompt_len = std::min(shared(whole_chosen), shared(whole_rejected));
   out.prompt.resize(prompt_len);
   out.chosen.assign(whole_chosen.begin() + static_cast<ptrdiff_t>(prompt_len), whole_chosen.end());
@@ -236,6 +248,20 @@ HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const u
     }
   }
   batch.num_target_tokens = B;  // the pairs, over which the loss is averaged
+  const bool margins =
+      std::any_of(ids.begin(), ids.end(), [&](uint64_t id) { return pairs.at(id).margin.has_value(); });
+  for (uint64_t id : ids) {
+    if (margins) batch.margins.push_back(pairs.at(id).margin.value_or(0.0F));
+  }
+  if (B > 0 && pairs.at(ids[0]).reference_logps) {
+    batch.reference_logps.resize(static_cast<size_t>(2 * B));
+    for (int64_t i = 0; i < B; ++i) {
+      const auto& r = pairs.at(ids[static_cast<size_t>(i)]).reference_logps;
+      if (!r) throw std::logic_error("collate_pairs: a pair without the precomputed reference log-probs");
+      batch.reference_logps[static_cast<size_t>(i)] = (*r)[0];
+      batch.reference_logps[static_cast<size_t>(B + i)] = (*r)[1];
+    }
+  }
   batch.sample_ids.assign(ids.begin(), ids.end());
   return batch;
 }

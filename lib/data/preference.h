@@ -7,6 +7,7 @@
 // next tokens only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -27,6 +28,7 @@ struct PreferenceFields {
   std::string prompt = "prompt";
   std::string chosen = "chosen";
   std::string rejected = "rejected";
+  std::string margin = "margin";  // optional: how much better chosen is (a reward model's margin)
 };
 
 // One record as written.
@@ -37,7 +39,8 @@ struct PreferenceRecord {
   // until extract_prompt moves the answers' shared start into it.
   nlohmann::ordered_json prompt_messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json chosen_messages, rejected_messages;
-  std::string origin;  // "file:line"
+  std::optional<double> margin;  // the margin field's number, where the record has one
+  std::string origin;            // "file:line"
 };
 
 // Every record of a JSON Lines file, each with its prompt (extract_prompt where it has none). Throws
@@ -58,6 +61,9 @@ void extract_prompt(PreferenceRecord& record);
 struct PreferenceLimits {
   int64_t seq_len = 1024;
   int64_t max_prompt_len = 0;
+  // Drop a pair whose sequence exceeds seq_len instead of cutting it (TRL's RewardTrainer: a reward
+  // model scores the whole sequence's last token).
+  bool drop_long = false;
 };
 
 // A pair's ids: the prompt's (with the tokenizer's BOS where its post-processor adds one) and each
@@ -65,6 +71,10 @@ struct PreferenceLimits {
 struct EncodedPair {
   std::vector<int32_t> prompt, chosen, rejected;
   bool truncated = false;  // a sequence was cut at seq_len, or the prompt at max_prompt_len
+  std::optional<float> margin;  // the record's
+  // The reference model's summed log-probs of the chosen and rejected answers, where they were
+  // computed ahead of training (preference.reference=precomputed).
+  std::optional<std::array<float, 2>> reference_logps;
 };
 
 // Encodes one record as TRL 1.16 does: the prompt and prompt + answer encoded whole; the prompt is the
@@ -72,8 +82,8 @@ struct EncodedPair {
 // the EOS token to each answer; the conversational form renders the prompt with the generation prompt
 // and prompt + answer without it (chat_template required; special-token text in a rendering encodes as
 // the special token). nullopt when the prompt
-// alone fills seq_len (TRL drops such records). Throws DataError naming the record's origin for a
-// conversational record without a chat template, or a template error.
+// alone fills seq_len (TRL drops such records), or with drop_long when a sequence exceeds it. Throws DataError naming
+// the record's origin for a conversational record without a chat template, or a template error.
 std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,
                                        const tokenizer::ChatTemplate* chat_template, const PreferenceRecord& record,
                                        const PreferenceLimits& limits);
@@ -81,7 +91,9 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,
 // B pairs (pairs[ids[i]]) as 2B right-padded rows: the B chosen sequences, then the B rejected ones.
 // labels[t] is token t + 1 where that token belongs to the answer, kIgnoreIndex elsewhere, so the
 // summed log-probs of a row are over its answer only. T is the longest row, rounded up to `multiple`.
-// num_target_tokens counts the pairs (rows_per_sample 2).
+// num_target_tokens counts the pairs (rows_per_sample 2). margins holds the pairs' margins (0 where a
+// pair has none) when any of them has one; reference_logps the rows' precomputed reference log-probs
+// (chosen rows, then rejected) when the pairs have them.
 HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
                         int64_t multiple = 1);
 

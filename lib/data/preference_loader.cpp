@@ -44,7 +44,9 @@ std::vector<EncodedPair> encode_all(const std::vector<PreferenceRecord>& records
                     (o.limits.max_prompt_len > 0
                          ? " (prompts to data.max_prompt_len=" + std::to_string(o.limits.max_prompt_len) + ")"
                          : std::string()) +
-                    ", " + std::to_string(dropped) + " dropped: their prompt alone fills a sequence");
+                    ", " + std::to_string(dropped) + " dropped: " +
+                    (o.limits.drop_long ? "a sequence is longer (a reward model scores whole sequences)"
+                                        : "their prompt alone fills a sequence"));
   }
   return out;
 }
@@ -60,32 +62,41 @@ std::vector<PreferenceRecord> read_files(const std::vector<std::filesystem::path
 
 }  // namespace
 
-Loaders make_preference_loaders(const PreferenceOptions& options, const LoaderOptions& loader,
-                                const tokenizer::Tokenizer& tokenizer, torch::Device device) {
+PreferencePairs encode_preference(const PreferenceOptions& options, const tokenizer::Tokenizer& tokenizer) {
   std::vector<PreferenceRecord> train = read_files(options.train, options.fields);
   std::vector<PreferenceRecord> validation = read_files(options.validation, options.fields);
   hold_out(train, validation, options.validation, options.validation_fraction, options.split_seed);
-  std::vector<EncodedPair> train_pairs = encode_all(train, options, tokenizer, "training");
-  if (train_pairs.empty()) {
+  PreferencePairs out;
+  out.train = encode_all(train, options, tokenizer, "training");
+  if (out.train.empty()) {
     throw util::DataError("no preference pair fits data.seq_len=" + std::to_string(options.limits.seq_len) +
-                              ": every prompt alone fills a sequence",
+                              (options.limits.drop_long ? ": every pair has a longer sequence"
+                                                        : ": every prompt alone fills a sequence"),
                           "raise data.seq_len, or set data.max_prompt_len to keep the prompts' ends");
   }
+  out.validation = encode_all(validation, options, tokenizer, "validation");
+  return out;
+}
+
+Loaders preference_loaders(PreferencePairs pairs, const PreferenceOptions& options, const LoaderOptions& loader,
+                           int32_t pad_id, torch::Device device) {
   Loaders out;
   out.train = std::make_unique<DataLoader>(
-      std::make_shared<PreferenceSource>(std::move(train_pairs), tokenizer.pad_id(), options.pad_to_multiple_of),
-      loader, device);
-  std::vector<EncodedPair> validation_pairs = encode_all(validation, options, tokenizer, "validation");
-  if (!validation_pairs.empty()) {
+      std::make_shared<PreferenceSource>(std::move(pairs.train), pad_id, options.pad_to_multiple_of), loader, device);
+  if (!pairs.validation.empty()) {
     LoaderOptions v = loader;
     v.sampler.shuffle = false;
     v.wrap = false;
     out.validation = std::make_unique<DataLoader>(
-        std::make_shared<PreferenceSource>(std::move(validation_pairs), tokenizer.pad_id(),
-                                           options.pad_to_multiple_of),
-        v, device);
+        std::make_shared<PreferenceSource>(std::move(pairs.validation), pad_id, options.pad_to_multiple_of), v,
+        device);
   }
   return out;
+}
+
+Loaders make_preference_loaders(const PreferenceOptions& options, const LoaderOptions& loader,
+                                const tokenizer::Tokenizer& tokenizer, torch::Device device) {
+  return preference_loaders(encode_preference(options, tokenizer), options, loader, tokenizer.pad_id(), device);
 }
 
 }  // namespace hftrain::data

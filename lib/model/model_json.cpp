@@ -92,6 +92,10 @@ std::string ModelSpec::to_json() const {
                            {"moe_every", moe_every},
                            {"shared_expert_d_ff", shared_expert_d_ff},
                            {"router_aux_loss_coef", router_aux_loss_coef}};
+  if (score_outputs > 0) {  // a reward model's head and its padding id (absent: none)
+    j["score_outputs"] = score_outputs;
+    j["pad_token_id"] = pad_token_id;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -128,6 +132,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& sourc
     s.dropout = j.number("dropout");
     s.tie_embeddings = j.boolean("tie_embeddings");
     s.init_std = j.number("init_std");
+    s.score_outputs = j.integer("score_outputs", 0, 1 << 16, 0);
+    s.pad_token_id = j.integer("pad_token_id", -1, std::numeric_limits<int32_t>::max(), -1);
     const bool gpt2 = s.arch == ModelArch::kGpt2;
     s.attention_bias = s.attention_biases();
     s.mlp_bias = s.mlp_biases();

@@ -252,7 +252,8 @@ int64_t ModelSpec::layer_parameter_count(int64_t layer) const {
 int64_t ModelSpec::root_parameter_count() const {
   int64_t total = vocab_size * d_model + (layer_norm() ? 2 * d_model : d_model);
   if (learned_positions()) total += max_seq_len * d_model;
-  if (!tie_embeddings) total += d_model * vocab_size;
+  if (own_lm_head()) total += d_model * vocab_size;
+  total += d_model * score_outputs;
   return total;
 }
 

@@ -46,6 +46,15 @@ struct ModelSpec {
   double norm_eps = 1e-5;
   double dropout = 0;
   bool tie_embeddings = true;
+  // A score head of this many outputs in place of the output layer (0: none, a language model): a
+  // reward model, transformers' *ForSequenceClassification `score` (no bias), read at each row's last
+  // token that is not padding. Not part of the body's shape (same_shape): a language model's body
+  // starts a reward model.
+  int64_t score_outputs = 0;
+  // A score head's padding id (transformers' config.pad_token_id, which it reads the last token
+  // by): the run's tokenizer's, kept with the model so that its export scores where training did.
+  // -1: none (a language model).
+  int64_t pad_token_id = -1;
   double init_std = 0.02;
   // Biases; unset: the family's (gpt2: all and MLP, llama: none). Read them through
   // attention_biases() and mlp_biases().
@@ -128,6 +137,8 @@ struct ModelSpec {
   int64_t block_parameter_count() const;
   int64_t layer_parameter_count(int64_t layer) const;
   int64_t root_parameter_count() const;
+  // An output layer of its own: untied and not a score head.
+  bool own_lm_head() const { return score_outputs == 0 && !tie_embeddings; }
 
   // Throws ConfigError naming the model.* keys for a combination the family cannot have (gpt2
   // without biases or with RoPE scaling, an original_max_seq_len above max_seq_len, ...).

@@ -38,6 +38,8 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   step/numeric_debug.cpp
   preference/objectives.cpp
   preference/preference_task.cpp
+  preference/reward_task.cpp
+  preference/reference_pass.cpp
   step/pipeline_runner.cpp
   step/precision.cpp
   step/step_math.cpp

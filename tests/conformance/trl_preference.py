@@ -13,7 +13,9 @@ objectives: preference.objective=simpo against TRL's CPOTrainer with loss_type="
 and 1 with the chosen answers' cross-entropy), and orpo against its ORPOTrainer (with nll_loss,
 log_odds_ratio and log_odds_chosen). And the conversational form: the same pairs as message lists,
 rendered through the tokenizer's chat template (tokenizer_config.json's, data.chat_template=auto), give
-TRL's DPO loss and metrics too, so both encode the same ids. Exits 1 on any difference.
+TRL's DPO loss and metrics too, so both encode the same ids. And preference.reference=precomputed (the
+reference's log-probs computed before training, no reference model) gives DPOTrainer's with
+precompute_ref_log_probs. Exits 1 on any difference.
 """
 import json
 import math
@@ -80,6 +82,13 @@ CASES = [(f"dpo {t}", DPOTrainer, DPOConfig, {"beta": 0.1, "loss_type": [t], "la
           ["preference.objective=dpo", f"preference.loss_type={t}", "preference.beta=0.1",
            f"preference.label_smoothing={eps}"], METRICS)
          for t, eps in (("sigmoid", 0.0), ("hinge", 0.0), ("ipo", 0.0), ("robust", 0.1))]
+# The reference's log-probs computed before training: TRL's precompute_ref_log_probs, hftrain's
+# preference.reference=precomputed (so also equal to the frozen-copy runs above).
+CASES += [("dpo sigmoid precomputed", DPOTrainer, DPOConfig,
+           {"beta": 0.1, "loss_type": ["sigmoid"], "precompute_ref_log_probs": True},
+           ["preference.objective=dpo", "preference.loss_type=sigmoid", "preference.beta=0.1",
+            "preference.reference=precomputed", "data.cache_dir={work}/cache"],
+           METRICS)]
 CASES += [(f"simpo cpo_alpha={a}", CPOTrainer, CPOConfig,
            {"beta": 2.0, "loss_type": "simpo", "simpo_gamma": 0.5, "cpo_alpha": a, "label_smoothing": 0.0},
            ["preference.objective=simpo", "preference.beta=2.0", "preference.gamma=0.5", f"preference.cpo_alpha={a}"],
@@ -111,7 +120,7 @@ def hftrain_metrics(hftrain, base, work, name, overrides, metrics, records=PAIRS
     out = os.path.join(work, "hftrain-" + name.replace(" ", "-").replace("=", ""))
     run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.seq_len=64",
         "data.validation_fraction=0", "data.shuffle=false", "data.chat_template=auto", "run.export_hf=false",
-        *overrides, "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
+        *[o.replace("{work}", work) for o in overrides], "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
         "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
         f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={len(PAIRS)}", "trainer.grad_accum_steps=1",
         "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",

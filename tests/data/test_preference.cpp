@@ -139,8 +139,8 @@ TEST_CASE("preference: pairs encode as TRL encodes them, and are cut to the limi
 TEST_CASE("preference: B pairs collate into 2B rows, chosen first, labels on the answers", "[data][preference]") {
   const int32_t pad = 9;
   std::vector<data::EncodedPair> pairs(2);
-  pairs[0] = {{1, 2}, {3, 4}, {5}, false};
-  pairs[1] = {{6}, {7}, {8, 10, 11}, false};
+  pairs[0] = {{1, 2}, {3, 4}, {5}, false, {}, {}};
+  pairs[1] = {{6}, {7}, {8, 10, 11}, false, {}, {}};
   const std::vector<uint64_t> ids{1, 0};
   const data::HostBatch b = data::collate_pairs(pairs, ids, pad, 2);
   CHECK(b.batch_size == 4);
@@ -152,4 +152,29 @@ TEST_CASE("preference: B pairs collate into 2B rows, chosen first, labels on the
   CHECK(b.num_target_tokens == 2);  // pairs
   CHECK(b.rows_per_sample == 2);
   CHECK(b.sample_ids == ids);
+  CHECK(b.margins.empty());  // no pair has a margin
+  pairs[0].margin = 1.5F;    // one has: the other's is 0
+  CHECK(data::collate_pairs(pairs, ids, pad, 2).margins == std::vector<float>{0.0F, 1.5F});
+  // Precomputed reference log-probs ride along per row: the chosen rows', then the rejected rows'.
+  pairs[0].reference_logps = {{-1.0F, -2.0F}};
+  pairs[1].reference_logps = {{-3.0F, -4.0F}};
+  CHECK(data::collate_pairs(pairs, ids, pad, 2).reference_logps == std::vector<float>{-3.0F, -1.0F, -4.0F, -2.0F});
+}
+
+TEST_CASE("preference: a reward model's limits drop a pair whose sequence is too long, and keep its margin",
+          "[data][preference]") {
+  const tokenizer::ByteTokenizer tok;
+  data::PreferenceRecord r;
+  r.prompt = "Q: ";
+  r.chosen = "yes";
+  r.rejected = "no, not at all";
+  r.margin = 0.5;
+  const auto whole = data::encode_pair(tok, nullptr, r, {64, 0, true});
+  REQUIRE(whole);
+  CHECK(whole->margin == 0.5F);
+  CHECK_FALSE(whole->truncated);
+  // 3 + 14 + EOS = 18 tokens: cut at 10 without drop_long, dropped with it.
+  CHECK(data::encode_pair(tok, nullptr, r, {10, 0, false})->truncated);
+  CHECK_FALSE(data::encode_pair(tok, nullptr, r, {10, 0, true}));
+  CHECK(data::encode_pair(tok, nullptr, r, {18, 0, true}));
 }

@@ -10,6 +10,10 @@
 # - LoRA's reference is the base with the adapters off: loss ln 2 at the first step from a trained model;
 # - SimPO, ORPO and DPO's other loss types train; evaluation reports TRL's metrics as eval_<name>, a
 #   short last batch included;
+# - preference.reference=precomputed: the starting model's log-probs computed once and cached, read by the
+#   next run, resumed bit for bit with and without the cache;
+# - a reward model (preference.objective=reward) starts from a language model's body, reports TRL's
+#   accuracy, margin and mean_reward, resumes bit for bit and exports as LlamaForSequenceClassification;
 # - `hftrain plan` counts the reference copy; bad records and refused layouts exit 2 naming why.
 # Usage: preference_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
@@ -99,6 +103,57 @@ evaluation() {
   [ -n "$(metric eval-orpo 2 eval_nll_loss)" ] && ok || fail "evaluation (orpo): no eval_nll_loss"
 }
 
+# --- precomputed: the reference's log-probs computed before training and cached; a second run reads
+# them; a resume is bit for bit, with the cache and without it
+precomputed() {
+  local p=(preference.reference=precomputed data.cache_dir="$WORK/cache")
+  once pre-through dpo_run "${p[@]}" trainer.max_steps=8 checkpoint.every_steps=4 run.output_dir="$WORK/pre-through"
+  has "reference's log-probs of" err
+  near "$(metric pre-through 1 loss)" 0.6931471805599453 1e-6 && ok || fail "precomputed: step 1's loss is not ln 2"
+  ls "$WORK"/cache/reference-logps-*.safetensors >/dev/null 2>&1 && ok || fail "precomputed: no cache file"
+  for cache in kept removed; do
+    rm -rf "$WORK/pre-$cache" && cp -r "$WORK/pre-through" "$WORK/pre-$cache"
+    rm -rf "$WORK/pre-$cache/checkpoint-8" "$WORK/pre-$cache/final"
+    [ $cache = removed ] && rm -rf "$WORK/cache"
+    run 0 resume "$WORK/pre-$cache/checkpoint-4" && {
+      [ $cache = kept ] && has "pairs read from" err
+      [ $cache = removed ] && has "computed by the starting model" err
+      [ "$(metric pre-$cache 8 loss)" = "$(metric pre-through 8 loss)" ] && ok \
+        || fail "precomputed: resumed ($cache cache) step 8's loss differs"
+    }
+  done
+  run 0 plan "$SRC/recipes/dpo-llama.yaml" --nproc 1 "${p[@]}" && has "computed before training" out
+}
+
+# --- reward: a reward model from a language model's body, killed and resumed bit for bit, exported as
+# LlamaForSequenceClassification; it does not generate; LoRA and bad margins are refused
+reward() {
+  once base dpo_run trainer.max_steps=6 run.output_dir="$WORK/base"
+  local r=(model.from="$WORK/base/final" preference.objective=reward trainer.max_steps=6 trainer.eval_every=6
+           data.validation_fraction=0.25 trainer.eval_batches=null)
+  dpo_run "${r[@]}" checkpoint.every_steps=3 run.export_hf=true run.output_dir="$WORK/reward" && {
+    has "the reward model's score head starts from N(0" err
+    for key in accuracy margin mean_reward; do
+      [ -n "$(metric reward 1 "$key")" ] && ok || fail "reward: no $key in step 1's record"
+      [ -n "$(metric reward 6 "eval_$key")" ] && ok || fail "reward: no eval_$key in step 6's records"
+    done
+    grep -q '"LlamaForSequenceClassification"' "$WORK/reward/final-hf/config.json" && ok \
+      || fail "reward: the export is not LlamaForSequenceClassification"
+    grep -q '"score.weight"' "$WORK/reward/final-hf/model.safetensors" && ok || fail "reward: no score.weight exported"
+  }
+  cp -r "$WORK/reward" "$WORK/reward-resumed" && rm -rf "$WORK/reward-resumed/checkpoint-6" "$WORK/reward-resumed/final"
+  run 0 resume "$WORK/reward-resumed/checkpoint-3" && {
+    [ "$(metric reward-resumed 6 loss)" = "$(metric reward 6 loss)" ] && ok || fail "reward: resumed step 6's loss differs"
+    [ "$(metric reward-resumed 6 margin)" = "$(metric reward 6 margin)" ] && ok || fail "reward: resumed margins differ"
+  }
+  run 2 generate "$WORK/reward/final" --prompt "Hi" && has "is a reward model" err
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=reward peft.method=lora \
+    run.output_dir="$WORK/reward-lora" && has "LoRA adapters on a reward model are not supported yet" err
+  printf '%s\n' '{"prompt": "q", "chosen": "a", "rejected": "b", "margin": "big"}' > "$WORK/margin.jsonl"
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=reward data.train="[$WORK/margin.jsonl]" \
+    run.output_dir="$WORK/reward-margin" && has "margin.jsonl:1: field 'margin' is \"big\", not a finite number" err
+}
+
 # --- plan: the reference copy's memory, and the 2B rows of a micro-batch
 plan() {
   run 0 plan "$SRC/recipes/dpo-llama.yaml" --nproc 2 && {
@@ -126,4 +181,4 @@ bad_input() {
     && has "tensor and pipeline parallelism" err
 }
 
-scenarios start resume ddp lora objectives evaluation plan bad_input
+scenarios start resume ddp lora objectives evaluation precomputed reward plan bad_input

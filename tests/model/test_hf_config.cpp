@@ -8,6 +8,7 @@
 
 #include "../config/helpers.h"
 #include "model/hf/hf_config.h"
+#include "model/decoder/transformer.h"
 #include "model/hf/hf_modules.h"
 #include "model/rope.h"
 #include "model/spec.h"
@@ -234,6 +235,48 @@ TEST_CASE("hf_config_json reads back to the same spec", "[model][hf]") {
   CHECK_THAT(model::hf_config_json(qwen3, {}), Contains("\"Qwen3ForCausalLM\"") && Contains("\"head_dim\": 12"));
   qwen3.attention_bias = AttentionBias::kQkv;  // Qwen3's attention_bias covers o_proj too
   CHECK_THROWS_AS(model::hf_config_json(qwen3, {}), util::UsageError);
+}
+
+TEST_CASE("a reward model's score head: *ForSequenceClassification both ways, model.json, the loaders",
+          "[model][hf][preference]") {
+  for (const auto& overrides : std::vector<std::vector<std::string>>{
+           {"model.arch=gpt2", "model.d_model=48", "model.n_head=4"},
+           {"model.arch=llama", "model.tie_embeddings=false"},
+           {"model.arch=llama", "model.norm_placement=sandwich", "model.norm_unit_offset=true",
+            "model.scale_embeddings=true", "model.activation=gelu_tanh", "model.qk_norm=head"}}) {
+    auto spec = model::ModelSpec::from_config(test::resolve(test::kMinimal, overrides).values.model);
+    const int64_t lm_parameters = spec.parameter_count();
+    spec.score_outputs = 1;
+    const std::string json = model::hf_config_json(spec, {1, 2, 3});
+    INFO(json);
+    CHECK_THAT(json, Contains("ForSequenceClassification\"") && Contains("\"LABEL_0\"") &&
+                         Contains("\"pad_token_id\": 3"));
+    CHECK(read(json).score_outputs == 1);
+    CHECK(read(json).pad_token_id == 3);  // where transformers reads the score: kept with the model
+    spec.pad_token_id = 3;
+    CHECK(read(json).same_shape(spec));
+    CHECK(model::ModelSpec::from_json(spec.to_json(), "model.json").score_outputs == 1);
+    CHECK(model::ModelSpec::from_json(spec.to_json(), "model.json").pad_token_id == 3);
+    // The score replaces the output layer: one row of d_model, the untied head's V x d_model gone.
+    const int64_t head = spec.tie_embeddings ? 0 : spec.vocab_size * spec.d_model;
+    CHECK(spec.parameter_count() == lm_parameters - head + spec.d_model);
+    model::Transformer scorer(spec);
+    int64_t counted = 0;
+    for (const auto& [name, p] : scorer->parameters_by_name()) counted += p.numel();
+    CHECK(counted == spec.parameter_count());
+    const auto sources = model::hf_sources(spec);
+    CHECK(sources.count("score.weight") == 1);
+    CHECK(sources.count("lm_head.weight") == 0);
+    CHECK(model::hf_config_json(spec, {}).find("ForCausalLM") == std::string::npos);
+    // The scores of a forward: one per position.
+    const auto scores = scorer->forward(torch::tensor({{1, 2, 3}}, torch::kLong));
+    CHECK(scores.sizes() == torch::IntArrayRef({1, 3, 1}));
+  }
+  // Gemma 3's text model scores as Gemma3TextForSequenceClassification; transformers' default num_labels is 2.
+  CHECK(read(family("Gemma3TextForSequenceClassification", R"(, "id2label": {"0": "LABEL_0"})")).score_outputs == 1);
+  CHECK(read(family("MistralForSequenceClassification")).score_outputs == 2);
+  CHECK(read(family("LlamaForCausalLM")).score_outputs == 0);
+  CHECK_THAT(error(family("LlamaForTokenClassification")), Contains("LlamaForTokenClassification"));
 }
 
 TEST_CASE("Mixtral and Qwen3-MoE configs: experts, their defaults, and what is refused", "[model][hf]") {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "train/preference/objectives.h"
+#include "train/preference/reward_task.h"
 
 using namespace hftrain::train::preference;
 
@@ -149,4 +150,20 @@ TEST_CASE("preference: a reward model's Bradley-Terry loss, margin and centring"
         Approx((-log_sigmoid(0.5) - log_sigmoid(-1.5)) / 2));
   CHECK(item(bradley_terry(chosen, rejected, std::nullopt, 0.01).loss) ==
         Approx((-log_sigmoid(1.0) - log_sigmoid(-1.0)) / 2 + 0.01 * (9 + 1) / 2.0));
+}
+
+TEST_CASE("reward: each row's score at its last token that is not the padding id, as transformers reads it",
+          "[train][preference]") {
+  const auto scores = torch::arange(12, torch::kFloat).view({3, 4, 1});  // row r position t: 4r + t
+  // pad 9: row 0 is whole, row 1 ends in padding, row 2 ends with an EOS equal to the padding id
+  // (GPT-2 without a pad token), which transformers skips, and holds a pad id inside, which it does not.
+  const auto ids = torch::tensor({{5, 6, 7, 8}, {5, 6, 9, 9}, {5, 9, 7, 9}}, torch::kLong);
+  const auto got = hftrain::train::last_token_scores(scores, ids, 9);
+  CHECK(got.dtype() == torch::kFloat);
+  CHECK(got[0].item<float>() == 3);
+  CHECK(got[1].item<float>() == 5);
+  CHECK(got[2].item<float>() == 10);
+  // A row of padding alone reads position 0 (argmax of all zeros), as transformers does.
+  CHECK(hftrain::train::last_token_scores(scores.narrow(0, 0, 1), torch::full({1, 4}, 9, torch::kLong), 9)
+            .item<float>() == 0);
 }

@@ -58,12 +58,18 @@ TransformerImpl::TransformerImpl(const ModelSpec& spec, WeightInit init) : spec_
   }
   final_norm_ =
       register_module("final_norm", Norm(spec.d_model, spec.layer_norm(), spec.norm_eps, spec.norm_unit_offset));
-  if (!spec.tie_embeddings) {
-    lm_head_ = register_module("lm_head",
-                               Dense(spec.d_model, spec.vocab_size, false));
+  if (spec.score_outputs > 0) {
+    score_ = register_module("score", Dense(spec.d_model, spec.score_outputs, false));
+  } else if (!spec.tie_embeddings) {
+    lm_head_ = register_module("lm_head", Dense(spec.d_model, spec.vocab_size, false));
   }
 
-  if (init == WeightInit::kSkip) return;
+  if (init == WeightInit::kSkip) {
+    // A score head is new where a language model's weights are loaded: N(0, init_std), as transformers.
+    torch::NoGradGuard no_grad;
+    if (score_) score_->weight.normal_(0.0, spec.init_std);
+    return;
+  }
   // Initialisation as GPT-2 and Llama do it: N(0, init_std) for weights and embeddings, zero
   // biases, unit norms; GPT-2 also shrinks the residual projections by 1/sqrt(2 n_layer).
   torch::NoGradGuard no_grad;
@@ -116,7 +122,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
     }
     logits = tp_gather(logits.detach(), slices, *tp_);
   }
-  if (spec_.final_logit_softcapping > 0) {
+  if (spec_.final_logit_softcapping > 0 && spec_.score_outputs == 0) {  // not a score head's (transformers')
     const double cap = spec_.final_logit_softcapping;
     logits = torch::tanh(logits / cap) * cap;
   }
@@ -126,6 +132,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, KvCache* 
 torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const torch::Tensor& labels,
                                         double label_smoothing, const torch::Tensor& position_ids,
                                         const torch::Tensor& document_offsets) {
+  TORCH_CHECK(spec_.score_outputs == 0, "a score head (a reward model) has no next-token loss; score through forward");
   torch::Tensor x = hidden_states(input_ids, nullptr, position_ids, document_offsets);  // (B, T, C)
   if (tp_) x = tp_enter(x, *tp_);
   auto loss = lm_head_loss_sum(x.reshape({-1, x.size(-1)}), head_weight(), labels.reshape({-1}), label_smoothing,
@@ -137,7 +144,9 @@ torch::Tensor TransformerImpl::loss_sum(const torch::Tensor& input_ids, const to
 }
 
 void TransformerImpl::traced_head(const torch::Tensor& input, const torch::Tensor& loss) const {
-  if (spec_.tie_embeddings) {
+  if (spec_.score_outputs > 0) {
+    traced("score", score_.get(), input, loss);
+  } else if (spec_.tie_embeddings) {
     traced("lm_head (tied to embed_tokens)", embed_tokens_.get(), input, loss);
   } else {
     traced("lm_head", lm_head_.get(), input, loss);

@@ -4,7 +4,8 @@
 // configurations of it (ModelSpec). Attention goes through LibTorch's scaled_dot_product_attention.
 //
 // Parameter names (what optimizer globs, checkpoints and the Hugging Face mapping use):
-//   embed_tokens.weight, embed_positions.weight (gpt2), final_norm.{weight,bias}, lm_head.weight (untied)
+//   embed_tokens.weight, embed_positions.weight (gpt2), final_norm.{weight,bias}, lm_head.weight (untied),
+//   or score.weight in its place (a reward model: spec.score_outputs)
 //   layers.N.attn_norm.*, layers.N.attn.qkv_proj.{weight,bias}, layers.N.attn.o_proj.{weight,bias},
 //   layers.N.mlp_norm.*, layers.N.mlp.up_proj.* (gpt2) or layers.N.mlp.gate_up_proj.* (llama),
 //   layers.N.mlp.down_proj.*; each bias only where the spec has it (attention_bias, mlp_bias)
@@ -46,8 +47,8 @@ class TransformerImpl : public torch::nn::Module {
  public:
   explicit TransformerImpl(const ModelSpec& spec, WeightInit init = WeightInit::kRandom);
 
-  // input_ids (B, T) int64 -> logits (B, T, vocab). With a cache, the T new positions follow the
-  // cache's and their keys and values are appended to it. `position_ids` (B, T), when given (not
+  // input_ids (B, T) int64 -> logits (B, T, vocab), or a score head's (B, T, score_outputs). With a cache, the T new
+  // positions follow the cache's and their keys and values are appended to it. `position_ids` (B, T), when given (not
   // with a cache), are packed documents' positions: each document is attended and positioned on
   // its own (document_mask.h).
   torch::Tensor forward(const torch::Tensor& input_ids, KvCache* cache = nullptr,
@@ -145,7 +146,10 @@ class TransformerImpl : public torch::nn::Module {
   // debug.underflow_overflow: the output layer's frame (its input, weight and the loss).
   void traced_head(const torch::Tensor& input, const torch::Tensor& loss) const;
   // The output layer's weight (V, C): the embedding when tied.
-  torch::Tensor head_weight() const { return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight; }
+  torch::Tensor head_weight() const {
+    if (spec_.score_outputs > 0) return score_->weight;
+    return spec_.tie_embeddings ? embed_tokens_->weight : lm_head_->weight;
+  }
   // A mixture-of-experts block under activation checkpointing with the load-balancing loss: the
   // block's output, its router statistics appended to router_stats_ with their gradient path.
   torch::Tensor checkpointed_moe_block(const std::shared_ptr<BlockImpl>& block, const AttentionInputs& in,
@@ -166,6 +170,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList layers_{nullptr};
   std::shared_ptr<torch::nn::Module> final_norm_;
   Dense lm_head_{nullptr};
+  Dense score_{nullptr};  // a reward model's head (spec.score_outputs) in place of lm_head_
   torch::Tensor router_token_mask_;
   torch::Tensor rope_cos_;  // (max_seq_len, rotary_dim), llama only
   torch::Tensor rope_sin_;

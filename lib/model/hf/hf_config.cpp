@@ -14,6 +14,8 @@ using config::AttentionBias;
 using config::ModelArch;
 using config::RopeType;
 
+constexpr const char* kSequenceClassification = "ForSequenceClassification";
+
 // Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts: how many, top-k, their size, renormalisation,
 // which layers, Qwen2-MoE's shared expert.
 void read_experts(const Reader& r, ModelSpec& s, LlamaFamily family) {
@@ -235,6 +237,14 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
   } else {
     arch = r.string("model_type", "");
   }
+  // A reward model (transformers' *ForSequenceClassification): the same body with a score head of
+  // num_labels outputs (id2label's entries; transformers' default 2).
+  const bool scores = arch.ends_with(kSequenceClassification);
+  if (scores) {
+    arch = arch.substr(0, arch.size() - std::string(kSequenceClassification).size());
+    if (arch == "Gemma3Text") arch = "Gemma3";
+    arch += arch == "GPT2" ? "LMHeadModel" : "ForCausalLM";
+  }
   const FamilyName* family = find_family(arch);
   ModelSpec s;
   if (arch == "GPT2LMHeadModel" || arch == "GPT2Model" || arch == "gpt2") {
@@ -249,6 +259,12 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
     r.fail("architecture `" + (arch.empty() ? std::string("(none)") : arch) + "` is not supported");
   }
   s.dropout = 0;
+  if (scores) {
+    s.score_outputs = j.contains("id2label") && j["id2label"].is_object() && !j["id2label"].empty()
+                          ? static_cast<int64_t>(j["id2label"].size())
+                          : r.positive("num_labels", 2);
+    if (j.contains("pad_token_id") && j["pad_token_id"].is_number_integer()) s.pad_token_id = r.integer("pad_token_id");
+  }
   if ((s.explicit_head_dim == 0 && s.d_model % s.n_head != 0) || s.n_head % s.n_kv_head != 0) {
     r.fail("the head counts do not divide the sizes");
   }
@@ -258,7 +274,7 @@ ModelSpec spec_from_hf_config(const std::string& json_text, const std::string& s
 std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
   OrderedJson j;
   if (s.arch == ModelArch::kGpt2) {
-    j = {{"architectures", {"GPT2LMHeadModel"}},
+    j = {{"architectures", {s.score_outputs > 0 ? "GPT2ForSequenceClassification" : "GPT2LMHeadModel"}},
          {"model_type", "gpt2"},
          {"vocab_size", s.vocab_size},
          {"n_positions", s.max_seq_len},
@@ -278,7 +294,8 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
     const LlamaFamily block = dense_block(family);
     const bool qwen = block == LlamaFamily::kQwen2 || block == LlamaFamily::kQwen3;
     const bool gemma = block == LlamaFamily::kGemma2 || block == LlamaFamily::kGemma3;
-    j = {{"architectures", {name.name + "ForCausalLM"}},
+    const std::string scorer = (family == LlamaFamily::kGemma3 ? "Gemma3Text" : name.name) + kSequenceClassification;
+    j = {{"architectures", {s.score_outputs > 0 ? scorer : name.name + "ForCausalLM"}},
          {"model_type", name.model_type},
          {"vocab_size", s.vocab_size},
          {"max_position_embeddings", s.max_seq_len},
@@ -363,6 +380,15 @@ std::string hf_config_json(const ModelSpec& s, const HfTokenIds& ids) {
     }
     j["attention_dropout"] = s.dropout;
     j["initializer_range"] = s.init_std;
+  }
+  if (s.score_outputs > 0) {  // num_labels, as transformers writes it
+    OrderedJson id2label = OrderedJson::object(), label2id = OrderedJson::object();
+    for (int64_t i = 0; i < s.score_outputs; ++i) {
+      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+      label2id["LABEL_" + std::to_string(i)] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
   }
   j["tie_word_embeddings"] = s.tie_embeddings;
   j["bos_token_id"] = ids.bos;

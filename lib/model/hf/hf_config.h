@@ -7,7 +7,9 @@
 // sliding layers alternating with global ones, Gemma 3's q/k norms and local RoPE base),
 // MixtralForCausalLM, Qwen2MoeForCausalLM (a shared expert) and Qwen3MoeForCausalLM (mixtures of
 // experts, with the load-balancing loss where output_router_logits is on); any of them with a head_dim that is not
-// hidden_size / num_attention_heads. Anything else is refused with what differs.
+// hidden_size / num_attention_heads; and each family's *ForSequenceClassification (GPT-2's, Gemma 3's
+// Gemma3TextForSequenceClassification), a reward model's score head (ModelSpec::score_outputs).
+// Anything else is refused with what differs.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,8 @@ struct HfTokenIds {
 // projections, MixtralForCausalLM / Qwen3MoeForCausalLM for experts without / with q/k norms,
 // Qwen2MoeForCausalLM for experts with a shared expert,
 // Qwen2ForCausalLM when only the query/key/value projections have biases,
-// MistralForCausalLM for a Llama with a sliding window, else LlamaForCausalLM. RoPE scaling goes into rope_parameters
+// MistralForCausalLM for a Llama with a sliding window, else LlamaForCausalLM; with a score head the
+// family's *ForSequenceClassification and its id2label. RoPE scaling goes into rope_parameters
 // (transformers 5) and rope_scaling + rope_theta (4.x). spec_from_hf_config reads it back to
 // `spec` (but dropout and init_std). Throws UsageError for a spec no Hugging Face architecture
 // holds (query/key/value biases with MLP biases).

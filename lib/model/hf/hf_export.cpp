@@ -71,7 +71,9 @@ void export_hf(const LoadedModel& loaded, const fs::path& out, int64_t max_shard
   const ModelSpec& spec = loaded.model->spec();
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
   const int32_t eot = tok.eot_id();
-  const int32_t pad = tok.pad_id();
+  // A reward model scores by its own padding id (the run's); a language model's is the tokenizer's.
+  const auto pad = static_cast<int32_t>(spec.score_outputs > 0 && spec.pad_token_id >= 0 ? spec.pad_token_id
+                                                                                          : tok.pad_id());
   const std::string config = hf_config_json(spec, {eot, eot, pad});  // refuses what no HF model holds
 
   fs::path staged = out;

@@ -9,12 +9,18 @@ namespace {
 
 std::string layer(int64_t i) { return "layers." + std::to_string(i) + "."; }
 
+// The output layer's tensor, named without the body's prefix: lm_head (untied) or a reward model's score.
+void head_sources(const ModelSpec& s, std::map<std::string, HfSource>& m) {
+  if (s.own_lm_head()) m["lm_head.weight"] = {{"lm_head.weight"}};
+  if (s.score_outputs > 0) m["score.weight"] = {{"score.weight"}};
+}
+
 std::map<std::string, HfSource> gpt2_sources(const ModelSpec& s) {
   std::map<std::string, HfSource> m{{"embed_tokens.weight", {{"wte.weight"}}},
                                     {"embed_positions.weight", {{"wpe.weight"}}},
                                     {"final_norm.weight", {{"ln_f.weight"}}},
                                     {"final_norm.bias", {{"ln_f.bias"}}}};
-  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
+  head_sources(s, m);
   for (int64_t i = 0; i < s.n_layer; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
     const std::string l = layer(i);
@@ -39,7 +45,7 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
   const int64_t kv = s.n_kv_head * s.head_dim();
   std::map<std::string, HfSource> m{{"embed_tokens.weight", {{"embed_tokens.weight"}}},
                                     {"final_norm.weight", {{"norm.weight"}}}};
-  if (!s.tie_embeddings) m["lm_head.weight"] = {{"lm_head.weight"}};
+  head_sources(s, m);
   for (int64_t i = 0; i < s.n_layer; ++i) {
     const std::string h = "layers." + std::to_string(i) + ".";
     const std::string l = layer(i);
@@ -121,7 +127,7 @@ std::map<std::string, HfSource> llama_sources(const ModelSpec& s) {
 std::string module_of(const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); }
 
 std::string full_name(const ModelSpec& spec, const std::string& name) {
-  return name == "lm_head.weight" ? name : hf_prefix(spec) + name;
+  return hf_head_tensor(name) ? name : hf_prefix(spec) + name;
 }
 
 }  // namespace
@@ -129,6 +135,8 @@ std::string full_name(const ModelSpec& spec, const std::string& name) {
 std::map<std::string, HfSource> hf_sources(const ModelSpec& spec) {
   return spec.arch == config::ModelArch::kGpt2 ? gpt2_sources(spec) : llama_sources(spec);
 }
+
+bool hf_head_tensor(const std::string& name) { return name == "lm_head.weight" || name == "score.weight"; }
 
 std::string hf_prefix(const ModelSpec& spec) {
   return spec.arch == config::ModelArch::kGpt2 ? "transformer." : "model.";
@@ -166,6 +174,7 @@ std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
     else if (param.ends_with("moe.shared_gate.weight")) out_rows_total = 1;
     else if (param.ends_with("mlp.up_proj.weight")) out_rows_total = spec.d_ff;
     else if (param.ends_with("lm_head.weight")) out_rows_total = spec.vocab_size;
+    else if (param == "score.weight") out_rows_total = spec.score_outputs;
     else out_rows_total = spec.d_model;  // o_proj, down_proj
     int64_t offset = 0;
     for (size_t i = 0; i < src.names.size(); ++i) {
@@ -176,7 +185,7 @@ std::vector<HfLinear> hf_linear_modules(const ModelSpec& spec) {
                              .rows = rows,
                              .in_features = in,
                              .conv1d = src.transpose,
-                             .output_layer = param == "lm_head.weight"});
+                             .output_layer = hf_head_tensor(param)});
       offset += rows;
     }
   }

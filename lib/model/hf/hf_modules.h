@@ -25,9 +25,11 @@ struct HfSource {
 // hftrain parameter name -> its source, for every parameter of a gpt2 or llama-family spec.
 std::map<std::string, HfSource> hf_sources(const ModelSpec& spec);
 
-// The prefix Hugging Face's *ForCausalLM puts before the body's names: "transformer." (GPT-2),
-// "model." (Llama family); lm_head.weight has none.
+// The prefix Hugging Face's *ForCausalLM (and *ForSequenceClassification) puts before the body's
+// names: "transformer." (GPT-2), "model." (Llama family); the output layer's tensor has none.
 std::string hf_prefix(const ModelSpec& spec);
+// The output layer's tensor, stored without the prefix: lm_head.weight, or a reward model's score.weight.
+bool hf_head_tensor(const std::string& name);
 
 // One of Hugging Face's linear layers as rows of one of hftrain's Dense layers.
 struct HfLinear {

@@ -24,8 +24,9 @@ std::string strip_prefix(const std::string& name) {
   return name;
 }
 
-// Tensors a checkpoint may carry that are not weights: a tied head stored anyway, GPT-2's causal
-// mask buffers and older Llama checkpoints' rotary frequencies. They are dropped without a word.
+// Tensors a checkpoint may carry that are not weights: a tied head stored anyway (or a language
+// model's head where a reward model starts), GPT-2's causal mask buffers and older Llama checkpoints'
+// rotary frequencies. They are dropped without a word.
 bool ignorable(const std::string& name) {
   return name == "lm_head.weight" || name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
          name.ends_with(".rotary_emb.inv_freq");
@@ -63,6 +64,8 @@ void load_hf_weights(Transformer& model, const TensorSource& hf, const WeightHan
     return it == sources.end() ? std::vector<WeightPiece>{} : as_pieces(it->second);
   };
   rules.droppable = ignorable;
+  // A reward model started from a language model: its score head keeps its initialisation.
+  rules.optional_group = [](const std::string& name) { return name == "score.weight" ? name : std::string(); };
   rules.handed_over = handover.handed_over;
   rules.take = handover.take;
   load_weights(model->parameters_by_name(), hf, rules);
@@ -86,7 +89,7 @@ TensorList to_hf_weights(const Transformer& model) {
     std::vector<torch::Tensor> parts =
         src.names.size() == 1 ? std::vector<torch::Tensor>{value} : value.split_with_sizes(src.split, 0);
     for (size_t i = 0; i < parts.size(); ++i) {
-      const std::string hf = src.names[i] == "lm_head.weight" ? src.names[i] : prefix + src.names[i];
+      const std::string hf = hf_head_tensor(src.names[i]) ? src.names[i] : prefix + src.names[i];
       out.emplace_back(hf, src.transpose ? parts[i].t() : parts[i]);
     }
   }

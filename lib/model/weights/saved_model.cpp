@@ -190,7 +190,8 @@ ModelSpec read_model_spec(const fs::path& dir) {
 }
 
 void load_model_weights(Transformer& model, const fs::path& dir, const WeightHandover& handover) {
-  // hftrain wrote these names itself: each parameter under its own name, nothing to tolerate.
+  // hftrain wrote these names itself: each parameter under its own name, nothing to tolerate but a
+  // language model's head where a reward model starts.
   WeightRules rules;
   rules.expected = "model.json";
   rules.hint =
@@ -198,6 +199,10 @@ void load_model_weights(Transformer& model, const fs::path& dir, const WeightHan
       "another checkpoint";
   rules.handed_over = handover.handed_over;
   rules.take = handover.take;
+  if (model->spec().score_outputs > 0) {  // a reward model started from a language model's directory
+    rules.droppable = [](const std::string& key) { return key == "lm_head.weight"; };
+    rules.optional_group = [](const std::string& name) { return name == "score.weight" ? name : std::string(); };
+  }
   load_weights(model->parameters_by_name(), StoredWeights(dir), rules);
 }
 

@@ -7,7 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "data/token_cache.h"
 #include "model/decoder/lm_head_loss.h"
+#include "model/dense.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/lora.h"
@@ -17,6 +19,8 @@
 #include "train/build/tp_setup.h"
 #include "train/build/wiring.h"
 #include "train/preference/preference_task.h"
+#include "train/preference/reference_pass.h"
+#include "train/preference/reward_task.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -112,8 +116,13 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
 // The policy wrapped by preference.objective, with DPO's reference: the starting weights as a frozen
 // copy, or with LoRA the same model with its adapters off.
 std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> policy, const config::Config& config,
-                                                     const torch::Device& device) {
+                                                     const torch::Device& device, int64_t pad_id) {
   const config::PreferenceConfig& p = config.preference;
+  if (p.objective == config::PreferenceObjective::kReward) {
+    util::log::info("preference: a reward model (Bradley-Terry on the pairs; scores at each sequence's last token "
+                    "before the padding id " + std::to_string(pad_id) + ")");
+    return make_reward_task(std::move(policy), p, pad_id);
+  }
   std::unique_ptr<PreferenceReference> reference;
   if (p.objective == config::PreferenceObjective::kDpo) {
     const bool copy = dpo_reference_copy(config);
@@ -121,7 +130,10 @@ std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> 
       throw util::ConfigError("preference.reference=copy would copy a base that peft.quantize_base keeps quantized",
                               "use preference.reference=adapters_off (or auto) with QLoRA");
     }
-    if (copy) {
+    if (p.reference == config::PreferenceReference::kPrecomputed) {
+      util::log::info("preference: DPO against the reference log-probs computed before training (no reference "
+                      "model in memory)");
+    } else if (copy) {
       reference = frozen_copy_reference(*policy, *policy->decoder_spec(), device);
       util::log::info("preference: DPO against a frozen copy of the starting weights (" +
                       std::to_string(reference->parameters()) + " parameters)");
@@ -131,6 +143,24 @@ std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> 
     }
   }
   return make_preference_task(std::move(policy), p, std::move(reference));
+}
+
+// preference.reference=precomputed: the starting model scores every pair once (reference_pass.h),
+// cached in the token cache's folder.
+void precompute_reference(TaskModel& model, data::PreferencePairs& pairs, const config::Config& config,
+                          const data::PreferenceOptions& preference, int32_t pad_id, const torch::Device& device,
+                          parallel::World& world) {
+  parallel::PhaseScope phase(world.monitor(), parallel::Phase::kStartup);
+  ReferencePassOptions o;
+  o.batch_pairs = config.trainer.micro_batch_size;
+  o.pad_id = pad_id;
+  o.pad_to_multiple = preference.pad_to_multiple_of;
+  const std::filesystem::path dir = config.data.cache_dir.empty()
+                                        ? data::default_cache_dir(util::Environment::process())
+                                        : std::filesystem::path(config.data.cache_dir);
+  if (config.data.cache) o.cache_file = reference_cache_file(dir, pairs, reference_weights_key(config, device));
+  model::AdaptersOff base;  // the starting model: with LoRA, the base
+  precompute_reference_logps(model, pairs, o, device, world.data_parallel(), world.is_main());
 }
 
 }  // namespace
@@ -173,7 +203,8 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   const bool lora = config.peft.method == config::PeftMethod::kLora;
   // A resume reads model.from too where it is not all in the checkpoint: a LoRA run's frozen base, and
   // DPO's reference copy of the starting weights (the checkpoint holds the policy's).
-  const bool from_model_dir = config.model.from && (!resume_from || lora || dpo_reference_copy(config));
+  const bool from_model_dir =
+      config.model.from && (!resume_from || lora || dpo_reference_copy(config) || precomputed_reference(config));
   std::optional<ModelSource> source;
   if (from_model_dir) source = read_model_source(*config.model.from);
   if (classify && resume_from) source = read_model_source(*resume_from);
@@ -189,6 +220,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
                                 " (RoBERTa counts positions over the tokens that are not padding)",
                             "use the model's own tokenizer (tokenizer.json beside its config.json)");
   }
+  std::optional<data::PreferenceOptions> preference;
+  data::PreferencePairs pairs;
+  data::LoaderOptions loader_options;
   {
     // Rank 0 tokenizes into the token cache first; the other ranks then map it.
     parallel::PhaseScope phase(world.monitor(), parallel::Phase::kData);
@@ -200,15 +234,18 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
       parts.loaders = data::make_classification_loaders(classification_options(config, source), options.loader,
                                                         *parts.tokenizer, device);
     } else if (config.preference.objective != config::PreferenceObjective::kNone) {
+      // Encoded now (bad records stop the run before the model is built), loaders once the model is
+      // there: a precomputed reference scores the pairs first.
       std::shared_ptr<const tokenizer::ChatTemplate> chat;  // encodes the pairs; not needed after
-      parts.loaders = data::make_preference_loaders(preference_options(config, chat), options.loader,
-                                                    *parts.tokenizer, device);
+      preference = preference_options(config, chat);
+      pairs = data::encode_preference(*preference, *parts.tokenizer);
+      loader_options = options.loader;
     } else {
       parts.loaders = data::make_loaders(options, *parts.tokenizer, device);
     }
     if (many && world.is_main()) world.comm().barrier();
   }
-  if (t.eval_every > 0 && !parts.loaders.validation) {
+  if (t.eval_every > 0 && !parts.loaders.validation && (!preference || pairs.validation.empty())) {
     throw util::DataError("trainer.eval_every is set but the validation split is empty",
                           "name data.validation sources or a data.validation_fraction large enough to hold a document");
   }
@@ -223,8 +260,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   } else {
     (void)model::chunk_rows_from_env();  // a bad HFTRAIN_LM_HEAD_CHUNK_ROWS stops the run here
     // Weights that model.from replaces next are not drawn first (a second of start-up at 124M).
-    parts.model = make_causal_lm(*shape,
-                                 from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
+    model::ModelSpec spec = *shape;
+    if (spec.score_outputs > 0) spec.pad_token_id = parts.tokenizer->pad_id();  // a reward model reads past it
+    parts.model = make_causal_lm(spec, from_model_dir ? model::WeightInit::kSkip : model::WeightInit::kRandom);
   }
   // QLoRA (peft.quantize_base) quantizes the base's linear layers as model.from is read, on the
   // training device, so that the base never lives in memory at full precision.
@@ -246,8 +284,13 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
-  if (config.preference.objective != config::PreferenceObjective::kNone) {
-    parts.model = with_preference_objective(std::move(parts.model), config, device);
+  if (preference) {
+    if (config.preference.reference == config::PreferenceReference::kPrecomputed) {
+      precompute_reference(*parts.model, pairs, config, *preference, parts.tokenizer->pad_id(), device, world);
+    }
+    parts.loaders = data::preference_loaders(std::move(pairs), *preference, loader_options,
+                                             parts.tokenizer->pad_id(), device);
+    parts.model = with_preference_objective(std::move(parts.model), config, device, parts.tokenizer->pad_id());
   }
   if (qlora) {
     const peft::QuantizedBase& q = *on_load.report;

@@ -1,10 +1,14 @@
 #include "train/build/wiring.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 
 #include <torch/cuda.h>
 
+#include "model/spec.h"
 #include "optim/optimizer.h"
+#include "train/build/model_from.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -117,7 +121,10 @@ data::DataOptions data_options(const config::Config& c, int rank, int world_size
 
 std::optional<model::ModelSpec> decoder_spec(const config::Config& config) {
   if (config.model.arch == config::ModelArch::kBert) return std::nullopt;
-  return model::ModelSpec::from_config(config.model);
+  model::ModelSpec spec = model::ModelSpec::from_config(config.model);
+  // A reward model: the decoder's body with a one-output score head in place of its output layer.
+  if (config.preference.objective == config::PreferenceObjective::kReward) spec.score_outputs = 1;
+  return spec;
 }
 
 model::BertSpec bert_spec(const config::Config& c, const std::optional<ModelSource>& source,
@@ -203,6 +210,34 @@ bool dpo_reference_copy(const config::Config& config) {
           (p.reference == config::PreferenceReference::kAuto && config.peft.method != config::PeftMethod::kLora));
 }
 
+bool precomputed_reference(const config::Config& config) {
+  return config.preference.objective == config::PreferenceObjective::kDpo &&
+         config.preference.reference == config::PreferenceReference::kPrecomputed;
+}
+
+std::string reference_weights_key(const config::Config& c, const torch::Device& device) {
+  std::ostringstream key;
+  key << "reference-logps v1; device " << device.type() << "; precision " << static_cast<int>(c.trainer.precision)
+      << "; param_dtype " << static_cast<int>(c.trainer.param_dtype) << "; pairs per batch "
+      << c.trainer.micro_batch_size << "; pad multiple " << c.data.pad_to_multiple_of << "; ";
+  if (c.model.from) {
+    const ModelSource source = read_model_source(*c.model.from);
+    key << "from " << std::filesystem::absolute(source.dir).string();
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(source.dir)) {
+      if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      key << "; " << f.filename().string() << " " << std::filesystem::file_size(f) << " "
+          << std::filesystem::last_write_time(f).time_since_epoch().count();
+    }
+  } else {
+    key << "fresh, seed " << c.run.seed << "; " << model::ModelSpec::from_config(c.model).to_json();
+  }
+  return key.str();
+}
+
 data::PreferenceOptions preference_options(const config::Config& c,
                                            std::shared_ptr<const tokenizer::ChatTemplate>& chat) {
   data::PreferenceOptions o;
@@ -211,7 +246,9 @@ data::PreferenceOptions preference_options(const config::Config& c,
   o.validation_fraction = c.data.validation_fraction;
   o.split_seed = static_cast<uint64_t>(c.run.seed);
   if (!c.data.prompt_field.empty()) o.fields.prompt = c.data.prompt_field;
-  o.limits = {c.data.seq_len, c.data.max_prompt_len};
+  if (!c.data.margin_field.empty()) o.fields.margin = c.data.margin_field;
+  o.limits = {c.data.seq_len, c.data.max_prompt_len,
+              /*drop_long=*/c.preference.objective == config::PreferenceObjective::kReward};
   o.pad_to_multiple_of = c.data.pad_to_multiple_of;
   chat = tokenizer::resolve_chat_template(c.data.chat_template, c.tokenizer.path.value_or(""));
   o.chat_template = chat.get();

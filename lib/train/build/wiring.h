@@ -56,6 +56,12 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
 // DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
 // LoRA), not the base with its adapters off: the builder makes it, `plan` counts it.
 bool dpo_reference_copy(const config::Config& config);
+// DPO against reference log-probs computed before training (preference.reference=precomputed).
+bool precomputed_reference(const config::Config& config);
+// What the precomputed reference's values depend on besides the pairs (reference_pass.h's cache key):
+// model.from's weight files (path, size, time) or a fresh model's seed and shape, and how the pass
+// computes (device type, precision, weight dtype, batching).
+std::string reference_weights_key(const config::Config& config, const torch::Device& device);
 
 data::PreferenceOptions preference_options(const config::Config& config,
                                            std::shared_ptr<const tokenizer::ChatTemplate>& chat);

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "model/dense.h"
+#include "train/task/task_decorator.h"
 #include "util/error.h"
 
 namespace hftrain::train {
@@ -89,17 +90,19 @@ torch::Tensor chosen_sequence_nll(const torch::Tensor& logits, const data::Batch
   return -lp.sum.sum() / lp.tokens.sum();
 }
 
-class PreferenceTask final : public TaskModel {
+class PreferenceTask final : public TaskDecorator {
  public:
   PreferenceTask(std::unique_ptr<TaskModel> policy, const config::PreferenceConfig& config,
                  std::unique_ptr<PreferenceReference> reference)
-      : policy_(std::move(policy)), config_(config), reference_(std::move(reference)) {
+      : TaskDecorator(std::move(policy)), config_(config), reference_(std::move(reference)) {
     names_ = {"rewards/chosen", "rewards/rejected", "rewards/accuracies",
               "rewards/margins", "logps/chosen",     "logps/rejected"};
     if (config_.objective == config::PreferenceObjective::kOrpo) {
       names_.insert(names_.end(), {"nll_loss", "log_odds_ratio", "log_odds_chosen"});
     }
-    TORCH_CHECK(config_.objective != config::PreferenceObjective::kDpo || reference_, "DPO needs a reference");
+    precomputed_ = config_.reference == config::PreferenceReference::kPrecomputed;
+    TORCH_CHECK(config_.objective != config::PreferenceObjective::kDpo || reference_ || precomputed_,
+                "DPO needs a reference");
   }
 
   torch::Tensor loss_sum(const data::Batch& batch, double /*label_smoothing*/, torch::Tensor* logits_out) override {
@@ -107,7 +110,15 @@ class PreferenceTask final : public TaskModel {
     // The reference first: the policy's forward is the last, whose auxiliary loss the step takes.
     std::optional<PairLogps> reference;
     if (reference_) reference = PairLogps::split(reference_->logps(batch));
-    const torch::Tensor logits = policy_->logits(batch);
+    if (precomputed_ && config_.objective == config::PreferenceObjective::kDpo) {
+      TORCH_CHECK(batch.reference_logps.defined(), "the batch has no precomputed reference log-probs");
+      // The values computed before training; the counts of the answers' tokens are the batch's.
+      const preference::SequenceLogps given{
+          batch.reference_logps.to(torch::kFloat32),
+          batch.labels.ne(data::kIgnoreIndex).sum(1).clamp_min(1).to(torch::kFloat32)};
+      reference = PairLogps::split(given);
+    }
+    const torch::Tensor logits = inner().logits(batch);
     if (logits_out) *logits_out = logits;
     PairLogps policy = PairLogps::split(preference::labelled_logps(logits, batch.labels));
     // Pairs past the end of an evaluation pass carry no labels (the loader masks them): left out.
@@ -141,59 +152,15 @@ class PreferenceTask final : public TaskModel {
         terms = o;
         break;
       }
-      case config::PreferenceObjective::kNone: TORCH_CHECK(false, "no preference objective");
+      case config::PreferenceObjective::kNone:
+      case config::PreferenceObjective::kReward: TORCH_CHECK(false, "not a policy objective (reward_task.h)");
     }
-    add_to_window(torch::GradMode::is_enabled() ? window_ : eval_window_, terms, extra, kept);
+    window_.add(window_row(terms, extra, kept));
     return terms.loss * static_cast<double>(kept);
   }
 
   std::vector<std::string> window_metric_names() const override { return names_; }
-  torch::Tensor take_window_sums(bool evaluation) override {
-    torch::Tensor& window = evaluation ? eval_window_ : window_;
-    torch::Tensor out = window;
-    window = torch::Tensor();
-    return out;
-  }
-
-  // --- the policy's, unchanged ---
-  torch::nn::Module& module() override { return policy_->module(); }
-  std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const override {
-    return policy_->parameters_by_name();
-  }
-  model::ParameterUnits parameter_units() const override { return policy_->parameter_units(); }
-  void set_unit_hooks(model::UnitHooks* hooks) override { policy_->set_unit_hooks(hooks); }
-  void set_activation_checkpointing(bool on) override { policy_->set_activation_checkpointing(on); }
-  torch::Tensor logits(const data::Batch& batch) override { return policy_->logits(batch); }
-  torch::Tensor aux_loss() override { return policy_->aux_loss(); }
-  void load(const std::filesystem::path& path, const std::string& what,
-            const model::WeightHandover& handover = {}) override {
-    policy_->load(path, what, handover);
-  }
-  std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
-                                                              const tokenizer::Tokenizer& tokenizer) const override {
-    return policy_->text_files(kind, tokenizer);
-  }
-  void save_dir(const std::filesystem::path& dir, tokenizer::TokenizerKind kind,
-                const tokenizer::Tokenizer& tokenizer) const override {
-    policy_->save_dir(dir, kind, tokenizer);
-  }
-  bool causal_lm() const override { return policy_->causal_lm(); }
-  bool per_token() const override { return policy_->per_token(); }
-  std::vector<model::HfLinear> hf_linear_modules() const override { return policy_->hf_linear_modules(); }
-  std::vector<model::HfParameter> hf_parameters() const override { return policy_->hf_parameters(); }
-  config::ModelArch arch() const override { return policy_->arch(); }
-  const model::ModelSpec* decoder_spec() const override { return policy_->decoder_spec(); }
-  int64_t non_embedding_parameters() const override { return policy_->non_embedding_parameters(); }
-  void tensor_parallelize(std::shared_ptr<model::TpGroup> group) override {
-    policy_->tensor_parallelize(std::move(group));
-  }
-  model::TpSplit tp_split(const std::string& name, int rank) const override { return policy_->tp_split(name, rank); }
-  void pipeline_split(const std::vector<int64_t>& boundaries, int stage, int stages) override {
-    policy_->pipeline_split(boundaries, stage, stages);
-  }
-  const model::PipelineStage* pipeline_stage() const override { return policy_->pipeline_stage(); }
-  parallel::UnitSizes unit_sizes() const override { return policy_->unit_sizes(); }
-  metrics::ModelShape shape(int64_t seq_len) const override { return policy_->shape(seq_len); }
+  torch::Tensor take_window_sums(bool evaluation) override { return window_.take(evaluation); }
 
  private:
   static preference::DpoLoss dpo_loss(config::DpoLossType t) {
@@ -210,22 +177,21 @@ class PreferenceTask final : public TaskModel {
             {p.rejected.sum.index_select(0, keep), p.rejected.tokens.index_select(0, keep)}};
   }
   // The window's sums per name (TRL's per-pair values summed), then the pairs.
-  static void add_to_window(torch::Tensor& window, const preference::PreferenceTerms& t,
-                            const std::vector<torch::Tensor>& extra, int64_t pairs) {
+  static torch::Tensor window_row(const preference::PreferenceTerms& t, const std::vector<torch::Tensor>& extra,
+                                  int64_t pairs) {
     std::vector<torch::Tensor> sums{t.chosen_rewards.sum(), t.rejected_rewards.sum(), t.accuracies().sum(),
                                     t.margins().sum(),      t.chosen_logps.sum(),     t.rejected_logps.sum()};
     for (const torch::Tensor& e : extra) sums.push_back(e.sum());
     for (auto& s : sums) s = s.detach().to(torch::kFloat64);
     sums.push_back(torch::full({}, static_cast<double>(pairs), sums[0].options()));
-    const torch::Tensor now = torch::stack(sums);
-    window = window.defined() ? window + now : now;
+    return torch::stack(sums);
   }
 
-  std::unique_ptr<TaskModel> policy_;
   config::PreferenceConfig config_;
   std::unique_ptr<PreferenceReference> reference_;
   std::vector<std::string> names_;
-  torch::Tensor window_, eval_window_;  // training's and evaluation's (take_window_sums)
+  bool precomputed_ = false;  // DPO's reference log-probs come with each batch (reference_pass.h)
+  WindowSums window_;
 };
 
 }  // namespace

@@ -61,6 +61,14 @@ class CausalLm final : public ModuleTask<model::Transformer> {
                                   model::shape_overrides(spec),
                               "set these model.* values (as overrides, or in the recipe): " + have);
     }
+    if (source.spec.score_outputs > 0 && source.spec.score_outputs != spec.score_outputs) {
+      throw util::ConfigError(
+          what + ": " + source.dir.string() + " is a reward model (a score head of " +
+              std::to_string(source.spec.score_outputs) + " output" + (source.spec.score_outputs > 1 ? "s" : "") +
+              "), not " + (spec.score_outputs > 0 ? "a one-output reward model" : "a language model"),
+          spec.score_outputs > 0 ? "start from a language model or a reward model with num_labels=1"
+                                 : "set preference.objective=reward to train it on, or start from a language model");
+    }
     if (source.hugging_face) {
       model::load_hf_weights(model_, model::StoredWeights(source.dir), handover);
     } else {
@@ -68,6 +76,10 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     }
     util::log::info(what + ": starting from the weights in " + source.dir.string() +
                     (source.hugging_face ? " (Hugging Face layout)" : ""));
+    if (spec.score_outputs > 0 && source.spec.score_outputs == 0) {
+      util::log::info(what + ": a language model's body; the reward model's score head starts from N(0, " +
+                      std::to_string(spec.init_std) + ") and its output layer is left out");
+    }
   }
   std::vector<std::pair<std::string, std::string>> text_files(tokenizer::TokenizerKind kind,
                                                               const tokenizer::Tokenizer& tokenizer) const override {
@@ -89,7 +101,7 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     // N counts what every token is multiplied through: a tied output layer shares the embedding's
     // weight, but its (V x C) product is computed all the same (nanoGPT's MFU counts it too).
     int64_t n = model_->non_embedding_parameters();
-    if (s.tie_embeddings) n += s.vocab_size * s.d_model;
+    if (s.tie_embeddings && s.score_outputs == 0) n += s.vocab_size * s.d_model;
     // A mixture of experts multiplies each token through experts_per_token of its experts only.
     n -= s.parameter_count() - s.active_parameter_count();
     return {n, s.n_layer, s.n_head, s.head_dim(), seq_len};

@@ -1,0 +1,160 @@
+"""Reward models against TRL's RewardTrainer (trl 1.16).
+
+    .venv/bin/python tests/conformance/trl_reward.py path/to/hftrain
+
+For a GPT-2 and a Llama reward model written by transformers (*ForSequenceClassification with
+num_labels=1, the same score head on both sides), the preference pairs of trl_preference.py in one full
+batch, fp32 on the CPU, dropout off, AdamW at a constant learning rate for a few steps:
+`hftrain run` with preference.objective=reward gives RewardTrainer's loss, accuracy, margin and
+mean_reward at every step within 1e-5 (relative, or absolute below 1), also with a margin column and
+center_rewards_coefficient, and with a tokenizer without a padding token (the EOS pads, and the score is
+read at the token before it). Then hftrain's export (run.export_hf) loads with
+AutoModelForSequenceClassification, its scores of the pairs equal those of TRL's trained model, and
+hftrain's own evaluation of the pairs after the last step (eval_accuracy, eval_margin, eval_mean_reward)
+equals what those scores give. Exits 1 on any difference.
+"""
+import json
+import os
+import sys
+import tempfile
+
+import torch
+from datasets import Dataset
+from transformers import (AutoModelForSequenceClassification, GPT2Config, GPT2ForSequenceClassification, LlamaConfig,
+                          LlamaForSequenceClassification, PreTrainedTokenizerFast)
+from trl import RewardConfig, RewardTrainer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peft_common import check, finish, run  # noqa: E402
+from trl_preference import LR, PAIRS, STEPS, TOKENIZER, close  # noqa: E402
+
+METRICS = ["loss", "accuracy", "margin", "mean_reward"]
+MARGINS = [0.5, 0.0, 1.0, 0.25, 0.0, 2.0, 0.1, 0.75]
+
+
+def bases(work):
+    """Reward models as transformers makes them: a decoder's body and a one-output score head."""
+    torch.manual_seed(0)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=TOKENIZER, eos_token="<|endoftext|>", pad_token="<|pad|>")
+    pad = tokenizer.pad_token_id
+    llama = LlamaForSequenceClassification(LlamaConfig(
+        vocab_size=420, hidden_size=48, intermediate_size=72, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, rope_theta=10000.0, tie_word_embeddings=False,
+        rms_norm_eps=1e-5, num_labels=1, pad_token_id=pad))
+    gpt2 = GPT2ForSequenceClassification(GPT2Config(
+        vocab_size=420, n_embd=48, n_layer=2, n_head=4, n_positions=128, resid_pdrop=0.0, embd_pdrop=0.0,
+        attn_pdrop=0.0, num_labels=1, pad_token_id=pad))
+    out = {}
+    for name, model in (("gpt2", gpt2), ("llama", llama)):
+        d = os.path.join(work, "reward-" + name)
+        model.save_pretrained(d)
+        tokenizer.save_pretrained(d)
+        out[name] = d
+    # GPT-2's own way: no padding token, so the EOS pads and the score is read at the token before it.
+    d = os.path.join(work, "reward-gpt2-eos-padding")
+    no_pad = PreTrainedTokenizerFast(tokenizer_file=TOKENIZER, eos_token="<|endoftext|>")
+    gpt2.config.pad_token_id = no_pad.eos_token_id
+    gpt2.save_pretrained(d)
+    no_pad.save_pretrained(d)
+    out["gpt2-eos-padding"] = d
+    return out
+
+
+def trl_run(base, work, records, center):
+    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, dtype=torch.float32)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
+    args = RewardConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(records),
+                        max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
+                        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
+                        bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
+                        max_length=64, gradient_checkpointing=False, disable_dropout=True,
+                        center_rewards_coefficient=center)
+    trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(records),
+                            processing_class=tokenizer)
+    trainer.train()
+    steps = [r for r in trainer.state.log_history if "loss" in r and "step" in r]
+    return {r["step"]: {k: r[k] for k in METRICS if k in r} for r in steps}, trainer.model.eval(), tokenizer
+
+
+def hftrain_run(hftrain, base, work, name, records, center, overrides=()):
+    pairs = os.path.join(work, name + ".jsonl")
+    with open(pairs, "w", encoding="utf-8") as f:
+        for p in records:
+            f.write(json.dumps(p) + "\n")
+    out = os.path.join(work, "hftrain-" + name)
+    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", f"data.validation=[{pairs}]",
+        "data.seq_len=64", "data.shuffle=false", "run.export_hf=true", "preference.objective=reward",
+        f"preference.center_coefficient={center or 0}", "optimizer.name=adamw", f"optimizer.lr={LR}",
+        "optimizer.weight_decay=0", "optimizer.beta1=0.9", "optimizer.beta2=0.999", "optimizer.eps=1e-8",
+        "scheduler.name=constant", "scheduler.warmup_steps=0", f"trainer.max_steps={STEPS}",
+        f"trainer.micro_batch_size={len(records)}", "trainer.grad_accum_steps=1", "trainer.max_grad_norm=1.0",
+        "trainer.log_every=1", f"trainer.eval_every={STEPS}", "trainer.precision=fp32", "trainer.device=cpu",
+        "model.dropout=0", "checkpoint.every_steps=0", "checkpoint.at_end=false", f"run.output_dir={out}", *overrides)
+    train, evaluation = {}, {}
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "train":
+                train[r["step"]] = {k: r[k] for k in METRICS if k in r}
+            elif r.get("type") == "eval":
+                evaluation = {k[len("eval_"):]: v for k, v in r.items() if k.startswith("eval_")}
+    return train, evaluation, os.path.join(out, "final-hf")
+
+
+def scores(model, tokenizer, records):
+    """Each pair's chosen and rejected scores as transformers computes them (prompt + answer + EOS)."""
+    out = []
+    with torch.no_grad():
+        for p in records:
+            row = []
+            for answer in ("chosen", "rejected"):
+                ids = tokenizer(p["prompt"] + p[answer] + tokenizer.eos_token, return_tensors="pt")["input_ids"]
+                row.append(model(input_ids=ids).logits[0, 0].item())
+            out.append(row)
+    return out
+
+
+def compare(name, theirs, ours, steps, metrics):
+    worst = 0.0
+    for step in steps:
+        for key in metrics:
+            a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
+            if a is None or b is None:
+                check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
+                continue
+            worst = max(worst, abs(a - b) / max(1.0, abs(a)))
+            check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+    return worst
+
+
+def main():
+    hftrain = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as work:
+        with_margins = [dict(p, margin=m) for p, m in zip(PAIRS, MARGINS)]
+        cases = [(m, b, "plain", PAIRS, None) for m, b in bases(work).items()]
+        cases.append(("llama", os.path.join(work, "reward-llama"), "margin-centred", with_margins, 0.01))
+        for model_name, base, case, records, center in cases:
+            name = f"{model_name}-{case}"
+            theirs, trained, tokenizer = trl_run(base, work, records, center)
+            # TRL pads with the tokenizer's padding token or its EOS; hftrain would take the fixture's
+            # well-known <|pad|> where tokenizer_config.json names none: the EOS is named instead.
+            overrides = ["tokenizer.pad_token=<|endoftext|>"] if "eos-padding" in model_name else []
+            ours, evaluation, export = hftrain_run(hftrain, base, work, name, records, center, overrides)
+            worst = compare(name, theirs, ours, range(1, STEPS + 1), METRICS)
+            # The export: transformers loads it, and it scores the pairs as TRL's trained model does.
+            exported = AutoModelForSequenceClassification.from_pretrained(export, dtype=torch.float32).eval()
+            check(exported.config.num_labels == 1, f"{name}: the export has num_labels {exported.config.num_labels}")
+            a, b = scores(trained, tokenizer, records), scores(exported, tokenizer, records)
+            score_diff = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+            check(score_diff <= 1e-5, f"{name}: the export's scores differ from TRL's trained model's by {score_diff}")
+            # hftrain's evaluation after the last step is what the export's scores give.
+            want = {"accuracy": sum(c > r for c, r in b) / len(b), "margin": sum(c - r for c, r in b) / len(b),
+                    "mean_reward": sum(c + r for c, r in b) / (2 * len(b))}
+            eval_diff = compare(name + " evaluation", {0: want}, {0: evaluation}, [0], list(want))
+            print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e}; export's scores vs TRL's "
+                  f"{score_diff:.1e}; hftrain's evaluation vs the export's scores {eval_diff:.1e}")
+    return finish("reward models equal TRL's RewardTrainer, and their exports load in transformers with those scores")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
