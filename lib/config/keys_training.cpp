@@ -194,7 +194,8 @@ void add_training_keys(Schema& s) {
   s.add("preference.reference", Type::kChoice, HFTRAIN_FIELD(preference.reference))
       .choices({"auto", "copy", "adapters_off", "precomputed"}).def("auto")
       .doc("DPO's reference: copy (a frozen copy of the starting weights), adapters_off (with LoRA, the same model "
-           "with its adapters off: no second copy), precomputed (TRL's precompute_ref_log_probs: the starting model "
+           "with its adapters off: no second copy; continuing an adapter (peft.from), its starting values swapped in "
+           "instead, as TRL's ref adapter), precomputed (TRL's precompute_ref_log_probs: the starting model "
            "scores every pair once before training, cached beside the token cache; no reference model in memory); "
            "auto: adapters_off with LoRA, else copy.");
 

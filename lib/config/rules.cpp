@@ -142,8 +142,19 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "lora)",
               "set peft.method=lora, or preference.reference=copy (or auto)");
   }
+  const bool adapters_off =
+      p.objective == PreferenceObjective::kDpo && c.peft.method == PeftMethod::kLora &&
+      (p.reference == PreferenceReference::kAuto || p.reference == PreferenceReference::kAdaptersOff);
+  if (adapters_off && c.peft.from &&
+      (c.distributed.strategy == Strategy::kZero3 || c.distributed.strategy == Strategy::kHybrid)) {
+    diags.add(from(tree, "peft.from"),
+              "DPO's reference for a continued adapter (peft.from) swaps the adapter's starting values in for each "
+              "reference forward, which the parameter-sharding strategies (zero3, hybrid) do not allow",
+              "set preference.reference=precomputed (or copy), or distributed.strategy=zero2");
+  }
   if (p.objective == PreferenceObjective::kDpo && c.peft.method == PeftMethod::kLora &&
-      !c.peft.modules_to_save.empty() && p.reference != PreferenceReference::kCopy) {
+      !c.peft.modules_to_save.empty() && p.reference != PreferenceReference::kCopy &&
+      p.reference != PreferenceReference::kPrecomputed) {
     diags.add(from(tree, "peft.modules_to_save"),
               "`peft.modules_to_save` trains whole modules that turning the adapters off does not restore, so "
               "the reference would not be the starting model",

@@ -15,7 +15,10 @@ log_odds_ratio and log_odds_chosen). And the conversational form: the same pairs
 rendered through the tokenizer's chat template (tokenizer_config.json's, data.chat_template=auto), give
 TRL's DPO loss and metrics too, so both encode the same ids. And preference.reference=precomputed (the
 reference's log-probs computed before training, no reference model) gives DPOTrainer's with
-precompute_ref_log_probs. Exits 1 on any difference.
+precompute_ref_log_probs. With LoRA (both continuing the same random peft adapter), the reference is the
+base with the adapters off on both sides and the metrics agree at every step. And a tokenizer whose
+post-processor adds a BOS (the SentencePiece-style Llama fixture) gives TRL's ids. Exits 1 on any
+difference.
 """
 import json
 import math
@@ -25,6 +28,7 @@ import tempfile
 
 import torch
 from datasets import Dataset
+from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           PreTrainedTokenizerFast)
 from trl import DPOConfig, DPOTrainer
@@ -36,6 +40,7 @@ from peft_common import check, finish, run  # noqa: E402
 
 TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "data",
                          "hf_bpe_tokenizer.json")
+LLAMA2_TOKENIZER = os.path.join(os.path.dirname(TOKENIZER), "hf_llama2_tokenizer.json")
 PAIRS = [
     {"prompt": "The cat sat on", "chosen": " the mat.", "rejected": " a hat, then ran away."},
     {"prompt": "Two plus two is", "chosen": " four.", "rejected": " five, or so I heard."},
@@ -97,8 +102,38 @@ CASES += [("orpo", ORPOTrainer, ORPOConfig, {"beta": 0.1}, ["preference.objectiv
            ORPO_METRICS)]
 
 
-def trl_metrics(base, work, trainer_class, config_class, options, metrics, records=PAIRS):
+def lora_adapter(base, work):
+    """A peft LoRA adapter on `base` whose A and B are both random (not a zero B): the policy differs
+    from the base from the first step, and the base with the adapters off is the reference."""
+    torch.manual_seed(1)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    adapter = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                               lora_dropout=0.0, init_lora_weights=False, task_type="CAUSAL_LM"))
+    out = os.path.join(work, "adapter-" + os.path.basename(base))
+    adapter.save_pretrained(out)
+    return out
+
+
+def bos_base(work):
+    """A Llama base with the SentencePiece-style tokenizer of tests/fixtures, whose post-processor adds a BOS."""
+    torch.manual_seed(2)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=LLAMA2_TOKENIZER, bos_token="<s>", eos_token="</s>",
+                                        unk_token="<unk>", pad_token="<unk>")
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=959, hidden_size=48, intermediate_size=72, num_hidden_layers=2,
+                                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
+                                         rope_theta=10000.0, tie_word_embeddings=False, rms_norm_eps=1e-5))
+    out = os.path.join(work, "base-llama-bos")
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def trl_metrics(base, work, trainer_class, config_class, options, metrics, records=PAIRS):
+    options = dict(options)
+    adapter = options.pop("_adapter", None)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    if adapter:  # TRL's reference is then the same model with its adapters off
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
     args = config_class(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
                         max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
@@ -145,6 +180,17 @@ def main():
         cases = [(m, *c, PAIRS) for m in bases(work).items() for c in CASES]
         cases.append((("gpt2", os.path.join(work, "base-gpt2")), "dpo sigmoid conversational", *CASES[0][1:],
                       CONVERSATIONS))
+        # LoRA: both continue the same random adapter; the reference is the base with the adapters off.
+        llama = os.path.join(work, "base-llama")
+        adapter = lora_adapter(llama, work)
+        cases.append((("llama", llama), "dpo sigmoid lora adapters off", DPOTrainer, DPOConfig,
+                      {"beta": 0.1, "loss_type": ["sigmoid"], "_adapter": adapter},
+                      ["preference.objective=dpo", "preference.beta=0.1", "peft.method=lora", f"peft.from={adapter}",
+                       "peft.lora.r=4", "peft.lora.alpha=8", "peft.lora.dropout=0",
+                       "peft.lora.target_modules=[q_proj,v_proj]", "preference.reference=adapters_off"],
+                      METRICS, PAIRS))
+        # A tokenizer that adds a BOS (its post-processor): the prompt starts with it on both sides.
+        cases.append((("llama-bos", bos_base(work)), "dpo sigmoid", *CASES[0][1:], PAIRS))
         for (model_name, base), case, trainer_class, config_class, options, overrides, metrics, records in cases:
             name = f"{model_name} {case}"
             theirs = trl_metrics(base, work, trainer_class, config_class, options, metrics, records)

@@ -179,6 +179,9 @@ bad_input() {
     && has "no adapters to turn off" err
   run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" distributed.tensor_parallel=2 run.output_dir="$WORK/tp" \
     && has "tensor and pipeline parallelism" err
+  once base dpo_run trainer.max_steps=6 run.output_dir="$WORK/base"
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" model.from="$WORK/base/final" peft.method=lora peft.from="$WORK" \
+    distributed.strategy=zero3 run.output_dir="$WORK/z3" && has "swaps the adapter's starting values in" err
 }
 
 scenarios start resume ddp lora objectives evaluation precomputed reward plan bad_input

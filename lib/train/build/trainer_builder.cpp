@@ -9,7 +9,6 @@
 
 #include "data/token_cache.h"
 #include "model/decoder/lm_head_loss.h"
-#include "model/dense.h"
 #include "parallel/comm/monitor.h"
 #include "parallel/data_parallel/memory_report.h"
 #include "peft/lora.h"
@@ -138,8 +137,12 @@ std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> 
       util::log::info("preference: DPO against a frozen copy of the starting weights (" +
                       std::to_string(reference->parameters()) + " parameters)");
     } else {
-      reference = adapters_off_reference(*policy);
-      util::log::info("preference: DPO against the base model (the adapters off)");
+      // A continued adapter (peft.from) does not start at the base: its starting values are kept.
+      const bool continued = config.peft.from.has_value();
+      reference = adapters_off_reference(*policy, continued);
+      util::log::info(continued ? "preference: DPO against the starting model (the continued adapter's starting "
+                                  "values swapped in, " + std::to_string(reference->parameters()) + " parameters)"
+                                : "preference: DPO against the base model (the adapters off)");
     }
   }
   return make_preference_task(std::move(policy), p, std::move(reference));
@@ -159,7 +162,7 @@ void precompute_reference(TaskModel& model, data::PreferencePairs& pairs, const 
                                         ? data::default_cache_dir(util::Environment::process())
                                         : std::filesystem::path(config.data.cache_dir);
   if (config.data.cache) o.cache_file = reference_cache_file(dir, pairs, reference_weights_key(config, device));
-  model::AdaptersOff base;  // the starting model: with LoRA, the base
+  // The starting model as it is: a new adapter adds nothing yet, a continued one (peft.from) its starting values.
   precompute_reference_logps(model, pairs, o, device, world.data_parallel(), world.is_main());
 }
 

@@ -61,19 +61,44 @@ class FrozenCopy final : public PreferenceReference {
 
 class AdaptersOffReference final : public PreferenceReference {
  public:
-  explicit AdaptersOffReference(TaskModel& policy) : policy_(policy) {}
+  AdaptersOffReference(TaskModel& policy, bool continued) : policy_(policy) {
+    if (!continued) return;
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : policy.parameters_by_name()) {
+      if (!p.requires_grad()) continue;
+      trained_.push_back(p);
+      starting_.push_back(p.detach().clone());
+      parameters_ += p.numel();
+    }
+  }
   SequenceLogps logps(const data::Batch& batch) override {
     torch::NoGradGuard no_grad;
-    model::AdaptersOff off;
     const bool training = policy_.module().is_training();
     policy_.module().eval();  // no dropout in the reference
-    SequenceLogps out = preference::labelled_logps(policy_.logits(batch), batch.labels);
+    SequenceLogps out;
+    if (trained_.empty()) {
+      model::AdaptersOff off;
+      out = preference::labelled_logps(policy_.logits(batch), batch.labels);
+    } else {
+      // The starting values in place for this forward, then the trained ones back (the policy's own
+      // forward, whose graph training keeps, runs after).
+      std::vector<torch::Tensor> now;
+      for (size_t i = 0; i < trained_.size(); ++i) {
+        now.push_back(trained_[i].detach().clone());
+        trained_[i].detach().copy_(starting_[i]);
+      }
+      out = preference::labelled_logps(policy_.logits(batch), batch.labels);
+      for (size_t i = 0; i < trained_.size(); ++i) trained_[i].detach().copy_(now[i]);
+    }
     policy_.module().train(training);
     return out;
   }
+  int64_t parameters() const override { return parameters_; }
 
  private:
   TaskModel& policy_;
+  std::vector<torch::Tensor> trained_, starting_;  // a continued adapter's parameters and their starting values
+  int64_t parameters_ = 0;
 };
 
 // The chosen rows' token-mean cross-entropy over every real token after the first (prompt and answer):
@@ -201,8 +226,8 @@ std::unique_ptr<PreferenceReference> frozen_copy_reference(const TaskModel& poli
   return std::make_unique<FrozenCopy>(policy, spec, device);
 }
 
-std::unique_ptr<PreferenceReference> adapters_off_reference(TaskModel& policy) {
-  return std::make_unique<AdaptersOffReference>(policy);
+std::unique_ptr<PreferenceReference> adapters_off_reference(TaskModel& policy, bool continued) {
+  return std::make_unique<AdaptersOffReference>(policy, continued);
 }
 
 std::unique_ptr<TaskModel> make_preference_task(std::unique_ptr<TaskModel> policy,

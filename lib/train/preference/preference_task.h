@@ -25,8 +25,11 @@ class PreferenceReference {
 // A frozen copy of the policy's weights as they are now (the starting model), in evaluation mode.
 std::unique_ptr<PreferenceReference> frozen_copy_reference(const TaskModel& policy, const model::ModelSpec& spec,
                                                            const torch::Device& device);
-// The policy itself with its LoRA adapters off (model::AdaptersOff): the base model, no second copy.
-std::unique_ptr<PreferenceReference> adapters_off_reference(TaskModel& policy);
+// The policy itself with its LoRA adapters off (model::AdaptersOff): the base model, no second copy;
+// with `continued`, the policy's trained parameters (an adapter continued from peft.from, whose
+// starting values are not the base) are kept as they are now and swapped in for each reference
+// forward instead: the starting model, as TRL's "ref" adapter is, at the adapters' size.
+std::unique_ptr<PreferenceReference> adapters_off_reference(TaskModel& policy, bool continued = false);
 
 // The policy wrapped by the objective `config` names; `reference` for DPO (null for SimPO and ORPO).
 std::unique_ptr<TaskModel> make_preference_task(std::unique_ptr<TaskModel> policy,
