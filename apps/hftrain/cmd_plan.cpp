@@ -238,8 +238,10 @@ int run_plan(const PlanArgs& a) {
     const bool copy = train::dpo_reference_copy(cfg);
     const bool reward = cfg.preference.objective == config::PreferenceObjective::kReward;
     std::cout << "preference."
-              << (copy ? "objective=dpo: the reference, a frozen copy of the starting weights, adds "
-                       : "objective: no reference copy (")
+              << (copy ? std::string("objective=") +
+                             (cfg.preference.objective == config::PreferenceObjective::kKto ? "kto" : "dpo") +
+                             ": the reference, a frozen copy of the starting weights, adds "
+                       : std::string("objective: no reference copy ("))
               << (copy ? parallel::format_bytes(static_cast<double>(psi) * (bf16_params ? 2.0 : 4.0)) +
                              " on every rank (Ψ x " + (bf16_params ? "2" : "4") +
                              " B, not sharded; preference.reference=adapters_off with LoRA holds none)"

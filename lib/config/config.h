@@ -160,7 +160,8 @@ struct DataConfig {
   std::string text_pair_field;  // classification: the second text of a pair ("" for single texts)
   std::string label_field;      // classification: the label column or field
   std::string prompt_field;
-  std::string margin_field;  // preference pairs' optional margin
+  std::string margin_field;      // preference pairs' optional margin
+  std::string completion_field;  // KTO's unpaired records
   std::string response_field;
   std::string messages_field;
   int64_t max_prompt_len = 0;  // preference pairs: the prompt's last tokens kept (0: all)
@@ -246,7 +247,7 @@ struct LoraConfig {
 };
 
 // Preference training (docs/notes/preference.md): the objective, its coefficients, the reference.
-enum class PreferenceObjective { kNone, kDpo, kSimpo, kOrpo, kReward };
+enum class PreferenceObjective { kNone, kDpo, kSimpo, kOrpo, kReward, kKto };
 enum class DpoLossType { kSigmoid, kHinge, kIpo, kRobust };
 enum class PreferenceReference { kAuto, kCopy, kAdaptersOff, kPrecomputed };
 struct PreferenceConfig {
@@ -257,6 +258,8 @@ struct PreferenceConfig {
   double gamma = 0.5;
   double cpo_alpha = 0;
   double center_coefficient = 0;  // reward: TRL's center_rewards_coefficient (0: off)
+  double desirable_weight = 1;    // kto
+  double undesirable_weight = 1;  // kto
   PreferenceReference reference = PreferenceReference::kAuto;
 };
 

@@ -44,7 +44,11 @@ void add_data_keys(Schema& s) {
       .def("label")
       .doc(
           "Classification: the label column or field (names or integer class ids); token classification: the field "
-          "listing one tag per word (e.g. ner_tags).");
+          "listing one tag per word (e.g. ner_tags); KTO: the field marking each answer desirable (true) or not.");
+  s.add("data.completion_field", Type::kString, HFTRAIN_FIELD(data.completion_field))
+      .def("completion")
+      .doc("KTO's unpaired records: the answer field (a string, or a list of messages); data.label_field marks it "
+           "desirable (true) or not (false).");
   s.add("data.margin_field", Type::kString, HFTRAIN_FIELD(data.margin_field))
       .def("margin")
       .doc("Preference pairs: the optional number field of how much better chosen is; a reward model subtracts it "

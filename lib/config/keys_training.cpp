@@ -171,11 +171,15 @@ void add_training_keys(Schema& s) {
             "Preference training on chosen/rejected pairs (data in TRL's preference format), as TRL computes it.",
             ResumeChange::kTraining);
   s.add("preference.objective", Type::kChoice, HFTRAIN_FIELD(preference.objective))
-      .choices({"none", "dpo", "simpo", "orpo", "reward"}).def("none")
-      .doc("none: language modelling on the data; dpo: DPO against a reference model; simpo: SimPO (length-averaged "
-           "margins, no reference); orpo: ORPO (the chosen answers' cross-entropy plus an odds-ratio term); reward: a "
-           "reward model (a one-output score head in place of the output layer, read at each sequence's last token, "
-           "trained with the Bradley-Terry loss; exported as *ForSequenceClassification with num_labels=1).");
+      .choices({"none", "dpo", "simpo", "orpo", "reward", "kto"})
+      .def("none")
+      .doc(
+          "none: language modelling on the data; dpo: DPO against a reference model; simpo: SimPO (length-averaged "
+          "margins, no reference); orpo: ORPO (the chosen answers' cross-entropy plus an odds-ratio term); reward: a "
+          "reward model (a one-output score head in place of the output layer, read at each sequence's last token, "
+          "trained with the Bradley-Terry loss; exported as *ForSequenceClassification with num_labels=1); kto: KTO on "
+          "unpaired answers marked desirable or not (data.label_field), against a reference model and the KL "
+          "point estimated from each micro-batch's mismatched prompt and answer rows (TRL's KTOTrainer).");
   s.add("preference.loss_type", Type::kChoice, HFTRAIN_FIELD(preference.loss_type))
       .choices({"sigmoid", "hinge", "ipo", "robust"}).def("sigmoid")
       .doc("DPO's loss: sigmoid (the paper), hinge (RSO), ipo (length-averaged), robust (label smoothing as noise).");
@@ -187,6 +191,10 @@ void add_training_keys(Schema& s) {
       .def("0.5").min(0).max(1e6).doc("SimPO's target margin (TRL's simpo_gamma).");
   s.add("preference.cpo_alpha", Type::kFloat, HFTRAIN_FIELD(preference.cpo_alpha))
       .def("0.0").min(0).max(1e6).doc("SimPO: weight of the chosen answers' cross-entropy added (TRL's CPO term).");
+  s.add("preference.desirable_weight", Type::kFloat, HFTRAIN_FIELD(preference.desirable_weight))
+      .def("1.0").min(0).max(1e6).doc("kto: the weight of a desirable answer's loss (TRL's desirable_weight).");
+  s.add("preference.undesirable_weight", Type::kFloat, HFTRAIN_FIELD(preference.undesirable_weight))
+      .def("1.0").min(0).max(1e6).doc("kto: the weight of an undesirable answer's loss (TRL's undesirable_weight).");
   s.add("preference.center_coefficient", Type::kFloat, HFTRAIN_FIELD(preference.center_coefficient))
       .def("0.0").min(0).max(1e6)
       .doc("reward: weight of the mean squared summed rewards added to the loss, which keeps the scores centred "

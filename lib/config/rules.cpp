@@ -130,6 +130,18 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "set distributed.tensor_parallel=1 and distributed.pipeline_parallel=1 (data parallelism and the zero "
               "strategies work)");
   }
+  if (p.objective == PreferenceObjective::kKto && c.trainer.micro_batch_size < 2) {
+    diags.add(from(tree, "trainer.micro_batch_size"),
+              "`preference.objective` is kto, whose KL point pairs each prompt with another row's answer of the "
+              "micro-batch; a micro-batch of 1 has no other row",
+              "set trainer.micro_batch_size to 2 or more");
+  }
+  if (p.objective == PreferenceObjective::kKto && p.reference == PreferenceReference::kPrecomputed) {
+    diags.add(from(tree, "preference.reference"),
+              "`preference.reference` is precomputed, but KTO's KL rows pair prompts and answers anew in each "
+              "micro-batch, which a pass before training cannot know",
+              "set preference.reference=copy (or auto; adapters_off with LoRA)");
+  }
   if (p.objective == PreferenceObjective::kReward && c.peft.method != PeftMethod::kNone) {
     diags.add(from(tree, "peft.method"),
               "`preference.objective` is reward, whose new score head trains in full; LoRA adapters on a reward "
@@ -142,8 +154,9 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "lora)",
               "set peft.method=lora, or preference.reference=copy (or auto)");
   }
+  const bool referenced = p.objective == PreferenceObjective::kDpo || p.objective == PreferenceObjective::kKto;
   const bool adapters_off =
-      p.objective == PreferenceObjective::kDpo && c.peft.method == PeftMethod::kLora &&
+      referenced && c.peft.method == PeftMethod::kLora &&
       (p.reference == PreferenceReference::kAuto || p.reference == PreferenceReference::kAdaptersOff);
   if (adapters_off && c.peft.from &&
       (c.distributed.strategy == Strategy::kZero3 || c.distributed.strategy == Strategy::kHybrid)) {
@@ -152,7 +165,7 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "reference forward, which the parameter-sharding strategies (zero3, hybrid) do not allow",
               "set preference.reference=precomputed (or copy), or distributed.strategy=zero2");
   }
-  if (p.objective == PreferenceObjective::kDpo && c.peft.method == PeftMethod::kLora &&
+  if (referenced && c.peft.method == PeftMethod::kLora &&
       !c.peft.modules_to_save.empty() && p.reference != PreferenceReference::kCopy &&
       p.reference != PreferenceReference::kPrecomputed) {
     diags.add(from(tree, "peft.modules_to_save"),

@@ -125,6 +125,11 @@ DataLoader::HostTensors DataLoader::produce(uint64_t cursor) const {
   };
   if (!batch.margins.empty()) out.margins = floats(batch.margins);
   if (!batch.reference_logps.empty()) out.reference_logps = floats(batch.reference_logps);
+  if (!batch.desirable.empty()) {
+    out.desirable =
+        torch::from_blob(batch.desirable.data(), {static_cast<int64_t>(batch.desirable.size())}, torch::kUInt8)
+            .to(torch::kBool);
+  }
   out.num_target_tokens = batch.num_target_tokens;
   out.cursor = cursor;
   return out;
@@ -174,6 +179,7 @@ Batch DataLoader::next() {
   if (host.document_offsets.defined()) batch.document_offsets = host.document_offsets.to(device_, async);
   if (host.margins.defined()) batch.margins = host.margins.to(device_);
   if (host.reference_logps.defined()) batch.reference_logps = host.reference_logps.to(device_);
+  if (host.desirable.defined()) batch.desirable = host.desirable.to(device_);
   batch.num_target_tokens = host.num_target_tokens;
   if (const MixtureSampler* mixture = sampler_.mixture()) {
     batch.source_tokens.assign(mixture->num_sources(), 0);

@@ -15,6 +15,7 @@
 
 #include "data/batch_source.h"
 #include "data/classification_batch.h"
+#include "data/kto.h"
 #include "data/preference.h"
 #include "data/dataset.h"
 #include "data/labelled.h"
@@ -62,6 +63,7 @@ struct Batch {
                                    // (model/decoder/document_mask.h's DocumentLayout)
   torch::Tensor margins;  // (pairs) float32: preference pairs' reward margins (data.margin_field), or undefined
   torch::Tensor reference_logps;   // (rows) float32: preference rows' precomputed reference log-probs, or undefined
+  torch::Tensor desirable;         // (examples) bool: KTO's labels, or undefined
   int64_t num_target_tokens = 0;  // labels != -100 (classification: sequences), counted on the host
   // A weighted mixture: the tokens (padding not counted) each source put in the global batch (all
   // ranks' rows), counted on the host from the sample order; empty otherwise.
@@ -108,7 +110,7 @@ class DataLoader {
   struct HostTensors {
     torch::Tensor input_ids, labels, attention_mask, token_type_ids, position_ids;  // on the host, pinned for CUDA
     torch::Tensor document_offsets;
-    torch::Tensor margins, reference_logps;
+    torch::Tensor margins, reference_logps, desirable;
     int64_t num_target_tokens = 0;
     uint64_t cursor = 0;
   };
@@ -180,6 +182,15 @@ struct PreferencePairs {
 PreferencePairs encode_preference(const PreferenceOptions& options, const tokenizer::Tokenizer& tokenizer);
 Loaders preference_loaders(PreferencePairs pairs, const PreferenceOptions& options, const LoaderOptions& loader,
                            int32_t pad_id, torch::Device device);
+// KTO's unpaired examples (kto.h): the files read, held out and encoded as preference pairs are, then
+// collated with their KL rows. Logs what the limits cut and dropped; DataError for bad records and
+// when no example is left.
+struct KtoOptions {
+  PreferenceOptions preference;  // files, split, limits, chat template
+  KtoFields fields;
+};
+Loaders make_kto_loaders(const KtoOptions& options, const LoaderOptions& loader, const tokenizer::Tokenizer& tokenizer,
+                         torch::Device device);
 // The two in one.
 Loaders make_preference_loaders(const PreferenceOptions& options, const LoaderOptions& loader,
                                 const tokenizer::Tokenizer& tokenizer, torch::Device device);

@@ -70,6 +70,7 @@ struct HostBatch {
   std::vector<uint64_t> sample_ids;     // (B) which samples, for tests and debugging
   std::vector<float> margins;           // preference pairs: each pair's reward margin (data.margin_field), or empty
   std::vector<float> reference_logps;   // preference rows: the reference's summed log-probs, precomputed, or empty
+  std::vector<uint8_t> desirable;       // KTO: each example's label (1 desirable), or empty
 };
 
 HostBatch collate(const TokenDataset& dataset, const SampleIndex& index, std::span<const uint64_t> sample_ids,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "data/classification_batch.h"
 #include "data/text_checks.h"
@@ -23,6 +24,8 @@ constexpr const char* kShape =
   throw util::DataError("data file " + origin + ": " + what, hint);
 }
 
+}  // namespace
+
 // A conversational part: a non-empty list of messages, each an object with a string role and content.
 void check_messages(const Json& messages, const std::string& origin, const std::string& field, bool may_be_empty) {
   if (messages.empty() && !may_be_empty) bad(origin, "field '" + field + "' is an empty list of messages");
@@ -38,7 +41,7 @@ void check_messages(const Json& messages, const std::string& origin, const std::
   }
 }
 
-PreferenceRecord parse_record(const Json& obj, const PreferenceFields& f, const fs::path& file, size_t line) {
+PreferenceRecord parse_preference(const Json& obj, const PreferenceFields& f, const fs::path& file, size_t line) {
   PreferenceRecord r;
   r.origin = file.string() + ":" + std::to_string(line);
   std::vector<std::string> keys;
@@ -101,6 +104,8 @@ PreferenceRecord parse_record(const Json& obj, const PreferenceFields& f, const 
   return r;
 }
 
+namespace {
+
 // Ids with the tokenizer's special tokens around them (its post-processor: a BOS), as transformers'
 // tokenizer(text) frames a text.
 std::vector<int32_t> framed(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& ids,
@@ -110,11 +115,11 @@ std::vector<int32_t> framed(const tokenizer::Tokenizer& tok, const std::vector<i
 
 }  // namespace
 
-std::vector<PreferenceRecord> read_preference(const fs::path& file, const PreferenceFields& fields) {
+void read_json_objects(const fs::path& file, const std::string& shape,
+                       const std::function<void(const Json& object, size_t line)>& each) {
   const std::string bytes = util::read_file<util::DataError>(file, "data file", size_t{1} << 34);
   check_text_file(file, bytes);
-  std::vector<PreferenceRecord> out;
-  size_t line = 0;
+  size_t line = 0, records = 0;
   for (size_t pos = 0; pos < bytes.size();) {
     const size_t end = std::min(bytes.find('\n', pos), bytes.size());
     const std::string_view text = std::string_view(bytes).substr(pos, end - pos);
@@ -122,13 +127,19 @@ std::vector<PreferenceRecord> read_preference(const fs::path& file, const Prefer
     ++line;
     if (util::trim(text).empty()) continue;
     const std::string origin = file.string() + ":" + std::to_string(line);
-    const Json obj =
-        util::parse_json_or_throw<util::DataError, Json>(text, origin, "data file " + origin + ": malformed JSON",
-                                                         std::string("each line is one JSON object: ") + kShape);
-    if (!obj.is_object()) bad(origin, "the line is a JSON " + std::string(obj.type_name()) + ", not an object");
-    out.push_back(parse_record(obj, fields, file, line));
+    const Json obj = util::parse_json_or_throw<util::DataError, Json>(
+        text, origin, "data file " + origin + ": malformed JSON", "each line is one JSON object: " + shape);
+    if (!obj.is_object()) bad(origin, "the line is a JSON " + std::string(obj.type_name()) + ", not an object", shape);
+    each(obj, line);
+    ++records;
   }
-  if (out.empty()) throw util::DataError("data file " + file.string() + " holds no records", kShape);
+  if (records == 0) throw util::DataError("data file " + file.string() + " holds no records", shape);
+}
+
+std::vector<PreferenceRecord> read_preference(const fs::path& file, const PreferenceFields& fields) {
+  std::vector<PreferenceRecord> out;
+  read_json_objects(file, kShape,
+                    [&](const Json& obj, size_t line) { out.push_back(parse_preference(obj, fields, file, line)); });
   return out;
 }
 

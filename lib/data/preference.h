@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,18 @@ struct PreferenceRecord {
 // string nor a list of messages, or parts of both forms; an empty answer; chosen equal to rejected
 // (nothing to prefer); a message without a string role and content; a file without records.
 std::vector<PreferenceRecord> read_preference(const std::filesystem::path& file, const PreferenceFields& fields);
+// A conversational part: a list of messages (non-empty unless may_be_empty), each an object with a
+// string role and content; DataError naming `origin` and `field` otherwise.
+void check_messages(const nlohmann::ordered_json& messages, const std::string& origin, const std::string& field,
+                    bool may_be_empty);
+// One record from its line's object (read_preference's checks); `file` and `line` name it.
+PreferenceRecord parse_preference(const nlohmann::ordered_json& object, const PreferenceFields& fields,
+                                  const std::filesystem::path& file, size_t line);
+// Each non-blank line of a JSON Lines file as an object, with its line number; DataError "data file
+// <file>:<line>: ..." for malformed JSON or a line that is not an object (`shape` says what one is),
+// and for a file without records.
+void read_json_objects(const std::filesystem::path& file, const std::string& shape,
+                       const std::function<void(const nlohmann::ordered_json& object, size_t line)>& each);
 
 // TRL's implicit prompt: the text form takes the longest common prefix of chosen and rejected (moved
 // back one character when the character before the first difference is a space, so the space starts

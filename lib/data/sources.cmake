@@ -29,4 +29,4 @@ list(APPEND HFTRAIN_DATA_CORE_SOURCES csv_reader.cpp labelled.cpp classification
 # Tagged sentences for token classification: JSONL lists or CoNLL columns.
 list(APPEND HFTRAIN_DATA_CORE_SOURCES tagged.cpp)
 # Preference pairs (DPO and its family): records, TRL's encoding, chosen-then-rejected rows.
-list(APPEND HFTRAIN_DATA_CORE_SOURCES preference.cpp)
+list(APPEND HFTRAIN_DATA_CORE_SOURCES preference.cpp kto.cpp)

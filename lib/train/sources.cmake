@@ -40,6 +40,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   preference/preference_task.cpp
   preference/reward_task.cpp
   preference/reference_pass.cpp
+  preference/kto_task.cpp
   step/pipeline_runner.cpp
   step/precision.cpp
   step/step_math.cpp

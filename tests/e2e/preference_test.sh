@@ -12,6 +12,8 @@
 #   short last batch included;
 # - preference.reference=precomputed: the starting model's log-probs computed once and cached, read by the
 #   next run, resumed bit for bit with and without the cache;
+# - KTO on unpaired examples (and pairs unpaired as read): loss 1/2 at the start, TRL's metrics with kl,
+#   evaluation, resumed bit for bit, 2 ranks; micro-batches of 1 and a precomputed reference refused;
 # - a reward model (preference.objective=reward) starts from a language model's body, reports TRL's
 #   accuracy, margin and mean_reward, resumes bit for bit and exports as LlamaForSequenceClassification;
 # - `hftrain plan` counts the reference copy; bad records and refused layouts exit 2 naming why.
@@ -125,6 +127,42 @@ precomputed() {
   run 0 plan "$SRC/recipes/dpo-llama.yaml" --nproc 1 "${p[@]}" && has "computed before training" out
 }
 
+# --- kto: unpaired examples (the shipped pairs unpaired as they are read, and an unpaired file): the
+# first step's loss 1/2 (policy = reference, KL point 0), TRL's names with kl, evaluation, a resume bit
+# for bit, 2 ranks averaging the KL point; micro-batches of 1 and a precomputed reference refused
+kto() {
+  local k=(preference.objective=kto trainer.micro_batch_size=4)
+  once kto-through dpo_run "${k[@]}" trainer.max_steps=6 checkpoint.every_steps=3 trainer.eval_every=3 data.shuffle=false \
+    trainer.eval_batches=null data.validation_fraction=0.25 run.output_dir="$WORK/kto-through"
+  near "$(metric kto-through 1 loss)" 0.5 1e-6 && ok || fail "kto: step 1's loss is not 1/2"
+  [ "$(metric kto-through 1 kl)" = 0.0 ] && ok || fail "kto: step 1's kl is not 0"
+  for key in rewards/chosen rewards/rejected rewards/margins logps/chosen logps/rejected kl; do
+    [ -n "$(metric kto-through 6 "$key")" ] && ok || fail "kto: no $key in step 6's record"
+  done
+  [ -n "$(metric kto-through 6 eval_kl)" ] && ok || fail "kto: no eval_kl"
+  has "KTO against a frozen copy of the starting weights" err
+  rm -rf "$WORK/kto-resumed" && cp -r "$WORK/kto-through" "$WORK/kto-resumed"
+  rm -rf "$WORK/kto-resumed/checkpoint-6" "$WORK/kto-resumed/final"
+  run 0 resume "$WORK/kto-resumed/checkpoint-3" && {
+    [ "$(metric kto-resumed 6 loss)" = "$(metric kto-through 6 loss)" ] && ok || fail "kto: resumed step 6's loss differs"
+  }
+  printf '%s\n' '{"prompt": "Q: sky?", "completion": " blue", "label": true}' \
+    '{"prompt": "Q: sky?", "completion": " green", "label": false}' \
+    '{"prompt": "Q: sea?", "completion": " wet", "label": true}' '{"prompt": "Q: sea?", "completion": " dry", "label": false}' \
+    > "$WORK/unpaired.jsonl"
+  dpo_run "${k[@]}" trainer.max_steps=2 data.train="[$WORK/unpaired.jsonl]" trainer.micro_batch_size=2 \
+    run.output_dir="$WORK/kto-ranks" --nproc-per-node 2 && {
+    [ -n "$(metric kto-ranks 2 kl)" ] && ok || fail "kto: no kl on 2 ranks"
+  }
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=kto trainer.micro_batch_size=1 \
+    run.output_dir="$WORK/kto-one" && has "a micro-batch of 1 has no other row" err
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" "${k[@]}" preference.reference=precomputed \
+    run.output_dir="$WORK/kto-pre" && has "which a pass before training cannot know" err
+  printf '%s\n' '{"prompt": "q", "completion": "a", "label": "yes"}' > "$WORK/kto-bad.jsonl"
+  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" "${k[@]}" data.train="[$WORK/kto-bad.jsonl]" \
+    run.output_dir="$WORK/kto-bad" && has "kto-bad.jsonl:1: field 'label' is \"yes\", not true or false" err
+}
+
 # --- reward: a reward model from a language model's body, killed and resumed bit for bit, exported as
 # LlamaForSequenceClassification; it does not generate; LoRA and bad margins are refused
 reward() {
@@ -184,4 +222,4 @@ bad_input() {
     distributed.strategy=zero3 run.output_dir="$WORK/z3" && has "swaps the adapter's starting values in" err
 }
 
-scenarios start resume ddp lora objectives evaluation precomputed reward plan bad_input
+scenarios start resume ddp lora objectives evaluation precomputed kto reward plan bad_input

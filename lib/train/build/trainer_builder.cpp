@@ -17,6 +17,7 @@
 #include "train/build/pipeline_setup.h"
 #include "train/build/tp_setup.h"
 #include "train/build/wiring.h"
+#include "train/preference/kto_task.h"
 #include "train/preference/preference_task.h"
 #include "train/preference/reference_pass.h"
 #include "train/preference/reward_task.h"
@@ -115,7 +116,8 @@ void add_loop_parts(TrainerParts& parts, const config::Config& config, parallel:
 // The policy wrapped by preference.objective, with DPO's reference: the starting weights as a frozen
 // copy, or with LoRA the same model with its adapters off.
 std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> policy, const config::Config& config,
-                                                     const torch::Device& device, int64_t pad_id) {
+                                                     const torch::Device& device, int64_t pad_id,
+                                                     parallel::Communicator& data_parallel) {
   const config::PreferenceConfig& p = config.preference;
   if (p.objective == config::PreferenceObjective::kReward) {
     util::log::info("preference: a reward model (Bradley-Terry on the pairs; scores at each sequence's last token "
@@ -123,7 +125,8 @@ std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> 
     return make_reward_task(std::move(policy), p, pad_id);
   }
   std::unique_ptr<PreferenceReference> reference;
-  if (p.objective == config::PreferenceObjective::kDpo) {
+  const bool kto = p.objective == config::PreferenceObjective::kKto;
+  if (p.objective == config::PreferenceObjective::kDpo || kto) {
     const bool copy = dpo_reference_copy(config);
     if (copy && config.peft.quantize_base != config::QuantizeBase::kNone) {
       throw util::ConfigError("preference.reference=copy would copy a base that peft.quantize_base keeps quantized",
@@ -134,16 +137,29 @@ std::unique_ptr<TaskModel> with_preference_objective(std::unique_ptr<TaskModel> 
                       "model in memory)");
     } else if (copy) {
       reference = frozen_copy_reference(*policy, *policy->decoder_spec(), device);
-      util::log::info("preference: DPO against a frozen copy of the starting weights (" +
-                      std::to_string(reference->parameters()) + " parameters)");
+      util::log::info(std::string("preference: ") + (kto ? "KTO" : "DPO") +
+                      " against a frozen copy of the starting weights (" + std::to_string(reference->parameters()) +
+                      " parameters)");
     } else {
       // A continued adapter (peft.from) does not start at the base: its starting values are kept.
       const bool continued = config.peft.from.has_value();
       reference = adapters_off_reference(*policy, continued);
-      util::log::info(continued ? "preference: DPO against the starting model (the continued adapter's starting "
+      util::log::info(continued ? "preference: against the starting model (the continued adapter's starting "
                                   "values swapped in, " + std::to_string(reference->parameters()) + " parameters)"
-                                : "preference: DPO against the base model (the adapters off)");
+                                : std::string("preference: ") + (kto ? "KTO" : "DPO") +
+                                      " against the base model (the adapters off)");
     }
+  }
+  if (kto) {
+    // The KL point is averaged over the data-parallel ranks on every forward (TRL gathers it).
+    parallel::Communicator* dp = data_parallel.size() > 1 ? &data_parallel : nullptr;
+    auto mean = [dp](const torch::Tensor& value) {
+      if (!dp) return value;
+      torch::Tensor x = value.detach().reshape({1}).clone();
+      dp->all_reduce(x)->wait();
+      return (x / dp->size()).reshape({});
+    };
+    return make_kto_task(std::move(policy), p, std::move(reference), mean);
   }
   return make_preference_task(std::move(policy), p, std::move(reference));
 }
@@ -236,6 +252,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     if (classify) {
       parts.loaders = data::make_classification_loaders(classification_options(config, source), options.loader,
                                                         *parts.tokenizer, device);
+    } else if (config.preference.objective == config::PreferenceObjective::kKto) {
+      std::shared_ptr<const tokenizer::ChatTemplate> chat;  // encodes the examples; not needed after
+      parts.loaders = data::make_kto_loaders(kto_options(config, chat), options.loader, *parts.tokenizer, device);
     } else if (config.preference.objective != config::PreferenceObjective::kNone) {
       // Encoded now (bad records stop the run before the model is built), loaders once the model is
       // there: a precomputed reference scores the pairs first.
@@ -288,12 +307,15 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
   parts.model->module().to(device);
   if (preference) {
-    if (config.preference.reference == config::PreferenceReference::kPrecomputed) {
+    if (precomputed_reference(config)) {
       precompute_reference(*parts.model, pairs, config, *preference, parts.tokenizer->pad_id(), device, world);
     }
     parts.loaders = data::preference_loaders(std::move(pairs), *preference, loader_options,
                                              parts.tokenizer->pad_id(), device);
-    parts.model = with_preference_objective(std::move(parts.model), config, device, parts.tokenizer->pad_id());
+  }
+  if (config.preference.objective != config::PreferenceObjective::kNone) {
+    parts.model = with_preference_objective(std::move(parts.model), config, device, parts.tokenizer->pad_id(),
+                                            world.data_parallel());
   }
   if (qlora) {
     const peft::QuantizedBase& q = *on_load.report;

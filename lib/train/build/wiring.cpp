@@ -205,7 +205,7 @@ data::ClassificationOptions classification_options(const config::Config& c, cons
 // LoRA), not the base with its adapters off.
 bool dpo_reference_copy(const config::Config& config) {
   const config::PreferenceConfig& p = config.preference;
-  return p.objective == config::PreferenceObjective::kDpo &&
+  return (p.objective == config::PreferenceObjective::kDpo || p.objective == config::PreferenceObjective::kKto) &&
          (p.reference == config::PreferenceReference::kCopy ||
           (p.reference == config::PreferenceReference::kAuto && config.peft.method != config::PeftMethod::kLora));
 }
@@ -252,6 +252,16 @@ data::PreferenceOptions preference_options(const config::Config& c,
   o.pad_to_multiple_of = c.data.pad_to_multiple_of;
   chat = tokenizer::resolve_chat_template(c.data.chat_template, c.tokenizer.path.value_or(""));
   o.chat_template = chat.get();
+  return o;
+}
+
+data::KtoOptions kto_options(const config::Config& c, std::shared_ptr<const tokenizer::ChatTemplate>& chat) {
+  data::KtoOptions o;
+  o.preference = preference_options(c, chat);
+  o.fields.paired = o.preference.fields;
+  o.fields.prompt = o.preference.fields.prompt;
+  if (!c.data.completion_field.empty()) o.fields.completion = c.data.completion_field;
+  if (!c.data.label_field.empty()) o.fields.label = c.data.label_field;
   return o;
 }
 

@@ -53,8 +53,8 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
 
 // Preference pairs (preference.objective): the data.* keys as the preference loader reads them, the
 // chat template (data.chat_template) held by `chat`, which must outlive the loaders.
-// DPO's reference is a frozen copy of the starting weights (preference.reference=copy, or auto without
-// LoRA), not the base with its adapters off: the builder makes it, `plan` counts it.
+// DPO's (and KTO's) reference is a frozen copy of the starting weights (preference.reference=copy, or
+// auto without LoRA), not the base with its adapters off: the builder makes it, `plan` counts it.
 bool dpo_reference_copy(const config::Config& config);
 // DPO against reference log-probs computed before training (preference.reference=precomputed).
 bool precomputed_reference(const config::Config& config);
@@ -65,6 +65,9 @@ std::string reference_weights_key(const config::Config& config, const torch::Dev
 
 data::PreferenceOptions preference_options(const config::Config& config,
                                            std::shared_ptr<const tokenizer::ChatTemplate>& chat);
+// KTO's: the preference options, and the unpaired records' fields (data.prompt_field,
+// data.completion_field, data.label_field).
+data::KtoOptions kto_options(const config::Config& config, std::shared_ptr<const tokenizer::ChatTemplate>& chat);
 
 torch::Device pick_device(const config::Config& config, int local_rank = 0);
 

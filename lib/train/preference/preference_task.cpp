@@ -15,6 +15,13 @@ torch::Tensor TaskModel::logits(const data::Batch& /*batch*/) {
 
 std::vector<std::pair<std::string, double>> window_means(const TaskModel& model, const torch::Tensor& sums,
                                                          const std::string& prefix) {
+  if (!sums.defined()) return {};
+  return model.window_figures(sums, prefix);
+}
+
+std::vector<std::pair<std::string, double>> TaskModel::window_figures(const torch::Tensor& sums,
+                                                                      const std::string& prefix) const {
+  const TaskModel& model = *this;
   std::vector<std::pair<std::string, double>> out;
   if (!sums.defined()) return out;
   const torch::Tensor host = sums.to(torch::kCPU, torch::kFloat64);
@@ -178,7 +185,8 @@ class PreferenceTask final : public TaskDecorator {
         break;
       }
       case config::PreferenceObjective::kNone:
-      case config::PreferenceObjective::kReward: TORCH_CHECK(false, "not a policy objective (reward_task.h)");
+      case config::PreferenceObjective::kReward:
+      case config::PreferenceObjective::kKto: TORCH_CHECK(false, "not a pair objective (reward_task.h, kto_task.h)");
     }
     window_.add(window_row(terms, extra, kept));
     return terms.loss * static_cast<double>(kept);

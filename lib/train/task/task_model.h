@@ -52,6 +52,10 @@ class TaskModel {
   // windows; take_window_sums starts the next one.
   virtual std::vector<std::string> window_metric_names() const { return {}; }
   virtual torch::Tensor take_window_sums(bool /*evaluation*/) { return {}; }
+  // The figures of summed window sums, each named `prefix` + its name: by default each name's sum over
+  // the last entry (the samples counted); a task whose figures have other counts says so here.
+  virtual std::vector<std::pair<std::string, double>> window_figures(const torch::Tensor& sums,
+                                                                     const std::string& prefix) const;
   // An auxiliary loss of the last loss_sum, already weighted, that training adds per micro-batch
   // (a mixture of experts' load-balancing loss); undefined when the model has none.
   virtual torch::Tensor aux_loss() { return {}; }
