@@ -6,7 +6,8 @@
 #   metric names in metrics.jsonl;
 # - a run killed after a checkpoint and resumed ends bit for bit as the run that was not (the frozen
 #   reference rebuilt from the starting weights);
-# - 2 ranks of 2 pairs equal 1 rank of 2 pairs accumulating 2 steps (the loss is averaged over pairs);
+# - 2 ranks of 2 pairs equal 1 rank of 2 pairs accumulating 2 steps (the loss is averaged over pairs),
+#   and zero3 equals ddp (DPO and a reward model);
 # - LoRA's reference is the base with the adapters off: loss ln 2 at the first step from a trained model;
 # - SimPO, ORPO and DPO's other loss types train; evaluation reports TRL's metrics as eval_<name>, a
 #   short last batch included;
@@ -65,6 +66,15 @@ ddp() {
       near "$(metric ranks 4 rewards/margins)" "$(metric accum 4 rewards/margins)" 1e-5 && ok \
         || fail "ddp: step 4's margins differ"
     }
+  # The parameter-sharding strategies train the same, DPO and a reward model alike.
+  for o in dpo reward; do
+    for s in ddp zero3; do
+      dpo_run trainer.max_steps=3 trainer.micro_batch_size=2 data.shuffle=false preference.objective=$o \
+        distributed.strategy=$s run.output_dir="$WORK/$o-$s" --nproc-per-node 2
+    done
+    near "$(metric $o-zero3 3 loss)" "$(metric $o-ddp 3 loss)" 1e-5 && ok \
+      || fail "ddp: $o's step 3 loss $(metric $o-zero3 3 loss) under zero3, $(metric $o-ddp 3 loss) under ddp"
+  done
 }
 
 # --- LoRA: the reference is the trained base with the adapters off (no copy)
