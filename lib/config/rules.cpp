@@ -142,12 +142,6 @@ void check_preference(const Config& c, const Node& tree, Diagnostics& diags) {
               "micro-batch, which a pass before training cannot know",
               "set preference.reference=copy (or auto; adapters_off with LoRA)");
   }
-  if (p.objective == PreferenceObjective::kReward && c.peft.method != PeftMethod::kNone) {
-    diags.add(from(tree, "peft.method"),
-              "`preference.objective` is reward, whose new score head trains in full; LoRA adapters on a reward "
-              "model are not supported yet",
-              "set peft.method=none to train the reward model in full");
-  }
   if (p.reference == PreferenceReference::kAdaptersOff && c.peft.method != PeftMethod::kLora) {
     diags.add(from(tree, "preference.reference"),
               "`preference.reference` is adapters_off, but there are no adapters to turn off (peft.method is not "

@@ -7,8 +7,9 @@ num_labels=1, the same score head on both sides), the preference pairs of trl_pr
 batch, fp32 on the CPU, dropout off, AdamW at a constant learning rate for a few steps:
 `hftrain run` with preference.objective=reward gives RewardTrainer's loss, accuracy, margin and
 mean_reward at every step within 1e-5 (relative, or absolute below 1), also with a margin column and
-center_rewards_coefficient, and with a tokenizer without a padding token (the EOS pads, and the score is
-read at the token before it). Then hftrain's export (run.export_hf) loads with
+center_rewards_coefficient, with a tokenizer without a padding token (the EOS pads, and the score is
+read at the token before it), and with LoRA (both continuing the same random peft SEQ_CLS adapter; peft
+loads hftrain's adapter on the base with the export's scores). Then hftrain's export (run.export_hf) loads with
 AutoModelForSequenceClassification, its scores of the pairs equal those of TRL's trained model, and
 hftrain's own evaluation of the pairs after the last step (eval_accuracy, eval_margin, eval_mean_reward)
 equals what those scores give. Exits 1 on any difference.
@@ -22,6 +23,7 @@ import torch
 from datasets import Dataset
 from transformers import (AutoModelForSequenceClassification, GPT2Config, GPT2ForSequenceClassification, LlamaConfig,
                           LlamaForSequenceClassification, PreTrainedTokenizerFast)
+from peft import LoraConfig, PeftModel, get_peft_model
 from trl import RewardConfig, RewardTrainer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,8 +62,22 @@ def bases(work):
     return out
 
 
-def trl_run(base, work, records, center):
+def lora_adapter(base, work):
+    """A peft SEQ_CLS adapter on the reward model `base` with random A and B (the score trained in full)."""
+    torch.manual_seed(3)
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, dtype=torch.float32)
+    adapter = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                               lora_dropout=0.0, init_lora_weights=False, task_type="SEQ_CLS",
+                                               modules_to_save=["score"]))
+    out = os.path.join(work, "adapter-" + os.path.basename(base))
+    adapter.save_pretrained(out)
+    return out
+
+
+def trl_run(base, work, records, center, adapter=None):
+    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, dtype=torch.float32)
+    if adapter:
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
     args = RewardConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(records),
                         max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
@@ -131,14 +147,21 @@ def main():
     hftrain = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
         with_margins = [dict(p, margin=m) for p, m in zip(PAIRS, MARGINS)]
-        cases = [(m, b, "plain", PAIRS, None) for m, b in bases(work).items()]
-        cases.append(("llama", os.path.join(work, "reward-llama"), "margin-centred", with_margins, 0.01))
-        for model_name, base, case, records, center in cases:
+        cases = [(m, b, "plain", PAIRS, None, None) for m, b in bases(work).items()]
+        llama = os.path.join(work, "reward-llama")
+        cases.append(("llama", llama, "margin-centred", with_margins, 0.01, None))
+        # LoRA: both continue the same random SEQ_CLS adapter, the score head trained in full.
+        cases.append(("llama", llama, "lora", PAIRS, None, lora_adapter(llama, work)))
+        for model_name, base, case, records, center, adapter in cases:
             name = f"{model_name}-{case}"
-            theirs, trained, tokenizer = trl_run(base, work, records, center)
+            theirs, trained, tokenizer = trl_run(base, work, records, center, adapter)
             # TRL pads with the tokenizer's padding token or its EOS; hftrain would take the fixture's
             # well-known <|pad|> where tokenizer_config.json names none: the EOS is named instead.
             overrides = ["tokenizer.pad_token=<|endoftext|>"] if "eos-padding" in model_name else []
+            if adapter:
+                overrides += ["peft.method=lora", f"peft.from={adapter}", "peft.lora.r=4", "peft.lora.alpha=8",
+                              "peft.lora.dropout=0", "peft.lora.target_modules=[q_proj,v_proj]",
+                              "peft.modules_to_save=[score]"]
             ours, evaluation, export = hftrain_run(hftrain, base, work, name, records, center, overrides)
             worst = compare(name, theirs, ours, range(1, STEPS + 1), METRICS)
             # The export: transformers loads it, and it scores the pairs as TRL's trained model does.
@@ -147,6 +170,13 @@ def main():
             a, b = scores(trained, tokenizer, records), scores(exported, tokenizer, records)
             score_diff = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
             check(score_diff <= 1e-5, f"{name}: the export's scores differ from TRL's trained model's by {score_diff}")
+            if adapter:  # peft loads hftrain's adapter (its final/) on the base, with the same scores
+                tuned = PeftModel.from_pretrained(
+                    AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, dtype=torch.float32),
+                    os.path.join(os.path.dirname(export), "final")).eval()
+                peft_diff = max(abs(x - y) for ra, rb in zip(scores(tuned, tokenizer, records), b)
+                                for x, y in zip(ra, rb))
+                check(peft_diff <= 1e-5, f"{name}: peft's load of the adapter scores {peft_diff} off the export")
             # hftrain's evaluation after the last step is what the export's scores give.
             want = {"accuracy": sum(c > r for c, r in b) / len(b), "margin": sum(c - r for c, r in b) / len(b),
                     "mean_reward": sum(c + r for c, r in b) / (2 * len(b))}

@@ -17,6 +17,7 @@
 #   evaluation, resumed bit for bit, 2 ranks; micro-batches of 1 and a precomputed reference refused;
 # - a reward model (preference.objective=reward) starts from a language model's body, reports TRL's
 #   accuracy, margin and mean_reward, resumes bit for bit and exports as LlamaForSequenceClassification;
+#   with LoRA too (a SEQ_CLS adapter, exported merged);
 # - `hftrain plan` counts the reference copy; bad records and refused layouts exit 2 naming why.
 # Usage: preference_test.sh path/to/hftrain [SCENARIO...] | --list   (tests/e2e/harness.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" "$@"
@@ -174,7 +175,7 @@ kto() {
 }
 
 # --- reward: a reward model from a language model's body, killed and resumed bit for bit, exported as
-# LlamaForSequenceClassification; it does not generate; LoRA and bad margins are refused
+# LlamaForSequenceClassification, in full and with LoRA; it does not generate; bad margins are refused
 reward() {
   once base dpo_run trainer.max_steps=6 run.output_dir="$WORK/base"
   local r=(model.from="$WORK/base/final" preference.objective=reward trainer.max_steps=6 trainer.eval_every=6
@@ -195,8 +196,19 @@ reward() {
     [ "$(metric reward-resumed 6 margin)" = "$(metric reward 6 margin)" ] && ok || fail "reward: resumed margins differ"
   }
   run 2 generate "$WORK/reward/final" --prompt "Hi" && has "is a reward model" err
-  run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=reward peft.method=lora \
-    run.output_dir="$WORK/reward-lora" && has "LoRA adapters on a reward model are not supported yet" err
+  # LoRA: peft's SEQ_CLS adapter, the score trained in full; resumed bit for bit, exported merged.
+  dpo_run "${r[@]}" peft.method=lora checkpoint.every_steps=3 run.export_hf=true run.output_dir="$WORK/reward-lora" && {
+    grep -q '"SEQ_CLS"' "$WORK/reward-lora/final/adapter_config.json" && ok || fail "reward lora: not a SEQ_CLS adapter"
+    grep -q '"score"' "$WORK/reward-lora/final/adapter_config.json" && ok || fail "reward lora: the score is not saved"
+    grep -q '"LlamaForSequenceClassification"' "$WORK/reward-lora/final-hf/config.json" && ok \
+      || fail "reward lora: the merged export is not LlamaForSequenceClassification"
+  }
+  cp -r "$WORK/reward-lora" "$WORK/reward-lora-resumed"
+  rm -rf "$WORK/reward-lora-resumed/checkpoint-6" "$WORK/reward-lora-resumed/final" "$WORK/reward-lora-resumed/final-hf"
+  run 0 resume "$WORK/reward-lora-resumed/checkpoint-3" && {
+    [ "$(metric reward-lora-resumed 6 loss)" = "$(metric reward-lora 6 loss)" ] && ok \
+      || fail "reward lora: resumed step 6's loss differs"
+  }
   printf '%s\n' '{"prompt": "q", "chosen": "a", "rejected": "b", "margin": "big"}' > "$WORK/margin.jsonl"
   run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=reward data.train="[$WORK/margin.jsonl]" \
     run.output_dir="$WORK/reward-margin" && has "margin.jsonl:1: field 'margin' is \"big\", not a finite number" err

@@ -78,7 +78,9 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
   }
   PeftRun run;
   run.arch = model.arch();
-  run.task_type = model.causal_lm() ? "CAUSAL_LM" : model.per_token() ? "TOKEN_CLS" : "SEQ_CLS";
+  // A reward model (a decoder with a score head) is a sequence classifier to peft.
+  const bool scorer = model.decoder_spec() && model.decoder_spec()->score_outputs > 0;
+  run.task_type = model.causal_lm() && !scorer ? "CAUSAL_LM" : model.per_token() ? "TOKEN_CLS" : "SEQ_CLS";
   run.lora_config = config.peft.lora;
   run.hf_parameters = model.hf_parameters();
   run.base_dir = read_model_source(*config.model.from).dir;
@@ -96,8 +98,9 @@ std::optional<PeftRun> attach_peft(const config::Config& config, TaskModel& mode
   // models always train it in full, and so does this: the classifier, and the modules holding the
   // other output-layer linears (hf_modules.h), RoBERTa's classifier.dense, ModernBERT's head,
   // DeBERTa's pooler, which a base encoder directory lacks as well.
-  if (!model.causal_lm()) {
-    std::vector<std::string> heads{"classifier"};
+  if (!model.causal_lm() || scorer) {
+    std::vector<std::string> heads;
+    if (!scorer) heads.push_back("classifier");
     for (const auto& linear : model.hf_linear_modules()) {
       if (linear.output_layer) heads.push_back(linear.name.substr(0, linear.name.find('.')));
     }

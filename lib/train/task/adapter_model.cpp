@@ -113,14 +113,16 @@ model::LoadedModel load_adapter_model(const fs::path& dir, bool merge) {
   }
   model::LoadedModel out;
   out.dir = dir;
-  out.model = model::Transformer(source.spec, model::WeightInit::kSkip);
+  model::ModelSpec spec = source.spec;
+  // A reward model's adapter (peft's SEQ_CLS on a decoder): the base's body with the score head it trained.
+  if (file.task_type == "SEQ_CLS" && spec.score_outputs == 0) spec.score_outputs = 1;
+  out.model = model::Transformer(spec, model::WeightInit::kSkip);
   if (source.hugging_face) {
     model::load_hf_weights(out.model, model::StoredWeights(source.dir));
   } else {
     model::load_model_weights(out.model, source.dir);
   }
-  attach_adapters(*out.model, file, model::hf_linear_modules(source.spec), model::hf_parameters(source.spec),
-                  source.spec.arch);
+  attach_adapters(*out.model, file, model::hf_linear_modules(spec), model::hf_parameters(spec), spec.arch);
   if (merge) merge_adapters(*out.model);
   for (auto& p : out.model->parameters()) p.requires_grad_(false);
   out.model->eval();
