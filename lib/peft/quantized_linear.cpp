@@ -122,14 +122,17 @@ int64_t QuantizedWeight::bytes() const {
 namespace {
 
 // The Dense layers QLoRA quantizes, by weight name: every one under `model` not yet quantized but
-// the output layer (bitsandbytes' default skips lm_head), except those `skip` names.
+// the output layer (bitsandbytes' default skips lm_head, and a classifier's last module: a reward
+// model's score), except those `skip` names.
 std::map<std::string, std::shared_ptr<model::DenseImpl>> quantizable_layers(
     torch::nn::Module& model, const std::function<bool(const std::string& weight, const model::DenseImpl&)>& skip) {
   std::map<std::string, std::shared_ptr<model::DenseImpl>> out;
   for (const auto& item : model.named_modules()) {
     auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
     const std::string& name = item.key();
-    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head")) continue;
+    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head") || name == "score") {
+      continue;
+    }
     const std::string weight = name + ".weight";
     if (!skip(weight, *dense)) out.emplace(weight, std::move(dense));
   }

@@ -195,6 +195,11 @@ reward() {
     [ "$(metric reward-resumed 6 loss)" = "$(metric reward 6 loss)" ] && ok || fail "reward: resumed step 6's loss differs"
     [ "$(metric reward-resumed 6 margin)" = "$(metric reward 6 margin)" ] && ok || fail "reward: resumed margins differ"
   }
+  # QLoRA: the base's linear layers quantized, the score (the output layer) not.
+  dpo_run "${r[@]}" trainer.max_steps=2 peft.method=lora peft.quantize_base=nf4 run.output_dir="$WORK/reward-qlora" && {
+    has "stored as nf4" err
+    [ -n "$(metric reward-qlora 2 accuracy)" ] && ok || fail "reward qlora: no accuracy at step 2"
+  }
   run 2 generate "$WORK/reward/final" --prompt "Hi" && has "is a reward model" err
   # LoRA: peft's SEQ_CLS adapter, the score trained in full; resumed bit for bit, exported merged.
   dpo_run "${r[@]}" peft.method=lora checkpoint.every_steps=3 run.export_hf=true run.output_dir="$WORK/reward-lora" && {
