@@ -140,7 +140,7 @@ precomputed() {
 
 # --- kto: unpaired examples (the shipped pairs unpaired as they are read, and an unpaired file): the
 # first step's loss 1/2 (policy = reference, KL point 0), TRL's names with kl, evaluation, a resume bit
-# for bit, 2 ranks averaging the KL point; micro-batches of 1 and a precomputed reference refused
+# for bit, 2 ranks averaging the KL point, LoRA; micro-batches of 1 and a precomputed reference refused
 kto() {
   local k=(preference.objective=kto trainer.micro_batch_size=4)
   once kto-through dpo_run "${k[@]}" trainer.max_steps=6 checkpoint.every_steps=3 trainer.eval_every=3 data.shuffle=false \
@@ -164,6 +164,12 @@ kto() {
   dpo_run "${k[@]}" trainer.max_steps=2 data.train="[$WORK/unpaired.jsonl]" trainer.micro_batch_size=2 \
     run.output_dir="$WORK/kto-ranks" --nproc-per-node 2 && {
     [ -n "$(metric kto-ranks 2 kl)" ] && ok || fail "kto: no kl on 2 ranks"
+  }
+  # LoRA: the reference is the base with the adapters off, so the first step is the policy's own again.
+  once base dpo_run trainer.max_steps=6 run.output_dir="$WORK/base"
+  dpo_run "${k[@]}" trainer.max_steps=2 model.from="$WORK/base/final" peft.method=lora run.output_dir="$WORK/kto-lora" && {
+    has "KTO against the base model (the adapters off)" err
+    near "$(metric kto-lora 1 loss)" 0.5 1e-6 && ok || fail "kto lora: step 1's loss is not 1/2"
   }
   run 2 run "$SRC/recipes/dpo-llama.yaml" "${common[@]}" preference.objective=kto trainer.micro_batch_size=1 \
     run.output_dir="$WORK/kto-one" && has "a micro-batch of 1 has no other row" err
