@@ -109,37 +109,13 @@ HostBatch collate_kto(const std::vector<KtoExample>& examples, std::span<const u
   const auto B = static_cast<int64_t>(ids.size());
   const auto at = [&](int64_t i) -> const KtoExample& { return examples.at(ids[static_cast<size_t>(i)]); };
   // Row r's prompt and completion: the example's own, then (KL rows) the previous example's completion.
-  const auto parts = [&](int64_t r) {
-    const int64_t i = r % B;
-    const KtoExample& own = at(i);
-    const KtoExample& answer = r < B ? own : at((i + B - 1) % B);
-    return std::pair<const std::vector<int32_t>*, const std::vector<int32_t>*>{&own.prompt, &answer.completion};
-  };
-  const auto length = [&](int64_t r) {
-    const auto [prompt, completion] = parts(r);
-    return std::min<int64_t>(seq_len, static_cast<int64_t>(prompt->size() + completion->size()));
-  };
-  int64_t T = 1;
-  for (int64_t r = 0; r < 2 * B; ++r) T = std::max(T, length(r));
-  if (multiple > 1) T = (T + multiple - 1) / multiple * multiple;
-  HostBatch batch;
-  batch.batch_size = 2 * B;
-  batch.rows_per_sample = 2;
-  batch.seq_len = T;
-  const auto cells = static_cast<size_t>(2 * B * T);
-  batch.input_ids.assign(cells, pad_id);
-  batch.labels.assign(cells, kIgnoreIndex);
-  batch.attention_mask.assign(cells, 0);
-  for (int64_t r = 0; r < 2 * B; ++r) {
-    const auto [prompt, completion] = parts(r);
-    const auto row = static_cast<size_t>(r * T);
-    const auto n = static_cast<size_t>(length(r));
-    for (size_t t = 0; t < n; ++t) {
-      batch.input_ids[row + t] = t < prompt->size() ? (*prompt)[t] : (*completion)[t - prompt->size()];
-      batch.attention_mask[row + t] = 1;
-      if (t + 1 < n && t + 1 >= prompt->size()) batch.labels[row + t] = (*completion)[t + 1 - prompt->size()];
-    }
-  }
+  HostBatch batch = collate_answer_rows(
+      2 * B,
+      [&](int64_t r) {
+        const int64_t i = r % B;
+        return AnswerRow{&at(i).prompt, &at(r < B ? i : (i + B - 1) % B).completion};
+      },
+      pad_id, seq_len, multiple);
   for (int64_t i = 0; i < B; ++i) batch.desirable.push_back(at(i).desirable ? 1 : 0);
   batch.num_target_tokens = B;
   batch.sample_ids.assign(ids.begin(), ids.end());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "data/classification_batch.h"
 #include "data/text_checks.h"
@@ -225,39 +226,48 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tok, const to
   return out;
 }
 
-HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
-                        int64_t multiple) {
-  const auto B = static_cast<int64_t>(ids.size());
+HostBatch collate_answer_rows(int64_t rows, const std::function<AnswerRow(int64_t)>& row, int32_t pad_id,
+                              int64_t limit, int64_t multiple) {
+  const auto length = [&](const AnswerRow& r) {
+    return std::min<int64_t>(limit, static_cast<int64_t>(r.prompt->size() + r.answer->size()));
+  };
   int64_t T = 1;
-  for (uint64_t id : ids) {
-    const EncodedPair& p = pairs.at(id);
-    T = std::max<int64_t>(T, static_cast<int64_t>(p.prompt.size() + std::max(p.chosen.size(), p.rejected.size())));
-  }
+  for (int64_t r = 0; r < rows; ++r) T = std::max(T, length(row(r)));
   if (multiple > 1) T = (T + multiple - 1) / multiple * multiple;
   HostBatch batch;
-  batch.batch_size = 2 * B;
+  batch.batch_size = rows;
   batch.rows_per_sample = 2;
   batch.seq_len = T;
-  const auto cells = static_cast<size_t>(2 * B * T);
+  const auto cells = static_cast<size_t>(rows * T);
   batch.input_ids.assign(cells, pad_id);
   batch.labels.assign(cells, kIgnoreIndex);
   batch.attention_mask.assign(cells, 0);
-  for (int64_t half = 0; half < 2; ++half) {
-    for (int64_t i = 0; i < B; ++i) {
-      const EncodedPair& p = pairs.at(ids[static_cast<size_t>(i)]);
-      const std::vector<int32_t>& answer = half == 0 ? p.chosen : p.rejected;
-      const auto row = static_cast<size_t>((half * B + i) * T);
-      const size_t n = p.prompt.size() + answer.size();
-      for (size_t t = 0; t < n; ++t) {
-        batch.input_ids[row + t] = t < p.prompt.size() ? p.prompt[t] : answer[t - p.prompt.size()];
-        batch.attention_mask[row + t] = 1;
-        // Position t predicts token t + 1: a target where that token is the answer's.
-        if (t + 1 < n && t + 1 >= p.prompt.size()) {
-          batch.labels[row + t] = answer[t + 1 - p.prompt.size()];
-        }
-      }
+  for (int64_t r = 0; r < rows; ++r) {
+    const AnswerRow parts = row(r);
+    const std::vector<int32_t>& prompt = *parts.prompt;
+    const std::vector<int32_t>& answer = *parts.answer;
+    const auto at = static_cast<size_t>(r * T);
+    const auto n = static_cast<size_t>(length(parts));
+    for (size_t t = 0; t < n; ++t) {
+      batch.input_ids[at + t] = t < prompt.size() ? prompt[t] : answer[t - prompt.size()];
+      batch.attention_mask[at + t] = 1;
+      // Position t predicts token t + 1: a target where that token is the answer's.
+      if (t + 1 < n && t + 1 >= prompt.size()) batch.labels[at + t] = answer[t + 1 - prompt.size()];
     }
   }
+  return batch;
+}
+
+HostBatch collate_pairs(const std::vector<EncodedPair>& pairs, std::span<const uint64_t> ids, int32_t pad_id,
+                        int64_t multiple) {
+  const auto B = static_cast<int64_t>(ids.size());
+  HostBatch batch = collate_answer_rows(
+      2 * B,
+      [&](int64_t r) {
+        const EncodedPair& p = pairs.at(ids[static_cast<size_t>(r % B)]);
+        return AnswerRow{&p.prompt, r < B ? &p.chosen : &p.rejected};
+      },
+      pad_id, std::numeric_limits<int64_t>::max(), multiple);
   batch.num_target_tokens = B;  // the pairs, over which the loss is averaged
   const bool margins =
       std::any_of(ids.begin(), ids.end(), [&](uint64_t id) { return pairs.at(id).margin.has_value(); });

@@ -101,6 +101,16 @@ std::optional<EncodedPair> encode_pair(const tokenizer::Tokenizer& tokenizer,
                                        const tokenizer::ChatTemplate* chat_template, const PreferenceRecord& record,
                                        const PreferenceLimits& limits);
 
+// What collate_pairs and collate_kto share: `rows` right-padded rows, row r holding row(r)'s prompt
+// then its answer, cut at `limit` tokens keeping the start, labels on the answer's next tokens only; T
+// the longest row rounded up to `multiple`. The caller sets num_target_tokens and what else it carries.
+struct AnswerRow {
+  const std::vector<int32_t>* prompt;
+  const std::vector<int32_t>* answer;
+};
+HostBatch collate_answer_rows(int64_t rows, const std::function<AnswerRow(int64_t)>& row, int32_t pad_id,
+                              int64_t limit, int64_t multiple);
+
 // B pairs (pairs[ids[i]]) as 2B right-padded rows: the B chosen sequences, then the B rejected ones.
 // labels[t] is token t + 1 where that token belongs to the answer, kIgnoreIndex elsewhere, so the
 // summed log-probs of a row are over its answer only. T is the longest row, rounded up to `multiple`.

@@ -122,17 +122,20 @@ int64_t QuantizedWeight::bytes() const {
 namespace {
 
 // The Dense layers QLoRA quantizes, by weight name: every one under `model` not yet quantized but
-// the output layer (bitsandbytes' default skips lm_head, and a classifier's last module: a reward
-// model's score), except those `skip` names.
+// the output layers `layout` marks (bitsandbytes' default skips the output head: a language model's
+// lm_head, a reward model's score), except those `skip` names.
 std::map<std::string, std::shared_ptr<model::DenseImpl>> quantizable_layers(
-    torch::nn::Module& model, const std::function<bool(const std::string& weight, const model::DenseImpl&)>& skip) {
+    torch::nn::Module& model, const std::vector<model::HfLinear>& layout,
+    const std::function<bool(const std::string& weight, const model::DenseImpl&)>& skip) {
+  std::set<std::string> outputs;
+  for (const auto& linear : layout) {
+    if (linear.output_layer) outputs.insert(linear.dense);
+  }
   std::map<std::string, std::shared_ptr<model::DenseImpl>> out;
   for (const auto& item : model.named_modules()) {
     auto dense = std::dynamic_pointer_cast<model::DenseImpl>(item.value());
     const std::string& name = item.key();
-    if (!dense || dense->frozen_weight() || name == "lm_head" || name.ends_with(".lm_head") || name == "score") {
-      continue;
-    }
+    if (!dense || dense->frozen_weight() || outputs.count(name) > 0) continue;
     const std::string weight = name + ".weight";
     if (!skip(weight, *dense)) out.emplace(weight, std::move(dense));
   }
@@ -167,7 +170,7 @@ QuantizedBase quantize_frozen_base(torch::nn::Module& model, config::QuantizeBas
   if (kind == config::QuantizeBase::kNone) return out;
   const auto rows = projection_rows(layout);
   const auto layers = quantizable_layers(
-      model, [](const std::string&, const model::DenseImpl& dense) { return dense.weight.requires_grad(); });
+      model, layout, [](const std::string&, const model::DenseImpl& dense) { return dense.weight.requires_grad(); });
   for (const auto& [weight, dense] : layers) {
     quantize_into(*dense, {dense->weight}, rows, weight, kind, dense->weight.device(), out);
   }
@@ -180,7 +183,7 @@ QuantizeOnLoad quantize_on_load(torch::nn::Module& model, config::QuantizeBase k
   out.report = std::make_shared<QuantizedBase>();
   if (kind == config::QuantizeBase::kNone) return out;
   auto layers = std::make_shared<std::map<std::string, std::shared_ptr<model::DenseImpl>>>(quantizable_layers(
-      model, [&](const std::string& weight, const model::DenseImpl&) { return keep.count(weight) > 0; }));
+      model, layout, [&](const std::string& weight, const model::DenseImpl&) { return keep.count(weight) > 0; }));
   torch::NoGradGuard no_grad;
   for (const auto& [weight, dense] : *layers) {
     // A placeholder already on the training device: moving the module there leaves it be.

@@ -22,8 +22,8 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 from trl import KTOConfig, KTOTrainer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peft_common import check, finish, run  # noqa: E402
-from trl_preference import LR, PAIRS, STEPS, bases, close  # noqa: E402
+from peft_common import finish, run  # noqa: E402
+from trl_preference import PAIRS, STEPS, bases, compare, hftrain_args, logged, trl_args  # noqa: E402
 
 METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen", "logps/rejected", "kl"]
 UNPAIRED = [row for p in PAIRS for row in ({"prompt": p["prompt"], "completion": p["chosen"], "label": True},
@@ -35,11 +35,7 @@ UNBALANCED = [r for i, r in enumerate(UNPAIRED) if r["label"] or i % 4 != 1]
 def trl_run(base, work, records, options):
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    args = KTOConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(records),
-                     max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
-                     adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
-                     bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0, max_length=64,
-                     gradient_checkpointing=False, disable_dropout=True, **options)
+    args = KTOConfig(**trl_args(work, len(records)), **options)
     trainer = KTOTrainer(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tokenizer)
     trainer.train()
     steps = [r for r in trainer.state.log_history if "loss" in r and "step" in r]
@@ -53,21 +49,10 @@ def hftrain_run(hftrain, base, work, name, records, overrides):
             f.write(json.dumps(r) + "\n")
     examples = sum(2 if "chosen" in r else 1 for r in records)
     out = os.path.join(work, "hftrain-" + name)
-    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{data}]", "data.seq_len=64",
-        "data.validation_fraction=0", "data.shuffle=false", "run.export_hf=false", "preference.objective=kto",
-        *overrides, "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
-        "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
-        f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={examples}", "trainer.grad_accum_steps=1",
-        "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
-        "trainer.device=cpu", "model.dropout=0", "checkpoint.every_steps=0", "checkpoint.at_end=false",
-        f"run.output_dir={out}")
-    by_step = {}
-    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("type") == "train":
-                by_step[r["step"]] = {k: r[k] for k in METRICS if k in r}
-    return by_step
+    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{data}]", "data.validation_fraction=0",
+        "run.export_hf=false", "preference.objective=kto", "trainer.eval_every=0", *hftrain_args(out, examples),
+        *overrides)
+    return logged(out, METRICS)
 
 
 def main():
@@ -86,15 +71,7 @@ def main():
         for name, base, theirs_records, options, our_records, overrides in cases:
             theirs = trl_run(base, work, theirs_records, options)
             ours = hftrain_run(hftrain, base, work, name.replace(" ", "-"), our_records, overrides)
-            worst = 0.0
-            for step in range(1, STEPS + 1):
-                for key in METRICS:
-                    a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
-                    if a is None or b is None:
-                        check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
-                        continue
-                    worst = max(worst, abs(a - b) / max(1.0, abs(a)))
-                    check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+            worst = compare(name, theirs, ours, range(1, STEPS + 1), METRICS)
             print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e} "
                   f"(step 1 loss {ours.get(1, {}).get('loss')}, kl at step 3 {ours.get(3, {}).get('kl')})")
     return finish("KTO equals TRL's KTOTrainer")

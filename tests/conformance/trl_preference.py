@@ -128,6 +128,50 @@ def bos_base(work):
     return out
 
 
+def trl_args(work, batch):
+    """What every conformance run gives TRL's config: one full batch, fp32 on the CPU, AdamW at a constant rate."""
+    return dict(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=batch, max_steps=STEPS,
+                learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999,
+                adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1, bf16=False, fp16=False, use_cpu=True,
+                report_to=[], save_strategy="no", seed=0, max_length=64, gradient_checkpointing=False,
+                disable_dropout=True)
+
+
+def hftrain_args(out, batch):
+    """hftrain's overrides for the same run (trl_args), its run directory `out`."""
+    return ["data.seq_len=64", "data.shuffle=false", "optimizer.name=adamw", f"optimizer.lr={LR}",
+            "optimizer.weight_decay=0", "optimizer.beta1=0.9", "optimizer.beta2=0.999", "optimizer.eps=1e-8",
+            "scheduler.name=constant", "scheduler.warmup_steps=0", f"trainer.max_steps={STEPS}",
+            f"trainer.micro_batch_size={batch}", "trainer.grad_accum_steps=1", "trainer.max_grad_norm=1.0",
+            "trainer.log_every=1", "trainer.precision=fp32", "trainer.device=cpu", "model.dropout=0",
+            "checkpoint.every_steps=0", "checkpoint.at_end=false", f"run.output_dir={out}"]
+
+
+def logged(out, metrics, kind="train"):
+    """A run's metrics.jsonl records of `kind` by step, with the `metrics` they hold."""
+    by_step = {}
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == kind:
+                by_step[r["step"]] = {k: r[k] for k in metrics if k in r}
+    return by_step
+
+
+def compare(name, theirs, ours, steps, metrics):
+    """Checks each metric at each step within 1e-5 (close); returns the largest relative difference."""
+    worst = 0.0
+    for step in steps:
+        for key in metrics:
+            a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
+            if a is None or b is None:
+                check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
+                continue
+            worst = max(worst, abs(a - b) / max(1.0, abs(a)))
+            check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+    return worst
+
+
 def trl_metrics(base, work, trainer_class, config_class, options, metrics, records=PAIRS):
     options = dict(options)
     adapter = options.pop("_adapter", None)
@@ -135,11 +179,7 @@ def trl_metrics(base, work, trainer_class, config_class, options, metrics, recor
     if adapter:  # TRL's reference is then the same model with its adapters off
         model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    args = config_class(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(PAIRS),
-                        max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
-                        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
-                        bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
-                        max_length=64, gradient_checkpointing=False, disable_dropout=True, **options)
+    args = config_class(**trl_args(work, len(PAIRS)), **options)
     trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(records),
                             processing_class=tokenizer)
     trainer.train()
@@ -153,21 +193,10 @@ def hftrain_metrics(hftrain, base, work, name, overrides, metrics, records=PAIRS
         for p in records:
             f.write(json.dumps(p) + "\n")
     out = os.path.join(work, "hftrain-" + name.replace(" ", "-").replace("=", ""))
-    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.seq_len=64",
-        "data.validation_fraction=0", "data.shuffle=false", "data.chat_template=auto", "run.export_hf=false",
-        *[o.replace("{work}", work) for o in overrides], "optimizer.name=adamw", f"optimizer.lr={LR}", "optimizer.weight_decay=0", "optimizer.beta1=0.9",
-        "optimizer.beta2=0.999", "optimizer.eps=1e-8", "scheduler.name=constant", "scheduler.warmup_steps=0",
-        f"trainer.max_steps={STEPS}", f"trainer.micro_batch_size={len(PAIRS)}", "trainer.grad_accum_steps=1",
-        "trainer.max_grad_norm=1.0", "trainer.log_every=1", "trainer.eval_every=0", "trainer.precision=fp32",
-        "trainer.device=cpu", "model.dropout=0", "checkpoint.every_steps=0", "checkpoint.at_end=false",
-        f"run.output_dir={out}")
-    by_step = {}
-    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("type") == "train":
-                by_step[r["step"]] = {k: r[k] for k in metrics if k in r}
-    return by_step
+    run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", "data.validation_fraction=0",
+        "data.chat_template=auto", "run.export_hf=false", "trainer.eval_every=0", *hftrain_args(out, len(PAIRS)),
+        *[o.replace("{work}", work) for o in overrides])
+    return logged(out, metrics)
 
 
 def close(a, b):
@@ -195,15 +224,7 @@ def main():
             name = f"{model_name} {case}"
             theirs = trl_metrics(base, work, trainer_class, config_class, options, metrics, records)
             ours = hftrain_metrics(hftrain, base, work, name, overrides, metrics, records)
-            worst = 0.0
-            for step in range(1, STEPS + 1):
-                for key in metrics:
-                    a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
-                    if a is None or b is None:
-                        check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
-                        continue
-                    worst = max(worst, abs(a - b) / max(1.0, abs(a)))
-                    check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
+            worst = compare(name, theirs, ours, range(1, STEPS + 1), metrics)
             print(f"{name}: {STEPS} steps, largest difference from TRL {worst:.1e} "
                   f"(step 1 loss {ours.get(1, {}).get('loss')})")
             check(math.isfinite(worst), f"{name}: no comparison")

@@ -28,7 +28,7 @@ from trl import RewardConfig, RewardTrainer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peft_common import check, finish, run  # noqa: E402
-from trl_preference import LR, PAIRS, STEPS, TOKENIZER, close  # noqa: E402
+from trl_preference import PAIRS, STEPS, TOKENIZER, compare, hftrain_args, logged, trl_args  # noqa: E402
 
 METRICS = ["loss", "accuracy", "margin", "mean_reward"]
 MARGINS = [0.5, 0.0, 1.0, 0.25, 0.0, 2.0, 0.1, 0.75]
@@ -79,12 +79,7 @@ def trl_run(base, work, records, center, adapter=None):
     if adapter:
         model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    args = RewardConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=len(records),
-                        max_steps=STEPS, learning_rate=LR, lr_scheduler_type="constant", weight_decay=0.0,
-                        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, logging_steps=1,
-                        bf16=False, fp16=False, use_cpu=True, report_to=[], save_strategy="no", seed=0,
-                        max_length=64, gradient_checkpointing=False, disable_dropout=True,
-                        center_rewards_coefficient=center)
+    args = RewardConfig(**trl_args(work, len(records)), center_rewards_coefficient=center)
     trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(records),
                             processing_class=tokenizer)
     trainer.train()
@@ -99,22 +94,10 @@ def hftrain_run(hftrain, base, work, name, records, center, overrides=()):
             f.write(json.dumps(p) + "\n")
     out = os.path.join(work, "hftrain-" + name)
     run(hftrain, "run", "finetune-hf", f"model.from={base}", f"data.train=[{pairs}]", f"data.validation=[{pairs}]",
-        "data.seq_len=64", "data.shuffle=false", "run.export_hf=true", "preference.objective=reward",
-        f"preference.center_coefficient={center or 0}", "optimizer.name=adamw", f"optimizer.lr={LR}",
-        "optimizer.weight_decay=0", "optimizer.beta1=0.9", "optimizer.beta2=0.999", "optimizer.eps=1e-8",
-        "scheduler.name=constant", "scheduler.warmup_steps=0", f"trainer.max_steps={STEPS}",
-        f"trainer.micro_batch_size={len(records)}", "trainer.grad_accum_steps=1", "trainer.max_grad_norm=1.0",
-        "trainer.log_every=1", f"trainer.eval_every={STEPS}", "trainer.precision=fp32", "trainer.device=cpu",
-        "model.dropout=0", "checkpoint.every_steps=0", "checkpoint.at_end=false", f"run.output_dir={out}", *overrides)
-    train, evaluation = {}, {}
-    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("type") == "train":
-                train[r["step"]] = {k: r[k] for k in METRICS if k in r}
-            elif r.get("type") == "eval":
-                evaluation = {k[len("eval_"):]: v for k, v in r.items() if k.startswith("eval_")}
-    return train, evaluation, os.path.join(out, "final-hf")
+        "run.export_hf=true", "preference.objective=reward", f"preference.center_coefficient={center or 0}",
+        f"trainer.eval_every={STEPS}", *hftrain_args(out, len(records)), *overrides)
+    evaluation = logged(out, ["eval_" + m for m in METRICS], "eval").get(STEPS, {})
+    return logged(out, METRICS), {k[len("eval_"):]: v for k, v in evaluation.items()}, os.path.join(out, "final-hf")
 
 
 def scores(model, tokenizer, records):
@@ -128,19 +111,6 @@ def scores(model, tokenizer, records):
                 row.append(model(input_ids=ids).logits[0, 0].item())
             out.append(row)
     return out
-
-
-def compare(name, theirs, ours, steps, metrics):
-    worst = 0.0
-    for step in steps:
-        for key in metrics:
-            a, b = theirs.get(step, {}).get(key), ours.get(step, {}).get(key)
-            if a is None or b is None:
-                check(False, f"{name}: step {step} has no {key} (TRL {a}, hftrain {b})")
-                continue
-            worst = max(worst, abs(a - b) / max(1.0, abs(a)))
-            check(close(a, b), f"{name}: step {step} {key}: TRL {a}, hftrain {b}")
-    return worst
 
 
 def main():

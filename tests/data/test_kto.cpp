@@ -15,21 +15,11 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<data::KtoRecord> read(const std::string& jsonl) {
-  test::TempDir d;
-  const auto file = d.path() / "kto.jsonl";
-  std::ofstream(file) << jsonl;
-  return data::read_kto(file, {});
-}
+std::vector<data::KtoRecord> read_kto(const std::filesystem::path& file) { return data::read_kto(file, {}); }
 
-std::string error(const std::string& jsonl) {
-  try {
-    read(jsonl);
-  } catch (const util::DataError& e) {
-    return e.describe();
-  }
-  return "no DataError";
-}
+std::vector<data::KtoRecord> read(const std::string& jsonl) { return test::read_jsonl("kto.jsonl", jsonl, read_kto); }
+
+std::string error(const std::string& jsonl) { return test::jsonl_error("kto.jsonl", jsonl, read_kto); }
 
 }  // namespace
 

@@ -19,22 +19,16 @@ using Ids = std::vector<int32_t>;
 
 namespace {
 
-std::vector<data::PreferenceRecord> read(const std::string& jsonl) {
-  test::TempDir d;
-  const auto file = d.path() / "pairs.jsonl";
-  std::ofstream(file) << jsonl;
+std::vector<data::PreferenceRecord> read_pairs(const std::filesystem::path& file) {
   return data::read_preference(file, {});
 }
 
-// The message and hint of the DataError reading `jsonl` throws.
-std::string error(const std::string& jsonl) {
-  try {
-    read(jsonl);
-  } catch (const util::DataError& e) {
-    return e.describe();
-  }
-  return "no DataError";
+std::vector<data::PreferenceRecord> read(const std::string& jsonl) {
+  return test::read_jsonl("pairs.jsonl", jsonl, read_pairs);
 }
+
+// The message and hint of the DataError reading `jsonl` throws.
+std::string error(const std::string& jsonl) { return test::jsonl_error("pairs.jsonl", jsonl, read_pairs); }
 
 Ids bytes(const std::string& text) {
   return Ids(text.begin(), text.end());
