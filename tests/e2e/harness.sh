@@ -40,8 +40,26 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # mpirun as ro
 # "${MPIRUN[@]}" -np N "$HFTRAIN" ...: mpirun oversubscribed (CI has 2 cores), one intra-op thread a
 # rank, and the variables hftrain reads passed to the ranks (add `-x VAR` for more).
 MPIRUN=(mpirun --oversubscribe -x OMP_NUM_THREADS=1 -x HFTRAIN_RECIPES_DIR -x HFTRAIN_CACHE_DIR)
-free_port() {  # a TCP port free on 127.0.0.1 now (--master-port of launchers started by hand)
-  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# free_port: a TCP port free on 127.0.0.1 now (--master-port of launchers started by hand). Drawn
+# below Linux's ephemeral range (32768-60999): a port the kernel hands out (bind to 0) can be given
+# again as the local end of another test's outgoing connection (gloo opens many) before the store
+# binds it, and the ranks then wait out distributed.startup_timeout for a store that never started.
+free_port() {
+  "$PY" -c '
+import random, socket
+for _ in range(200):
+    port = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port in 20000-32000")'
 }
 
 passed=0

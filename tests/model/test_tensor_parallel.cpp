@@ -230,16 +230,25 @@ model::BertSpec bert_spec(config::Encoder family) {
   return s;
 }
 
-// A classifier's summed loss over a padded batch, and every gradient (gathered whole when split).
-Result bert_loss(model::BertEncoder& m, model::TpGroup* group, const model::BertSpec& spec) {
+// A padded classifier batch: ids, attention mask and labels. Drawn once, before any rank's thread
+// starts: the global generator is shared by the threads, so seeding it inside each one races.
+struct BertBatch {
+  torch::Tensor ids, mask, labels;
+};
+
+BertBatch bert_batch(const model::BertSpec& spec) {
   torch::manual_seed(5);
-  auto ids = torch::randint(2, spec.vocab_size, {3, 9}, torch::kInt64);
-  auto mask = torch::ones({3, 9}, torch::kInt64);
-  ids.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 1);  // padding
-  mask.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 0);
-  const auto labels = torch::tensor({0, 2, 1}, torch::kInt64);
+  BertBatch b{torch::randint(2, spec.vocab_size, {3, 9}, torch::kInt64), torch::ones({3, 9}, torch::kInt64),
+              torch::tensor({0, 2, 1}, torch::kInt64)};
+  b.ids.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 1);  // padding
+  b.mask.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 0);
+  return b;
+}
+
+// A classifier's summed loss over the batch, and every gradient (gathered whole when split).
+Result bert_loss(model::BertEncoder& m, model::TpGroup* group, const model::BertSpec& spec, const BertBatch& b) {
   Result r;
-  r.loss = model::classification_loss(m->forward(ids, mask), labels, 0.0, /*summed=*/true);
+  r.loss = model::classification_loss(m->forward(b.ids, b.mask), b.labels, 0.0, /*summed=*/true);
   (r.loss * 0.3).backward();
   r.loss = r.loss.detach();
   for (const auto& [name, p] : m->parameters_by_name()) {
@@ -258,7 +267,8 @@ void check_split_encoder(config::Encoder family) {
   const model::BertSpec spec = bert_spec(family);
   torch::manual_seed(11);
   model::BertEncoder whole_model(spec);
-  const Result whole = bert_loss(whole_model, nullptr, spec);
+  const BertBatch batch = bert_batch(spec);
+  const Result whole = bert_loss(whole_model, nullptr, spec, batch);
   std::vector<model::BertEncoder> models;
   for (int r = 0; r < 2; ++r) {
     torch::manual_seed(11);
@@ -268,7 +278,7 @@ void check_split_encoder(config::Encoder family) {
   on_ranks(2, false, [&](model::TpGroup& group) {
     auto& m = models[static_cast<size_t>(group.rank())];
     m->tensor_parallelize(std::shared_ptr<model::TpGroup>(&group, [](model::TpGroup*) {}));
-    split[static_cast<size_t>(group.rank())] = bert_loss(m, &group, spec);
+    split[static_cast<size_t>(group.rank())] = bert_loss(m, &group, spec, batch);
   });
   for (const auto& r : split) {
     CHECK(rel(r.loss, whole.loss) < 1e-6);
