@@ -258,6 +258,8 @@ int run_plan(const PlanArgs& a) {
   switch (cfg.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
+    case config::OptimizerName::kMuon:
+    case config::OptimizerName::kApolloAdamW:
       // ShardingStrategy::create refuses the strategies that cut parameters for these.
       std::cout << "(optimizer.name's state is neither element-wise nor block-wise: it runs under ddp and zero1, the "
                    "zero1 row "

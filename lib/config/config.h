@@ -32,12 +32,17 @@ enum class NormPlacement { kPre, kPost, kSandwich };
 enum class Activation { kSilu, kGeluTanh };
 enum class TokenizerType { kByte, kBpe, kHf };
 enum class OptimizerName {
-  kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW
+  kAdamW, kSgd, kAdafactor, kLion, kAdamW8bit, kAdagrad, kRmsprop, kScheduleFreeAdamW, kGaloreAdamW, kMuon, kApolloAdamW
 };
 enum class PeftMethod { kNone, kLora };
 enum class LoraInit { kDefault, kGaussian };      // peft's kaiming-uniform A, or A ~ N(0, 1/r)
 enum class QuantizeBase { kNone, kNf4, kInt8 };  // how a LoRA run stores its frozen base weights
 enum class GaloreProjection { kStd, kReverseStd, kRight, kLeft, kFull };
+// muon's learning rate per matrix (torch.optim.Muon's adjust_lr_fn): "original" (Keller Jordan's
+// sqrt(max(1, rows / cols))) or "match_rms_adamw" (Moonshot's 0.2 sqrt(max(rows, cols))).
+enum class MuonAdjustLr { kOriginal, kMatchRmsAdamw };
+// apollo_adamw's gradient scaling: per channel (a row or column) or one for the tensor (APOLLO-Mini).
+enum class ApolloScale { kChannel, kTensor };
 enum class SchedulerName {
   kConstant, kConstantWithWarmup, kLinear, kCosine, kCosineWithRestarts, kCosineWithMinLr,
   kPolynomial, kInverseSqrt, kWarmupStableDecay, kReduceLrOnPlateau
@@ -215,6 +220,30 @@ struct GaloreConfig {
   std::vector<std::string> target_modules;  // parameter-name globs (the Trainer's optim_target_modules)
 };
 
+// Muon (Jordan et al., 2024): Newton-Schulz orthogonalised momentum for the hidden weight matrices,
+// AdamW (optimizer.beta1/beta2/eps) for the rest, as torch.optim.Muon and its usual pairing.
+struct MuonConfig {
+  double momentum = 0;
+  bool nesterov = true;
+  int64_t ns_steps = 0;
+  double eps = 0;
+  MuonAdjustLr adjust_lr = MuonAdjustLr::kOriginal;
+  std::vector<std::string> params;  // parameter-name globs Muon updates; empty: the hidden weight matrices
+};
+
+// APOLLO (Zhu et al., 2024): AdamW's moments of a random low-rank projection of each matrix's
+// gradient scale the full gradient per channel or per tensor, as apollo-torch's APOLLOAdamW.
+struct ApolloConfig {
+  int64_t rank = 0;
+  int64_t update_proj_gap = 0;
+  double scale = 0;
+  ApolloScale scale_type = ApolloScale::kChannel;
+  GaloreProjection proj_type = GaloreProjection::kStd;  // std, reverse_std, right, left (not full)
+  bool scale_front = false;
+  bool norm_growth_limiter = true;  // Fira's limiter (apollo-torch's disable_nl=False)
+  std::vector<std::string> target_modules;
+};
+
 struct OptimizerConfig {
   OptimizerName name = OptimizerName::kAdamW;
   double lr = 0;
@@ -231,6 +260,8 @@ struct OptimizerConfig {
   bool amsgrad = false;  // adamw: keep the maximum of the second moments
   ScheduleFreeConfig schedule_free;
   GaloreConfig galore;
+  MuonConfig muon;
+  ApolloConfig apollo;
   AdagradConfig adagrad;
   RmspropConfig rmsprop;
 };
@@ -293,6 +324,7 @@ struct PlateauConfig {
 struct SchedulerConfig {
   SchedulerName name = SchedulerName::kConstant;
   int64_t warmup_steps = 0;
+  std::optional<double> warmup_ratio;  // a fraction of the run's steps (the Trainer's warmup_ratio)
   std::optional<double> num_cycles;   // unset: 0.5 (cosine family, wsd), 1 (cosine_with_restarts)
   std::optional<double> min_lr;       // absolute floor (cosine_with_min_lr)
   std::optional<double> min_lr_rate;  // floor as a fraction of optimizer.lr (cosine_with_min_lr, wsd)
@@ -322,6 +354,16 @@ struct TrainerConfig {
   DeviceChoice device = DeviceChoice::kAuto;
   std::optional<int64_t> early_stopping_patience;  // evaluations without improvement; unset: off
   double early_stopping_threshold = 0;
+  // The best model (train/best_metric.h): the evaluation figure that ranks evaluations, its
+  // direction (unset: lower is better for a name ending in "loss", higher otherwise), and whether
+  // final/ is the best checkpoint's model; evaluations at the start and at each epoch's end.
+  std::string metric_for_best_model;
+  std::optional<bool> greater_is_better;
+  bool load_best_model_at_end = false;
+  bool eval_on_start = false;
+  bool eval_on_epoch_end = false;
+  double neftune_noise_alpha = 0;  // NEFTune: uniform noise on the input embeddings while training (0: off)
+  bool deterministic = false;      // deterministic kernels only (train/build/determinism.h)
   double fp16_init_scale = 0;
   int64_t fp16_growth_interval = 0;
   // Non-finite and divergent steps (train/step/divergence.h): what a bad step does, how many in a row

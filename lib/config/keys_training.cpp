@@ -9,7 +9,7 @@ void add_training_keys(Schema& s) {
   s.add("optimizer.name", Type::kChoice, HFTRAIN_FIELD(optimizer.name))
       .on_resume(ResumeChange::kImpossible)
       .choices({"adamw", "sgd", "adafactor", "lion", "adamw_8bit", "adagrad", "rmsprop", "schedule_free_adamw",
-                "galore_adamw"})
+                "galore_adamw", "muon", "apollo_adamw"})
       .def("adamw")
       .doc(
           "Optimizer. adamw_8bit: AdamW with block-wise 8-bit moments as bitsandbytes' AdamW8bit (blocks of 256, "
@@ -18,7 +18,12 @@ void add_training_keys(Schema& s) {
           "schedulefree package's AdamWScheduleFree, no schedule (scheduler.name=constant; its warmup is "
           "optimizer.schedule_free.warmup_steps); evaluation and saved weights use its averaged point. galore_adamw: "
           "AdamW on gradients projected to a low "
-          "rank per weight matrix (optimizer.galore.*), as galore_torch's GaLoreAdamW.");
+          "rank per weight matrix (optimizer.galore.*), as galore_torch's GaLoreAdamW. muon: Newton-Schulz "
+          "orthogonalised momentum for the hidden weight matrices, as torch.optim.Muon (optimizer.muon.*), and AdamW "
+          "(optimizer.beta1, beta2, eps) for embeddings, output layer, norms and biases. apollo_adamw: AdamW's "
+          "moments of a random low-rank projection of each matrix's gradient scale the whole gradient per channel "
+          "or per tensor (optimizer.apollo.*), as apollo-torch's APOLLOAdamW (APOLLO-Mini: rank 1, scale_type "
+          "tensor, scale 128).");
   s.add("optimizer.lr", Type::kFloat, HFTRAIN_FIELD(optimizer.lr))
       .def("3.0e-4").min(0).max(10).doc("Peak learning rate.");
   s.add("optimizer.weight_decay", Type::kFloat, HFTRAIN_FIELD(optimizer.weight_decay))
@@ -111,6 +116,57 @@ void add_training_keys(Schema& s) {
       .def("['*.attn.*', '*.mlp.*']")
       .doc("galore_adamw: parameter-name globs of the weight matrices to project (the Trainer's optim_target_modules); "
            "each must match a matrix; the rest take plain AdamW steps.");
+  s.add("optimizer.muon.momentum", Type::kFloat, HFTRAIN_FIELD(optimizer.muon.momentum))
+      .def("0.95").min(0).max(0.999999).doc("muon: momentum of the gradient average.");
+  s.add("optimizer.muon.nesterov", Type::kBool, HFTRAIN_FIELD(optimizer.muon.nesterov))
+      .def("true").doc("muon: orthogonalise the Nesterov look-ahead of the momentum instead of the momentum.");
+  s.add("optimizer.muon.ns_steps", Type::kInt, HFTRAIN_FIELD(optimizer.muon.ns_steps))
+      .def("5").min(1).max(99).doc("muon: Newton-Schulz iterations per matrix and step.");
+  s.add("optimizer.muon.eps", Type::kFloat, HFTRAIN_FIELD(optimizer.muon.eps))
+      .def("1.0e-7").min(0).max(1).doc("muon: floor of the matrix norm the iteration starts by dividing by.");
+  s.add("optimizer.muon.adjust_lr", Type::kChoice, HFTRAIN_FIELD(optimizer.muon.adjust_lr))
+      .choices({"original", "match_rms_adamw"})
+      .def("original")
+      .doc("muon: each matrix's learning rate: original lr sqrt(max(1, rows / cols)); match_rms_adamw "
+           "0.2 lr sqrt(max(rows, cols)), an update of AdamW's size, so that one optimizer.lr serves both parts.");
+  s.add("optimizer.muon.params", Type::kStringList, HFTRAIN_FIELD(optimizer.muon.params))
+      .on_resume(ResumeChange::kImpossible)
+      .def("[]")
+      .doc("muon: parameter-name globs of the matrices Muon updates, each matching a 2-D parameter; empty: the "
+           "weights of the hidden linear layers (not the embeddings or the output layer). The rest take AdamW steps.");
+  s.add("optimizer.apollo.rank", Type::kInt, HFTRAIN_FIELD(optimizer.apollo.rank))
+      .on_resume(ResumeChange::kImpossible)
+      .def("128")
+      .min(1)
+      .max(65536)
+      .doc("apollo_adamw: rank of the random projection of each matrix's gradient (APOLLO-Mini: 1).");
+  s.add("optimizer.apollo.update_proj_gap", Type::kInt, HFTRAIN_FIELD(optimizer.apollo.update_proj_gap))
+      .def("200").min(1).unit("steps").doc("apollo_adamw: a new random projection every this many steps of a matrix.");
+  s.add("optimizer.apollo.scale", Type::kFloat, HFTRAIN_FIELD(optimizer.apollo.scale))
+      .def("1.0")
+      .min(0)
+      .max(1e6)
+      .doc("apollo_adamw: the scaled gradient is multiplied by sqrt(scale) (APOLLO-Mini: 128).");
+  s.add("optimizer.apollo.scale_type", Type::kChoice, HFTRAIN_FIELD(optimizer.apollo.scale_type))
+      .on_resume(ResumeChange::kImpossible)
+      .choices({"channel", "tensor"}).def("channel")
+      .doc("apollo_adamw: one scaling factor per channel (the projection's side), or one per matrix (APOLLO-Mini).");
+  s.add("optimizer.apollo.proj_type", Type::kChoice, HFTRAIN_FIELD(optimizer.apollo.proj_type))
+      .on_resume(ResumeChange::kImpossible)
+      .choices({"std", "reverse_std", "right", "left"}).def("std")
+      .doc("apollo_adamw: which side to project: std the smaller side (right for tall, left for wide matrices), "
+           "reverse_std the larger, right or left.");
+  s.add("optimizer.apollo.scale_front", Type::kBool, HFTRAIN_FIELD(optimizer.apollo.scale_front))
+      .def("false").doc("apollo_adamw: apply sqrt(scale) before the norm-growth limiter instead of after it.");
+  s.add("optimizer.apollo.norm_growth_limiter", Type::kBool, HFTRAIN_FIELD(optimizer.apollo.norm_growth_limiter))
+      .def("true")
+      .doc("apollo_adamw: Fira's limiter: the scaled gradient's norm grows by at most 1.01x a step (apollo-torch's "
+           "disable_nl=False).");
+  s.add("optimizer.apollo.target_modules", Type::kStringList, HFTRAIN_FIELD(optimizer.apollo.target_modules))
+      .on_resume(ResumeChange::kImpossible)
+      .def("['*.attn.*', '*.mlp.*']")
+      .doc("apollo_adamw: parameter-name globs of the weight matrices APOLLO scales (the Trainer's "
+           "optim_target_modules); each must match a matrix; the rest take plain AdamW steps.");
   s.add("optimizer.amsgrad", Type::kBool, HFTRAIN_FIELD(optimizer.amsgrad))
       .on_resume(ResumeChange::kImpossible)
       .def("false")
@@ -124,6 +180,12 @@ void add_training_keys(Schema& s) {
       .def("linear").doc("Schedule shape.");
   s.add("scheduler.warmup_steps", Type::kInt, HFTRAIN_FIELD(scheduler.warmup_steps))
       .def("0").min(0).unit("steps").doc("Linear warmup from 0 to optimizer.lr.");
+  s.add("scheduler.warmup_ratio", Type::kFloat, HFTRAIN_FIELD(scheduler.warmup_ratio))
+      .nullable()
+      .min(0)
+      .max(1)
+      .doc("Warmup as a fraction of the run's optimizer steps, rounded up (the Trainer's warmup_ratio); in place of "
+           "scheduler.warmup_steps.");
   s.add("scheduler.num_cycles", Type::kFloat, HFTRAIN_FIELD(scheduler.num_cycles))
       .nullable().min(0).max(1000)
       .doc("Cosine waves over the decay: unset means 0.5 (half a wave), or 1 for cosine_with_restarts.");
@@ -252,10 +314,42 @@ void add_training_keys(Schema& s) {
       .def("false").doc("CUDA: allow TF32 tensor cores for fp32 matrix multiplies.");
   s.add("trainer.device", Type::kChoice, HFTRAIN_FIELD(trainer.device))
       .choices({"auto", "cpu", "cuda"}).def("auto").doc("Where to train; auto picks CUDA when a GPU is visible.");
+  s.add("trainer.neftune_noise_alpha", Type::kFloat, HFTRAIN_FIELD(trainer.neftune_noise_alpha))
+      .def("0.0")
+      .min(0)
+      .max(1000)
+      .doc("NEFTune (the Trainer's neftune_noise_alpha): uniform noise in +-alpha / sqrt(seq_len x d_model) added to "
+           "the token embeddings of training batches, never at evaluation; 0: off.");
+  s.add("trainer.deterministic", Type::kBool, HFTRAIN_FIELD(trainer.deterministic))
+      .def("false")
+      .doc("Deterministic kernels only: ATen's deterministic algorithms (an operation without one stops the run "
+           "naming it), cuBLAS's fixed workspace, and attention kernels whose backward is deterministic.");
   s.add("trainer.early_stopping_patience", Type::kInt, HFTRAIN_FIELD(trainer.early_stopping_patience))
       .nullable().min(1).unit("evaluations").doc("Stop after this many evaluations without improvement; unset: never.");
   s.add("trainer.early_stopping_threshold", Type::kFloat, HFTRAIN_FIELD(trainer.early_stopping_threshold))
-      .def("0.0").min(0).doc("The eval loss must fall by more than this to count as an improvement.");
+      .def("0.0")
+      .min(0)
+      .doc("trainer.metric_for_best_model must improve by more than this to count as an improvement.");
+  s.add("trainer.metric_for_best_model", Type::kString, HFTRAIN_FIELD(trainer.metric_for_best_model))
+      .def("eval_loss")
+      .doc(
+          "The evaluation figure that ranks evaluations (any eval_* name metrics.jsonl logs: eval_loss, eval_accuracy, "
+          "eval_f1, eval/<source>/loss, eval_rewards/accuracies): the best checkpoint (checkpoint.keep_best), early "
+          "stopping and trainer.load_best_model_at_end follow it.");
+  s.add("trainer.greater_is_better", Type::kBool, HFTRAIN_FIELD(trainer.greater_is_better))
+      .nullable()
+      .doc("Whether a higher trainer.metric_for_best_model is better; unset: false for a name ending in 'loss', "
+           "true otherwise (the Trainer's rule).");
+  s.add("trainer.load_best_model_at_end", Type::kBool, HFTRAIN_FIELD(trainer.load_best_model_at_end))
+      .def("false")
+      .doc("final/ (and run.export_hf's final-hf/) holds the best evaluation's weights instead of the last step's; "
+           "needs evaluations and keeps the best checkpoint (checkpoint.keep_best).");
+  s.add("trainer.eval_on_start", Type::kBool, HFTRAIN_FIELD(trainer.eval_on_start))
+      .def("false").doc("Evaluate once before the first step (step 0), as the Trainer's eval_on_start.");
+  s.add("trainer.eval_on_epoch_end", Type::kBool, HFTRAIN_FIELD(trainer.eval_on_epoch_end))
+      .def("false")
+      .doc("Evaluate after the last step of each epoch of the training data (the Trainer's eval_strategy=epoch), "
+           "besides every trainer.eval_every steps.");
   s.add("trainer.fp16_init_scale", Type::kFloat, HFTRAIN_FIELD(trainer.fp16_init_scale))
       .on_resume(ResumeChange::kTraining)
       .def("65536.0").min(1).doc("fp16: the initial loss scale.");

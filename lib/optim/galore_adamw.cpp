@@ -1,16 +1,14 @@
 #include "optim/galore_adamw.h"
 
-#include <fnmatch.h>
-
-#include <cmath>
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include <torch/torch.h>
 
+#include "optim/low_rank.h"
 #include "optim/state_io.h"
 #include "util/error.h"
-#include "util/strings.h"
 
 namespace hftrain::optim {
 namespace {
@@ -18,44 +16,10 @@ namespace {
 constexpr const char* kName = "galore_adamw";
 using config::GaloreProjection;
 
-enum class Side { kRight, kLeft, kBoth };
-
-const char* projection_name(GaloreProjection p) {
-  switch (p) {
-    case GaloreProjection::kStd: return "std";
-    case GaloreProjection::kReverseStd: return "reverse_std";
-    case GaloreProjection::kRight: return "right";
-    case GaloreProjection::kLeft: return "left";
-    case GaloreProjection::kFull: return "full";
-  }
-  return "std";
-}
-
-Side side_of(GaloreProjection p, int64_t rows, int64_t cols) {
-  switch (p) {
-    case GaloreProjection::kStd: return rows >= cols ? Side::kRight : Side::kLeft;
-    case GaloreProjection::kReverseStd: return rows >= cols ? Side::kLeft : Side::kRight;
-    case GaloreProjection::kRight: return Side::kRight;
-    case GaloreProjection::kLeft: return Side::kLeft;
-    case GaloreProjection::kFull: return Side::kBoth;
-  }
-  return Side::kRight;
-}
-
-// The shapes of a projected matrix's pieces: its low-rank gradient, P (or P_l) and P_r.
-struct Shapes {
-  std::vector<int64_t> low, ortho, ortho_right;
-};
-
-Shapes shapes_of(Side side, int64_t rows, int64_t cols, int64_t rank) {
-  const int64_t k = std::min({rank, rows, cols});
-  switch (side) {
-    case Side::kRight: return {{rows, k}, {k, cols}, {}};
-    case Side::kLeft: return {{k, cols}, {rows, k}, {}};
-    case Side::kBoth: return {{k, k}, {rows, k}, {k, cols}};
-  }
-  return {};
-}
+using low_rank::Side;
+using low_rank::projection_name;
+using low_rank::shapes_of;
+using low_rank::side_of;
 
 class GaloreAdamW final : public Optimizer {
  public:
@@ -92,20 +56,13 @@ class GaloreAdamW final : public Optimizer {
         if (projected) {
           side = side_of(s_.proj_type, p.size(0), p.size(1));
           if (!st.ortho.defined() || st.step % s_.update_proj_gap == 0) new_projection(st, grad, side);
-          grad = project(st, grad, side);
-        }
-        if (!st.exp_avg.defined()) {
-          st.exp_avg = torch::zeros_like(grad);
-          st.exp_avg_sq = torch::zeros_like(grad);
+          grad = low_rank::project(grad, st.ortho, st.ortho_right, side);
         }
         st.step += 1;
-        st.exp_avg.mul_(s_.beta1).add_(grad, 1.0 - s_.beta1);
-        st.exp_avg_sq.mul_(s_.beta2).addcmul_(grad, grad, 1.0 - s_.beta2);
-        const torch::Tensor denom = st.exp_avg_sq.sqrt().add_(s_.eps);
-        const double t = static_cast<double>(st.step);
-        const double step_size = g.lr * std::sqrt(1.0 - std::pow(s_.beta2, t)) / (1.0 - std::pow(s_.beta1, t));
-        torch::Tensor update = st.exp_avg / denom;
-        if (projected) update = project_back(st, update, side) * s_.scale;
+        double step_size = 0;
+        torch::Tensor update = low_rank::adam_direction(st.exp_avg, st.exp_avg_sq, grad, st.step,
+                                                        {s_.beta1, s_.beta2, s_.eps}, g.lr, &step_size);
+        if (projected) update = low_rank::project_back(update, st.ortho, st.ortho_right, side) * s_.scale;
         p.add_(update, -step_size);
         if (g.weight_decay > 0.0) p.add_(p, -g.lr * g.weight_decay);
       }
@@ -141,7 +98,8 @@ class GaloreAdamW final : public Optimizer {
                                                                           {"exp_avg_sq", p.sizes().vec(), dtype}};
                                  }
                                  const Side side = side_of(s_.proj_type, p.size(0), p.size(1));
-                                 const Shapes sh = shapes_of(side, p.size(0), p.size(1), s_.rank);
+                                 const low_rank::Shapes sh =
+                                     shapes_of(side, p.size(0), p.size(1), std::min({s_.rank, p.size(0), p.size(1)}));
                                  std::vector<detail::TensorSpec> specs = {{"exp_avg", sh.low, dtype},
                                                                           {"exp_avg_sq", sh.low, dtype},
                                                                           {"ortho", sh.ortho, dtype}};
@@ -188,23 +146,6 @@ class GaloreAdamW final : public Optimizer {
         break;
     }
   }
-  static torch::Tensor project(const ParamState& st, const torch::Tensor& grad, Side side) {
-    switch (side) {
-      case Side::kRight: return torch::matmul(grad, st.ortho.t());
-      case Side::kLeft: return torch::matmul(st.ortho.t(), grad);
-      case Side::kBoth: return torch::matmul(torch::matmul(st.ortho.t(), grad), st.ortho_right.t());
-    }
-    return grad;
-  }
-  static torch::Tensor project_back(const ParamState& st, const torch::Tensor& low, Side side) {
-    switch (side) {
-      case Side::kRight: return torch::matmul(low, st.ortho);
-      case Side::kLeft: return torch::matmul(st.ortho, low);
-      case Side::kBoth: return torch::matmul(torch::matmul(st.ortho, low), st.ortho_right);
-    }
-    return low;
-  }
-
   GaloreSettings s_;
   std::vector<bool> projected_;   // per parameter, group order
   std::vector<ParamState> state_;  // per parameter, group order
@@ -218,28 +159,8 @@ std::unique_ptr<Optimizer> make_galore_adamw(std::vector<ParamGroup> groups, std
 }
 
 std::vector<bool> galore_targets(const std::vector<std::string>& globs, const NamedParams& params) {
-  std::vector<bool> out(params.size(), false);
-  for (const auto& glob : globs) {
-    bool used = false;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i].second.dim() == 2 && ::fnmatch(glob.c_str(), params[i].first.c_str(), 0) == 0) {
-        out[i] = used = true;
-      }
-    }
-    if (!used) {
-      std::vector<std::string> sample;
-      for (const auto& [name, p] : params) {
-        if (p.dim() == 2 && sample.size() < 6) sample.push_back(name);
-      }
-      throw util::ConfigError("`optimizer.galore.target_modules` glob '" + glob + "' matches no weight matrix",
-                              "matrices are named like: " + util::join(sample, ", "));
-    }
-  }
-  if (globs.empty()) {
-    throw util::ConfigError("`optimizer.galore.target_modules` is empty: galore_adamw would project nothing",
-                            "name the matrices to project, e.g. ['*.attn.*', '*.mlp.*']");
-  }
-  return out;
+  return low_rank::matrix_targets(globs, params, "optimizer.galore.target_modules",
+                                  "galore_adamw would project nothing");
 }
 
 }  // namespace hftrain::optim

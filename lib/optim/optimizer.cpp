@@ -5,10 +5,12 @@
 #include "optim/adafactor.h"
 #include "optim/adagrad.h"
 #include "optim/adamw_8bit.h"
+#include "optim/apollo_adamw.h"
 #include "optim/fused_adamw.h"
 #include "optim/fused_sgd.h"
 #include "optim/galore_adamw.h"
 #include "optim/lion.h"
+#include "optim/muon.h"
 #include "optim/param_groups.h"
 #include "optim/rmsprop.h"
 #include "optim/schedule_free_adamw.h"
@@ -32,6 +34,17 @@ namespace {
 constexpr int64_t kAdamW8bitBlock = 256;
 }  // namespace
 
+namespace {
+// The parameters in group order, as the optimizers walk them (and their per-parameter flags run).
+NamedParams in_group_order(const std::vector<ParamGroup>& groups) {
+  NamedParams ordered;
+  for (const auto& g : groups) {
+    for (size_t i = 0; i < g.params.size(); ++i) ordered.emplace_back(g.names[i], g.params[i]);
+  }
+  return ordered;
+}
+}  // namespace
+
 bool StateBlocks::is_block_key(const std::string& key) const {
   return std::find(block_keys.begin(), block_keys.end(), key) != block_keys.end();
 }
@@ -42,7 +55,7 @@ StateBlocks state_blocks(const config::OptimizerConfig& config) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params,
-                                          const std::vector<int64_t>& whole_numels) {
+                                          const std::vector<int64_t>& whole_numels, const ModelMatrices& matrices) {
   std::vector<std::string> names;
   for (const auto& [name, tensor] : params) names.push_back(name);
   const Grouping grouping = group_parameters(names, config);
@@ -89,16 +102,38 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
                                                           .r = config.schedule_free.r,
                                                           .weight_lr_power = config.schedule_free.weight_lr_power});
     case config::OptimizerName::kGaloreAdamW: {
-      // The flags in group order, as the optimizer walks its parameters.
-      NamedParams ordered;
-      for (const auto& g : groups) {
-        for (size_t i = 0; i < g.params.size(); ++i) ordered.emplace_back(g.names[i], g.params[i]);
-      }
-      std::vector<bool> projected = galore_targets(config.galore.target_modules, ordered);
+      std::vector<bool> projected = galore_targets(config.galore.target_modules, in_group_order(groups));
       return make_galore_adamw(std::move(groups), std::move(projected),
                                {.beta1 = beta1, .beta2 = config.beta2.value_or(0.999), .eps = config.eps,
                                 .rank = config.galore.rank, .update_proj_gap = config.galore.update_proj_gap,
                                 .scale = config.galore.scale, .proj_type = config.galore.proj_type});
+    }
+    case config::OptimizerName::kApolloAdamW: {
+      std::vector<bool> targeted = apollo_targets(config.apollo.target_modules, in_group_order(groups));
+      const config::ApolloConfig& a = config.apollo;
+      return make_apollo_adamw(std::move(groups), std::move(targeted),
+                               {.beta1 = beta1,
+                                .beta2 = config.beta2.value_or(0.999),
+                                .eps = config.eps,
+                                .rank = a.rank,
+                                .update_proj_gap = a.update_proj_gap,
+                                .scale = a.scale,
+                                .scale_type = a.scale_type,
+                                .proj_type = a.proj_type,
+                                .scale_front = a.scale_front,
+                                .norm_growth_limiter = a.norm_growth_limiter});
+    }
+    case config::OptimizerName::kMuon: {
+      const config::MuonConfig& m = config.muon;
+      return make_muon(std::move(groups), muon_targets(m.params, params, matrices),
+                       {.momentum = m.momentum,
+                        .nesterov = m.nesterov,
+                        .ns_steps = m.ns_steps,
+                        .eps = m.eps,
+                        .adjust_lr = m.adjust_lr,
+                        .beta1 = beta1,
+                        .beta2 = config.beta2.value_or(0.999),
+                        .adam_eps = config.eps});
     }
   }
   return nullptr;

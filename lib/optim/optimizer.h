@@ -4,6 +4,7 @@
 // Groups come from param_groups.h; the schedule sets each group's lr as base lr x factor.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,6 +18,16 @@
 namespace hftrain::optim {
 
 using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// How a parameter is made of the reference model's weight matrices (the optimizers that treat each
+// matrix as one, muon.h, read it): hftrain fuses some of Hugging Face's linear layers by rows
+// (q/k/v into qkv_proj, gate/up into gate_up_proj) and stores GPT-2's Conv1D weights transposed.
+struct MatrixParts {
+  std::vector<int64_t> row_parts;  // rows of each stacked matrix, in order; empty: one matrix
+  bool transposed = false;         // the reference model stores it transposed (cols x rows)
+};
+// Parameter name -> its matrices: the weights of the model's hidden linear layers.
+using ModelMatrices = std::map<std::string, MatrixParts>;
 
 struct ParamGroup {
   std::vector<std::string> names;
@@ -100,9 +111,11 @@ class Optimizer {
 
 // Builds the optimizer named by the config over `params` (names as in the model). `whole_numels`,
 // parallel to `params` when given: the element count of the parameter each tensor is a piece of
-// (see ParamGroup::whole_numels). Throws ConfigError for group globs that match nothing or overlap.
+// (see ParamGroup::whole_numels). `matrices`: the model's hidden weight matrices (muon's default
+// targets). Throws ConfigError for group globs that match nothing or overlap.
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, const NamedParams& params,
-                                          const std::vector<int64_t>& whole_numels = {});
+                                          const std::vector<int64_t>& whole_numels = {},
+                                          const ModelMatrices& matrices = {});
 
 // How an optimizer's state follows pieces of parameters (what the ZeRO strategies hand it).
 // Element-wise state follows any cut. adamw_8bit keeps one scale per `block` elements: a piece

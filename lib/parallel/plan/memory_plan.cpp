@@ -34,8 +34,10 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
     case config::OptimizerName::kScheduleFreeAdamW: return 8;  // z and the second moment
     case config::OptimizerName::kAdagrad: return 4;
     case config::OptimizerName::kRmsprop: return 4 + (o.momentum > 0 ? 4 : 0) + (o.rmsprop.centered ? 4 : 0);
-    case config::OptimizerName::kGaloreAdamW: return 8;  // at most: the moments are rank x n per matrix
+    case config::OptimizerName::kGaloreAdamW:
+    case config::OptimizerName::kApolloAdamW: return 8;  // at most: the moments are rank x n per matrix
     case config::OptimizerName::kLion: return 4;
+    case config::OptimizerName::kMuon: return 8;  // at most: a matrix keeps a momentum (4), the rest AdamW's 8
     case config::OptimizerName::kSgd: return o.momentum > 0 ? 4 : 0;
     case config::OptimizerName::kAdafactor: return o.adafactor.beta1 ? 4 : 0;  // plus the row/column factors
   }

@@ -178,6 +178,25 @@ config::OptimizerConfig stage_optimizer_config(const config::OptimizerConfig& op
   };
   keep_used(out.group_lr);
   keep_used(out.group_weight_decay);
+  // muon's matrices by glob: each must name a parameter of the whole model, and this stage must hold
+  // one of them (an empty list would mean the stage's hidden matrices).
+  std::vector<std::string> muon;
+  for (const std::string& glob : optimizer.muon.params) {
+    bool anywhere = false, here = false;
+    for (const std::string& name : whole) anywhere = anywhere || ::fnmatch(glob.c_str(), name.c_str(), 0) == 0;
+    for (const std::string& name : stage) here = here || ::fnmatch(glob.c_str(), name.c_str(), 0) == 0;
+    if (!anywhere) {
+      throw util::ConfigError("optimizer.muon.params: glob '" + glob + "' matches no trained parameter",
+                              "see `hftrain plan` for the parameter names, or remove the glob");
+    }
+    if (here) muon.push_back(glob);
+  }
+  if (!optimizer.muon.params.empty() && muon.empty()) {
+    throw util::ConfigError("optimizer.muon.params names no parameter of one of the pipeline's stages",
+                            "name matrices of every stage's blocks, or leave optimizer.muon.params empty (the hidden "
+                            "weight matrices)");
+  }
+  out.muon.params = std::move(muon);
   return out;
 }
 

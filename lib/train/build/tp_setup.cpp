@@ -29,15 +29,24 @@ void check_divides(const std::string& key, int64_t value, int64_t tp, const std:
          "set distributed.tensor_parallel to a divisor of " + std::to_string(value) + " (" + divisors_of(value) + ")");
 }
 
+// Why an optimizer's state needs whole weight matrices.
+std::string whole_matrix_state(config::OptimizerName name) {
+  switch (name) {
+    case config::OptimizerName::kAdafactor: return "adafactor factors whole weight matrices";
+    case config::OptimizerName::kMuon: return "muon orthogonalises whole weight matrices";
+    case config::OptimizerName::kApolloAdamW: return "apollo_adamw projects each whole weight matrix's gradient";
+    default: return "galore_adamw projects each whole weight matrix's gradient";
+  }
+}
+
 // What every model needs: an optimizer with element-wise state, no adapters.
 void check_common(const config::Config& config) {
   switch (config.optimizer.name) {
     case config::OptimizerName::kAdafactor:
     case config::OptimizerName::kGaloreAdamW:
-      refuse("optimizer." + std::string(config.optimizer.name == config::OptimizerName::kAdafactor
-                                            ? "name=adafactor factors whole weight matrices"
-                                            : "name=galore_adamw projects each whole weight matrix's gradient") +
-                 ", and each rank holds pieces of them",
+    case config::OptimizerName::kMuon:
+    case config::OptimizerName::kApolloAdamW:
+      refuse("optimizer.name=" + whole_matrix_state(config.optimizer.name) + ", and each rank holds pieces of them",
              "use an optimizer with element-wise state (adamw, sgd, lion, adagrad, rmsprop, schedule_free_adamw)");
       break;
     case config::OptimizerName::kAdamW8bit:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include <torch/cuda.h>
@@ -299,7 +300,26 @@ uint64_t own_stream_seed(const config::Config& config, int tp_group, int tp_rank
          15485863u * static_cast<uint64_t>(tp_rank + 1);
 }
 
-parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer) {
+optim::ModelMatrices hidden_matrices(const std::vector<model::HfLinear>& linears) {
+  std::map<std::string, std::vector<const model::HfLinear*>> by_weight;
+  for (const auto& l : linears) {
+    if (!l.output_layer) by_weight[l.dense + ".weight"].push_back(&l);
+  }
+  optim::ModelMatrices out;
+  for (auto& [name, parts] : by_weight) {
+    std::sort(parts.begin(), parts.end(), [](auto* a, auto* b) { return a->row_offset < b->row_offset; });
+    optim::MatrixParts m;
+    m.transposed = parts.front()->conv1d;
+    if (parts.size() > 1) {
+      for (const auto* p : parts) m.row_parts.push_back(p->rows);
+    }
+    out.emplace(name, std::move(m));
+  }
+  return out;
+}
+
+parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer,
+                                           optim::ModelMatrices matrices) {
   parallel::StrategyOptions o;
   o.distributed = config.distributed;
   o.reduce_dtype = torch::kFloat32;
@@ -315,10 +335,15 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
     case config::OptimizerName::kGaloreAdamW:
       o.whole_state = "galore_adamw projects each whole weight matrix's gradient";
       break;
+    case config::OptimizerName::kMuon: o.whole_state = "muon orthogonalises each whole weight matrix"; break;
+    case config::OptimizerName::kApolloAdamW:
+      o.whole_state = "apollo_adamw projects each whole weight matrix's gradient";
+      break;
     default: break;
   }
-  o.make_optimizer = [optimizer](const optim::NamedParams& params, const std::vector<int64_t>& whole_numels) {
-    return optim::make_optimizer(optimizer, params, whole_numels);
+  o.make_optimizer = [optimizer, matrices = std::move(matrices)](const optim::NamedParams& params,
+                                                                  const std::vector<int64_t>& whole_numels) {
+    return optim::make_optimizer(optimizer, params, whole_numels, matrices);
   };
   return o;
 }

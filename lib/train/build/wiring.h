@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "tokenizer/tokenizer.h"
 #include "model/encoder/bert_spec.h"
+#include "model/hf/hf_modules.h"
 #include "model/spec.h"
 #include "parallel/data_parallel/strategy.h"
 #include "train/build/model_from.h"
@@ -49,7 +50,13 @@ std::vector<std::pair<std::string, std::string>> chat_template_files(const confi
 // The sharding strategy's options: distributed.*, the reductions' dtype (distributed.reduce_dtype:
 // fp32, or the compute dtype of trainer.precision), trainer.param_dtype, and the optimizer of
 // `optimizer` (the config's, or a pipeline stage's) as its factory.
-parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer);
+// `matrices`: the model's hidden weight matrices (hidden_matrices), muon's default targets.
+parallel::StrategyOptions strategy_options(const config::Config& config, const config::OptimizerConfig& optimizer,
+                                           optim::ModelMatrices matrices = {});
+
+// The weights of the model's hidden linear layers (all but the output layer), each as the rows of
+// the Hugging Face layers it holds: what optimizer.name=muon orthogonalises by default.
+optim::ModelMatrices hidden_matrices(const std::vector<model::HfLinear>& linears);
 
 // Preference pairs (preference.objective): the data.* keys as the preference loader reads them, the
 // chat template (data.chat_template) held by `chat`, which must outlive the loaders.
