@@ -22,6 +22,7 @@ int run_app(int argc, char** argv) {
   add_resume_command(app, runner, command_line);
   add_verify_command(app, runner);
   add_export_command(app, runner);
+  add_evaluate_command(app, runner);
   add_generate_command(app, runner);
   add_tokenizer_command(app, runner);
   add_plan_command(app, runner);

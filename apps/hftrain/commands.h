@@ -19,6 +19,7 @@ void add_run_command(CLI::App& app, Runner& runner, const std::vector<std::strin
 void add_resume_command(CLI::App& app, Runner& runner, const std::vector<std::string>& command_line);
 void add_verify_command(CLI::App& app, Runner& runner);
 void add_export_command(CLI::App& app, Runner& runner);
+void add_evaluate_command(CLI::App& app, Runner& runner);
 void add_generate_command(CLI::App& app, Runner& runner);
 void add_tokenizer_command(CLI::App& app, Runner& runner);
 void add_tokenizer_render_command(CLI::App& tokenizer_app, Runner& runner);

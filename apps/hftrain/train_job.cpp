@@ -275,6 +275,7 @@ int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World
   }
 
   const auto final_dir = run_dir / "final";
+  if (!result.interrupted) trainer.load_best_model();  // trainer.load_best_model_at_end
   trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0
   const train::RunEnd::Status ended =
       result.interrupted ? train::RunEnd::Status::kInterrupted : train::RunEnd::Status::kFinished;

@@ -215,25 +215,34 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::to_string(*c.trainer.max_steps) + ", from " + from(tree, "trainer.max_steps") + ")",
               "lower the warmup or raise trainer.max_steps");
   }
-  if (c.checkpoint.keep_best && c.trainer.eval_every == 0) {
-    diags.add(from(tree, "checkpoint.keep_best"),
-              "`checkpoint.keep_best` needs evaluation, but `trainer.eval_every` is 0 (from " +
-                  from(tree, "trainer.eval_every") + ")",
-              "set trainer.eval_every, or drop checkpoint.keep_best");
+  // Evaluations that rank (every trainer.eval_every steps, at each epoch's end), and any at all.
+  const bool ranks = c.trainer.eval_every > 0 || c.trainer.eval_on_epoch_end;
+  const std::vector<std::pair<const char*, bool>> need_ranking = {
+      {"checkpoint.keep_best", c.checkpoint.keep_best},
+      {"trainer.load_best_model_at_end", c.trainer.load_best_model_at_end},
+      {"trainer.early_stopping_patience", c.trainer.early_stopping_patience.has_value()}};
+  for (const auto& [key, on] : need_ranking) {
+    if (!on || ranks) continue;
+    diags.add(from(tree, key),
+              "`" + std::string(key) + "` needs evaluation, but `trainer.eval_every` is 0 (from " +
+                  from(tree, "trainer.eval_every") + ") and `trainer.eval_on_epoch_end` is false",
+              "set trainer.eval_every or trainer.eval_on_epoch_end=true, or drop " + std::string(key));
   }
-  if (c.checkpoint.keep_best && c.data.validation.empty() && c.data.validation_fraction == 0) {
-    diags.add(from(tree, "checkpoint.keep_best"),
-              "`checkpoint.keep_best` needs evaluation, but `data.validation` is empty",
-              "name validation data in data.validation");
+  if (c.trainer.load_best_model_at_end && !c.checkpoint.keep_best) {
+    diags.add(from(tree, "trainer.load_best_model_at_end"),
+              "`trainer.load_best_model_at_end` loads the best evaluation's checkpoint, which only "
+              "`checkpoint.keep_best` saves and keeps",
+              "set checkpoint.keep_best=true");
   }
-  if (c.trainer.early_stopping_patience && c.trainer.eval_every == 0) {
-    diags.add(from(tree, "trainer.early_stopping_patience"),
-              "early stopping needs evaluation, but `trainer.eval_every` is 0", "set trainer.eval_every");
-  }
-  if (c.trainer.eval_every > 0 && c.data.validation.empty() && c.data.validation_fraction == 0) {
-    diags.add(from(tree, "trainer.eval_every"),
-              "`trainer.eval_every` is set but `data.validation` is empty, so there is nothing to evaluate on",
-              "name validation data in data.validation, or set trainer.eval_every=0");
+  const std::vector<std::pair<const char*, bool>> evaluate = {
+      {"checkpoint.keep_best", c.checkpoint.keep_best},
+      {"trainer.eval_every", c.trainer.eval_every > 0},
+      {"trainer.eval_on_start", c.trainer.eval_on_start},
+      {"trainer.eval_on_epoch_end", c.trainer.eval_on_epoch_end}};
+  for (const auto& [key, on] : evaluate) {
+    if (!on || !c.data.validation.empty() || c.data.validation_fraction > 0) continue;
+    diags.add(from(tree, key), "`" + std::string(key) + "` evaluates, but `data.validation` is empty",
+              "name validation data in data.validation (or set data.validation_fraction)");
   }
   if (c.model.n_head > 0 && !c.model.head_dim && c.model.d_model % c.model.n_head != 0) {
     diags.add(from(tree, "model.d_model"),
@@ -347,6 +356,18 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
                   std::string(sc.name != SchedulerName::kConstant ? "not constant" : "warmed up"),
               "set scheduler.name=constant and scheduler.warmup_steps=0; warm up with "
               "optimizer.schedule_free.warmup_steps");
+  }
+  if (sc.warmup_ratio && sc.warmup_steps > 0) {
+    diags.add(from(tree, "scheduler.warmup_ratio"),
+              "`scheduler.warmup_ratio` and `scheduler.warmup_steps` are both set (the steps from " +
+                  from(tree, "scheduler.warmup_steps") + ")",
+              "set only one: the ratio of the run's steps, or a number of steps");
+  }
+  if (sc.warmup_ratio && c.optimizer.name == OptimizerName::kScheduleFreeAdamW) {
+    diags.add(
+        from(tree, "scheduler.warmup_ratio"),
+        "`optimizer.name: schedule_free_adamw` replaces the learning-rate schedule, but the schedule is warmed up",
+        "unset scheduler.warmup_ratio; warm up with optimizer.schedule_free.warmup_steps");
   }
   if (sc.min_lr && sc.min_lr_rate) {
     diags.add(from(tree, "scheduler.min_lr"),

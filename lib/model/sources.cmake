@@ -21,6 +21,7 @@ set(HFTRAIN_MODEL_CORE_SOURCES
   weights/safetensors_header.cpp)
 set(HFTRAIN_MODEL_TORCH_SOURCES
   checkpointing.cpp
+  neftune.cpp
   numeric_trace.cpp
   rope.cpp
   decoder/blocks.cpp

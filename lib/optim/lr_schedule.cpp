@@ -54,7 +54,9 @@ double wsd_factor(const ScheduleParams& p, int64_t step) {
 ScheduleParams make_schedule_params(const config::SchedulerConfig& c, double base_lr, int64_t total_steps) {
   ScheduleParams p;
   p.name = c.name;
-  p.warmup_steps = c.warmup_steps;
+  // warmup_ratio as the Trainer's get_warmup_steps: ceil(total x ratio).
+  p.warmup_steps = c.warmup_ratio ? static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * *c.warmup_ratio))
+                                  : c.warmup_steps;
   p.total_steps = total_steps;
   p.num_cycles = c.num_cycles.value_or(c.name == SchedulerName::kCosineWithRestarts ? 1.0 : 0.5);
   if (c.min_lr) {
@@ -64,14 +66,14 @@ ScheduleParams make_schedule_params(const config::SchedulerConfig& c, double bas
   }
   p.lr_end_rate = c.lr_end / base_lr;
   p.power = c.power;
-  p.timescale = c.timescale.value_or(c.warmup_steps > 0 ? c.warmup_steps : 10000);
+  p.timescale = c.timescale.value_or(p.warmup_steps > 0 ? p.warmup_steps : 10000);
   p.warmup_type = c.wsd.warmup_type;
   p.decay_type = c.wsd.decay_type;
   if (c.name == SchedulerName::kWarmupStableDecay) {
     p.decay_steps = c.wsd.decay_steps.value_or(0);
-    p.stable_steps = c.wsd.stable_steps.value_or(total_steps - c.warmup_steps - p.decay_steps);
+    p.stable_steps = c.wsd.stable_steps.value_or(total_steps - p.warmup_steps - p.decay_steps);
     if (p.stable_steps < 0) {
-      throw util::ConfigError("warmup_stable_decay: scheduler.warmup_steps (" + std::to_string(c.warmup_steps) +
+      throw util::ConfigError("warmup_stable_decay: the warmup (" + std::to_string(p.warmup_steps) +
                                   ") plus scheduler.wsd.decay_steps (" + std::to_string(p.decay_steps) +
                                   ") exceed the " + std::to_string(total_steps) + " training steps",
                               "shorten the warmup or the decay, or train longer");

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "train/best_metric.h"
+
 namespace hftrain::train {
 
 // What callbacks see; `should_stop` is theirs to set.
@@ -21,11 +23,16 @@ struct TrainState {
   // in source order.
   std::vector<int64_t> source_tokens;
   double data_wait_s = 0;   // total time the loop waited for training data
-  std::optional<double> best_eval_loss;
+  std::optional<double> best_eval_loss;  // the lowest eval loss (the run summaries' figure)
+  // The best evaluation by trainer.metric_for_best_model (train/best_metric.h): its value, the
+  // metric's name, its step; and the metric's value at the last evaluation.
+  std::optional<double> best_metric;
+  std::string best_metric_name;
   int64_t best_step = 0;
+  std::optional<double> last_metric;
   std::optional<double> last_eval_loss;
   int64_t last_eval_step = 0;
-  // Early stopping's own record: the best loss by its threshold rule, evaluations since.
+  // Early stopping's own record: the best metric by its threshold rule, evaluations since.
   std::optional<double> early_stopping_best;
   int64_t early_stopping_bad = 0;
   bool should_stop = false;
@@ -70,17 +77,20 @@ class Callback {
   virtual void on_run_end(TrainState&, const RunEnd&) {}
 };
 
-// Stops training after `patience` evaluations whose loss did not beat the best by more than
-// `threshold` (the Trainer's EarlyStoppingCallback). Its counters live in TrainState, so a
-// checkpoint carries them.
+// Stops training after `patience` evaluations whose trainer.metric_for_best_model (TrainState's
+// last_metric; the eval loss where unset) did not beat the best by more than `threshold` in its
+// direction (the Trainer's EarlyStoppingCallback). The evaluation at the start (step 0) does not
+// count. Its counters live in TrainState, so a checkpoint carries them.
 class EarlyStopping : public Callback {
  public:
-  EarlyStopping(int64_t patience, double threshold) : patience_(patience), threshold_(threshold) {}
+  EarlyStopping(int64_t patience, double threshold, BestMetric metric = {})
+      : patience_(patience), threshold_(threshold), metric_(std::move(metric)) {}
   void on_evaluate(TrainState& state, double eval_loss) override;
 
  private:
   int64_t patience_;
   double threshold_;
+  BestMetric metric_;
 };
 
 }  // namespace hftrain::train

@@ -1,6 +1,7 @@
 # The training stage (relative to lib/train), one sub-folder per idea:
 #   (top)    the Trainer: the loop (trainer.cpp), one step and its logging window (trainer_step),
-#            checkpoints (trainer_checkpoint), evaluation, bad steps (trainer_divergence), callbacks
+#            checkpoints (trainer_checkpoint), evaluation, bad steps (trainer_divergence), callbacks,
+#            the best metric
 #   build/   how a Trainer is built from the config: the builder, config -> stage options (wiring),
 #            model.from, peft, tensor and pipeline parallelism's set-up
 #   task/    what the loop trains: the task models (causal LM, sequence classifier, adapters)
@@ -9,6 +10,7 @@
 #   state/   the checkpoint's own state files, fields, generators, the environment record
 #   report/  metrics, trackers, the profiler, device figures, the run summary, the baseline
 set(HFTRAIN_TRAIN_CORE_SOURCES
+  best_metric.cpp
   callbacks.cpp
   report/baseline.cpp
   report/metrics_callback.cpp
@@ -23,6 +25,7 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   trainer_divergence.cpp
   trainer_eval.cpp
   trainer_step.cpp
+  build/determinism.cpp
   build/model_from.cpp
   build/peft_setup.cpp
   build/pipeline_setup.cpp

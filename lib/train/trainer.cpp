@@ -35,7 +35,8 @@ Trainer::Trainer(const config::Config& config, std::filesystem::path run_dir, co
       world_(world ? world : own_world_.get()),
       device_(pick_device(config, world_->local_rank())),
       scaler_(config.trainer.precision == config::Precision::kFp16, config.trainer.fp16_init_scale,
-              config.trainer.fp16_growth_interval, device_) {
+              config.trainer.fp16_growth_interval, device_),
+      best_(BestMetric::of(config.trainer)) {
   TrainerParts parts = build_trainer_parts(config_, *world_, device_, resume_from);
   tokenizer_ = std::move(parts.tokenizer);
   loaders_ = std::move(parts.loaders);
@@ -126,7 +127,8 @@ void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& res
 void Trainer::add_run_callbacks() {
   const auto& t = config_.trainer;
   if (t.early_stopping_patience) {
-    callbacks_.push_back(std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold));
+    callbacks_.push_back(
+        std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold, best_));
   }
   // The metrics are the first callback: they see every event before anything else reacts to it.
   // Only rank 0 writes metrics.jsonl and the event file: every rank logs the same reduced figures,
@@ -197,7 +199,7 @@ bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result
     return true;
   }
   if (state_.should_stop) {
-    notify("early stopping at step " + std::to_string(state_.step) + " (best eval loss at step " +
+    notify("early stopping at step " + std::to_string(state_.step) + " (best " + best_.name + " at step " +
            std::to_string(state_.best_step) + ")");
     return true;
   }
@@ -220,6 +222,7 @@ TrainResult Trainer::train() {
   // Whether step s (counted from 1) logs or evaluates: where figures are read from the device.
   const auto logs_at = [&](int64_t s) { return s % t.log_every == 0 || s == total_steps_; };
   const auto evaluates_at = [&](int64_t s) { return t.eval_every > 0 && (s % t.eval_every == 0 || s == total_steps_); };
+  if (t.eval_on_start && state_.step == 0) run_evaluation();  // a resumed run had its start long ago
   while (state_.step < total_steps_) {
     const int64_t step = state_.step + 1;
     const double factor = optim::lr_factor(schedule, step - 1) * (plateau_ ? plateau_->factor() : 1.0);
@@ -243,7 +246,8 @@ TrainResult Trainer::train() {
       for (auto& cb : callbacks_) cb->on_log(state_, s);
     }
     const int64_t best_before = state_.best_step;
-    if (evaluates_at(step)) {
+    const bool epoch_ended = loaders_.train->epoch() != epoch_before;
+    if (evaluates_at(step) || (t.eval_on_epoch_end && epoch_ended)) {
       if (read_lazy_verdicts()) continue;
       run_evaluation();
     }
@@ -259,7 +263,7 @@ TrainResult Trainer::train() {
     checkpoint_if_due({.step = step,
                        .signalled = stop.signal != 0,
                        .last_step = step == total_steps_ || state_.should_stop,
-                       .epoch_ended = loaders_.train->epoch() != epoch_before,
+                       .epoch_ended = epoch_ended,
                        .new_best_eval = state_.best_step == step && state_.best_step != best_before,
                        .run_dir_lost = stop.run_dir_lost},
                       result);

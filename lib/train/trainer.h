@@ -31,6 +31,7 @@
 #include "parallel/data_parallel/strategy.h"
 #include "parallel/seam/parallelism.h"
 #include "tokenizer/tokenizer.h"
+#include "train/best_metric.h"
 #include "train/callbacks.h"
 #include "train/step/device_skip.h"
 #include "train/step/master_weights.h"
@@ -99,6 +100,10 @@ class Trainer {
   // Saves the model and its tokenizer as a model directory (what `generate` and model.from read)
   // and tells the callbacks (on_save).
   void save_model(const std::filesystem::path& dir);
+  // trainer.load_best_model_at_end: the weights of the best evaluation's checkpoint (kept by
+  // checkpoint.keep_best) in place of the last step's, for the final model; nothing when the last
+  // step is the best, or there was no evaluation. Throws CheckpointError when that checkpoint is gone.
+  void load_best_model();
   // Tells the callbacks how the run ended (on_run_end), once: after the final model is saved, or
   // when training failed. Later calls do nothing.
   void end_run(const RunEnd& end);
@@ -123,6 +128,8 @@ class Trainer {
   void start_from(const std::string& path, const std::string& what);
   // LoRA: the trained tensors of checkpoint `dir` (the base is model.from's, checked by fingerprint).
   void restore_trained(const std::filesystem::path& dir, bool allow_base_change);
+  // LoRA: the trained tensors (adapters and saved modules) of checkpoint `dir` into the model.
+  void load_trained(const std::filesystem::path& dir);
   // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
   void save_adapter_dir(const std::filesystem::path& dir) const;
   // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
@@ -163,6 +170,9 @@ class Trainer {
   std::string first_nonfinite() const;
   // The logging window's figures (one host sync, and one all-reduce over the ranks); resets it.
   StepStats close_log_window(double lr_factor);
+  // evaluate(), then the bookkeeping: the last and best figures (trainer.metric_for_best_model),
+  // the plateau schedule and the callbacks. At step 0 (trainer.eval_on_start) only the figures and
+  // the callbacks: nothing has been trained to rank.
   void run_evaluation();
   // Saves when the checkpoint policy says so (ckpt/save_policy.h); a failed save throws unless
   // checkpoint.on_save_error=continue.
@@ -203,6 +213,7 @@ class Trainer {
   TrainState state_;
   GradScaler scaler_;
   std::optional<optim::PlateauSchedule> plateau_;
+  BestMetric best_;  // trainer.metric_for_best_model, greater_is_better
   torch::Tensor window_loss_;   // loss sum since the last logging step, on the device
   torch::Tensor window_aux_;    // weighted auxiliary (load-balancing) losses since then, summed
   int64_t window_aux_count_ = 0;

@@ -177,7 +177,7 @@ fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_l
 
   const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
   std::optional<int64_t> keep;
-  if (config_.checkpoint.keep_best && state_.best_eval_loss) keep = state_.best_step;
+  if (config_.checkpoint.keep_best && state_.best_metric) keep = state_.best_step;
   for (const auto& gone : ckpt::rotate_checkpoints(run_dir_, config_.checkpoint.keep_last, keep)) {
     util::log::debug("checkpoint.keep_last: removed " + gone.string());
   }
@@ -200,6 +200,12 @@ void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
                                 "point model.from at the base the adapters were trained on, or pass --force to "
                                 "continue them on this one");
   }
+  load_trained(dir);
+  util::log::info("resume: the trained tensors from " + dir.string() + ", the frozen base from " +
+                  peft_->base_dir.string());
+}
+
+void Trainer::load_trained(const fs::path& dir) {
   std::vector<std::pair<std::string, torch::Tensor>> trained;
   for (const auto& [name, p] : model_->parameters_by_name()) {
     if (p.requires_grad()) trained.emplace_back(name, p);
@@ -209,8 +215,31 @@ void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
   rules.hint =
       "the checkpoint was saved with other peft.* settings (targets, rank, modules_to_save); resume with those";
   model::load_weights(trained, model::StoredWeights(dir), rules);
-  util::log::info("resume: the trained tensors from " + dir.string() + ", the frozen base from " +
-                  peft_->base_dir.string());
+}
+
+void Trainer::load_best_model() {
+  if (!config_.trainer.load_best_model_at_end || !state_.best_metric || state_.best_step == state_.step) return;
+  const fs::path dir = run_dir_ / ckpt::checkpoint_dir_name(state_.best_step);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw util::CheckpointError("trainer.load_best_model_at_end: the best evaluation's checkpoint " + dir.string() +
+                                    " is gone",
+                                "the last step's weights are in the newest checkpoint; copy the best checkpoint back "
+                                "to keep it (checkpoint.keep_best never deletes it)");
+  }
+  parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
+  strategy_->set_optimizer_train_mode(false);  // the point a checkpoint holds (schedule_free_adamw's average)
+  MasterWeights::Scope masters(masters_.get());
+  {
+    const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kLoad, state_.step);
+    if (peft_) {
+      load_trained(dir);
+    } else {
+      start_from(dir.string(), "the best checkpoint");
+    }
+  }
+  notify("trainer.load_best_model_at_end: the final model is step " + std::to_string(state_.best_step) + "'s (" +
+         best_.name + " " + metrics::format_number(*state_.best_metric, 5) + "), from " + dir.string());
 }
 
 void Trainer::save_adapter_dir(const fs::path& dir) const {
@@ -322,6 +351,13 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
     }
   }
   state_ = std::move(restored);
+  if (state_.best_metric && state_.best_metric_name != best_.name) {
+    util::log::info("resume: the checkpoint ranked evaluations by " + state_.best_metric_name + ", this run by " +
+                    best_.name + " (trainer.metric_for_best_model): the best so far starts over");
+    state_.best_metric.reset();
+    state_.early_stopping_best.reset();
+    state_.early_stopping_bad = 0;
+  }
   // A resume judges on from the saved window; a rollback keeps counting its bad steps in a row.
   if (ts.divergence && !rolling_back_) judge_.restore(*ts.divergence);
   // The window is the sum over all ranks; rank 0 carries it on.

@@ -37,11 +37,16 @@ void Trainer::run_evaluation() {
   const double eval_loss = evaluate();
   state_.last_eval_loss = eval_loss;
   state_.last_eval_step = state_.step;
-  if (!state_.best_eval_loss || eval_loss < *state_.best_eval_loss) {
-    state_.best_eval_loss = eval_loss;
-    state_.best_step = state_.step;
+  state_.last_metric = best_.value(eval_loss, state_.last_eval_metrics);
+  if (state_.step > 0) {
+    if (!state_.best_eval_loss || eval_loss < *state_.best_eval_loss) state_.best_eval_loss = eval_loss;
+    if (best_.improves(*state_.last_metric, state_.best_metric)) {
+      state_.best_metric = state_.last_metric;
+      state_.best_metric_name = best_.name;
+      state_.best_step = state_.step;
+    }
+    if (plateau_) plateau_->observe(eval_loss);
   }
-  if (plateau_) plateau_->observe(eval_loss);
   for (auto& cb : callbacks_) cb->on_evaluate(state_, eval_loss);
 }
 

@@ -115,6 +115,17 @@ TEST_CASE("cross-field rules", "[config][resolve]") {
              Contains("must be shorter than training"));
   CHECK_THAT(resolve_error(std::string(kMinimal) + "checkpoint: {keep_best: true}\ndata: {validation: v.txt}\n"),
              Contains("`checkpoint.keep_best` needs evaluation, but `trainer.eval_every` is 0"));
+  CHECK_THAT(
+      resolve_error(std::string(kMinimal) + "checkpoint: {keep_best: true}\ndata: {validation: v.txt}\n",
+                    {"trainer.eval_every=10", "trainer.load_best_model_at_end=true", "checkpoint.keep_best=false"}),
+      Contains("which only `checkpoint.keep_best` saves and keeps"));
+  CHECK_THAT(resolve_error(std::string(kMinimal), {"trainer.eval_on_start=true"}),
+             Contains("`trainer.eval_on_start` evaluates, but `data.validation` is empty"));
+  CHECK_THAT(
+      resolve_error(std::string(kMinimal) + "data: {validation: v.txt}\n", {"trainer.early_stopping_patience=2"}),
+      Contains("`trainer.early_stopping_patience` needs evaluation"));
+  CHECK_NOTHROW(resolve(std::string(kMinimal) + "data: {validation: v.txt}\n",
+                        {"trainer.early_stopping_patience=2", "trainer.eval_on_epoch_end=true"}));
   CHECK_THAT(resolve_error(std::string(kMinimal), {"model.d_model=100", "model.n_head=3"}),
              Contains("not divisible by `model.n_head`"));
   CHECK_THAT(resolve_error(std::string(kMinimal), {"data.seq_len=2048"}), Contains("exceeds `model.max_seq_len`"));

@@ -108,6 +108,20 @@ def run_metrics(metrics):
     assert steps[-1]["loss"] < steps[0]["loss"] * 0.8, (steps[0]["loss"], steps[-1]["loss"])
 
 
+@check("loss-falls", "the last logged training loss is below 90% of the first", ("metrics", "metrics.jsonl"))
+def loss_falls(metrics):
+    losses = [r["loss"] for r in records(metrics) if "loss" in r]
+    assert len(losses) >= 2 and losses[-1] < 0.9 * losses[0], losses
+
+
+@check("losses-differ", "two runs logged different training losses at step STEP",
+       ("a", "metrics.jsonl of run A"), ("b", "metrics.jsonl of run B"), ("step", "the step"))
+def losses_differ(a, b, step):
+    def loss(path):
+        return [r["loss"] for r in records(path) if "loss" in r and r["step"] == int(step)][0]
+    assert loss(a) != loss(b), (loss(a), loss(b))
+
+
 @check("mixture-metrics", "a mixture of cookies (0.25) and mixchat (0.75): per-source tokens, epochs and "
        "evaluations, and mixchat's share of the tokens in (0.6, 0.9)", ("metrics", "metrics.jsonl"))
 def mixture_metrics(metrics):
@@ -160,10 +174,26 @@ def mixture_counts(a, b):
     assert len(keys) == 4 and all(a[k] == b[k] for k in keys), (a, b)
 
 
-@check("best-eval-step", "prints the step of the lowest eval_loss", ("metrics", "metrics.jsonl"))
-def best_eval_step(metrics):
-    rows = [json.loads(line) for line in open(metrics) if "eval_loss" in line]
-    print(min(rows, key=lambda r: r["eval_loss"])["step"])
+@check("best-eval-step", "prints the step of the best evaluation by KEY (eval_loss), the highest with 'max' "
+       "(the earliest of equals; evaluations at step 0 do not rank)",
+       ("metrics", "metrics.jsonl"), ("key", "the figure (eval_loss)", "?"), ("way", "min or max (min)", "?"))
+def best_eval_step(metrics, key="eval_loss", way="min"):
+    rows = [r for r in records(metrics) if "eval_loss" in r and r["step"] > 0]
+    sign = -1 if way == "max" else 1
+    print(min(rows, key=lambda r: (sign * r[key], r["step"]))["step"])
+
+
+@check("eval-steps", "prints the steps of the evaluations, in order", ("metrics", "metrics.jsonl"))
+def eval_steps(metrics):
+    print(" ".join(str(r["step"]) for r in records(metrics) if "eval_loss" in r))
+
+
+@check("last-eval-equals", "the last evaluation of a run logged eval_loss equal (1e-9 relative) to that of an "
+       "evaluate --output JSON", ("metrics", "metrics.jsonl"), ("output", "hftrain evaluate's JSON"))
+def last_eval_equals(metrics, output):
+    logged = [r for r in records(metrics) if "eval_loss" in r][-1]["eval_loss"]
+    got = json.load(open(output))["eval_loss"]
+    assert abs(logged - got) <= 1e-9 * abs(logged), (logged, got)
 
 
 @check("same-run", "two runs of 12 steps with 3 evaluations hold the same values (as written: bit for bit) for "

@@ -36,6 +36,9 @@ run 2 config quickstart a..b=1 && has "malformed key" err
 run 2 config quickstart '~' && has "no key" err
 run 2 config quickstart trainer.max_steps=abc && has "expects an integer" err
 run 2 config && has "needs a RECIPE" err
+run 2 evaluate && has "model" err
+mkdir evalmodel && printf '{}' > evalmodel/adapter_config.json
+run 2 evaluate evalmodel quickstart && has "holds LoRA adapters" err
 run 2 config nonexistent.yaml && has "not found" err
 mkdir adir
 run 2 config adir && has "is a directory" err

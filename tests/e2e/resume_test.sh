@@ -273,6 +273,10 @@ kill_storm() { storm killed; }
 # bf16 weights with fp32 masters (trainer.param_dtype=bf16): the checkpoints hold the masters, so
 # the killed run resumes bit for bit too
 kill_storm_bf16() { storm killed-bf16 trainer.precision=bf16 trainer.param_dtype=bf16; }
+# Muon's momenta and AdamW's moments in one state, and NEFTune's noise from the checkpointed generator
+kill_storm_muon() { storm killed-muon optimizer.name=muon trainer.neftune_noise_alpha=5; }
+# APOLLO's projections drawn again at the same steps from the saved seeds
+kill_storm_apollo() { storm killed-apollo optimizer.name=apollo_adamw optimizer.apollo.rank=4 optimizer.apollo.update_proj_gap=5; }
 
 # --- a full disk and a read-only run directory fail cleanly, earlier checkpoints intact
 # (through `unshare -rm`: a small tmpfs, a read-only bind mount)
@@ -326,4 +330,4 @@ read_only() {
 }
 
 scenarios exact mixture verify overrides finetune no_overwrite owner vanish rotation crash_in_save kill_storm \
-  kill_storm_bf16 full_disk read_only
+  kill_storm_bf16 kill_storm_muon kill_storm_apollo full_disk read_only

@@ -139,4 +139,66 @@ bad_data() {
   has "text" err
 }
 
-scenarios short prepare chat_templates mixture sigterm bad_data
+# --- trainer.deterministic: two runs on 2 intra-op threads give the same bits; NEFTune's noise
+# changes the training losses only; muon and warmup_ratio train
+switches() {
+  local sw=("${common[@]}" trainer.max_steps=12 trainer.eval_every=6 trainer.eval_batches=2 trainer.log_every=1
+            model.dropout=0.1 trainer.deterministic=true)
+  for n in a b; do
+    OMP_NUM_THREADS=2 run 0 run quickstart "${sw[@]}" run.output_dir="$WORK/det-$n" || return
+  done
+  has "trainer.deterministic: deterministic kernels only" err
+  check_py same-history "$WORK/det-a/metrics.jsonl" "$WORK/det-b/metrics.jsonl" 1 12 && ok \
+    || fail "deterministic: two runs' histories differ"
+  cmp -s det-a/final/model.safetensors det-b/final/model.safetensors && ok || fail "deterministic: weights differ"
+  OMP_NUM_THREADS=2 run 0 run quickstart "${sw[@]}" trainer.neftune_noise_alpha=5 run.output_dir="$WORK/neftune"
+  check_py losses-differ "$WORK/det-a/metrics.jsonl" "$WORK/neftune/metrics.jsonl" 1 && ok \
+    || fail "NEFTune's noise did not change the first step's loss"
+  run 0 run quickstart "${common[@]}" trainer.max_steps=20 optimizer.name=muon optimizer.lr=0.02 \
+    optimizer.muon.adjust_lr=match_rms_adamw scheduler.warmup_steps=0 scheduler.warmup_ratio=0.1 \
+    run.output_dir="$WORK/muon"
+  check_py loss-falls "$WORK/muon/metrics.jsonl" && ok || fail "muon: the loss did not fall"
+  run 2 run quickstart "${common[@]}" scheduler.warmup_ratio=0.1 run.output_dir="$WORK/both-warmups"
+  has "set only one" err
+  run 2 run quickstart "${common[@]}" optimizer.name=muon "optimizer.muon.params=['*norm*']" \
+    run.output_dir="$WORK/muon-norm"
+  has "Muon orthogonalises matrices" err
+}
+
+# --- the best model: trainer.metric_for_best_model ranks evaluations (eval_ppl: higher is better unless
+# said otherwise), load_best_model_at_end makes final/ the best checkpoint's weights; evaluations at
+# the start and at each epoch's end; `hftrain evaluate` gives the figures a run logs
+best_model() {
+  local best steps
+  run 0 run quickstart "${common[@]}" trainer.max_steps=20 trainer.eval_every=5 trainer.eval_batches=2 \
+    checkpoint.keep_best=true checkpoint.every_steps=100 trainer.load_best_model_at_end=true \
+    trainer.metric_for_best_model=eval_ppl trainer.eval_on_start=true run.output_dir="$WORK/bestrun" || return
+  best=$(check_py best-eval-step "$WORK/bestrun/metrics.jsonl" eval_ppl max)
+  [ "$(check_py eval-steps "$WORK/bestrun/metrics.jsonl")" = "0 5 10 15 20" ] && ok \
+    || fail "evaluations at $(check_py eval-steps "$WORK/bestrun/metrics.jsonl"), expected 0 5 10 15 20"
+  [ -d "bestrun/checkpoint-$best" ] && ok || fail "the best checkpoint (step $best) was not kept"
+  has "the final model is step $best's (eval_ppl" err
+  check_py same-weights "$WORK/bestrun/checkpoint-$best/model.safetensors" "$WORK/bestrun/final/model.safetensors" 0 \
+    && ok || fail "final/ does not hold the best checkpoint's (step $best) weights"
+  # lower is better when asked: the last evaluation is then the best, final/ the last step's
+  run 0 run quickstart "${common[@]}" trainer.max_steps=20 trainer.eval_every=5 trainer.eval_batches=2 \
+    checkpoint.keep_best=true checkpoint.every_steps=100 trainer.load_best_model_at_end=true \
+    trainer.metric_for_best_model=eval_ppl trainer.greater_is_better=false run.output_dir="$WORK/lowrun" || return
+  [ "$(check_py best-eval-step "$WORK/lowrun/metrics.jsonl" eval_ppl)" = 20 ] && ok || fail "eval_ppl did not fall"
+  run 0 evaluate lowrun quickstart "${common[@]}" trainer.eval_batches=2 --output "$WORK/eval.json"
+  has "eval_loss" out && has "eval_ppl" out
+  check_py last-eval-equals "$WORK/lowrun/metrics.jsonl" "$WORK/eval.json" && ok \
+    || fail "hftrain evaluate differs from the run's last evaluation"
+  # at each epoch's end (60 cookies, 54 to train, 8 a step: 7 steps an epoch)
+  run 0 run quickstart "${common[@]}" trainer.max_epochs=2 trainer.eval_on_epoch_end=true trainer.eval_batches=1 \
+    run.output_dir="$WORK/epochrun" || return
+  steps=$(check_py eval-steps "$WORK/epochrun/metrics.jsonl")
+  [ "$(wc -w <<<"$steps")" = 2 ] && ok || fail "evaluations at steps '$steps', expected one per epoch"
+  run 2 run quickstart "${common[@]}" trainer.max_steps=10 trainer.eval_every=5 trainer.metric_for_best_model=eval_bleu \
+    run.output_dir="$WORK/badmetric"
+  has "trainer.metric_for_best_model=eval_bleu is not among this run's evaluation figures" err
+  run 2 evaluate "$WORK/nowhere" quickstart "${common[@]}"
+  has "nowhere" err
+}
+
+scenarios short prepare chat_templates mixture sigterm switches best_model bad_data

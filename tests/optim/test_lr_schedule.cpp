@@ -122,3 +122,26 @@ TEST_CASE("scheduler rules in the config", "[optim][schedule][config]") {
   CHECK_THAT(test::resolve_error(test::kMinimal, {"scheduler.name=polynomial", "scheduler.lr_end=1"}),
              Contains("must be smaller than `optimizer.lr`"));
 }
+
+TEST_CASE("scheduler.warmup_ratio warms up for the Trainer's ceil(total x ratio) steps", "[optim][schedule]") {
+  config::SchedulerConfig c;
+  c.name = config::SchedulerName::kLinear;
+  c.warmup_ratio = 0.15;
+  // TrainingArguments.get_warmup_steps: math.ceil(num_training_steps * warmup_ratio)
+  auto p = optim::make_schedule_params(c, 1e-3, 37);  // 5.55 -> 6
+  CHECK(p.warmup_steps == 6);
+  CHECK(optim::lr_factor(p, 3) == Approx(0.5));
+  CHECK(optim::lr_factor(p, 6) == Approx(1.0));
+  c.warmup_ratio = 0.1;
+  CHECK(optim::make_schedule_params(c, 1e-3, 110).warmup_steps == 11);
+  c.warmup_ratio = 0.0;
+  CHECK(optim::make_schedule_params(c, 1e-3, 110).warmup_steps == 0);
+  // inverse_sqrt's timescale defaults to the warmup, however it was given
+  c.name = config::SchedulerName::kInverseSqrt;
+  c.warmup_ratio = 0.1;
+  CHECK(optim::make_schedule_params(c, 1e-3, 110).timescale == 11);
+  using Catch::Matchers::Contains;
+  CHECK_THAT(test::resolve_error(test::kMinimal, {"scheduler.warmup_ratio=0.1", "scheduler.warmup_steps=5"}),
+             Contains("set only one"));
+  CHECK_THAT(test::resolve_error(test::kMinimal, {"scheduler.warmup_ratio=1.5"}), Contains("scheduler.warmup_ratio"));
+}

@@ -26,6 +26,8 @@ TEST_CASE("checkpoint state: trainer_state.json round-trips every field", "[trai
   s.state.tokens_seen = 4096;
   s.state.best_eval_loss = 2.5;
   s.state.best_step = 8;
+  s.state.best_metric = 0.625;
+  s.state.best_metric_name = "eval_accuracy";
   s.state.last_eval_loss = 2.75;
   s.state.last_eval_step = 12;
   s.state.early_stopping_best = 2.5;
@@ -42,6 +44,8 @@ TEST_CASE("checkpoint state: trainer_state.json round-trips every field", "[trai
   CHECK(r.state.tokens_seen == 4096);
   CHECK(r.state.best_eval_loss == 2.5);
   CHECK(r.state.best_step == 8);
+  CHECK(r.state.best_metric == 0.625);
+  CHECK(r.state.best_metric_name == "eval_accuracy");
   CHECK(r.state.last_eval_loss == 2.75);
   CHECK(r.state.last_eval_step == 12);
   CHECK(r.state.early_stopping_best == 2.5);
@@ -62,6 +66,15 @@ TEST_CASE("checkpoint state: trainer_state.json round-trips every field", "[trai
   CHECK_FALSE(f.state.early_stopping_best);
   CHECK_FALSE(f.source_tokens);
   CHECK_FALSE(f.divergence);
+
+  // A checkpoint from before trainer.metric_for_best_model ranked by the eval loss.
+  auto old = train::trainer_state_record(s);
+  old.erase("best_metric");
+  old.erase("best_metric_name");
+  write(d, train::kTrainerStateFile, old);
+  const train::SavedTrainerState o = train::read_trainer_state(d.path());
+  CHECK(o.state.best_metric == 2.5);
+  CHECK(o.state.best_metric_name == "eval_loss");
 }
 
 TEST_CASE("checkpoint state: the divergence judge resumes with its window", "[train][checkpoint]") {

@@ -1,5 +1,8 @@
 
 #include "../torch_catch.h"  // first: see the file
+#include <cmath>
+
+#include "train/best_metric.h"
 #include "train/callbacks.h"
 #include "train/step/precision.h"
 #include "train/step/step_math.h"
@@ -96,10 +99,58 @@ TEST_CASE("fp16 loss scaler on CUDA with half-precision gradients", "[train][gpu
 TEST_CASE("early stopping counts evaluations without a large enough improvement", "[train]") {
   train::EarlyStopping stop(2, 0.01);
   train::TrainState s;
+  s.step = 10;  // an evaluation at step 0 (trainer.eval_on_start) would not count
   stop.on_evaluate(s, 3.0);
   stop.on_evaluate(s, 2.5);
   stop.on_evaluate(s, 2.495);  // within the threshold: not an improvement
   CHECK_FALSE(s.should_stop);
   stop.on_evaluate(s, 2.6);
   CHECK(s.should_stop);
+}
+
+TEST_CASE("early stopping follows trainer.metric_for_best_model in its direction", "[train]") {
+  config::TrainerConfig t;
+  t.metric_for_best_model = "eval_accuracy";
+  train::EarlyStopping stop(2, 0.01, train::BestMetric::of(t));
+  train::TrainState s;
+  s.step = 10;
+  for (const double accuracy : {0.5, 0.7, 0.705}) {  // 0.705: not better by more than the threshold
+    s.last_metric = accuracy;
+    stop.on_evaluate(s, /*eval_loss=*/1.0);
+  }
+  CHECK_FALSE(s.should_stop);
+  CHECK(s.early_stopping_best == 0.7);
+  s.last_metric = 0.6;
+  stop.on_evaluate(s, 1.0);
+  CHECK(s.should_stop);
+  // The evaluation at the start ranks nothing.
+  train::TrainState start;
+  start.last_metric = 0.1;
+  stop.on_evaluate(start, 1.0);
+  CHECK_FALSE(start.early_stopping_best);
+}
+
+TEST_CASE("the best metric: its figure, its direction by the Trainer's rule, and improvement", "[train]") {
+  using Catch::Matchers::Contains;
+  config::TrainerConfig t;
+  t.metric_for_best_model = "eval_loss";
+  CHECK_FALSE(train::BestMetric::of(t).greater);
+  t.metric_for_best_model = "eval/books/loss";
+  CHECK_FALSE(train::BestMetric::of(t).greater);
+  t.metric_for_best_model = "eval_f1";
+  const train::BestMetric f1 = train::BestMetric::of(t);
+  CHECK(f1.greater);
+  t.greater_is_better = false;
+  CHECK_FALSE(train::BestMetric::of(t).greater);
+  const std::vector<std::pair<std::string, double>> figures = {{"eval_accuracy", 0.75}, {"eval_f1", 0.5}};
+  CHECK(f1.value(2.0, figures) == 0.5);
+  t.metric_for_best_model = "eval_ppl";
+  CHECK(train::BestMetric::of(t).value(std::log(3.0), figures) == Approx(3.0));
+  t.metric_for_best_model = "eval_bleu";
+  CHECK_THROWS_WITH(train::BestMetric::of(t).value(2.0, figures),
+                    Contains("trainer.metric_for_best_model=eval_bleu") && Contains("eval_accuracy, eval_f1"));
+  CHECK(f1.improves(0.4, std::nullopt));
+  CHECK(f1.improves(0.6, 0.5));
+  CHECK_FALSE(f1.improves(0.55, 0.5, 0.1));
+  CHECK_FALSE(f1.improves(std::nan(""), 0.5));
 }

@@ -12,6 +12,7 @@
 #include "model/decoder/lm_head_loss.h"
 #include "model/numeric_trace.h"
 #include "model/rope.h"
+#include "model/neftune.h"
 
 namespace hftrain::model {
 namespace F = torch::nn::functional;
@@ -183,6 +184,10 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& input_ids, int64_t off
   if (spec_.scale_embeddings) {  // Gemma: sqrt(d_model) as an fp32 number, rounded to the weights' dtype
     x = x * torch::scalar_tensor(std::sqrt(static_cast<double>(spec_.d_model)), x.options().dtype(torch::kFloat32))
                 .to(embed_tokens_->weight.scalar_type());
+  }
+  if (neftune_alpha_ > 0 && is_training()) {
+    const bool slice = tp_ && tp_->sequence_parallel();
+    x = add_neftune_noise(x, neftune_alpha_, T, slice ? tp_->rank() * x.size(1) : 0);
   }
   if (spec_.learned_positions()) {
     torch::Tensor ids = position_ids.defined() ? position_ids : torch::arange(offset, offset + T, input_ids.options());

@@ -75,6 +75,8 @@ class TransformerImpl : public torch::nn::Module {
   const ModelSpec& spec() const { return spec_; }
   // Recompute each block's activations during backward instead of keeping them (training only).
   void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  // NEFTune (model/neftune.h): noise of this alpha on the token embeddings while training; 0: none.
+  void set_neftune_alpha(double alpha) { neftune_alpha_ = alpha; }
   // Parameters by name, each once (a tied head is embed_tokens.weight).
   std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
   // Parameters without the embeddings, for the PaLM FLOPs formula.
@@ -122,6 +124,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor hidden_states(const torch::Tensor& input_ids, KvCache* cache, const torch::Tensor& position_ids,
                               const torch::Tensor& document_offsets = {});
   // The embeddings, positions and dropout of (B, T) ids at positions offset.. (or position_ids).
+  // NEFTune's noise (model/neftune.h) joins the token embeddings while training.
   torch::Tensor embed(const torch::Tensor& input_ids, int64_t offset, const torch::Tensor& position_ids);
   // What the blocks' attention takes for T positions at offset.. (or position_ids): the full
   // layers' and the sliding layers'.
@@ -162,6 +165,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor held_copy_;  // the tied copy set aside while the whole model is present
   bool whole_ = false;
   VocabParallel vocab_;  // the output layer's and embedding's vocabulary slice under tp_
+  double neftune_alpha_ = 0;  // set_neftune_alpha
   std::vector<RouterStats> router_stats_;  // filled by the MoE layers during a forward with gradients
   bool activation_checkpointing_ = false;
   UnitHooks* hooks_ = nullptr;

@@ -6,6 +6,7 @@
 #include "model/dense.h"
 #include "model/encoder/deberta.h"
 #include "model/encoder/encoder_modules.h"
+#include "model/neftune.h"
 #include "util/error.h"
 
 namespace hftrain::model {
@@ -147,6 +148,15 @@ BertEncoderImpl::BertEncoderImpl(const BertSpec& spec) : spec_(spec) {
   if (spec.roberta()) position_embeddings_->weight[*spec.pad_token_id].zero_();
 }
 
+void BertEncoderImpl::set_neftune_alpha(double alpha) {
+  if (alpha > 0 && spec_.modernbert()) {
+    throw util::ConfigError("trainer.neftune_noise_alpha: ModernBERT's embeddings run over its unpadded tokens, "
+                            "and NEFTune's noise is not added to them",
+                            "set trainer.neftune_noise_alpha=0, or train a BERT, RoBERTa or DeBERTa-v2 encoder");
+  }
+  neftune_alpha_ = alpha;
+}
+
 torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids) {
   const int64_t T = input_ids.size(1);
   check_length(T);
@@ -157,7 +167,8 @@ torch::Tensor BertEncoderImpl::embed(const torch::Tensor& input_ids, const torch
                                               word_embeddings_->options.padding_idx().value_or(-1)),
                      *tp_)
           : word_embeddings_(input_ids);
-  auto x = words + token_type_embeddings_(types);  // HF's order of the sums
+  auto x = (neftune_alpha_ > 0 && is_training() ? add_neftune_noise(words, neftune_alpha_, T) : words) +
+           token_type_embeddings_(types);  // HF's order of the sums
   torch::Tensor positions;
   if (spec_.roberta()) {
     // pad + 1, pad + 2, ... over the non-padding tokens; the padding tokens at pad (fairseq's

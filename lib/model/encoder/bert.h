@@ -80,6 +80,9 @@ class BertEncoderImpl : public torch::nn::Module {
   const BertSpec& spec() const { return spec_; }
   // Recompute each layer's activations during backward instead of keeping them (training only).
   void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  // NEFTune (model/neftune.h) on the word embeddings while training; 0: none. Throws
+  // util::ConfigError for ModernBERT, whose embeddings run over the unpadded tokens.
+  void set_neftune_alpha(double alpha);
   // Parameters by name (the names above), in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> parameters_by_name() const;
   // Parameters without the three embedding tables, for FLOPs estimates.
@@ -109,6 +112,7 @@ class BertEncoderImpl : public torch::nn::Module {
   std::shared_ptr<TpGroup> tp_;
   VocabSlice vocab_;  // the word embeddings' rows on this rank, under tp_
   bool activation_checkpointing_ = false;
+  double neftune_alpha_ = 0;
   UnitHooks* hooks_ = nullptr;
   torch::nn::Embedding word_embeddings_{nullptr};  // bert.embeddings.*
   torch::nn::Embedding position_embeddings_{nullptr};

@@ -7,6 +7,7 @@
 
 #include "model/encoder/bert.h"
 #include "model/encoder/encoder_modules.h"
+#include "model/neftune.h"
 
 namespace hftrain::model {
 using namespace encoder;  // level, dense, layer_norm, dropped_out
@@ -141,6 +142,7 @@ BertOutput BertEncoderImpl::encode_deberta(const torch::Tensor& input_ids, const
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   check_length(T);
   auto x = word_embeddings_(input_ids);
+  if (neftune_alpha_ > 0 && is_training()) x = add_neftune_noise(x, neftune_alpha_, T);
   if (position_embeddings_) x = x + position_embeddings_(torch::arange(T, input_ids.options()));
   if (token_type_embeddings_) {
     x = x + token_type_embeddings_(token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids));

@@ -71,6 +71,12 @@ config::ResolvedConfig resolve_with_model_from(config::ResolveOptions options, c
     const size_t eq = word.find('=');
     options.model_values.emplace_back(word.substr(0, eq), word.substr(eq + 1));
   }
+  // A context extended by fine-tuning (model.max_seq_len and model.rope_scaling above the
+  // directory's) scales from the context the weights were trained at, unless the recipe says another.
+  if (!source.bert && !source.spec.learned_positions() && source.spec.rope_scaling.type == config::RopeType::kDefault) {
+    options.model_values.emplace_back("model.rope_scaling.original_max_seq_len",
+                                      std::to_string(source.spec.max_seq_len));
+  }
   return config::resolve_config(options, schema);
 }
 

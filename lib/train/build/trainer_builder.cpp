@@ -16,6 +16,7 @@
 #include "train/build/model_from.h"
 #include "train/build/pipeline_setup.h"
 #include "train/build/tp_setup.h"
+#include "train/build/determinism.h"
 #include "train/build/wiring.h"
 #include "train/preference/kto_task.h"
 #include "train/preference/preference_task.h"
@@ -212,6 +213,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     at::globalContext().setAllowTF32CuDNN(t.tf32);
     prefer_attention_backend(util::Environment::process());
   }
+  set_deterministic(t.deterministic, device);
   TrainerParts parts;
   parts.tokenizer = tokenizer::make_tokenizer(tokenizer_options(config));
   check_vocabulary(config, *parts.tokenizer);
@@ -305,6 +307,7 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
   split_model(*parts.model, world, config);
   parts.peft = attach_peft(config, *parts.model);
   parts.model->set_activation_checkpointing(config.model.activation_checkpointing);
+  parts.model->set_neftune_alpha(t.neftune_noise_alpha);
   parts.model->module().to(device);
   if (preference) {
     if (precomputed_reference(config)) {
@@ -333,8 +336,9 @@ TrainerParts build_trainer_parts(const config::Config& config, parallel::World& 
     for (const auto& [name, p] : trained.params) stage_names.push_back(name);
     const config::OptimizerConfig optimizer =
         world.pp_size() > 1 ? stage_optimizer_config(config.optimizer, whole_names, stage_names) : config.optimizer;
-    parts.strategy = parallel::ShardingStrategy::create(world, strategy_options(config, optimizer), trained.params,
-                                                        trained.units);
+    parts.strategy = parallel::ShardingStrategy::create(
+        world, strategy_options(config, optimizer, hidden_matrices(parts.model->hf_linear_modules())), trained.params,
+        trained.units);
     parts.model->set_unit_hooks(parts.strategy->unit_hooks());
   }
   // Every rank initialised the same weights from the same seed; from here on (dropout) each

@@ -50,6 +50,8 @@ Json trainer_state_record(const SavedTrainerState& s) {
   }
   ts["best_eval_loss"] = optional_number(t.best_eval_loss);
   ts["best_step"] = t.best_step;
+  ts["best_metric"] = optional_number(t.best_metric);
+  ts["best_metric_name"] = t.best_metric_name;
   ts["last_eval_loss"] = optional_number(t.last_eval_loss);
   ts["last_eval_step"] = t.last_eval_step;
   ts["early_stopping_best"] = optional_number(t.early_stopping_best);
@@ -99,6 +101,13 @@ SavedTrainerState read_trainer_state(const fs::path& checkpoint) {
   }
   t.best_eval_loss = ts.optional_number("best_eval_loss", -kMaxCheckpointReal, kMaxCheckpointReal);
   t.best_step = count(ts, "best_step");
+  if (ts.has("best_metric_name")) {
+    t.best_metric = ts.optional_number("best_metric", -kMaxCheckpointReal, kMaxCheckpointReal);
+    t.best_metric_name = ts.string("best_metric_name");
+  } else {  // saved before trainer.metric_for_best_model: the best was the eval loss's
+    t.best_metric = t.best_eval_loss;
+    t.best_metric_name = "eval_loss";
+  }
   t.last_eval_loss = ts.optional_number("last_eval_loss", -kMaxCheckpointReal, kMaxCheckpointReal);
   t.last_eval_step = count(ts, "last_eval_step");
   t.early_stopping_best = ts.optional_number("early_stopping_best", -kMaxCheckpointReal, kMaxCheckpointReal);

@@ -1,6 +1,7 @@
 // make_causal_lm (task_model.h): the decoder transformer, trained on next-token targets.
 #include <torch/torch.h>
 
+#include "metrics/format.h"
 #include "model/hf/hf_config.h"
 #include "model/hf/hf_weights.h"
 #include "model/weights/saved_model.h"
@@ -14,6 +15,26 @@
 
 namespace hftrain::train {
 namespace {
+
+// A RoPE model's context (model.max_seq_len, rope_theta, rope_scaling) decides no weight: a fine-tune
+// may extend it. `source` with `target`'s context, where positions are rotated rather than learned.
+model::ModelSpec with_context_of(model::ModelSpec source, const model::ModelSpec& target) {
+  if (source.learned_positions() || target.learned_positions()) return source;
+  source.max_seq_len = target.max_seq_len;
+  source.rope_theta = target.rope_theta;
+  source.rope_scaling = target.rope_scaling;
+  return source;
+}
+
+std::string rope_context(const model::ModelSpec& s) {
+  std::string out = std::to_string(s.max_seq_len) + " positions, rope_theta " +
+                    metrics::format_number(s.rope_theta, 6) + ", rope_scaling " +
+                    model::rope_type_name(s.rope_scaling.type);
+  if (s.rope_scaling.type != config::RopeType::kDefault) {
+    out += " factor " + metrics::format_number(s.rope_scaling.factor, 6);
+  }
+  return out;
+}
 
 class CausalLm final : public ModuleTask<model::Transformer> {
  public:
@@ -54,7 +75,7 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     // Only the spec is read first; the weights are memory-mapped and copied straight in.
     const ModelSource source = read_model_source(path);
     const model::ModelSpec& spec = model_->spec();
-    if (source.bert || !source.spec.same_shape(spec)) {
+    if (source.bert || !with_context_of(source.spec, spec).same_shape(spec)) {
       const std::string have = source.bert ? "a BERT encoder" : model::shape_overrides(source.spec);
       throw util::ConfigError(what + ": the model in " + source.dir.string() +
                                   " has a different shape than model.*: it is " + have + "; model.* says " +
@@ -76,6 +97,11 @@ class CausalLm final : public ModuleTask<model::Transformer> {
     }
     util::log::info(what + ": starting from the weights in " + source.dir.string() +
                     (source.hugging_face ? " (Hugging Face layout)" : ""));
+    if (!source.spec.same_shape(spec)) {
+      util::log::info(what + ": the RoPE context changes from " + rope_context(source.spec) + " to " +
+                      rope_context(spec) + "; the weights are the same (positions past " +
+                      std::to_string(source.spec.max_seq_len) + " are new to them)");
+    }
     if (spec.score_outputs > 0 && source.spec.score_outputs == 0) {
       util::log::info(what + ": a language model's body; the reward model's score head starts from N(0, " +
                       std::to_string(spec.init_std) + ") and its output layer is left out");

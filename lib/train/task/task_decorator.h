@@ -20,6 +20,7 @@ class TaskDecorator : public TaskModel {
   model::ParameterUnits parameter_units() const override { return inner_->parameter_units(); }
   void set_unit_hooks(model::UnitHooks* hooks) override { inner_->set_unit_hooks(hooks); }
   void set_activation_checkpointing(bool on) override { inner_->set_activation_checkpointing(on); }
+  void set_neftune_alpha(double alpha) override { inner_->set_neftune_alpha(alpha); }
   torch::Tensor logits(const data::Batch& batch) override { return inner_->logits(batch); }
   torch::Tensor aux_loss() override { return inner_->aux_loss(); }
   void load(const std::filesystem::path& path, const std::string& what,

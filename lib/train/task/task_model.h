@@ -38,6 +38,8 @@ class TaskModel {
   virtual model::ParameterUnits parameter_units() const = 0;
   virtual void set_unit_hooks(model::UnitHooks* hooks) = 0;
   virtual void set_activation_checkpointing(bool on) = 0;
+  // NEFTune's noise on the input embeddings while training (model/neftune.h); 0: none.
+  virtual void set_neftune_alpha(double alpha) = 0;
 
   // The batch's loss summed over its targets (tokens, or sequences), in fp32; `logits`, when
   // given, receives the outputs (for metrics).
@@ -132,6 +134,7 @@ class ModuleTask : public TaskModel {
   model::ParameterUnits parameter_units() const override { return model_->parameter_units(); }
   void set_unit_hooks(model::UnitHooks* hooks) override { model_->set_unit_hooks(hooks); }
   void set_activation_checkpointing(bool on) override { model_->set_activation_checkpointing(on); }
+  void set_neftune_alpha(double alpha) override { model_->set_neftune_alpha(alpha); }
   int64_t non_embedding_parameters() const override { return model_->non_embedding_parameters(); }
   parallel::UnitSizes unit_sizes() const override {
     return {model_->spec().root_parameter_count(), model_->spec().block_parameter_count()};
