@@ -5,14 +5,14 @@
 # its files under OUT as it ends, and a line into OUT/summary.txt, so a window cut short keeps what
 # it measured. The device tool brings back at most 8 files: OUT gets summary.txt (the device, each
 # phase's verdict, the tail of any failed run's log), probe.txt, tests.log, ab.txt, llama.txt,
-# buckets.txt and ops-hftrain.tsv; every other log stays on the machine.
+# buckets.txt, ops-hftrain.tsv and determinism.txt; every other log stays on the machine.
 #
 # Here (no GPU), before the window: pack the binaries built here with their shared libraries, to
 # carry to the device (the device tool's `carry: ["gpu-carry"]`; under its 64 MiB):
 #   scripts/gpu-window.sh --pack
 # There (PyTorch 2.11 with CUDA 13 installed, no network), in two calls (one command may run 600 s):
 #   bash scripts/gpu-window.sh "$OUT" device probe tests ab     (about 7 minutes)
-#   bash scripts/gpu-window.sh "$OUT" llama profile             (about 4 minutes)
+#   bash scripts/gpu-window.sh "$OUT" llama profile determinism (about 5 minutes)
 # Phases (default: all, in this order):
 #   device   the card, driver, torch and CUDA versions, the commit (into summary.txt)
 #   probe    bench/gpu_probe.py: residual adds, norms, SDPA backends, fp32-output mm, fp8 (PyTorch only)
@@ -23,6 +23,8 @@
 #            fp32 masters) and hftrain's variants, two interleaved rounds, 30 steps each, the median
 #            of the last windows; OUT/ab.txt: the rows, then one table
 #   llama    the same for the Llama-style 1.1B shape (micro-batch 4 x 1024), one round
+#   determinism  trainer.deterministic on CUDA: two runs with it give the same bits, two without
+#            may not (OUT/determinism.txt)
 #   profile  hftrain's default under the profiler (steps 11-13): OUT/ops-hftrain.tsv and
 #            bench/kernel_buckets.py's table in OUT/buckets.txt (matmul, attention, norm, add/copy/cast, head, optimizer,
 #            GPU idle)
@@ -190,7 +192,35 @@ for phase in "${phases[@]}"; do
       cat "$out/buckets.txt"
       summary "profile  ($((SECONDS - start)) s): buckets.txt, ops-hftrain.tsv"
       ;;
-    *) echo "gpu-window.sh: unknown phase '$phase' (device probe tests ab llama profile)" >&2; exit 2 ;;
+    determinism)
+      # trainer.deterministic on CUDA (issue 42): a small GPT-2 in bf16, twice with the setting (the
+      # same bits expected: losses and weights) and twice without (what the setting buys)
+      for mode in det-a det-b free-a free-b; do
+        det=true; [ "${mode%-?}" = free ] && det=false
+        "$hftrain" run gpt2-124m "data.train=[$shard]" "data.validation=[]" data.validation_fraction=0 \
+          tokenizer.type=byte model.n_layer=4 model.max_seq_len=512 data.seq_len=512 trainer.micro_batch_size=8 \
+          trainer.grad_accum_steps=1 trainer.max_tokens=null trainer.max_steps=20 trainer.log_every=1 \
+          trainer.eval_every=0 model.dropout=0.1 trainer.precision=bf16 trainer.deterministic=$det \
+          checkpoint.every_steps=0 trainer.device=cuda run.output_dir="$work/$mode" >"$logs/$mode.log" 2>&1 \
+          || failed "$mode"
+      done
+      "$py" - "$work" >"$out/determinism.txt" 2>&1 <<'PY'
+import hashlib, json, sys
+w = sys.argv[1]
+def run(m):
+    losses = [(r["step"], r["loss"], r["grad_norm"]) for r in map(json.loads, open(f"{w}/{m}/metrics.jsonl"))
+              if r.get("type") == "train"]
+    return losses, hashlib.sha256(open(f"{w}/{m}/final/model.safetensors", "rb").read()).hexdigest()[:16]
+for a, b in (("det-a", "det-b"), ("free-a", "free-b")):
+    (la, wa), (lb, wb) = run(a), run(b)
+    first = next((x[0] for x, y in zip(la, lb) if x != y), None)
+    print(f"{a} vs {b}: histories {'identical' if first is None else f'differ from step {first}'}, "
+          f"weights {'identical' if wa == wb else 'differ'} ({wa} / {wb})")
+PY
+      cat "$out/determinism.txt"
+      summary "determinism ($((SECONDS - start)) s): $(tr '\n' ' ' <"$out/determinism.txt")"
+      ;;
+    *) echo "gpu-window.sh: unknown phase '$phase' (device probe tests ab llama profile determinism)" >&2; exit 2 ;;
   esac
 done
 cat "$out/summary.txt"
