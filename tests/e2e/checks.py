@@ -666,6 +666,19 @@ def self_test():
         expect(True, "fp16-overflow", p("overflow.jsonl"))
         expect(False, "fp16-overflow", p("no-overflow.jsonl"))
 
+        # the loss falls; two runs' losses at a step; an evaluate verb's figure against a run's
+        write_jsonl(p("falls.jsonl"), [train(s, 5.0 - 0.5 * s) for s in range(1, 5)])
+        write_jsonl(p("flat.jsonl"), [train(s, 5.0) for s in range(1, 5)])
+        expect(True, "loss-falls", p("falls.jsonl"))
+        expect(False, "loss-falls", p("flat.jsonl"))
+        expect(True, "losses-differ", p("falls.jsonl"), p("flat.jsonl"), "2")
+        expect(False, "losses-differ", p("flat.jsonl"), p("flat.jsonl"), "2")
+        write_jsonl(p("evals.jsonl"), [train(1, 5.0), {"type": "eval", "step": 1, "eval_loss": 4.25}])
+        json.dump({"eval_loss": 4.25}, open(p("eval-same.json"), "w"))
+        json.dump({"eval_loss": 4.5}, open(p("eval-other.json"), "w"))
+        expect(True, "last-eval-equals", p("evals.jsonl"), p("eval-same.json"))
+        expect(False, "last-eval-equals", p("evals.jsonl"), p("eval-other.json"))
+
         json.dump({"run": {"name": {"value": "quickstart"}}}, open(p("config.json"), "w"))
         expect(True, "config-json", "quickstart", stdin=p("config.json"))
         expect(False, "config-json", "other", stdin=p("config.json"))
@@ -678,7 +691,8 @@ def self_test():
     for name, holds in wrong:
         print(f"self-test: {name} {'failed on input it must pass' if holds else 'passed input it must fail'}")
     untested = sorted(set(CHECKS) - {name for name, _, _ in results} - {"mlflow-run", "mlflow-failed", "metric",
-                                                                           "best-eval-step", "finite", "equal-weights"})
+                                                                           "best-eval-step", "eval-steps", "finite",
+                                                                           "equal-weights"})
     for name in untested:
         print(f"self-test: {name} has no case here")
     # The scripts name only checks that exist.
