@@ -50,7 +50,7 @@ TEST_CASE("A decoder adds NEFTune's noise while training and never while evaluat
   CHECK(torch::equal(m->forward(ids), clean));
 }
 
-TEST_CASE("A BERT encoder adds NEFTune's noise to its word embeddings; ModernBERT refuses it", "[model][neftune]") {
+TEST_CASE("A BERT encoder adds NEFTune's noise to its word embeddings, and ModernBERT refuses it", "[model][neftune]") {
   model::BertSpec s;
   s.vocab_size = 50, s.hidden_size = 16, s.num_hidden_layers = 1, s.num_attention_heads = 2;
   s.intermediate_size = 32, s.max_position_embeddings = 20, s.num_labels = 3;
