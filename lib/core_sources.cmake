@@ -25,6 +25,7 @@ set(HFTRAIN_CORE_SOURCES
   config/resolve.cpp
   config/rules.cpp
   config/schema.cpp
+  config/callbacks_config.cpp
   config/data_sources.cpp
   config/units.cpp
   config/validate.cpp

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <csignal>
 #include <iostream>
+#include <stdexcept>
 
 #include "ckpt/layout.h"
 #include "config/schema.h"
@@ -274,6 +275,8 @@ int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World
                     "restore the directory and resume from its last checkpoint");
   }
 
+  // A user callback failed: the loop stopped with the usual checkpoint; the run fails with its message.
+  if (!result.state.callback_failure.empty()) throw std::runtime_error(result.state.callback_failure);
   const auto final_dir = run_dir / "final";
   if (!result.interrupted) trainer.load_best_model();  // trainer.load_best_model_at_end
   trainer.save_model(final_dir);  // every rank: under zero3 the parameters are gathered for rank 0
@@ -296,8 +299,11 @@ int train_and_save(const TrainJob& job, train::Trainer& trainer, parallel::World
                      hf_dir, cfg.checkpoint.shard_size);
     util::log::info("run.export_hf: the final model in the Hugging Face layout is in " + hf_dir.string());
   }
-  status.end(trainer, result.interrupted ? "interrupted" : "finished");
+  // The callbacks' end first (command callbacks run and are waited for): a required one that
+  // failed fails the run.
   trainer.end_run({ended, final_dir, {}});
+  if (!trainer.state().callback_failure.empty()) throw std::runtime_error(trainer.state().callback_failure);
+  status.end(trainer, result.interrupted ? "interrupted" : "finished");
   if (result.last_checkpoint) std::cout << "checkpoint: " << result.last_checkpoint->string() << "\n";
   std::cout << "model: " << final_dir.string() << "\n";
   return result.interrupted ? signal_exit_code(cfg, result.signal) : util::kExitOk;

@@ -9,6 +9,7 @@ std::string save_reason(const config::CheckpointConfig& c, const StepEvents& e) 
   if (c.every_steps > 0 && e.step % c.every_steps == 0) return "every " + std::to_string(c.every_steps) + " steps";
   if (c.every_epoch && e.epoch_ended) return "end of epoch";
   if (c.keep_best && e.new_best_eval) return "new best eval loss";
+  if (e.requested) return "a callback asked";
   return {};
 }
 

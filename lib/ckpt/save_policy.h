@@ -18,10 +18,11 @@ struct StepEvents {
   bool epoch_ended = false;   // the training data wrapped during the step
   bool new_best_eval = false; // this step's evaluation beat the best so far
   bool run_dir_lost = false;  // the run directory was deleted or moved: always saved (recreated)
+  bool requested = false;     // a user callback asked for a checkpoint (include/hftrain/plugin.h)
 };
 
 // Why a checkpoint is due after this step ("signal", "end of training", "every N steps", "end
-// of epoch", "new best eval loss"), or "" when none is.
+// of epoch", "new best eval loss", "a callback asked"), or "" when none is.
 std::string save_reason(const config::CheckpointConfig& checkpoint, const StepEvents& events);
 
 }  // namespace hftrain::ckpt

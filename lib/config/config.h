@@ -441,6 +441,21 @@ struct LoggingConfig {
   MlflowConfig mlflow;
 };
 
+// A user callback (`callbacks:`; train/report/user_callbacks.h): a plugin, a shared library speaking
+// include/hftrain/plugin.h, or a shell command run on some of the run's events.
+struct CallbackSpec {
+  std::string plugin;                       // a shared library's path, or
+  std::string command;                      // a shell command (sh -c)
+  std::map<std::string, std::string> args;  // plugin: handed over as a JSON object of strings
+  bool all_ranks = false;                   // plugin: on every rank (default: rank 0 only)
+  std::vector<std::string> on;              // command: its events (begin, evaluate, save, end)
+  bool background = true;                   // command: training goes on while it runs
+  bool required = false;                    // command: its failure stops the run
+  bool operator==(const CallbackSpec&) const = default;
+};
+// The events a command callback may run on, and those it runs on when `on` is not given.
+inline const std::vector<std::string> kCallbackEvents = {"begin", "evaluate", "save", "end"};
+
 struct Config {
   RunConfig run;
   ModelConfig model;
@@ -455,6 +470,7 @@ struct Config {
   PeftConfig peft;
   PreferenceConfig preference;
   DebugConfig debug;
+  std::vector<CallbackSpec> callbacks;
 };
 
 }  // namespace hftrain::config

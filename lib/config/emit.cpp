@@ -128,6 +128,39 @@ void emit_sources(YAML::Emitter& out, const std::vector<DataSource>& sources) {
   out << YAML::EndSeq;
 }
 
+// User callbacks: a block list of flow mappings, every string quoted as YAML needs.
+void emit_callbacks(YAML::Emitter& out, const std::vector<CallbackSpec>& callbacks) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& cb : callbacks) {
+    out << YAML::Flow << YAML::BeginMap;
+    if (!cb.plugin.empty()) {
+      out << YAML::Key << "plugin" << YAML::Value;
+      emit_string(out, cb.plugin);
+      if (!cb.args.empty()) {
+        out << YAML::Key << "args" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto& [k, v] : cb.args) {
+          out << YAML::Key;
+          emit_string(out, k);
+          out << YAML::Value;
+          emit_string(out, v);
+        }
+        out << YAML::EndMap;
+      }
+      if (cb.all_ranks) out << YAML::Key << "ranks" << YAML::Value << "all";
+    } else {
+      out << YAML::Key << "command" << YAML::Value;
+      emit_string(out, cb.command);
+      out << YAML::Key << "on" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& e : cb.on) out << e;
+      out << YAML::EndSeq;
+      if (!cb.background) out << YAML::Key << "background" << YAML::Value << false;
+      if (cb.required) out << YAML::Key << "required" << YAML::Value << true;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c, bool provenance) {
   out << YAML::BeginMap;
   for (const auto& child : node.children) {
@@ -154,6 +187,8 @@ void emit_yaml(YAML::Emitter& out, const Outline& node, const ResolvedConfig& c,
       out << YAML::EndSeq;
     } else if (auto* sources = std::get_if<std::vector<DataSource>>(&v)) {
       emit_sources(out, *sources);
+    } else if (auto* callbacks = std::get_if<std::vector<CallbackSpec>>(&v)) {
+      emit_callbacks(out, *callbacks);
     } else if (auto* map = std::get_if<std::map<std::string, std::string>>(&v)) {
       emit_map(out, *map, spec, c, provenance, [&](const std::string& x) { emit_string(out, x); });
       if (!map->empty()) continue;  // entries carry their own comments
@@ -194,6 +229,24 @@ Json json_value(const Value& v, const KeySpec& spec) {
         obj["path"] = s.path;
         if (s.weight) obj["weight"] = *s.weight;
         for (const auto& [field, value] : data_source_strings(s)) obj[field] = value;
+        list.push_back(std::move(obj));
+      }
+      return list;
+    }
+    Json operator()(const std::vector<CallbackSpec>& x) const {
+      Json list = Json::array();
+      for (const auto& cb : x) {
+        Json obj = Json::object();
+        if (!cb.plugin.empty()) {
+          obj["plugin"] = cb.plugin;
+          if (!cb.args.empty()) obj["args"] = cb.args;
+          obj["ranks"] = cb.all_ranks ? "all" : "main";
+        } else {
+          obj["command"] = cb.command;
+          obj["on"] = cb.on;
+          obj["background"] = cb.background;
+          obj["required"] = cb.required;
+        }
         list.push_back(std::move(obj));
       }
       return list;

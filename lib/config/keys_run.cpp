@@ -194,6 +194,17 @@ void add_run_keys(Schema& s) {
       .def("false")
       .doc("Autograd's anomaly mode: the backward checks every operation's gradients and the run stops, exit 1, "
            "naming the operation that produced a NaN. Slow: for debugging only.");
+
+  s.section("callbacks", "The user's own callbacks: plugins and commands on the run's events.", ResumeChange::kSafe);
+  s.add("callbacks", Type::kCallbackList, HFTRAIN_FIELD(callbacks))
+      .def("[]")
+      .doc("Plugins {plugin: libmine.so, args: {k: v}, ranks: main|all}: a shared library speaking "
+           "include/hftrain/plugin.h, told of train begin/end, every step's end, evaluations and saves, that may ask "
+           "the run to stop, save or evaluate; rank 0 only unless ranks: all. Commands {command: TEXT, on: [begin, "
+           "evaluate, save, end], background: true, required: false}: run through sh -c on rank 0 with "
+           "HFTRAIN_EVENT, HFTRAIN_STEP, HFTRAIN_CHECKPOINT, HFTRAIN_RUN_DIR and HFTRAIN_METRICS (a JSON file of the "
+           "event's figures) set, their output in <run_dir>/callbacks.log; a failure is reported and stops the run "
+           "only when required.");
 }
 
 }  // namespace hftrain::config

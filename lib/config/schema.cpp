@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "config/callbacks_config.h"
 #include "config/data_sources.h"
 #include "config/units.h"
 #include "config/yaml_load.h"
@@ -65,6 +66,7 @@ std::string KeySpec::type_name() const {
     case Type::kFloatMap: return "map of floats";
     case Type::kFloatList: return "list of floats";
     case Type::kSourceList: return "list of sources (paths or {path, weight, name, format, ...})";
+    case Type::kCallbackList: return "list of callbacks ({plugin, args, ranks} or {command, on, background, required})";
   }
   return "?";
 }
@@ -177,11 +179,13 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     if (spec.type == Type::kFloatMap) return Value{std::map<std::string, double>{}};
     if (spec.type == Type::kFloatList) return Value{std::vector<double>{}};
     if (spec.type == Type::kSourceList) return Value{std::vector<DataSource>{}};
+    if (spec.type == Type::kCallbackList) return Value{std::vector<CallbackSpec>{}};
     return fail(key + " has no value; it expects " + spec.type_name(),
                 "give it a value, or remove the line to use the default");
   }
 
   if (spec.type == Type::kSourceList) return convert_sources(*this, node, spec, diags);
+  if (spec.type == Type::kCallbackList) return convert_callbacks(*this, node, spec, diags);
   if (spec.type == Type::kStringList) {
     if (node.is_scalar()) return Value{std::vector<std::string>{node.text()}};
     if (!node.is_sequence()) return fail(expected() + ", got a " + node.kind_name());
@@ -325,6 +329,7 @@ std::optional<Value> Schema::convert(const Node& node, const KeySpec& spec, Diag
     }
     case Type::kStringList:
     case Type::kSourceList:
+    case Type::kCallbackList:
     case Type::kStringMap:
     case Type::kFloatMap:
     case Type::kFloatList:
@@ -373,6 +378,11 @@ std::string value_to_text(const Value& value, const KeySpec& spec) {
     std::string operator()(const std::vector<DataSource>& v) const {
       std::vector<std::string> parts;
       for (const auto& x : v) parts.push_back(data_source_text(x));
+      return "[" + util::join(parts, ", ") + "]";
+    }
+    std::string operator()(const std::vector<CallbackSpec>& v) const {
+      std::vector<std::string> parts;
+      for (const auto& x : v) parts.push_back(callback_text(x));
       return "[" + util::join(parts, ", ") + "]";
     }
     std::string operator()(const std::vector<double>& v) const {

@@ -33,6 +33,7 @@ enum class Type {
   kFloatMap,    // free-form map of floats, e.g. name pattern -> learning rate
   kFloatList,   // list of floats, each checked against the key's range
   kSourceList,  // data sources: a list of paths and {path, weight, name, format, ...} mappings
+  kCallbackList,  // user callbacks: a list of {plugin, args, ranks} and {command, on, background, required}
 };
 
 // What changing a key means when a run is resumed from a checkpoint with overrides.
@@ -47,7 +48,8 @@ std::string_view resume_change_name(ResumeChange change);
 
 using Value = std::variant<std::monostate, int64_t, double, bool, std::string,
                            std::vector<std::string>, std::map<std::string, std::string>,
-                           std::map<std::string, double>, std::vector<DataSource>, std::vector<double>>;
+                           std::map<std::string, double>, std::vector<DataSource>, std::vector<double>,
+                           std::vector<CallbackSpec>>;
 
 struct KeySpec {
   std::string path;    // "optimizer.lr"

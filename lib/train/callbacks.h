@@ -36,6 +36,12 @@ struct TrainState {
   std::optional<double> early_stopping_best;
   int64_t early_stopping_bad = 0;
   bool should_stop = false;
+  bool logging_step = false;  // this step's figures are read and on_log follows its on_step_end
+  // What the user's callbacks asked of the loop after this step (include/hftrain/plugin.h), and a
+  // callback's failure, which stops the run (exit 1 after the usual checkpoint). Not checkpointed.
+  bool should_save = false;
+  bool should_evaluate = false;
+  std::string callback_failure;
   // The last evaluation's other metrics (classification: eval_accuracy, eval_f1); not checkpointed.
   std::vector<std::pair<std::string, double>> last_eval_metrics;
 };

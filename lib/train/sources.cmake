@@ -8,7 +8,8 @@
 #   step/    what a step runs through: the runners (plain, pipelined), precision and master
 #            weights, the loss and clipping math, bad-step judges, the stop agreement, step hooks
 #   state/   the checkpoint's own state files, fields, generators, the environment record
-#   report/  metrics, trackers, the profiler, device figures, the run summary, the baseline
+#   report/  metrics, trackers, the profiler, device figures, the run summary, the baseline, the
+#            user's callbacks (plugins, commands)
 set(HFTRAIN_TRAIN_CORE_SOURCES
   best_metric.cpp
   callbacks.cpp
@@ -52,5 +53,8 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   state/checkpoint_rng.cpp
   state/checkpoint_state.cpp
   state/environment_record.cpp
+  report/command_callback.cpp
   report/device_stats.cpp
-  report/profiler_callback.cpp)
+  report/plugin_callback.cpp
+  report/profiler_callback.cpp
+  report/user_callbacks.cpp)

@@ -14,6 +14,7 @@
 #include "train/evaluation.h"
 #include "train/step/numeric_debug.h"
 #include "train/report/tracking.h"
+#include "train/report/user_callbacks.h"
 #include "train/report/metrics_callback.h"
 #include "train/report/profiler_callback.h"
 #include "train/step/step_math.h"
@@ -130,6 +131,12 @@ void Trainer::add_run_callbacks() {
     callbacks_.push_back(
         std::make_shared<EarlyStopping>(*t.early_stopping_patience, t.early_stopping_threshold, best_));
   }
+  // The user's own (callbacks:), after hftrain's: a plugin that fails to start stops the run here,
+  // before the first step.
+  for (auto& cb : make_user_callbacks(config_.callbacks, {run_dir_, world_->rank(), world_->size()})) {
+    callbacks_.push_back(std::move(cb));
+  }
+  agrees_user_control_ = !config_.callbacks.empty() && world_->size() > 1;
   // The metrics are the first callback: they see every event before anything else reacts to it.
   // Only rank 0 writes metrics.jsonl and the event file: every rank logs the same reduced figures,
   // and two writers of one metrics.jsonl doubled each record (and could interleave them).
@@ -190,6 +197,14 @@ void Trainer::note_step(int64_t step, const StepOutcome& outcome) {
   if (outcome.device_skips) handle_device_skips(*outcome.device_skips, outcome.culprit);
 }
 
+void Trainer::agree_user_control() {
+  if (!agrees_user_control_) return;  // one process, or no plugins: what a callback asked stands
+  const auto agree = [&](bool& flag) { flag = reduce_over_ranks(flag ? 1 : 0, parallel::ReduceOp::kMax) != 0; };
+  agree(state_.should_stop);
+  agree(state_.should_save);
+  agree(state_.should_evaluate);
+}
+
 bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result) {
   if (stop.run_dir_lost) return true;
   if (stop.signal != 0) {
@@ -199,8 +214,15 @@ bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result
     return true;
   }
   if (state_.should_stop) {
-    notify("early stopping at step " + std::to_string(state_.step) + " (best " + best_.name + " at step " +
-           std::to_string(state_.best_step) + ")");
+    const auto& t = config_.trainer;
+    if (!state_.callback_failure.empty()) {
+      notify("stopped after step " + std::to_string(state_.step) + ": " + state_.callback_failure);
+    } else if (t.early_stopping_patience && state_.early_stopping_bad >= *t.early_stopping_patience) {
+      notify("early stopping at step " + std::to_string(state_.step) + " (best " + best_.name + " at step " +
+             std::to_string(state_.best_step) + ")");
+    } else {
+      notify("stopped after step " + std::to_string(state_.step) + ": a callback asked");
+    }
     return true;
   }
   return false;
@@ -236,6 +258,7 @@ TrainResult Trainer::train() {
     } else if (judge_each_step_ && !outcome.overflowed_at) {
       judge_.note_good();
     }
+    state_.logging_step = logs_at(step);
     for (auto& cb : callbacks_) cb->on_step_end(state_);
     for (auto& h : step_hooks_) h->after_step(step);
     if (step == start_step_ + 1) report_memory();  // the optimizer state exists from the first step
@@ -248,6 +271,12 @@ TrainResult Trainer::train() {
     const int64_t best_before = state_.best_step;
     const bool epoch_ended = loaders_.train->epoch() != epoch_before;
     if (evaluates_at(step) || (t.eval_on_epoch_end && epoch_ended)) {
+      if (read_lazy_verdicts()) continue;
+      run_evaluation();
+    }
+    agree_user_control();
+    if (state_.should_evaluate) {  // a plugin asked (what it answers to it is agreed after the next step)
+      state_.should_evaluate = false;
       if (read_lazy_verdicts()) continue;
       run_evaluation();
     }
@@ -265,8 +294,10 @@ TrainResult Trainer::train() {
                        .last_step = step == total_steps_ || state_.should_stop,
                        .epoch_ended = epoch_ended,
                        .new_best_eval = state_.best_step == step && state_.best_step != best_before,
-                       .run_dir_lost = stop.run_dir_lost},
+                       .run_dir_lost = stop.run_dir_lost,
+                       .requested = state_.should_save},
                       result);
+    state_.should_save = false;
     if (ends_here(stop, result)) break;
   }
   for (auto& cb : callbacks_) cb->on_train_end(state_);

@@ -244,6 +244,11 @@ class Trainer {
   // baseline and the first line; the step's outcome noted in the state and told; whether the loop
   // ends after this step (a signal, a lost run directory, early stopping), said.
   void add_run_callbacks();
+  // What the user's callbacks asked (stop, save, evaluate; a required command's failure stops)
+  // made the same on every rank: they run on rank 0 (a plugin with ranks: all on each rank on its
+  // own), and all must act alike. A no-op for one process or without callbacks.
+  void agree_user_control();
+  bool agrees_user_control_ = false;  // there are callbacks, and several processes
   void announce_start(TrainResult& result);
   void note_step(int64_t step, const StepOutcome& outcome);
   bool ends_here(const StopAgreement::Decision& stop, TrainResult& result);

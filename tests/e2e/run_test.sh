@@ -201,4 +201,67 @@ best_model() {
   has "nowhere" err
 }
 
-scenarios short prepare chat_templates mixture sigterm switches best_model bad_data
+# --- the user's callbacks: the example plugin stops the run at a target eval loss and writes its
+# CSV; plugins that cannot start are refused (exit 2), one that fails mid-run stops it (exit 1, the
+# checkpoint saved); a plugin's save and evaluate asks; on 2 ranks rank 0's plugin stops both; command
+# callbacks copy each checkpoint, see the event's facts, and fail loudly only when required
+callbacks() {
+  local build plugins example events
+  build=$(cd "$(dirname "$HFTRAIN")/../.." && pwd)
+  example=$build/examples/libstop_at_loss.so
+  plugins=$build/plugins
+  [ -f "$example" ] && [ -f "$plugins/libtest_plugin.so" ] || { fail "the plugins are not built under $build"; return; }
+  local cb=("${common[@]}" trainer.max_steps=30 trainer.eval_every=5 trainer.eval_batches=1 trainer.log_every=2)
+  run 0 run quickstart "${cb[@]}" "callbacks=[{plugin: $example, args: {target: '99', csv: $WORK/evals.csv}}]" \
+    run.output_dir="$WORK/cbstop" || return
+  has "asked to stop after step 5" err && has "stopped after step 5: a callback asked" err
+  [ "$(cat evals.csv | cut -d, -f1)" = 5 ] && ok || fail "the example's CSV: $(cat evals.csv)"
+  [ -s cbstop/final/model.safetensors ] && [ -d cbstop/checkpoint-5 ] && ok || fail "the stopped run lacks final/ or checkpoint-5"
+  run 2 run quickstart "${cb[@]}" "callbacks=[{plugin: $WORK/no-such-plugin.so}]" run.output_dir="$WORK/cbmissing"
+  has "no-such-plugin.so: cannot be loaded" err
+  run 2 run quickstart "${cb[@]}" "callbacks=[{plugin: $plugins/libtest_plugin_abi99.so}]" run.output_dir="$WORK/cbabi"
+  has "built against plugin ABI version 99, this hftrain speaks version 1" err
+  run 2 run quickstart "${cb[@]}" "callbacks=[{plugin: $example}]" run.output_dir="$WORK/cbrefuse"
+  has "it refused to start: args needs a target eval loss" err
+  local libm
+  libm=$(ldconfig -p 2>/dev/null | awk '/libm\.so\.6 / {print $NF; exit}')
+  if [ -n "$libm" ]; then
+    run 2 run quickstart "${cb[@]}" "callbacks=[{plugin: $libm}]" run.output_dir="$WORK/cbsymbol"
+    has "has no symbol \`hftrain_plugin_abi_version\`" err
+  fi
+  run 1 run quickstart "${cb[@]}" "callbacks=[{plugin: $plugins/libtest_plugin.so, args: {fail_at: '3'}}]" \
+    run.output_dir="$WORK/cbfail"
+  has "failed at step 3: failing at step 3 as asked" err
+  [ -d cbfail/checkpoint-3 ] && ok || fail "the run a plugin failed has no checkpoint-3"
+  events=$WORK/events.txt
+  run 0 run quickstart "${cb[@]}" trainer.max_steps=6 \
+    "callbacks=[{plugin: $plugins/libtest_plugin.so, args: {events: $events, save_at: '2', evaluate_at: '3'}}]" \
+    run.output_dir="$WORK/cbasks" || return
+  has "checkpoint saved (a callback asked)" err
+  [ -d cbasks/checkpoint-2 ] && ok || fail "the save a plugin asked for is missing"
+  [ "$(check_py eval-steps "$WORK/cbasks/metrics.jsonl")" = "3 5 6" ] && ok \
+    || fail "evaluations at $(check_py eval-steps "$WORK/cbasks/metrics.jsonl"), expected 3 5 6"
+  # begin; step ends (figures on logging steps); evaluations; saves; end
+  grep -qx "1 0" "$events" && grep -qx "2 1" "$events" && grep -qx "2 2 loss lr grad_norm" "$events" \
+    && grep -q "^3 3 eval_loss eval_ppl" "$events" && grep -q "^4 2 .*checkpoint-2" "$events" \
+    && grep -q "^5 6" "$events" && ok || fail "the plugin's events: $(cat "$events")"
+  run 0 run quickstart "${cb[@]}" "callbacks=[{plugin: $plugins/libtest_plugin.so, args: {stop_at: '4'}}]" \
+    run.output_dir="$WORK/cbranks" --nproc-per-node 2 || return
+  grep '"type":"train"' cbranks/metrics.jsonl | tail -1 | grep -q '"step":4,' && has "stopped after step 4" err \
+    && [ -d cbranks/checkpoint-4 ] && ok || fail "2 ranks did not stop together after step 4: $(tail -c 300 cbranks/metrics.jsonl)"
+  # commands: copy each checkpoint (in the background, waited for at the end), see the facts
+  run 0 run quickstart "${cb[@]}" trainer.max_steps=6 checkpoint.every_steps=2 \
+    "callbacks=[{command: 'mkdir -p \"\$HFTRAIN_RUN_DIR/copies\" && cp -r \"\$HFTRAIN_CHECKPOINT\" \"\$HFTRAIN_RUN_DIR/copies/\"', on: [save]}, {command: 'echo \"\$HFTRAIN_EVENT \$HFTRAIN_STEP \$HFTRAIN_STATUS\" >> $WORK/facts.txt; cat \"\$HFTRAIN_METRICS\" >> $WORK/facts.txt', on: [begin, evaluate, end], background: false}, {command: 'echo oops; exit 3', on: [end]}]" \
+    run.output_dir="$WORK/cbcmd" || return
+  [ -f cbcmd/copies/checkpoint-2/model.safetensors ] && [ -f cbcmd/copies/checkpoint-6/model.safetensors ] && ok \
+    || fail "the command did not copy each checkpoint: $(ls cbcmd/copies 2>&1)"
+  grep -q "^begin 0" facts.txt && grep -q "^evaluate 5" facts.txt && grep -q "^end 6 finished" facts.txt \
+    && grep -q '"eval_loss"' facts.txt && ok || fail "the commands' facts: $(cat facts.txt)"
+  has "exited with status 3" err && grep -q oops cbcmd/callbacks.log && ok || fail "the failing command went unreported"
+  run 1 run quickstart "${cb[@]}" trainer.max_steps=6 "callbacks=[{command: 'exit 4', on: [evaluate], required: true}]" \
+    run.output_dir="$WORK/cbrequired"
+  has "exited with status 4" err
+  [ -d cbrequired/checkpoint-6 ] || [ -d cbrequired/checkpoint-5 ] && ok || fail "the required command's run kept no checkpoint"
+}
+
+scenarios short prepare chat_templates mixture sigterm switches best_model callbacks bad_data
