@@ -159,6 +159,7 @@ void add_training_keys(Schema& s) {
   s.add("optimizer.apollo.scale_front", Type::kBool, HFTRAIN_FIELD(optimizer.apollo.scale_front))
       .def("false").doc("apollo_adamw: apply sqrt(scale) before the norm-growth limiter instead of after it.");
   s.add("optimizer.apollo.norm_growth_limiter", Type::kBool, HFTRAIN_FIELD(optimizer.apollo.norm_growth_limiter))
+      .on_resume(ResumeChange::kImpossible)
       .def("true")
       .doc("apollo_adamw: Fira's limiter: the scaled gradient's norm grows by at most 1.01x a step (apollo-torch's "
            "disable_nl=False).");
@@ -322,8 +323,8 @@ void add_training_keys(Schema& s) {
            "the token embeddings of training batches, never at evaluation; 0: off.");
   s.add("trainer.deterministic", Type::kBool, HFTRAIN_FIELD(trainer.deterministic))
       .def("false")
-      .doc("Deterministic kernels only: ATen's deterministic algorithms (an operation without one stops the run "
-           "naming it), cuBLAS's fixed workspace, and attention kernels whose backward is deterministic.");
+      .doc("Deterministic kernels only: ATen's deterministic algorithms (an operation without one warns, naming "
+           "itself), cuBLAS's fixed workspace, and attention kernels whose backward is deterministic.");
   s.add("trainer.early_stopping_patience", Type::kInt, HFTRAIN_FIELD(trainer.early_stopping_patience))
       .nullable().min(1).unit("evaluations").doc("Stop after this many evaluations without improvement; unset: never.");
   s.add("trainer.early_stopping_threshold", Type::kFloat, HFTRAIN_FIELD(trainer.early_stopping_threshold))
@@ -338,8 +339,8 @@ void add_training_keys(Schema& s) {
           "stopping and trainer.load_best_model_at_end follow it.");
   s.add("trainer.greater_is_better", Type::kBool, HFTRAIN_FIELD(trainer.greater_is_better))
       .nullable()
-      .doc("Whether a higher trainer.metric_for_best_model is better; unset: false for a name ending in 'loss', "
-           "true otherwise (the Trainer's rule).");
+      .doc("Whether a higher trainer.metric_for_best_model is better; unset: false for a name ending in 'loss' "
+           "(the Trainer's rule) or 'ppl', true otherwise.");
   s.add("trainer.load_best_model_at_end", Type::kBool, HFTRAIN_FIELD(trainer.load_best_model_at_end))
       .def("false")
       .doc("final/ (and run.export_hf's final-hf/) holds the best evaluation's weights instead of the last step's; "

@@ -10,8 +10,11 @@ namespace hftrain::train {
 BestMetric BestMetric::of(const config::TrainerConfig& trainer) {
   BestMetric m;
   m.name = trainer.metric_for_best_model.empty() ? "eval_loss" : trainer.metric_for_best_model;
-  const bool loss = m.name.size() >= 4 && m.name.compare(m.name.size() - 4, 4, "loss") == 0;
-  m.greater = trainer.greater_is_better.value_or(!loss);
+  const auto ends_with = [&](const std::string& tail) {
+    return m.name.size() >= tail.size() && m.name.compare(m.name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // The Trainer's rule (lower for a loss), and perplexity, which hftrain logs, is a loss too.
+  m.greater = trainer.greater_is_better.value_or(!ends_with("loss") && !ends_with("ppl"));
   return m;
 }
 

@@ -16,7 +16,8 @@ struct BestMetric {
   std::string name = "eval_loss";
   bool greater = false;
 
-  // The Trainer's default direction: lower is better for a name ending in "loss", higher otherwise.
+  // The Trainer's default direction: lower is better for a name ending in "loss" (or "ppl", the
+  // perplexity hftrain logs), higher otherwise.
   static BestMetric of(const config::TrainerConfig& trainer);
 
   // The figure among an evaluation's: eval_loss, eval_ppl, or one of `metrics` (what metrics.jsonl

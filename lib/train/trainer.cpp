@@ -198,11 +198,22 @@ void Trainer::note_step(int64_t step, const StepOutcome& outcome) {
 }
 
 void Trainer::agree_user_control() {
-  if (!agrees_user_control_) return;  // one process, or no plugins: what a callback asked stands
-  const auto agree = [&](bool& flag) { flag = reduce_over_ranks(flag ? 1 : 0, parallel::ReduceOp::kMax) != 0; };
-  agree(state_.should_stop);
-  agree(state_.should_save);
-  agree(state_.should_evaluate);
+  if (!agrees_user_control_) return;  // one process, or no callbacks: what a callback asked stands
+  // One sum over the ranks: how many raised each flag, each count in its own 15 bits.
+  constexpr int64_t kBase = int64_t{1} << 15;
+  const auto count = [](bool raised) -> int64_t { return raised ? 1 : 0; };
+  const int64_t mine = count(state_.should_stop) + kBase * (count(state_.should_save) +
+                       kBase * (count(state_.should_evaluate) + kBase * count(!state_.callback_failure.empty())));
+  const int64_t all = reduce_over_ranks(mine, parallel::ReduceOp::kSum);
+  state_.should_stop = all % kBase > 0;
+  state_.should_save = (all / kBase) % kBase > 0;
+  state_.should_evaluate = (all / kBase / kBase) % kBase > 0;
+  if (all / kBase / kBase / kBase > 0 && state_.callback_failure.empty()) {
+    // Every rank fails the run with it; the message is in the log of the rank whose callback failed.
+    state_.callback_failure = "callbacks: a callback failed on another rank at step " + std::to_string(state_.step) +
+                              " (its message is in that rank's log)";
+    state_.should_stop = true;
+  }
 }
 
 bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result) {
@@ -275,10 +286,13 @@ TrainResult Trainer::train() {
       run_evaluation();
     }
     agree_user_control();
-    if (state_.should_evaluate) {  // a plugin asked (what it answers to it is agreed after the next step)
+    if (state_.should_evaluate) {  // a plugin asked, unless this step evaluated already
       state_.should_evaluate = false;
-      if (read_lazy_verdicts()) continue;
-      run_evaluation();
+      if (state_.last_eval_step != step) {
+        if (read_lazy_verdicts()) continue;
+        run_evaluation();
+        agree_user_control();  // what the callbacks answered to it
+      }
     }
     const StopAgreement::Decision stop = stop_->after_step(step, /*now=*/reads);
     result.run_dir_lost = stop.run_dir_lost;
@@ -289,15 +303,17 @@ TrainResult Trainer::train() {
     // rollback alone: a non-finite step since the metrics were read must not reach the save or
     // final/ that stopping makes (the weights go back to the checkpoint before it).
     if ((stop.stop() || state_.should_stop) && read_lazy_verdicts() && !stop.stop()) continue;
+    const bool save_asked = state_.should_save;
+    state_.should_save = false;
     checkpoint_if_due({.step = step,
                        .signalled = stop.signal != 0,
                        .last_step = step == total_steps_ || state_.should_stop,
                        .epoch_ended = epoch_ended,
                        .new_best_eval = state_.best_step == step && state_.best_step != best_before,
                        .run_dir_lost = stop.run_dir_lost,
-                       .requested = state_.should_save},
+                       .requested = save_asked},
                       result);
-    state_.should_save = false;
+    agree_user_control();  // what the callbacks asked while the step saved, before the loop stops on it
     if (ends_here(stop, result)) break;
   }
   for (auto& cb : callbacks_) cb->on_train_end(state_);

@@ -165,14 +165,15 @@ switches() {
   has "Muon orthogonalises matrices" err
 }
 
-# --- the best model: trainer.metric_for_best_model ranks evaluations (eval_ppl: higher is better unless
-# said otherwise), load_best_model_at_end makes final/ the best checkpoint's weights; evaluations at
+# --- the best model: trainer.metric_for_best_model ranks evaluations (eval_ppl: lower is better unless
+# greater_is_better says otherwise), load_best_model_at_end makes final/ the best checkpoint's weights; evaluations at
 # the start and at each epoch's end; `hftrain evaluate` gives the figures a run logs
 best_model() {
   local best steps
   run 0 run quickstart "${common[@]}" trainer.max_steps=20 trainer.eval_every=5 trainer.eval_batches=2 \
     checkpoint.keep_best=true checkpoint.every_steps=100 trainer.load_best_model_at_end=true \
-    trainer.metric_for_best_model=eval_ppl trainer.eval_on_start=true run.output_dir="$WORK/bestrun" || return
+    trainer.metric_for_best_model=eval_ppl trainer.greater_is_better=true trainer.eval_on_start=true \
+    run.output_dir="$WORK/bestrun" || return
   best=$(check_py best-eval-step "$WORK/bestrun/metrics.jsonl" eval_ppl max)
   [ "$(check_py eval-steps "$WORK/bestrun/metrics.jsonl")" = "0 5 10 15 20" ] && ok \
     || fail "evaluations at $(check_py eval-steps "$WORK/bestrun/metrics.jsonl"), expected 0 5 10 15 20"
@@ -180,10 +181,10 @@ best_model() {
   has "the final model is step $best's (eval_ppl" err
   check_py same-weights "$WORK/bestrun/checkpoint-$best/model.safetensors" "$WORK/bestrun/final/model.safetensors" 0 \
     && ok || fail "final/ does not hold the best checkpoint's (step $best) weights"
-  # lower is better when asked: the last evaluation is then the best, final/ the last step's
+  # lower is better by default for a perplexity: the last evaluation is then the best, final/ the last step's
   run 0 run quickstart "${common[@]}" trainer.max_steps=20 trainer.eval_every=5 trainer.eval_batches=2 \
     checkpoint.keep_best=true checkpoint.every_steps=100 trainer.load_best_model_at_end=true \
-    trainer.metric_for_best_model=eval_ppl trainer.greater_is_better=false run.output_dir="$WORK/lowrun" || return
+    trainer.metric_for_best_model=eval_ppl run.output_dir="$WORK/lowrun" || return
   [ "$(check_py best-eval-step "$WORK/lowrun/metrics.jsonl" eval_ppl)" = 20 ] && ok || fail "eval_ppl did not fall"
   run 0 evaluate lowrun quickstart "${common[@]}" trainer.eval_batches=2 --output "$WORK/eval.json"
   has "eval_loss" out && has "eval_ppl" out
@@ -249,6 +250,11 @@ callbacks() {
     run.output_dir="$WORK/cbranks" --nproc-per-node 2 || return
   grep '"type":"train"' cbranks/metrics.jsonl | tail -1 | grep -q '"step":4,' && has "stopped after step 4" err \
     && [ -d cbranks/checkpoint-4 ] && ok || fail "2 ranks did not stop together after step 4: $(tail -c 300 cbranks/metrics.jsonl)"
+  # rank 0's plugin fails: every rank stops after the step (no rank waits in a collective), exit 1
+  run 1 run quickstart "${cb[@]}" "callbacks=[{plugin: $plugins/libtest_plugin.so, args: {fail_at: '3'}}]" \
+    run.output_dir="$WORK/cbranksfail" --nproc-per-node 2
+  has "failing at step 3 as asked" err && [ -d cbranksfail/checkpoint-3 ] && ok \
+    || fail "2 ranks: the plugin's failure did not stop both with checkpoint-3"
   # commands: copy each checkpoint (in the background, waited for at the end), see the facts
   run 0 run quickstart "${cb[@]}" trainer.max_steps=6 checkpoint.every_steps=2 \
     "callbacks=[{command: 'mkdir -p \"\$HFTRAIN_RUN_DIR/copies\" && cp -r \"\$HFTRAIN_CHECKPOINT\" \"\$HFTRAIN_RUN_DIR/copies/\"', on: [save]}, {command: 'echo \"\$HFTRAIN_EVENT \$HFTRAIN_STEP \$HFTRAIN_STATUS\" >> $WORK/facts.txt; cat \"\$HFTRAIN_METRICS\" >> $WORK/facts.txt', on: [begin, evaluate, end], background: false}, {command: 'echo oops; exit 3', on: [end]}]" \

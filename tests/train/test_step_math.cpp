@@ -146,6 +146,9 @@ TEST_CASE("the best metric: its figure, its direction by the Trainer's rule, and
   CHECK(f1.value(2.0, figures) == 0.5);
   t.metric_for_best_model = "eval_ppl";
   CHECK(train::BestMetric::of(t).value(std::log(3.0), figures) == Approx(3.0));
+  config::TrainerConfig ppl;
+  ppl.metric_for_best_model = "eval_ppl";
+  CHECK_FALSE(train::BestMetric::of(ppl).greater);  // a perplexity is a loss: lower is better
   t.metric_for_best_model = "eval_bleu";
   CHECK_THROWS_WITH(train::BestMetric::of(t).value(2.0, figures),
                     Contains("trainer.metric_for_best_model=eval_bleu") && Contains("eval_accuracy, eval_f1"));

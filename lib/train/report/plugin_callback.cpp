@@ -13,7 +13,13 @@
 
 namespace hftrain::train {
 
+// The library and the plugin's state, released however the constructor ends: a refusal after dlopen
+// closes the handle too.
 struct PluginCallback::Library {
+  ~Library() {
+    if (state && destroy) destroy(state);
+    if (handle) ::dlclose(handle);
+  }
   void* handle = nullptr;
   decltype(&hftrain_plugin_abi_version) abi_version = nullptr;
   decltype(&hftrain_plugin_create) create = nullptr;
@@ -78,10 +84,7 @@ PluginCallback::PluginCallback(const std::filesystem::path& path, const std::map
   util::log::info("callbacks: plugin " + path.string() + " loaded (ABI version " + std::to_string(version) + ")");
 }
 
-PluginCallback::~PluginCallback() {
-  if (lib_->state && lib_->destroy) lib_->destroy(lib_->state);
-  if (lib_->handle) ::dlclose(lib_->handle);
-}
+PluginCallback::~PluginCallback() = default;
 
 void PluginCallback::send(TrainState& state, int kind, const std::vector<std::pair<std::string, double>>& figures,
                           const std::string& path) {
