@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/list_items.h"
 #include "util/strings.h"
 
 namespace hftrain::config {
@@ -96,29 +97,15 @@ std::string flow_list(const std::vector<std::string>& items) { return "[" + util
 
 std::optional<Value> convert_callbacks(const Schema& schema, const Node& node, const KeySpec& spec,
                                        Diagnostics& diags) {
-  std::vector<CallbackSpec> out;
-  if (node.is_null()) return Value{std::move(out)};
-  if (node.is_map()) {
-    CallbackSpec one;
-    if (!convert_item(schema, node, quote(spec.path), one, diags)) return std::nullopt;
-    out.push_back(std::move(one));
-    return Value{std::move(out)};
-  }
-  if (!node.is_sequence()) {
+  if (!node.is_null() && !node.is_map() && !node.is_sequence()) {
     diags.add(node.origin().describe(), quote(spec.path) + " expects a list of callbacks, got a " + node.kind_name());
     return std::nullopt;
   }
-  bool ok = true;
-  for (size_t i = 0; i < node.items().size(); ++i) {
-    CallbackSpec entry;
-    if (convert_item(schema, node.items()[i], quote(spec.path) + " item " + std::to_string(i + 1), entry, diags)) {
-      out.push_back(std::move(entry));
-    } else {
-      ok = false;
-    }
-  }
-  if (!ok) return std::nullopt;
-  return Value{std::move(out)};
+  return convert_list<CallbackSpec>(
+      node, quote(spec.path), [](const Node& n) { return n.is_map(); },
+      [&](const Node& item, const std::string& where, CallbackSpec& out) {
+        return convert_item(schema, item, where, out, diags);
+      });
 }
 
 std::vector<std::pair<std::string, std::string>> callback_fields(const CallbackSpec& c) {

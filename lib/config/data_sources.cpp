@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "config/data_sources.h"
+#include "config/list_items.h"
 #include "util/strings.h"
 
 namespace hftrain::config {
@@ -124,25 +125,11 @@ std::string data_source_text(const DataSource& s) {
 
 std::optional<Value> convert_sources(const Schema& schema, const Node& node, const KeySpec& spec,
                                      Diagnostics& diags) {
-  std::vector<DataSource> out;
-  if (node.is_null()) return Value{std::move(out)};
-  if (node.is_scalar() || node.is_map()) {
-    DataSource one;
-    if (!convert_item(schema, node, quote(spec.path), one, diags)) return std::nullopt;
-    out.push_back(std::move(one));
-    return Value{std::move(out)};
-  }
-  bool ok = true;
-  for (size_t i = 0; i < node.items().size(); ++i) {
-    DataSource entry;
-    if (convert_item(schema, node.items()[i], quote(spec.path) + " item " + std::to_string(i + 1), entry, diags)) {
-      out.push_back(std::move(entry));
-    } else {
-      ok = false;
-    }
-  }
-  if (!ok) return std::nullopt;
-  return Value{std::move(out)};
+  return convert_list<DataSource>(
+      node, quote(spec.path), [](const Node& n) { return n.is_scalar() || n.is_map(); },
+      [&](const Node& item, const std::string& where, DataSource& out) {
+        return convert_item(schema, item, where, out, diags);
+      });
 }
 
 }  // namespace hftrain::config
