@@ -255,4 +255,18 @@ bad_input() {
     distributed.strategy=zero3 run.output_dir="$WORK/z3" && has "swaps the adapter's starting values in" err
 }
 
-scenarios start resume ddp lora objectives evaluation precomputed kto reward plan bad_input
+# --- activation checkpointing recomputes the policy's blocks: DPO's losses and rewards as without it;
+# bf16 autocast starts at ln 2 (policy = reference) and trains to finite losses
+memory_precision() {
+  dpo_run trainer.max_steps=4 run.output_dir="$WORK/plainck" || return
+  dpo_run trainer.max_steps=4 model.activation_checkpointing=true run.output_dir="$WORK/ckpt" || return
+  check_py close "$WORK/plainck/metrics.jsonl" "$WORK/ckpt/metrics.jsonl" 1 4 1e-6 2>&1 | tail -1
+  check_py close "$WORK/plainck/metrics.jsonl" "$WORK/ckpt/metrics.jsonl" 1 4 1e-6 >/dev/null 2>&1 && ok \
+    || fail "DPO with activation checkpointing differs from without"
+  dpo_run trainer.max_steps=4 trainer.precision=bf16 model.activation_checkpointing=true run.output_dir="$WORK/bf16" \
+    || return
+  near "$(metric bf16 1 loss)" 0.6931471805599453 1e-6 && ok || fail "bf16: step 1's loss is not ln 2"
+  check_py finite "$WORK/bf16/final/model.safetensors" && ok || fail "bf16: the trained weights are not finite"
+}
+
+scenarios start resume ddp lora objectives evaluation precomputed kto reward plan memory_precision bad_input
