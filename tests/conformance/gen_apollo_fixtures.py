@@ -18,10 +18,14 @@ Run: .venv/bin/python tests/conformance/gen_apollo_fixtures.py  (pip install --n
 import importlib.metadata
 import json
 import os
+import sys
 
 import torch
 from apollo_torch import APOLLOAdamW
 from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optimizer_replay import replay  # noqa: E402
 
 OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                                    "apollo_adamw.safetensors"))
@@ -41,26 +45,16 @@ CASES = {
 
 
 def run(case_name, c, out):
-    torch.manual_seed(len(case_name) + 1)
-    params = {k: torch.nn.Parameter(torch.randn(s)) for k, s in SHAPES.items()}
-    for k, p in params.items():
-        out[f"{case_name}/init/{k}"] = p.detach().clone()
-    opt = APOLLOAdamW(
-        [{"params": [params[k] for k in TARGETED], "rank": c["rank"], "proj": "random", "scale_type": c["scale_type"],
-          "update_proj_gap": c["update_proj_gap"], "scale": c["scale"], "proj_type": c["proj_type"],
-          "weight_decay": c["weight_decay"]},
-         {"params": [params["bias"]], "weight_decay": 0.0}],
-        lr=c["lr"], betas=tuple(c["betas"]), eps=c["eps"], scale_front=c["scale_front"], disable_nl=c["disable_nl"])
-    for step in range(STEPS):
-        for k, p in params.items():
-            if k == "late" and step < LATE_FROM:
-                p.grad = None
-                continue
-            p.grad = torch.randn(p.shape)
-            out[f"{case_name}/grad/{step}/{k}"] = p.grad.clone()
-        opt.step()
-        for k, p in params.items():
-            out[f"{case_name}/param/{step + 1}/{k}"] = p.detach().clone()
+    def make_step(params):
+        opt = APOLLOAdamW(
+            [{"params": [params[k] for k in TARGETED], "rank": c["rank"], "proj": "random",
+              "scale_type": c["scale_type"], "update_proj_gap": c["update_proj_gap"], "scale": c["scale"],
+              "proj_type": c["proj_type"], "weight_decay": c["weight_decay"]},
+             {"params": [params["bias"]], "weight_decay": 0.0}],
+            lr=c["lr"], betas=tuple(c["betas"]), eps=c["eps"], scale_front=c["scale_front"],
+            disable_nl=c["disable_nl"])
+        return opt.step
+    replay(case_name, SHAPES, len(case_name) + 1, make_step, out, STEPS, LATE_FROM)
 
 
 def main():

@@ -21,10 +21,14 @@ Run: .venv/bin/python tests/conformance/gen_galore_fixtures.py  (pip install --n
 import importlib.metadata
 import json
 import os
+import sys
 
 import torch
 from galore_torch import GaLoreAdamW
 from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optimizer_replay import replay  # noqa: E402
 
 OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                                    "galore_adamw.safetensors"))
@@ -39,34 +43,28 @@ CASES["rank_above"] = dict(BASE, proj_type="std", rank=16)
 
 
 def run(case_name, c, out):
-    torch.manual_seed(len(case_name) + 1)
-    params = {k: torch.nn.Parameter(torch.randn(s)) for k, s in SHAPES.items()}
-    for k, p in params.items():
-        out[f"{case_name}/init/{k}"] = p.detach().clone()
-    opt = GaLoreAdamW(
-        [{"params": [params[k] for k in PROJECTED], "rank": c["rank"], "update_proj_gap": c["update_proj_gap"],
-          "scale": c["scale"], "proj_type": c["proj_type"], "weight_decay": c["weight_decay"]},
-         {"params": [params["bias"]], "weight_decay": 0.0}],
-        lr=c["lr"], betas=tuple(c["betas"]), eps=c["eps"], no_deprecation_warning=True)
-    for step in range(STEPS):
-        for k, p in params.items():
-            if k == "late" and step < LATE_FROM:
-                p.grad = None
-                continue
-            p.grad = torch.randn(p.shape)
-            out[f"{case_name}/grad/{step}/{k}"] = p.grad.clone()
-        opt.step()
-        for k, p in params.items():
-            out[f"{case_name}/param/{step + 1}/{k}"] = p.detach().clone()
-            projector = opt.state[p].get("projector") if k in PROJECTED else None
-            if projector is None:
-                continue
-            ortho = projector.ortho_matrix
-            if isinstance(ortho, list):
-                out[f"{case_name}/ortho/{step + 1}/{k}"] = ortho[0].contiguous().clone()
-                out[f"{case_name}/ortho_right/{step + 1}/{k}"] = ortho[1].contiguous().clone()
-            else:
-                out[f"{case_name}/ortho/{step + 1}/{k}"] = ortho.contiguous().clone()
+    opt = None
+
+    def make_step(params):
+        nonlocal opt
+        opt = GaLoreAdamW(
+            [{"params": [params[k] for k in PROJECTED], "rank": c["rank"], "update_proj_gap": c["update_proj_gap"],
+              "scale": c["scale"], "proj_type": c["proj_type"], "weight_decay": c["weight_decay"]},
+             {"params": [params["bias"]], "weight_decay": 0.0}],
+            lr=c["lr"], betas=tuple(c["betas"]), eps=c["eps"], no_deprecation_warning=True)
+        return opt.step
+
+    def record_projection(step, k, p):  # the projection galore_torch used in that step
+        projector = opt.state[p].get("projector") if k in PROJECTED else None
+        if projector is None:
+            return
+        ortho = projector.ortho_matrix
+        if isinstance(ortho, list):
+            out[f"{case_name}/ortho/{step}/{k}"] = ortho[0].contiguous().clone()
+            out[f"{case_name}/ortho_right/{step}/{k}"] = ortho[1].contiguous().clone()
+        else:
+            out[f"{case_name}/ortho/{step}/{k}"] = ortho.contiguous().clone()
+    replay(case_name, SHAPES, len(case_name) + 1, make_step, out, STEPS, LATE_FROM, record_projection)
 
 
 def main():

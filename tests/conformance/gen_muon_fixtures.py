@@ -16,9 +16,13 @@ Run: .venv/bin/python tests/conformance/gen_muon_fixtures.py
 """
 import json
 import os
+import sys
 
 import torch
 from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optimizer_replay import replay  # noqa: E402
 
 OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "muon.safetensors"))
 STEPS = 6
@@ -35,26 +39,18 @@ CASES = {
 
 
 def run(case_name, c, out):
-    torch.manual_seed(len(case_name))
-    params = {k: torch.nn.Parameter(torch.randn(s)) for k, s in SHAPES.items()}
-    for k, p in params.items():
-        out[f"{case_name}/init/{k}"] = p.detach().clone()
-    muon = torch.optim.Muon([params[k] for k in MUON], lr=c["lr"], weight_decay=c["weight_decay"],
-                            momentum=c["momentum"], nesterov=c["nesterov"], eps=c["eps"], ns_steps=c["ns_steps"],
-                            adjust_lr_fn=c["adjust_lr_fn"])
-    adamw = torch.optim.AdamW([params[k] for k in ADAMW], lr=c["lr"], betas=tuple(c["betas"]), eps=c["adam_eps"],
-                              weight_decay=c["weight_decay"])
-    for step in range(STEPS):
-        for k, p in params.items():
-            if k == "late" and step < LATE_FROM:
-                p.grad = None
-                continue
-            p.grad = torch.randn(p.shape)
-            out[f"{case_name}/grad/{step}/{k}"] = p.grad.clone()
-        muon.step()
-        adamw.step()
-        for k, p in params.items():
-            out[f"{case_name}/param/{step + 1}/{k}"] = p.detach().clone()
+    def make_step(params):
+        muon = torch.optim.Muon([params[k] for k in MUON], lr=c["lr"], weight_decay=c["weight_decay"],
+                                momentum=c["momentum"], nesterov=c["nesterov"], eps=c["eps"], ns_steps=c["ns_steps"],
+                                adjust_lr_fn=c["adjust_lr_fn"])
+        adamw = torch.optim.AdamW([params[k] for k in ADAMW], lr=c["lr"], betas=tuple(c["betas"]),
+                                  eps=c["adam_eps"], weight_decay=c["weight_decay"])
+
+        def step():
+            muon.step()
+            adamw.step()
+        return step
+    replay(case_name, SHAPES, len(case_name), make_step, out, STEPS, LATE_FROM)
 
 
 def main():
