@@ -116,6 +116,33 @@ inline bool same_state(const optim::OptimizerState& a, const optim::OptimizerSta
   return a.meta == b.meta && same_tensors(a, b);
 }
 
+// Steps [from, to) with set_step_grads' gradients ("late.weight" from step 3): the low-rank and
+// orthogonalising optimizers' tests step this way.
+inline void step_with_late_grads(optim::Optimizer& opt, optim::NamedParams& params, int from, int to) {
+  for (int step = from; step < to; ++step) {
+    set_step_grads(params, step, /*late_from=*/3);
+    opt.step();
+  }
+}
+
+// An optimizer saved after `saved_at` of those steps and loaded into a fresh one (the state through
+// the CPU and JSON, as a checkpoint carries it) continues bit for bit to step `to`. `make(params)`
+// builds the optimizer over `params`; `start` holds the parameters' first values.
+template <class Make>
+void check_exact_resume(const optim::NamedParams& start, Make make, int saved_at, int to) {
+  auto params_a = clone_params(start);
+  auto a = make(params_a);
+  step_with_late_grads(*a, params_a, 0, saved_at);
+  const auto saved = through_cpu(a->state());
+  auto params_b = clone_params(params_a);
+  auto b = make(params_b);
+  b->load_state(saved);
+  CHECK(same_state(through_cpu(b->state()), saved));
+  step_with_late_grads(*a, params_a, saved_at, to);
+  step_with_late_grads(*b, params_b, saved_at, to);
+  CHECK(same_params(params_a, params_b));
+}
+
 // The message of the CheckpointError that loading `state` must throw.
 inline std::string load_error(optim::Optimizer& opt, const optim::OptimizerState& state) {
   try {

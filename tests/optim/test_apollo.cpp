@@ -57,13 +57,6 @@ std::unique_ptr<optim::Optimizer> make_apollo(const optim::NamedParams& params, 
 
 const optim::ApolloSettings kSettings{.rank = 3, .update_proj_gap = 2};
 
-void run_steps(optim::Optimizer& opt, optim::NamedParams& params, int from, int to) {
-  for (int step = from; step < to; ++step) {
-    set_step_grads(params, step, /*late_from=*/3);
-    opt.step();
-  }
-}
-
 }  // namespace
 
 TEST_CASE("APOLLO AdamW follows apollo-torch step by step for channel and tensor scaling", "[optim][apollo]") {
@@ -123,7 +116,7 @@ TEST_CASE("APOLLO AdamW follows apollo-torch step by step for channel and tensor
 TEST_CASE("APOLLO AdamW keeps low-rank moments, the projection and its seed in the state", "[optim][apollo][state]") {
   auto params = make_params();
   auto opt = make_apollo(params, kSettings);
-  run_steps(*opt, params, 0, 2);
+  step_with_late_grads(*opt, params, 0, 2);
   const auto state = opt->state();
   std::map<std::string, std::vector<int64_t>> shape;
   for (const auto& [key, t] : state.tensors) shape[key] = t.sizes().vec();
@@ -149,17 +142,7 @@ TEST_CASE("APOLLO AdamW resumes bit for bit, between projections and at one", "[
       INFO("saved after step " << saved_at << ", scale_type " << static_cast<int>(scale));
       optim::ApolloSettings s = kSettings;
       s.scale_type = scale;
-      auto params_a = make_params();
-      auto a = make_apollo(params_a, s);
-      run_steps(*a, params_a, 0, saved_at);
-      const auto saved = through_cpu(a->state());
-      auto params_b = clone_params(params_a);
-      auto b = make_apollo(params_b, s);
-      b->load_state(saved);
-      CHECK(same_state(through_cpu(b->state()), saved));
-      run_steps(*a, params_a, saved_at, 8);
-      run_steps(*b, params_b, saved_at, 8);
-      CHECK(same_params(params_a, params_b));
+      check_exact_resume(make_params(), [&](const optim::NamedParams& p) { return make_apollo(p, s); }, saved_at, 8);
     }
   }
 }
@@ -178,7 +161,7 @@ TEST_CASE("APOLLO AdamW refuses targets, projections and states that do not fit"
   CHECK_THROWS_WITH(make_apollo(params, s), Contains("full"));
 
   auto opt = make_apollo(params, kSettings);
-  run_steps(*opt, params, 0, 2);
+  step_with_late_grads(*opt, params, 0, 2);
   const auto saved = through_cpu(opt->state());
   optim::ApolloSettings other = kSettings;
   other.rank = 4;

@@ -73,13 +73,6 @@ std::unique_ptr<optim::Optimizer> make_galore(const optim::NamedParams& params, 
 
 const optim::GaloreSettings kSettings{.rank = 3, .update_proj_gap = 2, .scale = 0.25};
 
-void run_steps(optim::Optimizer& opt, optim::NamedParams& params, int from, int to) {
-  for (int step = from; step < to; ++step) {
-    set_step_grads(params, step, /*late_from=*/3);
-    opt.step();
-  }
-}
-
 }  // namespace
 
 TEST_CASE("GaLore AdamW follows galore_torch step by step for every projection type", "[optim][galore]") {
@@ -158,7 +151,7 @@ TEST_CASE("GaLore AdamW keeps low-rank moments and its projections in the state"
     optim::GaloreSettings s = kSettings;
     s.proj_type = proj;
     auto opt = make_galore(params, s);
-    run_steps(*opt, params, 0, 2);
+    step_with_late_grads(*opt, params, 0, 2);
     const auto state = opt->state();
     std::map<std::string, std::vector<int64_t>> shape;
     for (const auto& [key, t] : state.tensors) shape[key] = t.sizes().vec();
@@ -200,17 +193,7 @@ TEST_CASE("GaLore AdamW resumes bit for bit, between projection updates too", "[
       INFO("saved after step " << saved_at << ", proj_type " << static_cast<int>(proj));
       optim::GaloreSettings s = kSettings;
       s.proj_type = proj;
-      auto params_a = make_params();
-      auto a = make_galore(params_a, s);
-      run_steps(*a, params_a, 0, saved_at);
-      const auto saved = through_cpu(a->state());
-      auto params_b = clone_params(params_a);
-      auto b = make_galore(params_b, s);
-      b->load_state(saved);
-      CHECK(same_state(through_cpu(b->state()), saved));
-      run_steps(*a, params_a, saved_at, 8);
-      run_steps(*b, params_b, saved_at, 8);
-      CHECK(same_params(params_a, params_b));
+      check_exact_resume(make_params(), [&](const optim::NamedParams& p) { return make_galore(p, s); }, saved_at, 8);
     }
   }
 }
@@ -231,7 +214,7 @@ TEST_CASE("GaLore AdamW refuses targets and states that do not fit", "[optim][ga
 
   // Another rank (state shapes) or another optimizer's state is a CheckpointError.
   auto opt = make_galore(params, kSettings);
-  run_steps(*opt, params, 0, 2);
+  step_with_late_grads(*opt, params, 0, 2);
   const auto saved = through_cpu(opt->state());
   optim::GaloreSettings other = kSettings;
   other.rank = 4;

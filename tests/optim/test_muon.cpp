@@ -82,13 +82,6 @@ std::unique_ptr<optim::Optimizer> make(const optim::NamedParams& params, optim::
   return optim::make_muon(std::move(groups), optim::muon_targets({}, params, kLayout), s);
 }
 
-void run_steps(optim::Optimizer& opt, optim::NamedParams& params, int from, int to) {
-  for (int step = from; step < to; ++step) {
-    set_step_grads(params, step, /*late_from=*/3);
-    opt.step();
-  }
-}
-
 }  // namespace
 
 TEST_CASE("Muon follows torch.optim.Muon and AdamW step by step, stacked and transposed matrices too",
@@ -151,7 +144,7 @@ TEST_CASE("Newton-Schulz gives a matrix of singular values near one, in the inpu
 TEST_CASE("Muon keeps a momentum per matrix and AdamW's moments for the rest", "[optim][muon][state]") {
   auto params = make_params();
   auto opt = make(params);
-  run_steps(*opt, params, 0, 2);
+  step_with_late_grads(*opt, params, 0, 2);
   const auto state = opt->state();
   std::map<std::string, std::vector<int64_t>> shape;
   for (const auto& [key, t] : state.tensors) shape[key] = t.sizes().vec();
@@ -171,17 +164,7 @@ TEST_CASE("Muon resumes bit for bit", "[optim][muon][state]") {
   for (const bool nesterov : {true, false}) {
     INFO("nesterov " << nesterov);
     const optim::MuonSettings s{.nesterov = nesterov};
-    auto params_a = make_params();
-    auto a = make(params_a, s);
-    run_steps(*a, params_a, 0, 4);
-    const auto saved = through_cpu(a->state());
-    auto params_b = clone_params(params_a);
-    auto b = make(params_b, s);
-    b->load_state(saved);
-    CHECK(same_state(through_cpu(b->state()), saved));
-    run_steps(*a, params_a, 4, 7);
-    run_steps(*b, params_b, 4, 7);
-    CHECK(same_params(params_a, params_b));
+    check_exact_resume(make_params(), [&](const optim::NamedParams& p) { return make(p, s); }, 4, 7);
   }
 }
 
@@ -221,7 +204,7 @@ TEST_CASE("Muon refuses targets and states that do not fit", "[optim][muon][stat
 
   // Another optimizer's state, or a matrix saved with AdamW's moments, is a CheckpointError.
   auto opt = make(params);
-  run_steps(*opt, params, 0, 2);
+  step_with_late_grads(*opt, params, 0, 2);
   const auto saved = through_cpu(opt->state());
   auto params_b = clone_params(params);
   auto b = make(params_b);
