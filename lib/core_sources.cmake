@@ -18,6 +18,7 @@ set(HFTRAIN_CORE_SOURCES
   config/keys_data.cpp
   config/keys_model.cpp
   config/keys_run.cpp
+  config/keys_trainer.cpp
   config/keys_training.cpp
   config/node.cpp
   config/overrides.cpp

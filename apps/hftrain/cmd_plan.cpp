@@ -222,8 +222,10 @@ int run_plan(const PlanArgs& a) {
                           (pp > 1 ? "pipeline parallel " + std::to_string(pp) + " x " : "") +
                           "data parallel N = " + std::to_string(dp)
                     : "; N = " + std::to_string(a.nproc))
-            << "; optimizer state K = " << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer)
-            << " bytes per parameter; buckets of "
+            << "; optimizer state K = "
+            << parallel::optimizer_state_bytes_per_parameter(cfg.optimizer, cfg.trainer.ema.enabled)
+            << " bytes per parameter" << (cfg.trainer.ema.enabled ? " (4 of them trainer.ema's average)" : "")
+            << "; buckets of "
             << parallel::format_bytes(static_cast<double>(cfg.distributed.bucket_size)) << "\n"
             << (bf16_params ? "bytes per rank, bf16 weights and gradients with fp32 master weights "
                               "(trainer.param_dtype=bf16: 2 + 2 + 4 + K bytes a parameter; runs under ddp; "
@@ -231,7 +233,8 @@ int run_plan(const PlanArgs& a) {
                             : "bytes per rank, fp32 master weights (trainer.precision bf16/fp16 computes through "
                               "autocast; activations after the table):\n\n")
             << parallel::memory_table(rank_psi(tp, stages), dp, cfg.optimizer, cfg.distributed.bucket_size,
-                                      units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node, bf16_params);
+                                      units_at(tp), tp > 1 || pp > 1 ? 0 : a.nproc_per_node, bf16_params,
+                                      cfg.trainer.ema.enabled);
   if (cfg.preference.objective != config::PreferenceObjective::kNone) {
     // Preference training: each micro-batch runs its pairs' chosen and rejected rows together; DPO's
     // reference is either a frozen copy of the whole model on every rank or the adapters turned off.
@@ -325,7 +328,8 @@ int run_plan(const PlanArgs& a) {
     }
     std::cout << "\n"
               << parallel::fitting_layouts(candidates, a.nproc, cfg.optimizer, cfg.distributed.bucket_size,
-                                           static_cast<double>(std::get<int64_t>(bytes)), bf16_params);
+                                           static_cast<double>(std::get<int64_t>(bytes)), bf16_params,
+                                           cfg.trainer.ema.enabled);
   }
   return util::kExitOk;
 }

@@ -337,6 +337,25 @@ struct SchedulerConfig {
 
 enum class OnNonfinite { kSkip, kRollback, kStop };
 
+// EMA weights (optim/ema.h): an exponential moving average of the trained weights in fp32, kept as
+// optimizer state (sharded with it under zero, checkpointed with it), updated after every `every`th
+// step with a decay that warms up as diffusers' EMAModel's: 0 for the first `start_step` + 1
+// updates, then min(decay, (1 + n) / (10 + n)) (inverse) or min(decay, 1 - (1 + n / inv_gamma)^-power)
+// (power) or decay (none), and at least min_decay; n counts the updates after those.
+enum class EmaWarmup { kInverse, kPower, kNone };
+struct EmaConfig {
+  bool enabled = false;
+  double decay = 0;
+  double min_decay = 0;
+  int64_t every = 0;
+  int64_t start_step = 0;
+  EmaWarmup warmup = EmaWarmup::kInverse;
+  double inv_gamma = 0;
+  double power = 0;
+  bool evaluate = true;      // evaluations see the average
+  bool export_final = true;  // final/ holds the average
+};
+
 struct TrainerConfig {
   std::optional<int64_t> max_steps;
   std::optional<int64_t> max_epochs;
@@ -364,6 +383,7 @@ struct TrainerConfig {
   bool eval_on_epoch_end = false;
   double neftune_noise_alpha = 0;  // NEFTune: uniform noise on the input embeddings while training (0: off)
   bool deterministic = false;      // deterministic kernels only (train/build/determinism.h)
+  EmaConfig ema;
   double fp16_init_scale = 0;
   int64_t fp16_growth_interval = 0;
   // Non-finite and divergent steps (train/step/divergence.h): what a bad step does, how many in a row

@@ -10,6 +10,7 @@ Schema build() {
   add_model_keys(s);
   add_data_keys(s);
   add_training_keys(s);
+  add_trainer_keys(s);
   add_run_keys(s);
   return s;
 }

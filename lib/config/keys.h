@@ -12,8 +12,10 @@ namespace hftrain::config {
 void add_model_keys(Schema& s);
 // Data: what is trained on.
 void add_data_keys(Schema& s);
-// Optimizer, scheduler and trainer: how it is trained.
+// Optimizer, scheduler and preference: how it is trained.
 void add_training_keys(Schema& s);
+// The training loop (trainer.*).
+void add_trainer_keys(Schema& s);
 // Checkpoint, distributed, peft and logging: how the run is carried out.
 void add_run_keys(Schema& s);
 

@@ -357,6 +357,19 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "set scheduler.name=constant and scheduler.warmup_steps=0; warm up with "
               "optimizer.schedule_free.warmup_steps");
   }
+  const EmaConfig& ema = c.trainer.ema;
+  if (ema.enabled && c.optimizer.name == OptimizerName::kScheduleFreeAdamW) {
+    diags.add(from(tree, "trainer.ema.enabled"),
+              "`trainer.ema.enabled` keeps an average of the weights, but optimizer.name is schedule_free_adamw, which "
+              "evaluates and keeps its own average of them",
+              "set trainer.ema.enabled=false (schedule_free_adamw's average is what evaluations and final/ see), or "
+              "choose another optimizer");
+  }
+  if (ema.enabled && ema.min_decay > ema.decay) {
+    diags.add(from(tree, "trainer.ema.min_decay"),
+              "`trainer.ema.min_decay` exceeds `trainer.ema.decay` (from " + from(tree, "trainer.ema.decay") + ")",
+              "lower trainer.ema.min_decay (0 lets the warm-up start from 0)");
+  }
   if (sc.warmup_ratio && sc.warmup_steps > 0) {
     diags.add(from(tree, "scheduler.warmup_ratio"),
               "`scheduler.warmup_ratio` and `scheduler.warmup_steps` are both set (the steps from " +

@@ -69,7 +69,7 @@ class Optimizer {
   virtual void step() = 0;
   void zero_grad();
   // Sets every group's lr to its base lr times `factor` (the schedule's multiplier).
-  void set_lr_factor(double factor);
+  virtual void set_lr_factor(double factor);
 
   const std::vector<ParamGroup>& groups() const { return groups_; }
 
@@ -82,14 +82,17 @@ class Optimizer {
   // the wrong shape, a malformed meta field. The optimizer is unchanged when it throws.
   virtual void load_state(const OptimizerState& state) = 0;
 
-  // Optimizers whose parameters hold another point while training than the one to evaluate and
-  // keep (schedule_free_adamw: y and x) switch between the two here: train (true) before step(),
-  // evaluation (false) before evaluating, exporting or saving. Returns true when it changed
-  // parameter values (callers that keep copies of the parameters refresh them). The others hold
-  // one point: a no-op that returns false.
-  virtual bool set_train_mode(bool /*train*/) { return false; }
-  // Whether set_train_mode can change anything (strategies skip the switch, and its collectives,
-  // for the optimizers that hold one point).
+  // What the parameters are about to be used for. Optimizers that keep more than one set of
+  // weights put the right one in the parameters here: schedule_free_adamw holds y to train and its
+  // average x otherwise; EMA weights (ema.h) hold the training weights to train and to checkpoint
+  // (the average goes into the optimizer state) and the average to evaluate or export when asked.
+  enum class Use { kTrain, kCheckpoint, kEvaluate, kExport };
+  // Call before step() (kTrain) and before evaluating, checkpointing or exporting. Returns true
+  // when it changed parameter values (callers that keep copies of the parameters refresh them).
+  // The optimizers that hold one set: a no-op that returns false.
+  virtual bool hold_weights_for(Use /*use*/) { return false; }
+  // Whether hold_weights_for can change anything (strategies and the trainer skip the switch, and
+  // its collectives, for the optimizers that hold one set).
   virtual bool keeps_two_points() const { return false; }
 
   // Skipping an update on the device, with no host read (trainer.on_nonfinite=skip): the
@@ -98,7 +101,7 @@ class Optimizer {
   // holds 1, and update as usual when it holds 0. An undefined flag clears it. The others return
   // false from skips_on_device(), and the trainer reads its verdict on the host before stepping.
   virtual bool skips_on_device() const { return false; }
-  void skip_next_if(torch::Tensor flag) { skip_flag_ = std::move(flag); }
+  virtual void skip_next_if(torch::Tensor flag) { skip_flag_ = std::move(flag); }
 
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}

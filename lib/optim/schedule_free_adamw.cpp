@@ -104,8 +104,8 @@ void ScheduleFreeAdamW::train_mode() {
 void ScheduleFreeAdamW::eval_mode() {
   set_mode(false);
 }
-bool ScheduleFreeAdamW::set_train_mode(bool train) {
-  return set_mode(train);
+bool ScheduleFreeAdamW::hold_weights_for(Use use) {
+  return set_mode(use == Use::kTrain);
 }
 
 OptimizerState ScheduleFreeAdamW::state() const {

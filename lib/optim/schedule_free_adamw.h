@@ -62,7 +62,8 @@ class ScheduleFreeAdamW : public Optimizer {
   // Parameters to y (for training) or to x (for evaluation and saving); no-ops in that mode.
   void train_mode();
   void eval_mode();
-  bool set_train_mode(bool train) override;
+  // y for Use::kTrain, x for every other use.
+  bool hold_weights_for(Use use) override;
   bool keeps_two_points() const override { return true; }
   bool in_train_mode() const { return train_mode_; }
 

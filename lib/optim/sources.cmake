@@ -6,6 +6,7 @@ set(HFTRAIN_OPTIM_TORCH_SOURCES
   adagrad.cpp
   adamw_8bit.cpp
   apollo_adamw.cpp
+  ema.cpp
   schedule_free_adamw.cpp
   fused_adamw.cpp
   fused_sgd.cpp

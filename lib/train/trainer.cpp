@@ -79,10 +79,17 @@ TaskModel& Trainer::model() { return *model_; }
 
 void Trainer::start_from(const std::string& path, const std::string& what) { model_->load(path, what); }
 
+void Trainer::hold_weights_for(optim::Optimizer::Use use) {
+  if (!optimizer().keeps_two_points() || held_for_ == use) return;
+  held_for_ = use;
+  MasterWeights::Scope masters(masters_.get());
+  strategy_->hold_weights_for(use);
+}
+
 void Trainer::save_model(const std::filesystem::path& dir) {
   {
     parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
-    strategy_->set_optimizer_train_mode(false);  // the weights to keep
+    hold_weights_for(optim::Optimizer::Use::kExport);  // the weights to keep
     MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the fp32 masters are what is kept
     const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kSave, state_.step);
     if (world_->is_main()) {

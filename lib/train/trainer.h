@@ -130,6 +130,9 @@ class Trainer {
   void restore_trained(const std::filesystem::path& dir, bool allow_base_change);
   // LoRA: the trained tensors (adapters and saved modules) of checkpoint `dir` into the model.
   void load_trained(const std::filesystem::path& dir);
+  // The optimizer state of the checkpoint `dir` (every rank its pieces), EMA weights dropped when
+  // trainer.ema is off.
+  void load_optimizer_state(const std::filesystem::path& dir);
   // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
   void save_adapter_dir(const std::filesystem::path& dir) const;
   // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
@@ -240,6 +243,12 @@ class Trainer {
   // A host value summed (or maxed) over all ranks (no-op for one rank).
   int64_t reduce_over_ranks(int64_t value, parallel::ReduceOp op) { return parallel_->agree(value, op); }
   optim::Optimizer& optimizer() { return strategy_->optimizer(); }
+  // The weights `use` needs in the parameters (optim::Optimizer::hold_weights_for: schedule_free_adamw's
+  // y or x, EMA's trained weights or average), switched inside a MasterWeights scope so that under
+  // trainer.param_dtype=bf16 the fp32 masters switch and the bf16 copies are rounded from them.
+  // Nothing for optimizers that keep one set, or when the parameters hold them already.
+  void hold_weights_for(optim::Optimizer::Use use);
+  std::optional<optim::Optimizer::Use> held_for_;  // unknown at first and after a restore
   // train()'s parts: the run's callbacks (metrics first, trackers, profiler, early stopping); the
   // baseline and the first line; the step's outcome noted in the state and told; whether the loop
   // ends after this step (a signal, a lost run directory, early stopping), said.

@@ -36,6 +36,8 @@
 #include "model/weights/stored_weights.h"
 #include "model/decoder/tensor_parallel.h"
 #include "model/weights/weight_loader.h"
+#include "optim/ema.h"
+#include "parallel/data_parallel/optimizer_pieces.h"
 #include "peft/peft_files.h"
 #include "train/state/checkpoint_fields.h"
 #include "train/state/checkpoint_rng.h"
@@ -72,11 +74,11 @@ bool adapter_keeps(const std::string& name, bool causal_lm) {
 }  // namespace
 
 fs::path Trainer::save_checkpoint() {
+  // The weights a checkpoint holds (schedule_free_adamw's x, whose mode the optimizer state
+  // records, and the next step switches back; EMA's trained weights, the average in the state).
+  hold_weights_for(optim::Optimizer::Use::kCheckpoint);
   MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the checkpoint holds the fp32 masters
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
-  // Weights as they are evaluated and kept (schedule_free_adamw's x; the optimizer state records
-  // the mode, and the next step switches back).
-  strategy_->set_optimizer_train_mode(false);
   // The collective parts first, on every rank: the generator states, the logging window over all
   // ranks, and the optimizer state: each rank with a shard of its own writes it beside the
   // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.
@@ -228,7 +230,7 @@ void Trainer::load_best_model() {
                                 "to keep it (checkpoint.keep_best never deletes it)");
   }
   parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
-  strategy_->set_optimizer_train_mode(false);  // the point a checkpoint holds (schedule_free_adamw's average)
+  hold_weights_for(optim::Optimizer::Use::kCheckpoint);  // the weights a checkpoint holds
   MasterWeights::Scope masters(masters_.get());
   {
     const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kLoad, state_.step);
@@ -238,6 +240,8 @@ void Trainer::load_best_model() {
       start_from(dir.string(), "the best checkpoint");
     }
   }
+  // EMA: the average to export is the best checkpoint's, saved with its optimizer state.
+  if (config_.trainer.ema.enabled) load_optimizer_state(dir);
   notify("trainer.load_best_model_at_end: the final model is step " + std::to_string(state_.best_step) + "'s (" +
          best_.name + " " + metrics::format_number(*state_.best_metric, 5) + "), from " + dir.string());
 }
@@ -256,6 +260,29 @@ void Trainer::save_adapter_dir(const fs::path& dir) const {
   }
   util::publish_dir(staged, dir);
   util::fsync_dir(dir.parent_path());
+}
+
+void Trainer::load_optimizer_state(const fs::path& dir) {
+  const auto opened = ckpt::open_saved_optimizer(dir);  // its own errors name its files
+  // EMA turned off since the checkpoint: its averages are left out (turned on, the optimizer
+  // starts them from the loaded weights).
+  const bool drop_averages = !config_.trainer.ema.enabled && parallel::has_state_key(*opened, optim::kEmaKey);
+  if (drop_averages) util::log::info("resume: trainer.ema.enabled is false: the checkpoint's EMA weights are dropped");
+  if (config_.trainer.ema.enabled && !parallel::has_state_key(*opened, optim::kEmaKey)) {
+    util::log::info("resume: the checkpoint has no EMA weights: the average starts from the resumed weights");
+  }
+  const std::unique_ptr<parallel::SavedOptimizerState> kept =
+      drop_averages ? parallel::without_state_key(*opened, optim::kEmaKey) : nullptr;
+  const parallel::SavedOptimizerState& saved = kept ? *kept : *opened;
+  try {
+    std::optional<Json> tp_record;
+    if (fs::exists(dir / kTensorParallelFile)) tp_record = read_json(dir / kTensorParallelFile);
+    parallel_->load_optimizer_state(saved, tp_record, (dir / kTensorParallelFile).string());
+  } catch (const util::CheckpointError& e) {
+    // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
+    throw util::CheckpointError(saved.source() + ": " + e.what(), e.hint());
+  }
+  held_for_.reset();  // the loaded state says which weights the parameters hold
 }
 
 void Trainer::restore(const fs::path& dir, bool allow_data_change) {
@@ -279,15 +306,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   const SavedScaler scaler = read_scaler_state(dir);
   const model::TensorList rng = rank_rng_states(read_rng_states(dir), world_->rank());
 
-  const auto saved_optimizer = ckpt::open_saved_optimizer(dir);  // its own errors name its files
-  try {
-    std::optional<Json> tp_record;
-    if (fs::exists(dir / kTensorParallelFile)) tp_record = read_json(dir / kTensorParallelFile);
-    parallel_->load_optimizer_state(*saved_optimizer, tp_record, (dir / kTensorParallelFile).string());
-  } catch (const util::CheckpointError& e) {
-    // The optimizer's checks (a tensor's shape or dtype) know the state, not where it lies.
-    throw util::CheckpointError(saved_optimizer->source() + ": " + e.what(), e.hint());
-  }
+  load_optimizer_state(dir);
 
   if (plateau_) {
     if (!plateau) {

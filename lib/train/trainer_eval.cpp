@@ -8,7 +8,7 @@
 namespace hftrain::train {
 
 double Trainer::evaluate() {
-  strategy_->set_optimizer_train_mode(false);  // the point to evaluate (optim::Optimizer::set_train_mode)
+  hold_weights_for(optim::Optimizer::Use::kEvaluate);  // schedule_free_adamw's x; EMA's average, when asked
   runner_->prepare();
   const int64_t labels = model_->causal_lm() ? 0 : static_cast<int64_t>(loaders_.labels.names.size());
   const std::vector<std::string>* tags = loaders_.tagging ? &loaders_.labels.names : nullptr;

@@ -31,7 +31,7 @@ Trainer::StepOutcome Trainer::train_step(double lr_factor, bool read_verdicts) {
   step_first_sample_ = loaders_.train->cursor();
   for (auto& h : step_hooks_) h->before_forward(this_step, *model_);
   // Back to the training point if an evaluation or a save switched the optimizer away from it.
-  strategy_->set_optimizer_train_mode(true);
+  hold_weights_for(optim::Optimizer::Use::kTrain);
   optimizer().set_lr_factor(lr_factor);
   runner_->prepare();
   int64_t step_targets = 0;

@@ -132,6 +132,23 @@ schedule_free() {
   fi
 }
 
+# --- EMA weights are optimizer state: under zero1 and zero3 each rank averages its own pieces (and
+# swaps them in for each evaluation, collectively under zero1); the evaluations and the exported
+# average equal 1 rank's, and each rank's memory line counts the average with the optimizer state
+ema() {
+  local e=(trainer.ema.enabled=true trainer.ema.decay=0.8 trainer.eval_every=4)
+  run 0 run quickstart "${common[@]}" "${e[@]}" trainer.grad_accum_steps=2 run.output_dir="$WORK/ref-ema" || return
+  for s in zero1 zero3; do
+    run 0 run quickstart "${common[@]}" "${e[@]}" distributed.strategy=$s run.output_dir="$WORK/$s-ema" \
+      --nproc-per-node 2 || continue
+    check "EMA under $s on 2 ranks vs 1 rank: losses" close ref-ema "$s-ema" 1 8
+    check "EMA under $s on 2 ranks vs 1 rank: evaluations of the average" check_py same-eval \
+      "$WORK/ref-ema/metrics.jsonl" "$WORK/$s-ema/metrics.jsonl"
+    check "EMA under $s on 2 ranks vs 1 rank: the exported average" same_weights ref-ema "$s-ema"
+    check "EMA under $s: the memory lines count the average" memory_matches "$s-ema"
+  done
+}
+
 # --- adamw_8bit's state comes in blocks of 256 elements, one scale each: under every zero
 # strategy (and cpu_offload) the chunks are aligned to the blocks and each rank steps the blocks
 # of its chunk; the same weights as 1 rank. Its checkpoint under zero3 (codes and scales in pieces)
@@ -435,6 +452,6 @@ bad_input() {
   has "--master-addr" err
 }
 
-scenarios own_launcher owner cpu_offload elementwise_optimizers schedule_free adamw_8bit galore_adamw muon apollo_adamw adafactor \
+scenarios own_launcher owner cpu_offload elementwise_optimizers schedule_free ema adamw_8bit galore_adamw muon apollo_adamw adafactor \
   zero3_accumulation bf16_autocast bf16_params hybrid under_mpirun nccl world_sizes three_ranks classification \
   token_classification killed_rank stalled_rank ctrl_c plan bad_input

@@ -277,6 +277,35 @@ kill_storm_bf16() { storm killed-bf16 trainer.precision=bf16 trainer.param_dtype
 kill_storm_muon() { storm killed-muon optimizer.name=muon trainer.neftune_noise_alpha=5; }
 # APOLLO's projections drawn again at the same steps from the saved seeds
 kill_storm_apollo() { storm killed-apollo optimizer.name=apollo_adamw optimizer.apollo.rank=4 optimizer.apollo.update_proj_gap=5; }
+# EMA weights in bf16's fp32 masters: the average swapped in for each evaluation and saved with the
+# optimizer state, so the evaluations and the exported average resume bit for bit too
+kill_storm_ema() {
+  storm killed-ema trainer.ema.enabled=true trainer.ema.decay=0.9 trainer.precision=bf16 trainer.param_dtype=bf16
+  cmp -s killed-ema-calm/final/model.safetensors killed-ema/final/model.safetensors && ok \
+    || fail "killed-ema: the exported averages differ"
+}
+# schedule_free_adamw's two points switched in bf16's fp32 masters
+kill_storm_schedule_free_bf16() {
+  storm killed-sf-bf16 optimizer.name=schedule_free_adamw scheduler.name=constant scheduler.warmup_steps=0 \
+    trainer.precision=bf16 trainer.param_dtype=bf16
+}
+
+# --- EMA turned on at a resume starts from the resumed weights and leaves the training alone;
+# turned off, the checkpoint's average is dropped with a note
+ema_toggle() {
+  straight
+  mkdir ema-on && cp -r straight/checkpoint-6 ema-on/
+  run 0 resume ema-on trainer.ema.enabled=true trainer.ema.evaluate=false || return
+  has "the average starts from the resumed weights" err
+  same_history straight ema-on 7 12 && ok || fail "ema_toggle: EMA changed the training or its evaluations"
+  cmp -s straight/final/model.safetensors ema-on/final/model.safetensors \
+    && fail "ema_toggle: final/ holds the trained weights, not the average" || ok
+  cmp -s straight/checkpoint-12/model.safetensors ema-on/checkpoint-12/model.safetensors && ok \
+    || fail "ema_toggle: the checkpoint does not hold the trained weights"
+  mkdir ema-off && cp -r ema-on/checkpoint-12 ema-off/
+  run 0 resume ema-off trainer.max_steps=14 trainer.ema.enabled=false || return
+  has "the checkpoint's EMA weights are dropped" err
+}
 
 # --- a full disk and a read-only run directory fail cleanly, earlier checkpoints intact
 # (through `unshare -rm`: a small tmpfs, a read-only bind mount)
@@ -330,4 +359,4 @@ read_only() {
 }
 
 scenarios exact mixture verify overrides finetune no_overwrite owner vanish rotation crash_in_save kill_storm \
-  kill_storm_bf16 kill_storm_muon kill_storm_apollo full_disk read_only
+  kill_storm_bf16 kill_storm_muon kill_storm_apollo kill_storm_ema kill_storm_schedule_free_bf16 ema_toggle full_disk read_only

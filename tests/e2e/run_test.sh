@@ -202,6 +202,45 @@ best_model() {
   has "nowhere" err
 }
 
+# --- EMA weights (trainer.ema.*): the training is the plain run's bit for bit; evaluations measure
+# the average and final/ holds it (`hftrain evaluate` of final/ gives the last evaluation's loss);
+# with load_best_model_at_end, final/ is the best checkpoint's average; either use can be turned
+# off; `hftrain plan` counts the average; schedule_free_adamw, which averages itself, is refused
+ema() {
+  local e=("${common[@]}" trainer.max_steps=12 trainer.eval_every=6 trainer.eval_batches=2 trainer.log_every=1)
+  local on=(trainer.ema.enabled=true trainer.ema.decay=0.9) want got
+  run 0 run quickstart "${e[@]}" run.output_dir="$WORK/ema-none" || return
+  run 0 run quickstart "${e[@]}" "${on[@]}" run.output_dir="$WORK/ema" || return
+  check_py close "$WORK/ema-none/metrics.jsonl" "$WORK/ema/metrics.jsonl" 1 12 0 && ok \
+    || fail "ema: keeping the average changed the training"
+  [ "$(check_py metric "$WORK/ema/metrics.jsonl" 6 eval_loss)" != \
+    "$(check_py metric "$WORK/ema-none/metrics.jsonl" 6 eval_loss)" ] && ok \
+    || fail "ema: the evaluation did not measure the average"
+  run 0 evaluate ema quickstart "${e[@]}" --output "$WORK/ema-eval.json"
+  check_py last-eval-equals "$WORK/ema/metrics.jsonl" "$WORK/ema-eval.json" && ok \
+    || fail "ema: final/ is not the average the last evaluation measured"
+  run 0 run quickstart "${e[@]}" "${on[@]}" trainer.ema.evaluate=false trainer.ema.export=false \
+    run.output_dir="$WORK/ema-unused" || return
+  check_py same-history "$WORK/ema-none/metrics.jsonl" "$WORK/ema-unused/metrics.jsonl" 1 12 && ok \
+    || fail "ema: evaluate=false still evaluated the average"
+  cmp -s ema-none/final/model.safetensors ema-unused/final/model.safetensors && ok \
+    || fail "ema: export=false still exported the average"
+  # greater_is_better makes step 6's evaluation the best: final/ is checkpoint-6's average
+  run 0 run quickstart "${e[@]}" "${on[@]}" checkpoint.keep_best=true checkpoint.every_steps=100 \
+    trainer.load_best_model_at_end=true trainer.greater_is_better=true run.output_dir="$WORK/ema-best" || return
+  has "the final model is step 6's" err
+  run 0 evaluate ema-best quickstart "${e[@]}" --output "$WORK/ema-best.json"
+  want=$(check_py metric "$WORK/ema-best/metrics.jsonl" 6 eval_loss)
+  got=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["eval_loss"])' "$WORK/ema-best.json")
+  awk -v a="$want" -v b="$got" 'BEGIN { d = a - b; exit !(d * d <= 1e-18 * a * a) }' && ok \
+    || fail "ema: final/ evaluates to $got, not step 6's $want"
+  run 0 plan quickstart "${e[@]}" "${on[@]}" --nproc 2
+  has "(4 of them trainer.ema's average)" out
+  run 2 run quickstart "${e[@]}" "${on[@]}" optimizer.name=schedule_free_adamw scheduler.name=constant \
+    scheduler.warmup_steps=0 run.output_dir="$WORK/ema-sf"
+  has "schedule_free_adamw, which evaluates and keeps its own average" err
+}
+
 # --- the user's callbacks: the example plugin stops the run at a target eval loss and writes its
 # CSV; plugins that cannot start are refused (exit 2), one that fails mid-run stops it (exit 1, the
 # checkpoint saved); a plugin's save and evaluate asks; on 2 ranks rank 0's plugin stops both; command
@@ -270,4 +309,4 @@ callbacks() {
   [ -d cbrequired/checkpoint-6 ] || [ -d cbrequired/checkpoint-5 ] && ok || fail "the required command's run kept no checkpoint"
 }
 
-scenarios short prepare chat_templates mixture sigterm switches best_model callbacks bad_data
+scenarios short prepare chat_templates mixture sigterm switches best_model ema callbacks bad_data

@@ -12,7 +12,8 @@ std::string memory_report(const ShardingStrategy& strategy, const World& world,
   // hybrid shards inside a node: its N is the node's ranks; the others shard over the data-parallel
   // group (the world without tensor parallelism).
   const int n = s == config::Strategy::kHybrid ? world.env().local_world_size / world.tp_size() : world.dp_size();
-  const MemoryEstimate e = estimate_memory(s, psi, n, o.optimizer, o.distributed.bucket_size, units, o.bf16_params);
+  const MemoryEstimate e = estimate_memory(s, psi, n, o.optimizer, o.distributed.bucket_size, units, o.bf16_params,
+                                           o.ema_weights);
   auto part = [](const char* what, int64_t have, double formula) {
     return std::string(what) + " " + std::to_string(have) + " B (" + format_bytes(static_cast<double>(have)) +
            "; formula " + std::to_string(static_cast<int64_t>(formula)) + " B)";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,10 @@ class SavedOptimizerState {
 // The whole state (every tensor read entirely, in its saved shape), for the strategies that keep it
 // whole.
 optim::OptimizerState read_whole_state(const SavedOptimizerState& saved);
+
+// Whether `saved` holds tensors of the state key `key` ("<parameter>/<key>").
+bool has_state_key(const SavedOptimizerState& saved, const std::string& key);
+// `saved` without the tensors of the state key `key` (a view: `saved` must outlive it).
+std::unique_ptr<SavedOptimizerState> without_state_key(const SavedOptimizerState& saved, const std::string& key);
 
 }  // namespace hftrain::parallel

@@ -62,8 +62,10 @@ struct StrategyOptions {
   std::function<std::unique_ptr<optim::Optimizer>(const optim::NamedParams& params,
                                                   const std::vector<int64_t>& whole_numels)>
       make_optimizer;
-  // The optimizer make_optimizer builds, for the memory formula (its state bytes per parameter).
+  // The optimizer make_optimizer builds, for the memory formula (its state bytes per parameter),
+  // and whether it keeps EMA weights beside its own state (trainer.ema.enabled).
   config::OptimizerConfig optimizer;
+  bool ema_weights = false;
 };
 
 class ShardingStrategy {
@@ -94,9 +96,9 @@ class ShardingStrategy {
   virtual void step() = 0;
   virtual void zero_grad() = 0;
   virtual optim::Optimizer& optimizer() = 0;
-  // optimizer().set_train_mode(train), and where the optimizer updates copies of the parameters
+  // optimizer().hold_weights_for(use), and where the optimizer updates copies of the parameters
   // (zero1/2's pieces), the parameters brought up to date (collective there: every rank calls it).
-  virtual void set_optimizer_train_mode(bool train) { optimizer().set_train_mode(train); }
+  virtual void hold_weights_for(optim::Optimizer::Use use) { optimizer().hold_weights_for(use); }
   // This rank's optimizer state as pieces of the whole tensors, and which shard file it goes to
   // (parallel/data_parallel/optimizer_pieces.h): what each rank saves in a checkpoint, so that it resumes under any
   // strategy and world size. Not collective; the pieces alias the live state.

@@ -110,10 +110,10 @@ class ZeroStrategy final : public ShardingStrategy {
   // Every rank switches its pieces; when they changed, every rank publishes them (collective).
   // Called before every step: nothing at all unless the optimizer keeps two points and the mode
   // really flips (every rank makes the same calls, so they agree on that without talking).
-  void set_optimizer_train_mode(bool train) override {
-    if (!optimizer_->keeps_two_points() || train_mode_ == train) return;
-    train_mode_ = train;
-    bool changed = optimizer_->set_train_mode(train);
+  void hold_weights_for(optim::Optimizer::Use use) override {
+    if (!optimizer_->keeps_two_points() || held_for_ == use) return;
+    held_for_ = use;
+    bool changed = optimizer_->hold_weights_for(use);
     // A rank whose pieces have no state changes nothing, but the gather is collective: agree first.
     if (comm_.size() > 1)
       changed = all_reduce_value(comm_, changed ? 1 : 0, ReduceOp::kMax, params_.front().device()) > 0;
@@ -165,7 +165,7 @@ class ZeroStrategy final : public ShardingStrategy {
   }
   void load_optimizer_state(const SavedOptimizerState& saved) override {
     optimizer_->load_state(layout_->read(saved));
-    train_mode_.reset();  // the loaded state says which point the pieces hold
+    held_for_.reset();  // the loaded state says which weights the pieces hold
   }
   bool keeps_fp32_masters() const override { return bf16_; }
   // bf16: the parameters hold the fp32 masters whole for the scope, gathered from every rank's
@@ -237,7 +237,8 @@ class ZeroStrategy final : public ShardingStrategy {
   bool offload_;
   bool bf16_;  // trainer.param_dtype=bf16: masters_ are fp32 copies, the parameters bf16
   std::vector<std::pair<size_t, torch::Tensor>> bf16_data_;  // bf16: the parameters' data outside a whole scope
-  std::optional<bool> train_mode_;  // the mode set_optimizer_train_mode last set; unknown at first and after a load
+  // The use hold_weights_for last set; unknown at first and after a load.
+  std::optional<optim::Optimizer::Use> held_for_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ShardLayout> layout_;

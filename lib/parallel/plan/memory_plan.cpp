@@ -27,7 +27,8 @@ double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_eleme
   return 4.0 * static_cast<double>(units.root + 2 * units.block) + (3 * block + root) * (1 + 1 / ranks);
 }
 
-int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
+namespace {
+int64_t optimizer_own_state_bytes(const config::OptimizerConfig& o) {
   switch (o.name) {
     case config::OptimizerName::kAdamW: return o.amsgrad ? 12 : 8;
     case config::OptimizerName::kAdamW8bit: return 2;  // plus a 4-byte absmax per 256-element block
@@ -43,12 +44,17 @@ int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o) {
   }
   return 8;
 }
+}  // namespace
+
+int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& o, bool ema_weights) {
+  return optimizer_own_state_bytes(o) + (ema_weights ? 4 : 0);
+}
 
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
                                const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units,
-                               bool bf16_params) {
+                               bool bf16_params, bool ema_weights) {
   const double psi = static_cast<double>(parameters), n = std::max(1, world_size);
-  const double k = static_cast<double>(optimizer_state_bytes_per_parameter(optimizer));
+  const double k = static_cast<double>(optimizer_state_bytes_per_parameter(optimizer, ema_weights));
   // The weights' and gradients' bytes, and the fp32 masters' (with the optimizer state).
   const double w = bf16_params ? 2 : 4, m = bf16_params ? 4 : 0;
   const std::string ks = std::to_string(static_cast<int>(k)), ws = bf16_params ? "2" : "4";
@@ -96,7 +102,8 @@ std::string format_bytes(double bytes) {
 }
 
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node, bool bf16_params) {
+                         int64_t bucket_bytes, UnitSizes units, int ranks_per_node, bool bf16_params,
+                         bool ema_weights) {
   std::ostringstream out;
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %-22s %12s %12s %12s %12s %12s\n", "strategy",
@@ -109,7 +116,8 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
   if (hybrid) rows.push_back(config::Strategy::kHybrid);
   for (auto s : rows) {
     const int n = s == config::Strategy::kHybrid ? ranks_per_node : world_size;
-    const MemoryEstimate e = estimate_memory(s, parameters, n, optimizer, bucket_bytes, units, bf16_params);
+    const MemoryEstimate e =
+        estimate_memory(s, parameters, n, optimizer, bucket_bytes, units, bf16_params, ema_weights);
     std::string name = strategy_name(s);
     // Ψ takes two bytes and one column: pad by columns, not bytes.
     std::string formula = s == config::Strategy::kHybrid ? e.formula + " (N=" + std::to_string(n) + ")" : e.formula;
@@ -127,13 +135,14 @@ std::string memory_table(int64_t parameters, int world_size, const config::Optim
 
 std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
                             const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes,
-                            bool bf16_params) {
+                            bool bf16_params, bool ema_weights) {
   std::string out;
   for (const LayoutCandidate& c : candidates) {
     const int dp = world_size / (c.tp * c.pp);
     for (auto s :
          {config::Strategy::kDdp, config::Strategy::kZero1, config::Strategy::kZero2, config::Strategy::kZero3}) {
-      const MemoryEstimate e = estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units, bf16_params);
+      const MemoryEstimate e =
+          estimate_memory(s, c.parameters, dp, optimizer, bucket_bytes, c.units, bf16_params, ema_weights);
       const double total = e.total() + e.buffers + c.activations;
       if (total > device_bytes) continue;
       out += "  tensor_parallel=" + std::to_string(c.tp) +

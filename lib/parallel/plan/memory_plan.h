@@ -44,22 +44,24 @@ struct UnitSizes {
   int64_t block = 0;
 };
 
-// K: optimizer-state bytes per parameter (see above).
-int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& optimizer);
+// K: optimizer-state bytes per parameter (see above); `ema_weights` (trainer.ema.enabled) adds the
+// fp32 average's 4.
+int64_t optimizer_state_bytes_per_parameter(const config::OptimizerConfig& optimizer, bool ema_weights = false);
 
 // The estimate for one strategy (`bucket_bytes`: distributed.bucket_size).
 // For hybrid, `world_size` is the ranks of one node.
 // `bf16_params`: trainer.param_dtype=bf16.
 MemoryEstimate estimate_memory(config::Strategy strategy, int64_t parameters, int world_size,
                                const config::OptimizerConfig& optimizer, int64_t bucket_bytes, UnitSizes units = {},
-                               bool bf16_params = false);
+                               bool bf16_params = false, bool ema_weights = false);
 // zero3's gather and reduction buffers for units of these sizes (elements; fp32).
 double zero3_buffer_bytes(UnitSizes units, int shard_ranks, int64_t reduce_element_bytes);
 
 // The table `hftrain plan` prints: one row per strategy (ddp, zero1, zero2, zero3, and hybrid with
 // `ranks_per_node` in each node when that is fewer than world_size).
 std::string memory_table(int64_t parameters, int world_size, const config::OptimizerConfig& optimizer,
-                         int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0, bool bf16_params = false);
+                         int64_t bucket_bytes, UnitSizes units = {}, int ranks_per_node = 0, bool bf16_params = false,
+                         bool ema_weights = false);
 
 // One layout's figures for `hftrain plan --memory`: at tensor parallelism `tp` and pipeline
 // parallelism `pp`, what a rank holds of the model (Ψ elements of its largest stage; zero3's unit
@@ -76,7 +78,7 @@ struct LayoutCandidate {
 // per rank, smallest tensor parallelism first; a line saying none does otherwise.
 std::string fitting_layouts(const std::vector<LayoutCandidate>& candidates, int world_size,
                             const config::OptimizerConfig& optimizer, int64_t bucket_bytes, double device_bytes,
-                            bool bf16_params = false);
+                            bool bf16_params = false, bool ema_weights = false);
 
 // "1.23 GiB"
 std::string format_bytes(double bytes);

@@ -8,6 +8,7 @@
 #include <torch/cuda.h>
 
 #include "model/spec.h"
+#include "optim/ema.h"
 #include "optim/optimizer.h"
 #include "train/build/model_from.h"
 #include "tokenizer/chat_template.h"
@@ -341,9 +342,10 @@ parallel::StrategyOptions strategy_options(const config::Config& config, const c
       break;
     default: break;
   }
-  o.make_optimizer = [optimizer, matrices = std::move(matrices)](const optim::NamedParams& params,
-                                                                  const std::vector<int64_t>& whole_numels) {
-    return optim::make_optimizer(optimizer, params, whole_numels, matrices);
+  o.ema_weights = config.trainer.ema.enabled;
+  o.make_optimizer = [optimizer, ema = config.trainer.ema, matrices = std::move(matrices)](
+                         const optim::NamedParams& params, const std::vector<int64_t>& whole_numels) {
+    return optim::with_ema(optim::make_optimizer(optimizer, params, whole_numels, matrices), ema);
   };
   return o;
 }
