@@ -19,6 +19,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/log.h"
 
 namespace hftrain::app {
 namespace {
@@ -51,6 +52,10 @@ int run_evaluate(const EvaluateArgs& a) {
   if (cfg.data.validation.empty() && cfg.data.validation_fraction == 0) {
     throw util::ConfigError("the recipe names no validation data (data.validation is empty)",
                             "name it in data.validation, or pass data.validation=[path/to/valid.jsonl]");
+  }
+  if (cfg.trainer.ema.enabled && cfg.trainer.ema.evaluate && std::filesystem::exists(model / "trainer_state.json")) {
+    util::log::warn(model.string() + " is a checkpoint of a run with EMA weights (trainer.ema): this evaluates its "
+                    "trained weights, while the run's evaluations measured the average, which its final/ holds");
   }
   train::Trainer trainer(cfg, std::filesystem::current_path());
   const double loss = trainer.evaluate();

@@ -365,6 +365,15 @@ void check_cross_field_rules(const Config& c, const Node& tree, Diagnostics& dia
               "set trainer.ema.enabled=false (schedule_free_adamw's average is what evaluations and final/ see), or "
               "choose another optimizer");
   }
+  const OptimizerName o = c.optimizer.name;
+  const bool whole_state = o == OptimizerName::kAdafactor || o == OptimizerName::kGaloreAdamW ||
+                           o == OptimizerName::kApolloAdamW || o == OptimizerName::kMuon;
+  if (ema.enabled && whole_state && c.distributed.strategy == Strategy::kZero1) {
+    diags.add(from(tree, "trainer.ema.enabled"),
+              "`trainer.ema.enabled` does not go with distributed.strategy=zero1 for this optimizer: zero1 "
+              "partitions its state by whole parameters, and the average would follow only those each rank steps",
+              "use distributed.strategy=ddp with trainer.ema, or set trainer.ema.enabled=false");
+  }
   if (ema.enabled && ema.min_decay > ema.decay) {
     diags.add(from(tree, "trainer.ema.min_decay"),
               "`trainer.ema.min_decay` exceeds `trainer.ema.decay` (from " + from(tree, "trainer.ema.decay") + ")",

@@ -184,12 +184,20 @@ void EmaWeights::load_state(const OptimizerState& state) {
       const size_t i = index++;
       const auto it = saved.find(name);
       if (it == saved.end()) continue;
-      if (it->second.sizes() != params_[i].sizes() && it->second.numel() != params_[i].numel()) {
+      const torch::Tensor& t = it->second;
+      // Whole parameters in their shape; a strategy's flat pieces (1-D) by their element count.
+      const bool fits = t.sizes() == params_[i].sizes() || (params_[i].dim() == 1 && t.numel() == params_[i].numel());
+      if (!fits) {
         std::ostringstream shapes;
-        shapes << it->second.sizes() << " for a parameter of " << params_[i].sizes();
+        shapes << t.sizes() << " for a parameter of " << params_[i].sizes();
         fail("EMA weights `" + name + kSuffix + "` have shape " + shapes.str());
       }
-      loaded[i] = it->second;
+      if (t.scalar_type() != torch::kFloat32) {
+        fail("EMA weights `" + name + kSuffix + "` are " + std::string(c10::toString(t.scalar_type())) +
+             ", not float32");
+      }
+      // Converted here, before anything changes.
+      loaded[i] = t.to(params_[i].device(), torch::kFloat32, false, /*copy=*/true).reshape(params_[i].sizes());
       ++used;
     }
   }
@@ -201,13 +209,7 @@ void EmaWeights::load_state(const OptimizerState& state) {
     }
   }
   inner_->load_state(inner_state);  // throws before anything here changes
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    averages_[i] =
-        loaded[i].defined()
-            ? loaded[i].to(params_[i].device(), torch::kFloat32, false, /*copy=*/true).reshape(params_[i].sizes())
-            : torch::Tensor();
-  }
+  averages_ = std::move(loaded);
   steps_ = steps;
   updates_ = updates;
   swapped_ = false;  // the parameters hold the loaded (trained) weights

@@ -239,6 +239,8 @@ ema() {
   run 2 run quickstart "${e[@]}" "${on[@]}" optimizer.name=schedule_free_adamw scheduler.name=constant \
     scheduler.warmup_steps=0 run.output_dir="$WORK/ema-sf"
   has "schedule_free_adamw, which evaluates and keeps its own average" err
+  run 2 run quickstart "${e[@]}" "${on[@]}" optimizer.name=muon distributed.strategy=zero1 run.output_dir="$WORK/ema-z1"
+  has "partitions its state by whole parameters" err
 }
 
 # --- the user's callbacks: the example plugin stops the run at a target eval loss and writes its
