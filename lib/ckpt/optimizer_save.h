@@ -30,6 +30,8 @@
 
 namespace hftrain::ckpt {
 
+class OptimizerStaging;
+
 // The shard files of one save, staged until rank 0's writer adopts them. On rank 0, destroying it
 // removes what was not adopted (a save that failed later).
 class StagedOptimizer {
@@ -46,12 +48,49 @@ class StagedOptimizer {
   const nlohmann::json& handoff() const { return handoff_; }
 
  private:
-  friend StagedOptimizer stage_optimizer_shards(const std::filesystem::path&, int64_t,
-                                                parallel::Communicator&, const torch::Device&,
-                                                const parallel::LocalOptimizerState&);
+  friend StagedOptimizer close_optimizer_staging(OptimizerStaging&&, parallel::Communicator&, const torch::Device&,
+                                                 const nlohmann::json&, const nlohmann::json&);
   std::filesystem::path dir_;  // rank 0: the staging folder
   nlohmann::json handoff_;
 };
+
+// The staging folder of one save between steps 1 and 3 (a background save writes step 2 on a thread
+// of its own). On rank 0, destroying it before close_optimizer_staging removes the folder.
+class OptimizerStaging {
+ public:
+  OptimizerStaging() = default;
+  ~OptimizerStaging();
+  OptimizerStaging(OptimizerStaging&& other) noexcept;
+  OptimizerStaging& operator=(OptimizerStaging&& other) noexcept;
+  OptimizerStaging(const OptimizerStaging&) = delete;
+  OptimizerStaging& operator=(const OptimizerStaging&) = delete;
+
+  const std::filesystem::path& dir() const { return dir_; }  // on every rank
+  int rank() const { return rank_; }
+
+ private:
+  friend OptimizerStaging open_optimizer_staging(const std::filesystem::path&, int64_t, parallel::Communicator&,
+                                                 const torch::Device&);
+  friend StagedOptimizer close_optimizer_staging(OptimizerStaging&&, parallel::Communicator&, const torch::Device&,
+                                                 const nlohmann::json&, const nlohmann::json&);
+  std::filesystem::path dir_;
+  int rank_ = 0;
+  bool owner_ = false;  // rank 0: removes the folder unless closed
+};
+
+// Step 1, on every rank of `comm` (collective). Throws IoError, on every rank alike, when rank 0
+// cannot create the folder.
+OptimizerStaging open_optimizer_staging(const std::filesystem::path& run_dir, int64_t step,
+                                        parallel::Communicator& comm, const torch::Device& device);
+// Step 2, on this rank alone (any thread; no collective, no device work: `local`'s pieces must be
+// CPU tensors when it runs off the training thread): the shard file's record, null for a replica,
+// or {"error", "hint"} when it could not be written. Never throws.
+nlohmann::json write_staged_shard(const OptimizerStaging& staging, const parallel::LocalOptimizerState& local);
+// Step 3, on every rank (collective): `mine` is this rank's write_staged_shard, `meta` its
+// LocalOptimizerState::meta. Throws IoError, on every rank alike, when any rank could not write.
+StagedOptimizer close_optimizer_staging(OptimizerStaging&& staging, parallel::Communicator& comm,
+                                        const torch::Device& device, const nlohmann::json& mine,
+                                        const nlohmann::json& meta);
 
 // Steps 1 to 3, on every rank of `comm` (collective). `device`: where the communicator's tensors
 // live. Throws IoError, on every rank alike, when rank 0 cannot create the folder or any rank

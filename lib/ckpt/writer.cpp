@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -49,6 +51,11 @@ CheckpointWriter::CheckpointWriter(fs::path run_dir, int64_t step, const util::E
     if (auto parsed = parse_crash_hook(*hook); parsed && parsed->first == step_)
       crash_after_ = parsed->second;
   }
+  if (auto slow = env.get(kSlowHookEnv)) {
+    if (slow->size() <= 6 && !slow->empty() && slow->find_first_not_of("0123456789") == std::string::npos) {
+      slow_ms_ = std::stoll(*slow);
+    }
+  }
   std::error_code ec;
   fs::create_directories(run_dir_, ec);
   if (ec) throw util::io_error("create the output folder", run_dir_, ec.value());
@@ -67,6 +74,7 @@ CheckpointWriter::~CheckpointWriter() {
 
 void CheckpointWriter::crash_point() {
   if (crash_after_ && *crash_after_ == closed_files_) std::raise(SIGKILL);
+  if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
 }
 
 fs::path CheckpointWriter::begin_file(const std::string& name) {

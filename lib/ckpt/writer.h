@@ -8,7 +8,8 @@
 // Test hook: HFTRAIN_TEST_CRASH_IN_SAVE=<step>:<n> makes the writer for checkpoint <step>
 // raise(SIGKILL) right after its n-th file is closed: n=0 right after creating the staging
 // folder, n = (number of files)+1 after manifest.json, before the rename. Other values are
-// ignored.
+// ignored. HFTRAIN_TEST_SLOW_SAVE=<ms> (at most 6 digits) makes every writer sleep that long after
+// each file, so that tests can land a signal or a SIGKILL inside a (background) save.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ class FileWriter;
 namespace hftrain::ckpt {
 
 inline constexpr const char* kCrashHookEnv = "HFTRAIN_TEST_CRASH_IN_SAVE";
+inline constexpr const char* kSlowHookEnv = "HFTRAIN_TEST_SLOW_SAVE";
 
 class CheckpointWriter {
  public:
@@ -92,6 +94,7 @@ class CheckpointWriter {
   std::vector<ManifestFile> files_;
   std::vector<std::filesystem::path> subdirs_;  // created inside staging_, fsynced at commit
   std::optional<int64_t> crash_after_;          // the test hook's n for this step
+  int64_t slow_ms_ = 0;                         // HFTRAIN_TEST_SLOW_SAVE
   int64_t closed_files_ = 0;
   bool committed_ = false;
 };

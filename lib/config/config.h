@@ -415,6 +415,7 @@ struct CheckpointConfig {
   OnSignal on_signal = OnSignal::kSave;
   std::optional<int64_t> signal_exit_code;  // unset: 128 + N
   OnSaveError on_save_error = OnSaveError::kStop;
+  bool async_save = false;  // written by a thread from a host copy (train/checkpoint/background_save.h)
 };
 
 enum class ReduceDtype { kFp32, kParam };

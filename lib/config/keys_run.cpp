@@ -29,6 +29,12 @@ void add_run_keys(Schema& s) {
   s.add("checkpoint.on_save_error", Type::kChoice, HFTRAIN_FIELD(checkpoint.on_save_error))
       .choices({"stop", "continue"}).def("stop")
       .doc("A save that fails (disk full, read-only): stop the run with exit 1, or log it and train on.");
+  s.add("checkpoint.async", Type::kBool, HFTRAIN_FIELD(checkpoint.async_save))
+      .def("false")
+      .doc("Save in the background: the step copies the state to host memory (pinned on CUDA) and trains on while a "
+           "thread on each rank writes it; the checkpoint and `latest` appear once every rank's files are in, and "
+           "a failure is reported then (checkpoint.on_save_error). One save at a time; the last save of a run (its "
+           "end, a signal) is written at once. Costs host memory for one copy of the weights and optimizer state.");
 
   s.section("distributed", "Multi-process training.", ResumeChange::kSafe);
   s.add("distributed.strategy", Type::kChoice, HFTRAIN_FIELD(distributed.strategy))

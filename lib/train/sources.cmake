@@ -1,6 +1,7 @@
 # The training stage (relative to lib/train), one sub-folder per idea:
 #   (top)    the Trainer: the loop (trainer.cpp), one step and its logging window (trainer_step),
-#            checkpoints (trainer_checkpoint), evaluation, bad steps (trainer_divergence), callbacks,
+#            checkpoints (trainer_save, trainer_background_save, trainer_checkpoint), evaluation, bad
+#            steps (trainer_divergence), callbacks,
 #            the best metric
 #   build/   how a Trainer is built from the config: the builder, config -> stage options (wiring),
 #            model.from, peft, tensor and pipeline parallelism's set-up
@@ -22,9 +23,11 @@ set(HFTRAIN_TRAIN_CORE_SOURCES
 set(HFTRAIN_TRAIN_TORCH_SOURCES
   evaluation.cpp
   trainer.cpp
+  trainer_background_save.cpp
   trainer_checkpoint.cpp
   trainer_divergence.cpp
   trainer_eval.cpp
+  trainer_save.cpp
   trainer_step.cpp
   build/determinism.cpp
   build/model_from.cpp
@@ -50,7 +53,9 @@ set(HFTRAIN_TRAIN_TORCH_SOURCES
   step/step_math.cpp
   step/step_runner.cpp
   step/stop_agreement.cpp
+  state/background_save.cpp
   state/checkpoint_rng.cpp
+  state/checkpoint_snapshot.cpp
   state/checkpoint_state.cpp
   state/environment_record.cpp
   report/command_callback.cpp

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <chrono>
 #include <limits>
 
 #include <torch/torch.h>
@@ -81,9 +82,10 @@ void Trainer::start_from(const std::string& path, const std::string& what) { mod
 
 void Trainer::hold_weights_for(optim::Optimizer::Use use) {
   if (!optimizer().keeps_two_points() || held_for_ == use) return;
-  held_for_ = use;
+  held_for_.reset();  // unknown until the switch is done
   MasterWeights::Scope masters(masters_.get());
   strategy_->hold_weights_for(use);
+  held_for_ = use;
 }
 
 void Trainer::save_model(const std::filesystem::path& dir) {
@@ -122,14 +124,24 @@ void Trainer::checkpoint_if_due(const ckpt::StepEvents& events, TrainResult& res
   // rollback alone: a non-finite step since the metrics were read rolls back instead of saving
   // its weights.
   if (read_lazy_verdicts()) return;
+  // One save at a time, in order; a save in flight into a run directory that is gone is dropped.
+  if (events.run_dir_lost) background_.reset();
+  finish_background_save();
+  // The last save of a run (its end, a signal, a lost run directory) is written at once: the
+  // process ends right after it.
+  const bool last = events.last_step || events.signalled || events.run_dir_lost;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
+    if (config_.checkpoint.async_save && !last) {
+      start_background_save(reason);
+      return;
+    }
     result.last_checkpoint = save_checkpoint();
     notify("checkpoint saved (" + reason + "): " + result.last_checkpoint->string());
   } catch (const util::IoError& e) {
-    if (config_.checkpoint.on_save_error == config::OnSaveError::kStop) throw;
-    notify("checkpoint at step " + std::to_string(state_.step) + " FAILED, training on " +
-           "(checkpoint.on_save_error=continue): " + e.what() + (e.hint().empty() ? "" : "; " + e.hint()));
+    save_failed(state_.step, e);
   }
+  window_stall_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void Trainer::add_run_callbacks() {
@@ -249,6 +261,12 @@ bool Trainer::ends_here(const StopAgreement::Decision& stop, TrainResult& result
 TrainResult Trainer::train() {
   const auto& t = config_.trainer;
   TrainResult result;
+  // finish_background_save() records the checkpoints it publishes in `result` while train() runs.
+  run_result_ = &result;
+  struct Forget {
+    TrainResult*& held;
+    ~Forget() { held = nullptr; }
+  } forget{run_result_};
   model_->module().train();
   const auto schedule = optim::make_schedule_params(config_.scheduler, config_.optimizer.lr, total_steps_);
   add_run_callbacks();
@@ -301,7 +319,15 @@ TrainResult Trainer::train() {
         agree_user_control();  // what the callbacks answered to it
       }
     }
-    const StopAgreement::Decision stop = stop_->after_step(step, /*now=*/reads);
+    const StopAgreement::Decision stop =
+        stop_->after_step(step, /*now=*/reads, background_written_through(), background_published_through());
+    // A background save every rank has written goes to rank 0's publishing; once published, the
+    // ranks learn how it went (on every rank alike).
+    if (background_ && !background_->publishing() && stop.written_through >= background_->step()) {
+      begin_background_publish();
+    } else if (background_ && background_->publishing() && stop.published_through >= background_->step()) {
+      complete_background_save();
+    }
     result.run_dir_lost = stop.run_dir_lost;
     if (stop.run_dir_lost) {
       notify("the run directory " + run_dir_.string() + " was deleted or moved during step " +
@@ -323,6 +349,7 @@ TrainResult Trainer::train() {
     agree_user_control();  // what the callbacks asked while the step saved, before the loop stops on it
     if (ends_here(stop, result)) break;
   }
+  finish_background_save();
   for (auto& cb : callbacks_) cb->on_train_end(state_);
   result.state = state_;
   return result;

@@ -42,6 +42,8 @@
 #include "train/step/step_hooks.h"
 #include "train/step/step_runner.h"
 #include "train/step/stop_agreement.h"
+#include "train/state/background_save.h"
+#include "train/state/checkpoint_snapshot.h"
 #include "train/task/task_model.h"
 
 namespace hftrain::train {
@@ -131,8 +133,8 @@ class Trainer {
   // LoRA: the trained tensors (adapters and saved modules) of checkpoint `dir` into the model.
   void load_trained(const std::filesystem::path& dir);
   // The optimizer state of the checkpoint `dir` (every rank its pieces), EMA weights dropped when
-  // trainer.ema is off.
-  void load_optimizer_state(const std::filesystem::path& dir);
+  // trainer.ema is off; `resuming`: a resume (not the best checkpoint's state at the end), logged.
+  void load_optimizer_state(const std::filesystem::path& dir, bool resuming);
   // LoRA: final/ as peft's adapter directory with the tokenizer beside it.
   void save_adapter_dir(const std::filesystem::path& dir) const;
   // What train_step found: fp16's overflow (the loss scale the gradients overflowed at), or a step
@@ -184,6 +186,37 @@ class Trainer {
   // `staged`: the optimizer shard files every rank wrote (ckpt/optimizer_save.h), adopted here.
   std::filesystem::path write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
                                          const ckpt::StagedOptimizer& staged);
+  // Everything the main rank writes into a checkpoint of this step, inside the scopes a save opens
+  // (the whole model gathered): the live tensors, or with `copies` host copies of them.
+  CheckpointSnapshot snapshot_checkpoint(const model::TensorList& rng, double window_loss_sum,
+                                         int64_t window_targets, HostCopies* copies);
+  // Rank 0: commits `writer` (every file written), rotates, tells the callbacks (as of `at_save`).
+  std::filesystem::path commit_checkpoint(ckpt::CheckpointWriter& writer, const CheckpointSnapshot& snapshot,
+                                          TrainState& at_save);
+  // A save that failed: thrown under checkpoint.on_save_error=stop, told and dropped under continue.
+  void save_failed(int64_t step, const util::IoError& e);
+  // checkpoint.async (train/state/background_save.h): the collective parts and the host copies
+  // now, the writing on a thread. Every rank at the same point (the stop agreement says so):
+  // begin_background_publish once every rank has written (the shard records exchanged, rank 0's
+  // publishing started on a thread), complete_background_save once rank 0 has published (its
+  // outcome agreed, the callbacks told). finish_background_save does what is left of both at once:
+  // before the next save, a rollback or a stop for divergence, and at the end of the run. Each is
+  // nothing when no save is in flight (or it is past that phase).
+  void start_background_save(const std::string& reason);
+  void begin_background_publish();
+  void complete_background_save();
+  void finish_background_save();
+  // The step of the in-flight save once this rank's part of the phase it is in is done; -1 otherwise.
+  int64_t background_written_through() const;
+  int64_t background_published_through() const;
+  std::unique_ptr<BackgroundSave> background_;
+  std::shared_ptr<HostCopies> host_copies_;  // the buffers, kept from one save to the next
+  TrainState background_state_;              // the state as of the in-flight save (its callbacks')
+  std::string background_reason_;
+  double background_write_ms_ = 0;  // how long its files took
+  TrainResult* run_result_ = nullptr;  // train()'s result while it runs (its last checkpoint)
+  double window_stall_ms_ = 0;         // the steps' time spent saving since the last logging step
+  std::optional<double> last_write_ms_;  // the last background write's duration, until logged
   void notify(const std::string& line);
 
   config::Config config_;

@@ -1,5 +1,6 @@
-// Trainer::save_checkpoint and Trainer::restore: everything the loop carries between steps, in
-// the checkpoint layout of lib/ckpt (tensors in safetensors, state in JSON, a manifest last).
+// Trainer::restore and what else loads a checkpoint back (the best one at the end, the optimizer
+// state): everything the loop carries between steps, in the checkpoint layout of lib/ckpt (tensors
+// in safetensors, state in JSON, a manifest last); trainer_save.cpp writes it.
 //
 //   model.safetensors (or shards + index), model.json, tokenizer.json   the model directory
 //   optimizer/index.json, optimizer/shard-*.safetensors                   optimizer state, one shard
@@ -59,133 +60,7 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kConfigFile = "config.yaml";
-constexpr const char* kEnvironmentFile = "environment.json";
-// LoRA runs: the base model the trained tensors belong to.
-constexpr const char* kPeftFile = "peft.json";
-
-// The text files an adapter directory (a LoRA run's checkpoint or final/) keeps beside peft's: the
-// tokenizer, and a classifier's config.json (its labels, which peft's files do not carry; a resume
-// and `export --merge` read them there).
-bool adapter_keeps(const std::string& name, bool causal_lm) {
-  return util::starts_with(name, "tokenizer") || (!causal_lm && name == model::kHfConfigFile);
-}
-
 }  // namespace
-
-fs::path Trainer::save_checkpoint() {
-  // The weights a checkpoint holds (schedule_free_adamw's x, whose mode the optimizer state
-  // records, and the next step switches back; EMA's trained weights, the average in the state).
-  hold_weights_for(optim::Optimizer::Use::kCheckpoint);
-  MasterWeights::Scope masters(masters_.get());  // param_dtype=bf16: the checkpoint holds the fp32 masters
-  parallel::PhaseScope phase(world_->monitor(), parallel::Phase::kCheckpoint);
-  // The collective parts first, on every rank: the generator states, the logging window over all
-  // ranks, and the optimizer state: each rank with a shard of its own writes it beside the
-  // checkpoint (ckpt/optimizer_save.h), and rank 0's writer adopts the files.
-  const model::TensorList rng = gather_rng_states(*world_, device_);
-  torch::Tensor window = window_loss_.clone();
-  parallel_->sum_loss(window);
-  const int64_t window_targets = parallel_->sum_targets(window_targets_);
-  const ckpt::StagedOptimizer staged = ckpt::stage_optimizer_shards(run_dir_, state_.step, world_->comm(), device_,
-                                                                    parallel_->optimizer_pieces_to_save());
-  // zero3: the units gathered one by one into host copies on rank 0, which writes them; tensor
-  // parallelism: the pieces gathered whole on every rank of the group; pipeline parallelism:
-  // every stage's parameters on rank 0.
-  const auto whole = parallel_->whole_model(parallel::Parallelism::Access::kSave, state_.step);
-  if (world_->size() == 1) return write_checkpoint(rng, window.item<double>(), window_targets, staged);
-
-  // Rank 0 writes; every rank learns whether it worked, so that they all stop or all go on.
-  std::optional<util::IoError> failure;
-  fs::path dir = run_dir_ / ckpt::checkpoint_dir_name(state_.step);
-  if (world_->is_main()) {
-    try {
-      dir = write_checkpoint(rng, window.item<double>(), window_targets, staged);
-    } catch (const util::IoError& e) {
-      failure = e;
-    }
-  }
-  if (reduce_over_ranks(failure ? 1 : 0, parallel::ReduceOp::kMax) != 0) {
-    if (failure) throw *failure;
-    throw util::IoError("rank 0 could not write the checkpoint of step " + std::to_string(state_.step),
-                        "see rank 0's message (train.log)");
-  }
-  if (!world_->is_main()) {
-    for (auto& cb : callbacks_) cb->on_save(state_, dir);
-  }
-  return dir;
-}
-
-fs::path Trainer::write_checkpoint(const model::TensorList& rng, double window_loss_sum, int64_t window_targets,
-                                   const ckpt::StagedOptimizer& staged) {
-  ckpt::CheckpointWriter writer(run_dir_, state_.step);
-
-  // A LoRA run's checkpoint holds what trains (adapters, saved modules), also as peft's adapter
-  // files; the frozen base stays where model.from names it, identified by its fingerprint.
-  model::TensorList weights;
-  for (auto& [name, p] : model_->parameters_by_name()) {
-    if (!peft_ || p.requires_grad()) weights.emplace_back(name, p.detach());
-  }
-  writer.add_sharded_safetensors("model", weights, static_cast<uint64_t>(config_.checkpoint.shard_size),
-                                 {{"format", "pt"}});
-  for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
-    if (!peft_ || adapter_keeps(name, model_->causal_lm())) writer.add_bytes(name, text);
-  }
-  if (peft_) {
-    writer.add_json(kPeftFile, {{"base_model", fs::absolute(peft_->base_dir).string()},
-                                {"base_fingerprint", peft_->base_fingerprint}});
-    writer.add_bytes(peft::kAdapterConfigFile, peft_->adapter_config().dump(2) + "\n");
-    writer.add_safetensors(peft::kAdapterWeightsFile,
-                           peft::adapter_tensors(model_->module(), peft_->lora, peft_->hf_parameters));
-  }
-  for (const auto& [name, text] : chat_template_files(config_)) writer.add_bytes(name, text);
-
-  ckpt::adopt_optimizer_shards(writer, staged.handoff());  // the shard files the ranks staged
-
-  std::optional<SavedPlateau> plateau;
-  if (plateau_) {
-    const auto& p = plateau_->state();
-    plateau = SavedPlateau{p.factor, std::isfinite(p.best) ? std::optional<double>(p.best) : std::nullopt, p.num_bad,
-                           p.cooldown_left};
-  }
-  writer.add_json(kSchedulerFile, scheduler_record(state_.step, plateau));
-  const GradScaler::State sc = scaler_.state();
-  writer.add_json(kScalerFile, scaler_record({scaler_.enabled(), sc.scale, sc.growth_tracker}));
-  writer.add_safetensors(kRngFile, rng);
-
-  const auto& loader = *loaders_.train;
-  writer.add_json(kDataFile, data_state_record({.num_samples = static_cast<int64_t>(loader.num_samples()),
-                                                .cursor = static_cast<int64_t>(loader.cursor()),
-                                                .document_mask = loaders_.packing.document_mask,
-                                                .epoch = static_cast<int64_t>(loader.epoch()),
-                                                .seed = static_cast<int64_t>(config_.run.seed),
-                                                .batch_size = static_cast<int64_t>(loader.batch_size())}));
-  SavedTrainerState saved;
-  saved.state = state_;
-  saved.window_loss_sum = window_loss_sum;
-  saved.window_targets = window_targets;
-  saved.state.total_steps = total_steps_;
-  saved.divergence = judge_.state();
-  if (!state_.source_tokens.empty()) {
-    const auto& sources = loaders_.datasets.train_sources;
-    saved.source_tokens.emplace();
-    for (size_t i = 0; i < sources.size() && i < state_.source_tokens.size(); ++i) {
-      (*saved.source_tokens)[sources[i].name] = state_.source_tokens[i];
-    }
-  }
-  writer.add_json(kTrainerStateFile, trainer_state_record(saved));
-  writer.add_bytes(kConfigFile, record_.config_yaml);
-  writer.add_json(kEnvironmentFile, environment_record(device_, record_.command_line, world_->size()));
-  if (const auto tp_layout = parallel_->tp_layout_record()) writer.add_json(kTensorParallelFile, *tp_layout);
-
-  const fs::path dir = writer.commit(record_.config_hash, {{"step", state_.step}});
-  std::optional<int64_t> keep;
-  if (config_.checkpoint.keep_best && state_.best_metric) keep = state_.best_step;
-  for (const auto& gone : ckpt::rotate_checkpoints(run_dir_, config_.checkpoint.keep_last, keep)) {
-    util::log::debug("checkpoint.keep_last: removed " + gone.string());
-  }
-  for (auto& cb : callbacks_) cb->on_save(state_, dir);
-  return dir;
-}
 
 void Trainer::restore_trained(const fs::path& dir, bool allow_base_change) {
   const fs::path file = dir / kPeftFile;
@@ -241,34 +116,18 @@ void Trainer::load_best_model() {
     }
   }
   // EMA: the average to export is the best checkpoint's, saved with its optimizer state.
-  if (config_.trainer.ema.enabled) load_optimizer_state(dir);
+  if (config_.trainer.ema.enabled && config_.trainer.ema.export_final) load_optimizer_state(dir, /*resuming=*/false);
   notify("trainer.load_best_model_at_end: the final model is step " + std::to_string(state_.best_step) + "'s (" +
          best_.name + " " + metrics::format_number(*state_.best_metric, 5) + "), from " + dir.string());
 }
 
-void Trainer::save_adapter_dir(const fs::path& dir) const {
-  // Staged beside `dir` and put in place whole, as save_model_dir does for a full model.
-  const fs::path staged = dir.parent_path() / (dir.filename().string() + ".staging");
-  std::error_code ec;
-  fs::remove_all(staged, ec);
-  fs::create_directories(staged, ec);
-  if (ec) throw util::IoError("cannot create " + staged.string() + ": " + ec.message(), "check the run directory");
-  peft::write_adapter_files(staged, peft_->adapter_config(),
-                            peft::adapter_tensors(model_->module(), peft_->lora, peft_->hf_parameters));
-  for (const auto& [name, text] : model_->text_files(tokenizer_options(config_).kind, *tokenizer_)) {
-    if (adapter_keeps(name, model_->causal_lm())) util::atomic_write_file(staged / name, text);
-  }
-  util::publish_dir(staged, dir);
-  util::fsync_dir(dir.parent_path());
-}
-
-void Trainer::load_optimizer_state(const fs::path& dir) {
+void Trainer::load_optimizer_state(const fs::path& dir, bool resuming) {
   const auto opened = ckpt::open_saved_optimizer(dir);  // its own errors name its files
   // EMA turned off since the checkpoint: its averages are left out (turned on, the optimizer
   // starts them from the loaded weights).
   const bool drop_averages = !config_.trainer.ema.enabled && parallel::has_state_key(*opened, optim::kEmaKey);
   if (drop_averages) util::log::info("resume: trainer.ema.enabled is false: the checkpoint's EMA weights are dropped");
-  if (config_.trainer.ema.enabled && !parallel::has_state_key(*opened, optim::kEmaKey)) {
+  if (resuming && config_.trainer.ema.enabled && !parallel::has_state_key(*opened, optim::kEmaKey)) {
     util::log::info("resume: the checkpoint has no EMA weights: the average starts from the resumed weights");
   }
   const std::unique_ptr<parallel::SavedOptimizerState> kept =
@@ -306,7 +165,7 @@ void Trainer::restore(const fs::path& dir, bool allow_data_change) {
   const SavedScaler scaler = read_scaler_state(dir);
   const model::TensorList rng = rank_rng_states(read_rng_states(dir), world_->rank());
 
-  load_optimizer_state(dir);
+  load_optimizer_state(dir, /*resuming=*/true);
 
   if (plateau_) {
     if (!plateau) {

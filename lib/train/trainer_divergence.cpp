@@ -130,6 +130,7 @@ bool Trainer::rolled_back_lazily() {
 }
 
 void Trainer::roll_back(int64_t bad_step, const std::string& why, uint64_t skip_to) {
+  finish_background_save();  // a save in flight (of a step before this one) is a checkpoint to go back to
   // Rank 0 chooses (verifying reads every file once, not once per rank) and tells the others.
   int64_t chosen = -1;
   if (world_->is_main()) {
@@ -177,6 +178,11 @@ void Trainer::roll_back(int64_t bad_step, const std::string& why, uint64_t skip_
 
 void Trainer::stop_diverged(int64_t step, const std::string& why, const std::string& culprit, bool save) {
   std::string saved;
+  try {
+    finish_background_save();  // the save in flight holds a step before this one: published first
+  } catch (const util::IoError& e) {
+    saved = std::string("; the checkpoint being written in the background failed: ") + e.what();
+  }
   // Weights that are no longer finite (a NaN in the forward, an update that overflowed) are not
   // saved: a checkpoint of them would be the newest one a resume picks. Every rank agrees.
   if (save) {

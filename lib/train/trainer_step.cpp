@@ -162,6 +162,12 @@ StepStats Trainer::close_log_window(double lr_factor) {
     window_aux_ = torch::Tensor();
     window_aux_count_ = 0;
   }
+  // The time the steps since the last logging step spent saving (a save written at once: all of it;
+  // checkpoint.async: the host copy and the publishing), and the last background write's duration.
+  if (window_stall_ms_ > 0) s.extra.emplace_back("checkpoint/stall_ms", window_stall_ms_);
+  if (last_write_ms_) s.extra.emplace_back("checkpoint/write_ms", *last_write_ms_);
+  window_stall_ms_ = 0;
+  last_write_ms_.reset();
   window_skipped_ = 0;
   window_loss_.zero_();
   window_targets_ = 0;

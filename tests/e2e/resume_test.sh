@@ -290,6 +290,35 @@ kill_storm_schedule_free_bf16() {
     trainer.precision=bf16 trainer.param_dtype=bf16
 }
 
+# --- checkpoint.async: the checkpoints and history of `straight`, written in the background (the
+# stall and the write in the metrics), and resumed bit for bit
+async_exact() {
+  straight
+  run 0 run quickstart "${common[@]}" trainer.max_steps=12 checkpoint.every_steps=6 checkpoint.async=true \
+    run.output_dir="$WORK/async" || return
+  has "in the background" err
+  same_history straight async 1 12 && ok || fail "async: saving in the background changed the history"
+  for f in model.safetensors "$shard" trainer_state.json data.json rng.safetensors scheduler.json; do
+    cmp -s "straight/checkpoint-6/$f" "async/checkpoint-6/$f" && ok || fail "async: checkpoint-6/$f differs from straight's"
+  done
+  [ "$(cat async/latest)" = checkpoint-12 ] && ok || fail "async: latest is $(cat async/latest)"
+  [ -n "$(check_py metric "$WORK/async/metrics.jsonl" 7 checkpoint/stall_ms)" ] && ok \
+    || fail "async: no checkpoint/stall_ms after the save"
+  run 0 verify async
+  mkdir async-half && cp -r async/checkpoint-6 async-half/
+  run 0 resume async-half || return
+  same_history straight async-half 7 12 && ok || fail "async: the resumed history differs"
+}
+# Background writes slowed down (HFTRAIN_TEST_SLOW_SAVE) so that many kills land inside one: no torn
+# checkpoint, `latest` never dangling, and the resumed run equal to the calm one
+kill_storm_async() {
+  export HFTRAIN_TEST_SLOW_SAVE=60
+  storm killed-async checkpoint.async=true
+  unset HFTRAIN_TEST_SLOW_SAVE
+  run 0 verify killed-async
+  [ -d "killed-async/$(cat killed-async/latest)" ] && ok || fail "killed-async: latest names a missing checkpoint"
+}
+
 # --- EMA turned on at a resume starts from the resumed weights and leaves the training alone;
 # turned off, the checkpoint's average is dropped with a note
 ema_toggle() {
@@ -314,36 +343,42 @@ namespaces() {
   echo "note: unshare -rm is not allowed here; the full-disk and read-only checks are skipped"
   return 1
 }
-full_disk() {
+# disk_full TAG EXTRA...: a run with EXTRA settings on a 1200 KiB tmpfs stops with exit 1 and a
+# clear message, no staging directory left, every checkpoint verifying and `latest` naming one;
+# with on_save_error=continue it logs the failed saves and trains to the end
+disk_full() {
+  local tag=$1
+  shift
   namespaces || return 0
-  mkdir full
+  mkdir "$tag" "$tag-2"
   unshare -rm bash -c "
-    mount -t tmpfs -o size=1200k tmpfs '$WORK/full' || exit 99
-    '$HFTRAIN' run quickstart ${common[*]@Q} trainer.max_steps=12 checkpoint.every_steps=2 run.output_dir='$WORK/full/run' \
-      >'$WORK/full.out' 2>'$WORK/full.err'
-    echo \$? > '$WORK/full.code'
-    ls -a '$WORK/full/run' > '$WORK/full.ls'
-    '$HFTRAIN' verify '$WORK/full/run' > '$WORK/full.verify'; echo \$? >> '$WORK/full.verify'
-    cat '$WORK/full/run/latest' > '$WORK/full.latest'
+    mount -t tmpfs -o size=1200k tmpfs '$WORK/$tag' || exit 99
+    '$HFTRAIN' run quickstart ${common[*]@Q} ${*@Q} trainer.max_steps=12 checkpoint.every_steps=2 \
+      run.output_dir='$WORK/$tag/run' >'$WORK/$tag.out' 2>'$WORK/$tag.err'
+    echo \$? > '$WORK/$tag.code'
+    ls -a '$WORK/$tag/run' > '$WORK/$tag.ls'
+    '$HFTRAIN' verify '$WORK/$tag/run' > '$WORK/$tag.verify'; echo \$? >> '$WORK/$tag.verify'
+    cat '$WORK/$tag/run/latest' > '$WORK/$tag.latest'
   "
-  [ "$(cat full.code)" = 1 ] && ok || fail "disk full: exit $(cat full.code), expected 1: $(tail -c 300 full.err)"
-  grep -q "disk is full" full.err && ok || fail "disk full: no clear message: $(tail -c 300 full.err)"
-  grep -qE 'std::|terminate|what\(\)' full.err && fail "disk full leaked internals" || ok
-  grep -q '.tmp-checkpoint' full.ls && fail "disk full left a staging directory" || ok
-  [ "$(tail -n 1 full.verify)" = 0 ] && ok || fail "checkpoints after a full disk do not verify: $(cat full.verify)"
-  grep -q "$(cat full.latest)" full.ls && ok || fail "latest points at a missing checkpoint"
+  [ "$(cat "$tag.code")" = 1 ] && ok || fail "$tag: exit $(cat "$tag.code"), expected 1: $(tail -c 300 "$tag.err")"
+  grep -q "disk is full" "$tag.err" && ok || fail "$tag: no clear message: $(tail -c 300 "$tag.err")"
+  grep -qE 'std::|terminate|what\(\)' "$tag.err" && fail "$tag leaked internals" || ok
+  grep -q '.tmp-checkpoint' "$tag.ls" && fail "$tag left a staging directory" || ok
+  [ "$(tail -n 1 "$tag.verify")" = 0 ] && ok || fail "$tag: checkpoints after a full disk do not verify: $(cat "$tag.verify")"
+  grep -q "$(cat "$tag.latest")" "$tag.ls" && ok || fail "$tag: latest points at a missing checkpoint"
 
-  # checkpoint.on_save_error=continue: the failed saves are logged and training goes on to the end.
-  mkdir full2
   unshare -rm bash -c "
-    mount -t tmpfs -o size=1200k tmpfs '$WORK/full2' || exit 99
-    '$HFTRAIN' run quickstart ${common[*]@Q} trainer.max_steps=12 checkpoint.every_steps=2 \
-      checkpoint.on_save_error=continue run.output_dir='$WORK/full2/run' >/dev/null 2>'$WORK/full2.err'
-    cp '$WORK/full2/run/metrics.jsonl' '$WORK/full2.metrics'
+    mount -t tmpfs -o size=1200k tmpfs '$WORK/$tag-2' || exit 99
+    '$HFTRAIN' run quickstart ${common[*]@Q} ${*@Q} trainer.max_steps=12 checkpoint.every_steps=2 \
+      checkpoint.on_save_error=continue run.output_dir='$WORK/$tag-2/run' >/dev/null 2>'$WORK/$tag-2.err'
+    cp '$WORK/$tag-2/run/metrics.jsonl' '$WORK/$tag-2.metrics'
   "
-  grep -q "FAILED, training on" full2.err && ok || fail "on_save_error=continue: no message: $(tail -c 300 full2.err)"
-  grep -qE '"step": ?12[,}]' full2.metrics && ok || fail "on_save_error=continue did not train to the end"
+  grep -q "FAILED, training on" "$tag-2.err" && ok || fail "$tag: on_save_error=continue: no message: $(tail -c 300 "$tag-2.err")"
+  grep -qE '"step": ?12[,}]' "$tag-2.metrics" && ok || fail "$tag: on_save_error=continue did not train to the end"
 }
+full_disk() { disk_full full; }
+# ... and the background writer's failure, reported when its save is published
+full_disk_async() { disk_full full-async checkpoint.async=true; }
 read_only() {
   namespaces || return 0
   half
@@ -359,4 +394,4 @@ read_only() {
 }
 
 scenarios exact mixture verify overrides finetune no_overwrite owner vanish rotation crash_in_save kill_storm \
-  kill_storm_bf16 kill_storm_muon kill_storm_apollo kill_storm_ema kill_storm_schedule_free_bf16 ema_toggle full_disk read_only
+  kill_storm_bf16 kill_storm_muon kill_storm_apollo kill_storm_ema kill_storm_schedule_free_bf16 ema_toggle async_exact kill_storm_async full_disk full_disk_async read_only

@@ -13,6 +13,7 @@
 #include "train/trainer.h"
 
 using namespace hftrain;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -214,5 +215,66 @@ TEST_CASE("a checkpoint from before per-rank optimizer shards resumes bit for bi
     INFO(f);
     CHECK(util::read_file<util::IoError>(cfg_b.run.output_dir + "/checkpoint-8/" + f, f) ==
           util::read_file<util::IoError>(cfg.run.output_dir + "/checkpoint-8/" + f, f));
+  }
+}
+
+TEST_CASE("a checkpoint saved in the background holds the bytes of one saved at once, and resumes bit for bit",
+          "[train][ckpt][async][slow]") {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"distributed.strategy=zero2", "distributed.cpu_offload=true"},
+      {"distributed.strategy=zero3", "distributed.cpu_offload=true"},
+      {"trainer.param_dtype=bf16", "trainer.precision=bf16", "trainer.ema.enabled=true", "trainer.ema.decay=0.8"},
+  };
+  // Every file but config.yaml (its output_dir and checkpoint.async), environment.json and the
+  // manifest (which lists their checksums).
+  const std::vector<std::string> files = {"model.safetensors", "optimizer/shard-00000-of-00001.safetensors",
+                                          "optimizer/index.json", "scheduler.json", "scaler.json",
+                                          "rng.safetensors", "data.json", "trainer_state.json"};
+  for (const auto& extra : cases) {
+    INFO((extra.empty() ? std::string("adamw") : extra[0]));
+    test::TempDir d;
+    auto settings = [&](const std::string& run, bool async) {
+      auto o = overrides(d, run, "adamw");
+      o.insert(o.end(), extra.begin(), extra.end());
+      if (async) o.push_back("checkpoint.async=true");
+      return o;
+    };
+    auto cfg = test::resolve("{}", settings("sync", false)).values;
+    train::Trainer sync(cfg, cfg.run.output_dir);
+    auto log_sync = std::make_shared<LossLog>();
+    sync.add_callback(log_sync);
+    sync.train();
+
+    auto cfg_async = test::resolve("{}", settings("async", true)).values;
+    train::Trainer async(cfg_async, cfg_async.run.output_dir);
+    auto log_async = std::make_shared<LossLog>();
+    async.add_callback(log_async);
+    const auto r = async.train();
+    CHECK(log_async->losses == log_sync->losses);  // saving in the background changes no step
+    REQUIRE(r.last_checkpoint);
+    CHECK(r.last_checkpoint->filename() == "checkpoint-8");
+    CHECK(util::read_file<util::IoError>(fs::path(cfg_async.run.output_dir) / "latest", "latest") == "checkpoint-8\n");
+    const fs::path a4 = fs::path(cfg_async.run.output_dir) / "checkpoint-4";
+    REQUIRE(ckpt::verify_checkpoint(a4).ok());
+    for (const auto& f : files) {
+      INFO(f);
+      CHECK(util::read_file<util::IoError>(a4 / f, f) ==
+            util::read_file<util::IoError>(fs::path(cfg.run.output_dir) / "checkpoint-4" / f, f));
+    }
+    // No staging folder left behind.
+    for (const auto& e : fs::directory_iterator(cfg_async.run.output_dir)) {
+      CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);
+    }
+
+    auto cfg_b = test::resolve("{}", settings("b", true)).values;
+    train::Trainer resumed(cfg_b, cfg_b.run.output_dir);
+    auto log_b = std::make_shared<LossLog>();
+    resumed.add_callback(log_b);
+    resumed.restore(a4);
+    resumed.train();
+    REQUIRE(log_b->losses.count(5) == 1);
+    CHECK(log_b->losses[5] == log_sync->losses[5]);
+    CHECK(log_b->losses[8] == log_sync->losses[8]);
   }
 }

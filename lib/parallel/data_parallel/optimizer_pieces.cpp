@@ -10,26 +10,14 @@ bool has_key(const std::string& name, const std::string& key) {
   return slash != std::string::npos && name.compare(slash + 1, std::string::npos, key) == 0;
 }
 
-class WithoutKey final : public SavedOptimizerState {
+class WithoutKey final : public FilteredOptimizerState {
  public:
-  WithoutKey(const SavedOptimizerState& saved, const std::string& key) : saved_(saved), meta_(saved.meta()) {
+  WithoutKey(const SavedOptimizerState& saved, const std::string& key) : FilteredOptimizerState(saved) {
     for (const std::string& name : saved.names()) {
       if (!has_key(name, key)) names_.push_back(name);
     }
     if (meta_.is_object()) meta_.erase(key);  // the key's own meta record, if it keeps one
   }
-  const nlohmann::json& meta() const override { return meta_; }
-  std::string source() const override { return saved_.source(); }
-  std::vector<std::string> names() const override { return names_; }
-  std::vector<int64_t> shape(const std::string& name) const override { return saved_.shape(name); }
-  torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const override {
-    return saved_.read(name, offset, count);
-  }
-
- private:
-  const SavedOptimizerState& saved_;
-  nlohmann::json meta_;
-  std::vector<std::string> names_;  // sorted, as the saved state's
 };
 
 }  // namespace

@@ -57,6 +57,26 @@ class SavedOptimizerState {
   virtual torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const = 0;
 };
 
+// A saved state seen through a filter: some of its tensors (names_, sorted) and its meta as the
+// subclass changes it (a pipeline stage's parameters, a state key left out); reads go to `saved`,
+// which must outlive it.
+class FilteredOptimizerState : public SavedOptimizerState {
+ public:
+  const nlohmann::json& meta() const override { return meta_; }
+  std::string source() const override { return saved_.source(); }
+  std::vector<std::string> names() const override { return names_; }
+  std::vector<int64_t> shape(const std::string& name) const override { return saved_.shape(name); }
+  torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const override {
+    return saved_.read(name, offset, count);
+  }
+
+ protected:
+  explicit FilteredOptimizerState(const SavedOptimizerState& saved) : saved_(saved), meta_(saved.meta()) {}
+  const SavedOptimizerState& saved_;
+  nlohmann::json meta_;
+  std::vector<std::string> names_;
+};
+
 // The whole state (every tensor read entirely, in its saved shape), for the strategies that keep it
 // whole.
 optim::OptimizerState read_whole_state(const SavedOptimizerState& saved);

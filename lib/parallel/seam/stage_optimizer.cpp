@@ -9,10 +9,10 @@
 namespace hftrain::parallel {
 namespace {
 
-class StageState final : public SavedOptimizerState {
+class StageState final : public FilteredOptimizerState {
  public:
   StageState(const SavedOptimizerState& saved, const std::vector<std::string>& params)
-      : saved_(saved), meta_(saved.meta()) {
+      : FilteredOptimizerState(saved) {
     const std::set<std::string> keep(params.begin(), params.end());
     for (const std::string& name : saved.names()) {
       if (keep.count(name.substr(0, name.rfind('/')))) names_.push_back(name);
@@ -36,18 +36,6 @@ class StageState final : public SavedOptimizerState {
       meta_["steps"] = std::move(steps);
     }
   }
-  const nlohmann::json& meta() const override { return meta_; }
-  std::string source() const override { return saved_.source(); }
-  std::vector<std::string> names() const override { return names_; }
-  std::vector<int64_t> shape(const std::string& name) const override { return saved_.shape(name); }
-  torch::Tensor read(const std::string& name, int64_t offset, int64_t count) const override {
-    return saved_.read(name, offset, count);
-  }
-
- private:
-  const SavedOptimizerState& saved_;
-  nlohmann::json meta_;
-  std::vector<std::string> names_;  // sorted, as the saved state's
 };
 
 }  // namespace

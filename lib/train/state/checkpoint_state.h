@@ -28,6 +28,10 @@ inline constexpr const char* kDataFile = "data.json";
 inline constexpr const char* kTrainerStateFile = "trainer_state.json";
 // Beside a tensor-parallel run's optimizer state: where each rank's pieces lie in the whole tensors.
 inline constexpr const char* kTensorParallelFile = "tensor_parallel.json";
+inline constexpr const char* kConfigFile = "config.yaml";
+inline constexpr const char* kEnvironmentFile = "environment.json";
+// LoRA runs: the base model the trained tensors belong to.
+inline constexpr const char* kPeftFile = "peft.json";
 
 // trainer_state.json.
 struct SavedTrainerState {

@@ -26,15 +26,19 @@ std::pair<int64_t, int64_t> StopAgreement::look(int64_t /*step*/) {
   return {signal, lost};
 }
 
-StopAgreement::Posted StopAgreement::post(int64_t signal, int64_t lost, int64_t step) {
+StopAgreement::Posted StopAgreement::post(int64_t signal, int64_t lost, int64_t written_through,
+                                          int64_t published_through, int64_t step) {
   Posted posted;
   posted.step = step;
-  // Filled on the device (a copy from pageable host memory would wait for the stream).
-  torch::Tensor view = torch::full({2}, signal, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  // Filled on the device (a copy from pageable host memory would wait for the stream). The max
+  // of -written_through is minus the smallest over the ranks (and so for published_through).
+  torch::Tensor view = torch::full({4}, signal, torch::TensorOptions().dtype(torch::kInt64).device(device_));
   view.narrow(0, 1, 1).fill_(lost);
+  view.narrow(0, 2, 1).fill_(-written_through);
+  view.narrow(0, 3, 1).fill_(-published_through);
   world_.comm().all_reduce(view, parallel::ReduceOp::kMax)->wait();  // on a GPU: ordered on the stream
   if (device_.is_cuda()) {
-    posted.host = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));
+    posted.host = torch::empty({4}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));
     posted.host.copy_(view, /*non_blocking=*/true);
     const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(device_.type());
     posted.ready.emplace(device_.type());
@@ -48,22 +52,32 @@ StopAgreement::Posted StopAgreement::post(int64_t signal, int64_t lost, int64_t 
 StopAgreement::Decision StopAgreement::read(Posted& posted) {
   if (posted.ready) posted.ready->synchronize();  // the device is past that step by now
   const auto* v = posted.host.data_ptr<int64_t>();
-  return {.signal = static_cast<int>(v[0]), .run_dir_lost = v[1] != 0, .noticed_after = posted.step};
+  return {.signal = static_cast<int>(v[0]),
+          .run_dir_lost = v[1] != 0,
+          .noticed_after = posted.step,
+          .written_through = -v[2],
+          .published_through = -v[3]};
 }
 
-StopAgreement::Decision StopAgreement::after_step(int64_t step, bool now) {
+StopAgreement::Decision StopAgreement::after_step(int64_t step, bool now, int64_t written_through,
+                                                  int64_t published_through) {
   const auto [signal, lost] = look(step);
   if (world_.size() == 1) {
-    return {.signal = static_cast<int>(signal), .run_dir_lost = lost != 0, .noticed_after = step};
+    return {.signal = static_cast<int>(signal),
+            .run_dir_lost = lost != 0,
+            .noticed_after = step,
+            .written_through = written_through,
+            .published_through = published_through};
   }
-  Posted mine = post(signal, lost, step);
+  Posted mine = post(signal, lost, written_through, published_through, step);
   Decision decision;
   if (pending_) decision = read(*pending_);
   pending_.reset();
   if (decision.stop()) return decision;  // agreed on the earlier step's view: stop after this one
   if (!now) {
     pending_ = std::move(mine);
-    return {};
+    // The earlier step's background-save view, if any.
+    return {.written_through = decision.written_through, .published_through = decision.published_through};
   }
   return read(mine);
 }

@@ -33,21 +33,28 @@ class StopAgreement {
     int signal = 0;              // the signal to stop for (0: none)
     bool run_dir_lost = false;   // the main rank lost the run directory (a new one is at its path)
     int64_t noticed_after = -1;  // the step after which it was seen
+    // The step of the newest background save (checkpoint.async) every rank has written, and that
+    // every rank has published (-1: none).
+    int64_t written_through = -1;
+    int64_t published_through = -1;
     bool stop() const { return signal != 0 || run_dir_lost; }
   };
   // After step `step` (every rank, in the same order of calls): what all ranks agree on now.
-  // `now`: this step reads the device anyway, so its own view is agreed at once.
-  Decision after_step(int64_t step, bool now);
+  // `now`: this step reads the device anyway, so its own view is agreed at once. `written_through`,
+  // `published_through`: the step of the background save this rank has written, and published
+  // (-1: none); the decision carries the smallest of each over the ranks (of the view it agrees
+  // on: possibly a step old).
+  Decision after_step(int64_t step, bool now, int64_t written_through = -1, int64_t published_through = -1);
 
  private:
   // This rank's view after `step`: (signal, lost).
   std::pair<int64_t, int64_t> look(int64_t step);
   struct Posted {
-    torch::Tensor host;  // (signal, lost), once the event has passed
+    torch::Tensor host;  // (signal, lost, -written_through, -published_through), once the event has passed
     std::optional<c10::Event> ready;
     int64_t step = 0;
   };
-  Posted post(int64_t signal, int64_t lost, int64_t step);
+  Posted post(int64_t signal, int64_t lost, int64_t written_through, int64_t published_through, int64_t step);
   Decision read(Posted& posted);
 
   parallel::World& world_;
