@@ -327,6 +327,7 @@ TrainResult Trainer::train() {
       begin_background_publish();
     } else if (background_ && background_->publishing() && stop.published_through >= background_->step()) {
       complete_background_save();
+      agree_user_control();  // what the callbacks asked when told of the save, alike on every rank
     }
     result.run_dir_lost = stop.run_dir_lost;
     if (stop.run_dir_lost) {

@@ -204,7 +204,7 @@ class Trainer {
   // nothing when no save is in flight (or it is past that phase).
   void start_background_save(const std::string& reason);
   void begin_background_publish();
-  void complete_background_save();
+  void complete_background_save(bool waited = false);  // `waited`: from finish_background_save (said so)
   void finish_background_save();
   // The step of the in-flight save once this rank's part of the phase it is in is done; -1 otherwise.
   int64_t background_written_through() const;

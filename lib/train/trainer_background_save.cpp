@@ -123,7 +123,7 @@ void Trainer::begin_background_publish() {
   window_stall_ms_ += ms_since(t0);
 }
 
-void Trainer::complete_background_save() {
+void Trainer::complete_background_save(bool waited) {
   if (!background_ || !background_->publishing()) return;
   const auto t0 = std::chrono::steady_clock::now();
   const std::unique_ptr<BackgroundSave> save = std::move(background_);
@@ -144,9 +144,11 @@ void Trainer::complete_background_save() {
     state_.should_stop = state_.should_stop || background_state_.should_stop;
     state_.should_save = state_.should_save || background_state_.should_save;
     state_.should_evaluate = state_.should_evaluate || background_state_.should_evaluate;
+    if (state_.callback_failure.empty()) state_.callback_failure = background_state_.callback_failure;
     if (run_result_) run_result_->last_checkpoint = published.dir;
     notify("checkpoint saved (" + background_reason_ + ", in the background): " + published.dir.string() +
-           "; written in " + std::to_string(static_cast<int64_t>(background_write_ms_)) + " ms");
+           "; written in " + std::to_string(static_cast<int64_t>(background_write_ms_)) + " ms, published after step " +
+           std::to_string(state_.step) + (waited ? " (waited for)" : ""));
   } catch (const util::IoError& e) {
     save_failed(step, e);
   }
@@ -154,8 +156,9 @@ void Trainer::complete_background_save() {
 }
 
 void Trainer::finish_background_save() {
+  const bool in_flight = background_ != nullptr;
   begin_background_publish();
-  complete_background_save();
+  complete_background_save(/*waited=*/in_flight);
 }
 
 }  // namespace hftrain::train

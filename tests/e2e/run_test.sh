@@ -309,6 +309,11 @@ callbacks() {
     run.output_dir="$WORK/cbrequired"
   has "exited with status 4" err
   [ -d cbrequired/checkpoint-6 ] || [ -d cbrequired/checkpoint-5 ] && ok || fail "the required command's run kept no checkpoint"
+  # told of a checkpoint saved in the background: its failure still fails the run
+  run 1 run quickstart "${cb[@]}" trainer.max_steps=6 checkpoint.every_steps=2 checkpoint.async=true \
+    "callbacks=[{command: 'exit 5', on: [save], required: true, background: false}]" run.output_dir="$WORK/cbasync"
+  has "exited with status 5" err
+  [ ! -d cbasync/checkpoint-6 ] && ok || fail "the failure at step 2's background save did not stop the run"
 }
 
 scenarios short prepare chat_templates mixture sigterm switches best_model ema callbacks bad_data

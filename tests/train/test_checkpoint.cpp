@@ -36,6 +36,16 @@ struct LossLog : train::Callback {
   void on_log(train::TrainState& s, const train::StepStats& stats) override { losses[s.step] = stats.loss; }
 };
 
+// The steps of the saves the callbacks are told of, and how many were background saves.
+struct SaveLog : train::Callback {
+  std::vector<int64_t> steps;
+  int background = 0;
+  void on_save(train::TrainState& s, const std::filesystem::path& /*dir*/) override { steps.push_back(s.step); }
+  void on_message(train::TrainState& /*s*/, const std::string& line) override {
+    if (line.find("in the background") != std::string::npos) ++background;
+  }
+};
+
 std::vector<torch::Tensor> params_of(train::Trainer& t) {
   std::vector<torch::Tensor> out;
   for (auto& [name, p] : t.model().parameters_by_name()) out.push_back(p.detach().clone());
@@ -234,9 +244,12 @@ TEST_CASE("a checkpoint saved in the background holds the bytes of one saved at 
   for (const auto& extra : cases) {
     INFO((extra.empty() ? std::string("adamw") : extra[0]));
     test::TempDir d;
+    // Saves after steps 4 and 8 in the background (the second reusing the first's host buffers),
+    // 12 at once; keep_last=2 rotates checkpoint-4 away on the publishing thread.
     auto settings = [&](const std::string& run, bool async) {
       auto o = overrides(d, run, "adamw");
       o.insert(o.end(), extra.begin(), extra.end());
+      o.insert(o.end(), {"trainer.max_steps=12", "checkpoint.keep_last=2"});
       if (async) o.push_back("checkpoint.async=true");
       return o;
     };
@@ -250,17 +263,23 @@ TEST_CASE("a checkpoint saved in the background holds the bytes of one saved at 
     train::Trainer async(cfg_async, cfg_async.run.output_dir);
     auto log_async = std::make_shared<LossLog>();
     async.add_callback(log_async);
+    auto saves = std::make_shared<SaveLog>();
+    async.add_callback(saves);
     const auto r = async.train();
     CHECK(log_async->losses == log_sync->losses);  // saving in the background changes no step
+    // Both earlier saves went through the background and were told as of their own step.
+    CHECK(saves->background == 2);
+    CHECK(saves->steps == std::vector<int64_t>{4, 8, 12});
     REQUIRE(r.last_checkpoint);
-    CHECK(r.last_checkpoint->filename() == "checkpoint-8");
-    CHECK(util::read_file<util::IoError>(fs::path(cfg_async.run.output_dir) / "latest", "latest") == "checkpoint-8\n");
-    const fs::path a4 = fs::path(cfg_async.run.output_dir) / "checkpoint-4";
+    CHECK(r.last_checkpoint->filename() == "checkpoint-12");
+    CHECK(util::read_file<util::IoError>(fs::path(cfg_async.run.output_dir) / "latest", "latest") == "checkpoint-12\n");
+    CHECK_FALSE(fs::exists(fs::path(cfg_async.run.output_dir) / "checkpoint-4"));  // rotated away
+    const fs::path a4 = fs::path(cfg_async.run.output_dir) / "checkpoint-8";
     REQUIRE(ckpt::verify_checkpoint(a4).ok());
     for (const auto& f : files) {
       INFO(f);
       CHECK(util::read_file<util::IoError>(a4 / f, f) ==
-            util::read_file<util::IoError>(fs::path(cfg.run.output_dir) / "checkpoint-4" / f, f));
+            util::read_file<util::IoError>(fs::path(cfg.run.output_dir) / "checkpoint-8" / f, f));
     }
     // No staging folder left behind.
     for (const auto& e : fs::directory_iterator(cfg_async.run.output_dir)) {
@@ -273,8 +292,8 @@ TEST_CASE("a checkpoint saved in the background holds the bytes of one saved at 
     resumed.add_callback(log_b);
     resumed.restore(a4);
     resumed.train();
-    REQUIRE(log_b->losses.count(5) == 1);
-    CHECK(log_b->losses[5] == log_sync->losses[5]);
-    CHECK(log_b->losses[8] == log_sync->losses[8]);
+    REQUIRE(log_b->losses.count(10) == 1);
+    CHECK(log_b->losses[10] == log_sync->losses[10]);
+    CHECK(log_b->losses[12] == log_sync->losses[12]);
   }
 }

@@ -1,5 +1,6 @@
 #include "train/state/checkpoint_snapshot.h"
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
@@ -82,7 +83,11 @@ void HostCopies::end() {
 }
 
 void HostCopies::wait() const {
-  if (ready_) ready_->synchronize();
+  if (!ready_) return;
+  // On the event's device: a thread's current device is 0 otherwise, whose context a rank on another
+  // GPU must not create.
+  const c10::DeviceGuard guard(ready_->device());
+  ready_->synchronize();
 }
 
 int64_t HostCopies::bytes() const {
