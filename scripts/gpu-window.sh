@@ -13,6 +13,7 @@
 # There (PyTorch 2.11 with CUDA 13 installed, no network), in two calls (one command may run 600 s):
 #   bash scripts/gpu-window.sh "$OUT" device probe tests ab     (about 7 minutes)
 #   bash scripts/gpu-window.sh "$OUT" llama profile determinism (about 5 minutes)
+#   bash scripts/gpu-window.sh "$OUT" checkpoint                (about 2 minutes, when time is left)
 # Phases (default: all, in this order):
 #   device   the card, driver, torch and CUDA versions, the commit (into summary.txt)
 #   probe    bench/gpu_probe.py: residual adds, norms, SDPA backends, fp32-output mm, fp8 (PyTorch only)
@@ -25,6 +26,8 @@
 #   llama    the same for the Llama-style 1.1B shape (micro-batch 4 x 1024), one round
 #   determinism  trainer.deterministic on CUDA: two runs with it give the same bits, two without
 #            may not (OUT/determinism.txt)
+#   checkpoint  bench/checkpoint_stall.sh on the GPU: a save's stall at once and in the background
+#            (checkpoint.async, pinned host buffers), into summary.txt
 #   profile  hftrain's default under the profiler (steps 11-13): OUT/ops-hftrain.tsv and
 #            bench/kernel_buckets.py's table in OUT/buckets.txt (matmul, attention, norm, add/copy/cast, head, optimizer,
 #            GPU idle)
@@ -220,7 +223,16 @@ PY
       cat "$out/determinism.txt"
       summary "determinism ($((SECONDS - start)) s): $(tr '\n' ' ' <"$out/determinism.txt")"
       ;;
-    *) echo "gpu-window.sh: unknown phase '$phase' (device probe tests ab llama profile determinism)" >&2; exit 2 ;;
+    checkpoint)
+      # checkpoint.async on CUDA (issue 43): the stall of a save written at once and of a background
+      # one (pinned host buffers), against PyTorch's copy of the same bytes into pinned memory; into
+      # summary.txt (the tool brings back 8 files)
+      bash "$root/bench/checkpoint_stall.sh" "$hftrain" "$py" cuda >"$logs/checkpoint.log" 2>&1 || failed checkpoint
+      cat "$logs/checkpoint.log"
+      summary "checkpoint ($((SECONDS - start)) s): $(tr '\n' ' ' <"$logs/checkpoint.log")"
+      ;;
+    *) echo "gpu-window.sh: unknown phase '$phase' (device probe tests ab llama profile determinism checkpoint)" >&2
+       exit 2 ;;
   esac
 done
 cat "$out/summary.txt"
