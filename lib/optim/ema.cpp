@@ -84,6 +84,9 @@ void EmaWeights::update(double decay) {
   // diffusers' arithmetic: average -= (1 - decay) (average - weights), in chunks of tensors on one
   // device (the differences are the only memory it takes).
   const double rate = 1.0 - decay;
+  // A dropped step leaves the average alone: the rate times (1 - flag), on the device, once.
+  const torch::Tensor masked =
+      skip_flag_.defined() ? (1.0 - skip_flag_.to(torch::kFloat32)).mul_(rate) : torch::Tensor();
   size_t begin = 0;
   while (begin < params_.size()) {
     size_t end = begin;
@@ -98,10 +101,8 @@ void EmaWeights::update(double decay) {
       ++end;
     }
     std::vector<torch::Tensor> diffs = at::_foreach_sub(averages, weights);
-    if (skip_flag_.defined()) {
-      // A dropped step leaves the average alone: the rate times (1 - flag), on the device.
-      const torch::Tensor scaled = (1.0 - skip_flag_.to(torch::kFloat32)).mul_(rate).to(device);
-      at::_foreach_mul_(diffs, scaled);
+    if (masked.defined()) {
+      at::_foreach_mul_(diffs, masked.to(device));  // a no-op move on the flag's own device
     } else {
       at::_foreach_mul_(diffs, rate);
     }

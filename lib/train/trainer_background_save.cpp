@@ -35,9 +35,9 @@ int64_t Trainer::background_published_through() const {
   return background_ && background_->publishing() && background_->published() ? background_->step() : -1;
 }
 
+// Called by checkpoint_if_due once the save before it has been finished: one save at a time.
 void Trainer::start_background_save(const std::string& reason) {
   const auto t0 = std::chrono::steady_clock::now();
-  finish_background_save();  // one save at a time
   // The same collective parts as save_checkpoint(), in the same order.
   hold_weights_for(optim::Optimizer::Use::kCheckpoint);
   MasterWeights::Scope masters(masters_.get());
